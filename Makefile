@@ -1,0 +1,107 @@
+# tierkv -- top-level build.
+#   make            build/libtierkv.so (+ soname links) and build/libtierkv.a
+#   make test       install missing Debian packages, then build and run every test
+#                   twice: a normal build and an ASan+UBSan build
+#   make tsan       the concurrency tests under ThreadSanitizer
+#   make soak       long randomized / crash runs (not part of `make test`)
+#   make bench      the headline benchmark
+#   make install PREFIX=/usr/local
+#   make deps       apt-get the packages listed in DEB_PACKAGES when missing
+# Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it).
+
+VERSION      := 0.1.0
+SOMAJOR      := 0
+PREFIX       ?= /usr/local
+CC           ?= cc
+SAN          ?=
+BUILD        ?= build$(if $(SAN),/$(SAN))
+WERROR       ?= $(if $(CI),1,0)
+
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
+           -Wformat=2 -Wundef -Wvla -Wcast-align
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 -fPIC -pthread $(WARN) -Iinclude -Isrc -I. -D_GNU_SOURCE
+ifeq ($(WERROR),1)
+CFLAGS  += -Werror
+endif
+LIBS    := -lpmem -luring -llz4 -lxxhash -lpthread -lm
+ifeq ($(SAN),asan)
+CFLAGS  += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -DTKV_NO_JEMALLOC
+LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(SAN),tsan)
+CFLAGS  += -O1 -fsanitize=thread -DTKV_NO_JEMALLOC
+LDFLAGS += -fsanitize=thread
+else
+LIBS    += -ljemalloc
+endif
+
+LIB_SRCS  := $(sort $(shell find src emul -name '*.c'))
+LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_SRCS := $(sort $(wildcard tests/test_*.c))
+TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+TEST_HELPERS := $(filter-out $(TEST_SRCS),$(wildcard tests/*.c))
+TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(BUILD)/obj/%.o)
+BENCH_SRCS := $(sort $(wildcard bench/*.c))
+
+DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config
+
+.PHONY: all lib tests test test-run tsan soak bench deps install clean
+all: lib
+
+lib: $(BUILD)/libtierkv.a $(BUILD)/libtierkv.so
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libtierkv.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libtierkv.so: $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,libtierkv.so.$(SOMAJOR) $(LDFLAGS) -o $(BUILD)/libtierkv.so.$(VERSION) $^ $(LIBS)
+	ln -sf libtierkv.so.$(VERSION) $(BUILD)/libtierkv.so.$(SOMAJOR)
+	ln -sf libtierkv.so.$(VERSION) $@
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_HELPER_OBJS) $(BUILD)/libtierkv.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(BUILD)/libtierkv.a -lcmocka $(LIBS)
+
+tests: lib $(TESTS)
+
+# test-run: build and run every test of one build flavour (SAN=...).
+test-run: tests
+	@TKV_BUILD=$(BUILD) bash tests/run.sh $(TESTS)
+
+test: deps
+	$(MAKE) test-run
+	$(MAKE) test-run SAN=asan
+
+tsan: deps
+	$(MAKE) SAN=tsan tests
+	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_skiplist %_memtable %_cache,$(TESTS:build/%=build/tsan/%))
+
+soak: deps
+	$(MAKE) tests
+	TKV_TEST_SCALE=20 bash tests/run.sh $(BUILD)/tests/test_model $(BUILD)/tests/test_crash
+
+bench: deps lib
+	@bash bench/run_headline.sh
+
+deps:
+	@bash .ci/deps.sh $(DEB_PACKAGES)
+
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/tierkv.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(BUILD)/libtierkv.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libtierkv.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libtierkv.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libtierkv.so.$(SOMAJOR)
+	ln -sf libtierkv.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libtierkv.so
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' tierkv.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tierkv.pc
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,232 @@
+/*
+ * tierkv.h -- the public C API of tierkv, an embedded key-value store whose LSM
+ * tree is tiered across DRAM, persistent memory and SSD.
+ *
+ * Conventions (kept true; tests/c_api_test.c exercises each one):
+ *  1. Handles (tkv_db, tkv_options, tkv_batch, tkv_iter, tkv_snapshot) are opaque.
+ *     Every _new or _open function has a matching _free or _close; every free function
+ *     accepts NULL and does nothing.
+ *  2. Functions that can fail return an int status: TKV_OK (0), TKV_NOT_FOUND (1,
+ *     not an error) or a negative TKV_* error. tkv_strerror() names a status;
+ *     tkv_errmsg() returns the calling thread's detailed message for its most
+ *     recent error (file names, offsets, option names). The message stays valid
+ *     until the same thread's next failing tierkv call.
+ *  3. Keys are byte strings ordered by memcmp (shorter key first on a common
+ *     prefix). 1 <= key length <= TKV_MAX_KEY_SIZE; value length <=
+ *     TKV_MAX_VALUE_SIZE. Violations are TKV_INVALID and change nothing.
+ *  4. Memory returned to the caller (values from tkv_get/tkv_multi_get, strings
+ *     from tkv_property) is owned by the caller and freed with tkv_free().
+ *     Pointers returned by tkv_iter_key/tkv_iter_value are owned by the iterator
+ *     and valid until the iterator is moved or freed.
+ *  5. The library never calls exit() or abort() on bad input or bad media; it
+ *     reports corruption as TKV_CORRUPTION and never returns corrupt data.
+ *
+ * Thread safety:
+ *  - tkv_db: safe for concurrent use by any number of threads without external
+ *    locking (puts, gets, iterators, snapshots, flush, property ...). tkv_close()
+ *    must not race with other calls on the same handle.
+ *  - tkv_options: not synchronized; build it in one thread, then it may be
+ *    passed to tkv_open() (which copies it) from any thread.
+ *  - tkv_batch and tkv_iter: belong to one thread at a time. Using one handle
+ *    from two threads at once needs the caller's own lock.
+ *  - tkv_snapshot: immutable; may be shared between threads until freed.
+ *  - tkv_strerror/tkv_errmsg/tkv_version: always safe.
+ *
+ * On-media formats: docs/format-wal.md (write-ahead log). Options: docs/options.md.
+ */
+#ifndef TIERKV_H
+#define TIERKV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TKV_VERSION_MAJOR 0
+#define TKV_VERSION_MINOR 1
+#define TKV_VERSION_PATCH 0
+/* TKV_VERSION_NUMBER = major*10000 + minor*100 + patch */
+#define TKV_VERSION_NUMBER (TKV_VERSION_MAJOR * 10000 + TKV_VERSION_MINOR * 100 + TKV_VERSION_PATCH)
+#define TKV_VERSION_STRING "0.1.0"
+
+/* tkv_version -- the library's TKV_VERSION_NUMBER (may differ from the header's
+ * when linked dynamically against another build). */
+int tkv_version(void);
+
+/* Status codes. */
+#define TKV_OK 0
+#define TKV_NOT_FOUND 1 /* key absent (or deleted) at the read's sequence */
+#define TKV_INVALID (-1) /* bad argument, option, or API misuse */
+#define TKV_IO_ERROR (-2) /* the operating system reported an I/O error */
+#define TKV_CORRUPTION (-3) /* a checksum or structural check failed on media */
+#define TKV_NO_SPACE (-4) /* the device or a pool is full */
+#define TKV_BUSY (-5) /* the resource is in use (e.g. directory locked) */
+#define TKV_NO_MEMORY (-6) /* an allocation failed */
+
+/* Limits, enforced by every function that takes keys or values. */
+#define TKV_MAX_KEY_SIZE (64u * 1024u) /* 64 KiB */
+#define TKV_MAX_VALUE_SIZE (256u * 1024u * 1024u) /* 256 MiB */
+
+/* Write flags (bitwise OR). */
+#define TKV_SYNC 1u /* the write is durable (WAL fdatasync'd) before the call returns */
+#define TKV_NO_WAL 2u /* skip the WAL for this write: lost on crash until flushed */
+
+typedef struct tkv_db tkv_db;
+typedef struct tkv_options tkv_options;
+typedef struct tkv_batch tkv_batch;
+typedef struct tkv_iter tkv_iter;
+typedef struct tkv_snapshot tkv_snapshot;
+
+/* tkv_strerror -- a constant string naming status `status` ("OK", "not found",
+ * "invalid argument", ...). Unknown codes give "unknown status". */
+const char *tkv_strerror(int status);
+
+/* tkv_errmsg -- the calling thread's detailed message for its last error, or ""
+ * if this thread has seen none. Owned by the library (thread-local). */
+const char *tkv_errmsg(void);
+
+/* ---------------------------------------------------------------- options */
+
+/* tkv_options_new -- options with every default (see docs/options.md).
+ * Returns NULL only if memory is exhausted. */
+tkv_options *tkv_options_new(void);
+
+/* tkv_options_free -- frees `opts`; NULL is a no-op. */
+void tkv_options_free(tkv_options *opts);
+
+/* tkv_options_set -- sets option `name` from string `value`.
+ * Sizes accept K/M/G/T suffixes (powers of 1024: "64M"); booleans accept
+ * 1/0/true/false/on/off/yes/no. Options are documented in docs/options.md.
+ * Returns TKV_OK, or TKV_INVALID (unknown name, unparsable or out-of-range value;
+ * tkv_errmsg() names the option and the accepted range). On error `opts` is
+ * unchanged. */
+int tkv_options_set(tkv_options *opts, const char *name, const char *value);
+
+/* ---------------------------------------------------------------- database */
+
+/* tkv_open -- opens (or, with create_if_missing, the default, creates) the
+ * database in directory `dir`, recovering any data left by a crash. `opts` may
+ * be NULL for defaults; it is copied and may be freed after the call.
+ * Returns TKV_OK and *out, or:
+ *  TKV_INVALID     NULL argument; dir missing and create_if_missing=0; dir exists
+ *                  and error_if_exists=1
+ *  TKV_BUSY        another handle (in this or another process) has `dir` open
+ *  TKV_CORRUPTION  a checksum failed in the middle of a log or other file
+ *  TKV_IO_ERROR, TKV_NO_SPACE, TKV_NO_MEMORY
+ * On error *out is set to NULL. */
+int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
+
+/* tkv_close -- waits for background work, syncs the WAL, releases the directory
+ * lock and frees `db`. Every iterator and snapshot of `db` must be freed first
+ * (outstanding ones are freed by close and must not be used afterwards).
+ * NULL is a no-op returning TKV_OK. Returns the first error met while
+ * finishing (the handle is freed regardless). */
+int tkv_close(tkv_db *db);
+
+/* tkv_destroy -- removes the database in `dir` (all of tierkv's files, then the
+ * directory if it is empty). Returns TKV_BUSY if the database is open,
+ * TKV_OK if `dir` does not exist. */
+int tkv_destroy(const char *dir);
+
+/* tkv_put -- sets key to value. flags: TKV_SYNC, TKV_NO_WAL.
+ * Returns TKV_OK, TKV_INVALID (NULL/empty/oversized key, oversized value,
+ * unknown flag), or a background error that made the database read-only
+ * (TKV_IO_ERROR, TKV_NO_SPACE, TKV_CORRUPTION). */
+int tkv_put(tkv_db *db, const void *key, size_t klen, const void *val, size_t vlen, unsigned flags);
+
+/* tkv_delete -- removes key (a no-op if absent). Same returns as tkv_put. */
+int tkv_delete(tkv_db *db, const void *key, size_t klen, unsigned flags);
+
+/* ---------------------------------------------------------------- batches */
+
+/* tkv_batch_new -- an empty batch; NULL if memory is exhausted. */
+tkv_batch *tkv_batch_new(void);
+/* tkv_batch_free -- frees `b`; NULL is a no-op. */
+void tkv_batch_free(tkv_batch *b);
+/* tkv_batch_clear -- empties `b` for reuse (keeps its buffer). */
+void tkv_batch_clear(tkv_batch *b);
+/* tkv_batch_put -- appends a put (copied). TKV_OK or TKV_INVALID/TKV_NO_MEMORY;
+ * on error the batch is unchanged. */
+int tkv_batch_put(tkv_batch *b, const void *key, size_t klen, const void *val, size_t vlen);
+/* tkv_batch_delete -- appends a delete (copied). Returns as tkv_batch_put. */
+int tkv_batch_delete(tkv_batch *b, const void *key, size_t klen);
+/* tkv_write -- applies every operation of `b` atomically, in order (a later
+ * operation on the same key wins): after a crash either all or none of it is
+ * present, and no reader ever sees part of it. `b` is not modified. An empty
+ * batch is TKV_OK. Returns as tkv_put. */
+int tkv_write(tkv_db *db, tkv_batch *b, unsigned flags);
+
+/* ---------------------------------------------------------------- reads */
+
+/* tkv_get -- reads key at snapshot `snap` (NULL = latest). On TKV_OK, *val is a
+ * new buffer of *vlen bytes (NUL-terminated for convenience, not counted in
+ * *vlen) to be freed with tkv_free(). Returns TKV_OK, TKV_NOT_FOUND (*val=NULL,
+ * *vlen=0), TKV_INVALID, TKV_CORRUPTION, TKV_IO_ERROR, TKV_NO_MEMORY. */
+int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, void **val, size_t *vlen);
+
+/* tkv_multi_get -- n lookups at one consistent snapshot. For each i, statuses[i]
+ * is what tkv_get would return, and vals[i]/vlens[i] are set as tkv_get sets
+ * them. Returns TKV_OK if the arguments were valid (individual results are in
+ * statuses[]), else TKV_INVALID. */
+int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *const *keys, const size_t *klens,
+                  void **vals, size_t *vlens, int *statuses);
+
+/* tkv_free -- frees memory returned by tierkv (values, property strings). */
+void tkv_free(void *p);
+
+/* tkv_snapshot_new -- pins the current state: reads through it see exactly the
+ * writes acknowledged before this call. NULL if db is NULL or memory is
+ * exhausted. Free it with tkv_snapshot_free on the same db. */
+const tkv_snapshot *tkv_snapshot_new(tkv_db *db);
+/* tkv_snapshot_free -- releases a snapshot; NULL is a no-op. */
+void tkv_snapshot_free(tkv_db *db, const tkv_snapshot *snap);
+
+/* ---------------------------------------------------------------- iterators */
+
+/* tkv_iter_new -- an iterator over a consistent view (snap, or the latest state
+ * at this call when NULL). It starts unpositioned (not valid); call a seek.
+ * Returns TKV_OK, TKV_INVALID or TKV_NO_MEMORY. */
+int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out);
+/* tkv_iter_free -- frees an iterator; NULL is a no-op. */
+void tkv_iter_free(tkv_iter *it);
+/* tkv_iter_seek -- positions at the first key >= key. */
+void tkv_iter_seek(tkv_iter *it, const void *key, size_t klen);
+/* tkv_iter_seek_first / seek_last -- positions at the smallest / largest key. */
+void tkv_iter_seek_first(tkv_iter *it);
+void tkv_iter_seek_last(tkv_iter *it);
+/* tkv_iter_valid -- 1 if positioned on an entry, else 0 (end, or an error:
+ * check tkv_iter_status). */
+int tkv_iter_valid(const tkv_iter *it);
+/* tkv_iter_next / prev -- moves to the next larger / smaller key. Only when valid. */
+void tkv_iter_next(tkv_iter *it);
+void tkv_iter_prev(tkv_iter *it);
+/* tkv_iter_key / value -- the current entry; only when valid. */
+const void *tkv_iter_key(const tkv_iter *it, size_t *klen);
+const void *tkv_iter_value(const tkv_iter *it, size_t *vlen);
+/* tkv_iter_status -- TKV_OK, or the first error the iterator met (then it is
+ * not valid). */
+int tkv_iter_status(const tkv_iter *it);
+
+/* ---------------------------------------------------------------- maintenance */
+
+/* tkv_flush -- makes every write acknowledged so far durable in the next tier
+ * and waits for it. Returns TKV_OK or the error that stopped it. */
+int tkv_flush(tkv_db *db);
+
+/* tkv_compact_range -- compacts the key range [begin, end] (NULL = open end)
+ * down the tree and waits for it. Returns TKV_OK or the error that stopped it. */
+int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen);
+
+/* tkv_property -- a text report, freed with tkv_free, or NULL for an unknown
+ * name (tkv_errmsg says so). Names: "tkv.stats" (multi-line counters),
+ * "tkv.levels" (one line per tier/level), "tkv.options" (effective options),
+ * "tkv.num-entries-active-mem" and other numeric properties documented in
+ * docs/options.md. */
+char *tkv_property(tkv_db *db, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TIERKV_H */

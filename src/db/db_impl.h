@@ -1,0 +1,100 @@
+/*
+ * db_impl.h -- the tkv_db handle: state shared by the write path (db.c) and the
+ * read path (db_read.c).
+ *
+ * Locking (one mutex, `mu`, short critical sections):
+ *  - mu protects: the writer queue, `sv` (the current superversion pointer),
+ *    the WAL writer and file numbers, the snapshot list, bg_error.
+ *  - The active memtable is written only by the current write-group leader,
+ *    outside mu (the skiplist allows one writer with lock-free readers). Only
+ *    the leader switches memtables, so the memtable it inserts into cannot
+ *    change under it.
+ *  - last_seq is published (release) after the group's records are in the
+ *    memtable; readers read it (acquire) and never look at larger sequences,
+ *    so a reader never sees part of a batch.
+ *  - Readers pin a superversion (refcounted: memtables + immutables) under mu
+ *    and then read without any lock.
+ */
+#ifndef TKV_DB_IMPL_H
+#define TKV_DB_IMPL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "db/options.h"
+#include "io/io.h"
+#include "mem/batch.h"
+#include "mem/memtable.h"
+#include "mem/wal.h"
+
+/* superversion -- an immutable, refcounted view of the in-memory tier. */
+typedef struct superversion {
+    uint32_t refs;         /* atomic */
+    memtable *mem;         /* active memtable (ref held) */
+    memtable **imm;        /* immutable memtables, oldest first (refs held) */
+    uint64_t *imm_wal;     /* the WAL file number that holds each imm's data */
+    size_t nimm;
+} superversion;
+
+superversion *sv_ref(superversion *sv);
+void sv_unref(superversion *sv);
+
+/* A pending write in the group-commit queue. */
+typedef struct writer {
+    struct tkv_batch *batch;
+    int sync;
+    int no_wal;
+    int done;
+    int status;
+    pthread_cond_t cv;
+    struct writer *next;
+} writer;
+
+struct tkv_snapshot {
+    uint64_t seq;
+    struct tkv_snapshot *prev, *next;
+};
+
+/* Counters reported by tkv.stats (atomic, relaxed). */
+typedef struct db_counters {
+    uint64_t user_puts, user_deletes, user_bytes_written; /* keys + values accepted */
+    uint64_t batches, groups, wal_records, wal_syncs;
+    uint64_t gets, gets_found, multigets, iterators_created;
+    uint64_t memtable_switches;
+    uint64_t recovered_records, recovered_torn_records, recovered_torn_bytes;
+} db_counters;
+
+struct tkv_db {
+    char *dir;
+    struct tkv_options opts;
+    int lock_fd;
+    io_stats io;
+    db_counters ctr;
+
+    pthread_mutex_t mu;
+    writer *wq_head, *wq_tail;   /* group-commit queue; head is the leader */
+    superversion *sv;            /* current view (ref held by the db) */
+    wal_writer *wal;             /* NULL when opts.wal == 0 */
+    uint64_t wal_number;         /* file number of the active memtable's WAL */
+    uint64_t next_file_number;
+    uint64_t last_seq;           /* atomic: last published sequence */
+    struct tkv_snapshot snapshots; /* circular list head */
+    uint64_t open_iterators;     /* atomic */
+    int bg_error;                /* sticky write error (< 0) or 0 */
+    char bg_errmsg[512];
+    struct tkv_batch group;      /* scratch for merging a write group (leader only) */
+};
+
+/* db_set_bg_error -- records a sticky error (first one wins); caller holds mu. */
+void db_set_bg_error(tkv_db *db, int code);
+
+/* db_wal_path -- "<dir>/<number>.wal" into buf. */
+void db_wal_path(const tkv_db *db, uint64_t number, char *buf, size_t len);
+
+/* db_get_sv -- pins the current superversion and reads the sequence to read at. */
+superversion *db_get_sv(tkv_db *db, const tkv_snapshot *snap, uint64_t *seq);
+
+static inline void ctr_add(uint64_t *c, uint64_t n) { __atomic_fetch_add(c, n, __ATOMIC_RELAXED); }
+static inline uint64_t ctr_get(const uint64_t *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }
+
+#endif

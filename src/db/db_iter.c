@@ -1,0 +1,327 @@
+/*
+ * db_iter.c -- user-visible iteration over an internal iterator (LevelDB's
+ * DBIter): collapses the versions of each user key to the newest one visible at
+ * the snapshot and hides deleted keys, forward and reverse.
+ *
+ * Direction invariants (as in LevelDB):
+ *  - DIR_FWD, valid: the internal iterator is at the entry that is the current
+ *    user key's newest visible version; key/value are read from it. saved_key
+ *    is only scratch space.
+ *  - DIR_REV, valid: the internal iterator is just before (in ikey order) every
+ *    entry of the current user key, or not valid if there is nothing before.
+ *    The current user key and value are copies in saved_key / saved_val.
+ *  - status != 0: not valid, every call but free/status/valid/key/value is a no-op.
+ */
+#include "db/db_iter.h"
+
+#include <stdlib.h>
+
+#include "util/coding.h"
+#include "util/status.h"
+
+enum { DIR_FWD, DIR_REV };
+
+/* saved_val buffers larger than the value by more than this are released. */
+#define SAVED_VAL_SLACK (1u << 20)
+
+struct db_iter {
+    tkv_it *in;
+    uint64_t seq; /* snapshot: versions with a larger sequence are invisible */
+    int dir;
+    int valid;
+    int status;
+    tkv_buf saved_key; /* DIR_FWD: user key to skip past (or seek target); DIR_REV: current user key */
+    tkv_buf saved_val; /* DIR_REV: current value */
+};
+
+/* db_iter_new -- an unpositioned iterator owning `internal`. */
+db_iter *db_iter_new(tkv_it *internal, uint64_t snapshot_seq)
+{
+    if (!internal) return NULL;
+    db_iter *it = calloc(1, sizeof *it);
+    if (!it) {
+        it_destroy(internal);
+        tkv_err(TKV_NO_MEMORY, "db iterator: out of memory");
+        return NULL;
+    }
+    it->in = internal;
+    it->seq = snapshot_seq > IKEY_MAX_SEQ ? IKEY_MAX_SEQ : snapshot_seq;
+    it->dir = DIR_FWD;
+    return it;
+}
+
+void db_iter_free(db_iter *it)
+{
+    if (!it) return;
+    it_destroy(it->in);
+    buf_free(&it->saved_key);
+    buf_free(&it->saved_val);
+    free(it);
+}
+
+/* set_buf -- replaces the contents of b with s. 0 or TKV_NO_MEMORY. */
+static int set_buf(tkv_buf *b, tkv_slice s)
+{
+    b->len = 0;
+    return buf_append(b, s.p, s.n);
+}
+
+static tkv_slice buf_slice(const tkv_buf *b) { return slice(b->data, b->len); }
+
+/* clear_saved -- empties the saved key and value, releasing an oversized value buffer. */
+static void clear_saved(db_iter *it)
+{
+    it->saved_key.len = 0;
+    it->saved_val.len = 0;
+    if (it->saved_val.cap > SAVED_VAL_SLACK) buf_free(&it->saved_val);
+}
+
+/* fail -- makes the error `code` sticky: not valid from now on. */
+static void fail(db_iter *it, int code)
+{
+    it->valid = 0;
+    it->status = code;
+    clear_saved(it);
+}
+
+/* check_internal -- after an operation: if the internal iterator stopped on an
+ * error (an iterator with an error is never valid), take the error over. */
+static void check_internal(db_iter *it)
+{
+    if (!it->status && !it_valid(it->in)) {
+        int s = it_status(it->in);
+        if (s) fail(it, s);
+    }
+}
+
+/* parse -- validates the internal key `ik`; TKV_CORRUPTION (recorded) if it is
+ * too short or has an unknown type. */
+static int parse(tkv_slice ik, ikey_type *type, uint64_t *seq)
+{
+    if (ik.n < IKEY_TRAILER)
+        return tkv_err(TKV_CORRUPTION, "db iterator: internal key of %zu bytes is shorter than its trailer", ik.n);
+    uint64_t tr = ikey_trailer(ik);
+    if ((tr & 0xff) != IKEY_DELETION && (tr & 0xff) != IKEY_VALUE)
+        return tkv_err(TKV_CORRUPTION, "db iterator: internal key with unknown type %u", (unsigned)(tr & 0xff));
+    *type = (ikey_type)(tr & 0xff);
+    *seq = tr >> 8;
+    return 0;
+}
+
+/* find_next_user_entry -- DIR_FWD, internal valid: moves forward to the first
+ * visible entry that is the newest visible version of a live user key. With
+ * `skipping`, entries whose user key is <= saved_key are hidden. */
+static void find_next_user_entry(db_iter *it, int skipping)
+{
+    do {
+        tkv_slice ik = it_key(it->in);
+        ikey_type type;
+        uint64_t seq;
+        int rc = parse(ik, &type, &seq);
+        if (rc) {
+            fail(it, rc);
+            return;
+        }
+        if (seq <= it->seq) {
+            tkv_slice uk = ikey_user(ik);
+            if (type == IKEY_DELETION) {
+                /* hide every older version of uk (they follow this entry) */
+                if (!skipping || ukey_cmp(uk, buf_slice(&it->saved_key)) != 0) {
+                    rc = set_buf(&it->saved_key, uk);
+                    if (rc) {
+                        fail(it, rc);
+                        return;
+                    }
+                }
+                skipping = 1;
+            } else if (!skipping || ukey_cmp(uk, buf_slice(&it->saved_key)) > 0) {
+                it->valid = 1;
+                it->saved_key.len = 0;
+                return;
+            }
+        }
+        it_next(it->in);
+    } while (it_valid(it->in));
+    it->saved_key.len = 0;
+    it->valid = 0;
+}
+
+/* find_prev_user_entry -- DIR_REV: moves backward collecting, for the user key
+ * just before the internal position, its newest visible version (the last one
+ * met going backward); stops once a live key is complete and the previous user
+ * key begins. Leaves the internal iterator before that key's entries. */
+static void find_prev_user_entry(db_iter *it)
+{
+    ikey_type value_type = IKEY_DELETION; /* of the newest visible version seen for saved_key */
+    while (it_valid(it->in)) {
+        tkv_slice ik = it_key(it->in);
+        ikey_type type;
+        uint64_t seq;
+        int rc = parse(ik, &type, &seq);
+        if (rc) {
+            fail(it, rc);
+            return;
+        }
+        if (seq <= it->seq) {
+            tkv_slice uk = ikey_user(ik);
+            if (value_type != IKEY_DELETION && ukey_cmp(uk, buf_slice(&it->saved_key)) < 0)
+                break; /* an entry of an earlier user key: the saved one is complete */
+            value_type = type;
+            if (type == IKEY_DELETION) {
+                clear_saved(it);
+            } else {
+                tkv_slice v = it_value(it->in);
+                if (it->saved_val.cap > v.n + SAVED_VAL_SLACK) buf_free(&it->saved_val);
+                rc = set_buf(&it->saved_key, uk);
+                if (!rc) rc = set_buf(&it->saved_val, v);
+                if (rc) {
+                    fail(it, rc);
+                    return;
+                }
+            }
+        }
+        it_prev(it->in);
+    }
+    if (value_type == IKEY_DELETION) { /* ran off the front */
+        it->valid = 0;
+        clear_saved(it);
+        it->dir = DIR_FWD;
+    } else {
+        it->valid = 1;
+    }
+}
+
+/* db_iter_seek_first -- the smallest live user key. */
+void db_iter_seek_first(db_iter *it)
+{
+    if (it->status) return;
+    it->dir = DIR_FWD;
+    clear_saved(it);
+    it_seek_first(it->in);
+    if (it_valid(it->in))
+        find_next_user_entry(it, 0);
+    else
+        it->valid = 0;
+    check_internal(it);
+}
+
+/* db_iter_seek_last -- the largest live user key (scanning back over its versions). */
+void db_iter_seek_last(db_iter *it)
+{
+    if (it->status) return;
+    it->dir = DIR_REV;
+    clear_saved(it);
+    it_seek_last(it->in);
+    find_prev_user_entry(it);
+    check_internal(it);
+}
+
+/* db_iter_seek -- seeks to ikey(ukey, snapshot, IKEY_SEEK_TYPE): the newest visible
+ * version of ukey, or the first entry of a larger key; then the first live key. */
+void db_iter_seek(db_iter *it, const void *ukey, size_t klen)
+{
+    if (it->status) return;
+    it->dir = DIR_FWD;
+    clear_saved(it);
+    int rc = buf_reserve(&it->saved_key, klen + IKEY_TRAILER);
+    if (rc) {
+        fail(it, rc);
+        return;
+    }
+    ikey_encode(it->saved_key.data, ukey, klen, it->seq, IKEY_SEEK_TYPE);
+    it->saved_key.len = klen + IKEY_TRAILER;
+    it_seek(it->in, buf_slice(&it->saved_key));
+    if (it_valid(it->in))
+        find_next_user_entry(it, 0); /* saved_key is only scratch from here on */
+    else
+        it->valid = 0;
+    check_internal(it);
+}
+
+/* db_iter_next -- the next larger live user key. */
+void db_iter_next(db_iter *it)
+{
+    if (!it->valid) return;
+    if (it->dir == DIR_REV) {
+        /* the internal iterator is before the current key's entries: step into
+         * them, then skip them with the normal code (saved_key holds the key) */
+        it->dir = DIR_FWD;
+        if (!it_valid(it->in))
+            it_seek_first(it->in);
+        else
+            it_next(it->in);
+    } else {
+        /* remember the current user key so that its older versions get skipped */
+        int rc = set_buf(&it->saved_key, ikey_user(it_key(it->in)));
+        if (rc) {
+            fail(it, rc);
+            return;
+        }
+        it_next(it->in);
+    }
+    if (it_valid(it->in)) {
+        find_next_user_entry(it, 1);
+    } else {
+        it->valid = 0;
+        it->saved_key.len = 0;
+    }
+    check_internal(it);
+}
+
+/* db_iter_prev -- the next smaller live user key. */
+void db_iter_prev(db_iter *it)
+{
+    if (!it->valid) return;
+    if (it->dir == DIR_FWD) {
+        /* the internal iterator is at the current entry: back up until the user
+         * key changes, then use the normal reverse scan */
+        int rc = set_buf(&it->saved_key, ikey_user(it_key(it->in)));
+        if (rc) {
+            fail(it, rc);
+            return;
+        }
+        for (;;) {
+            it_prev(it->in);
+            if (!it_valid(it->in)) {
+                it->valid = 0;
+                clear_saved(it);
+                check_internal(it);
+                return;
+            }
+            if (ukey_cmp(ikey_user(it_key(it->in)), buf_slice(&it->saved_key)) < 0) break;
+        }
+        it->dir = DIR_REV;
+    }
+    find_prev_user_entry(it);
+    check_internal(it);
+}
+
+int db_iter_valid(const db_iter *it) { return it->valid; }
+
+const void *db_iter_key(const db_iter *it, size_t *klen)
+{
+    if (!it->valid) {
+        *klen = 0;
+        return NULL;
+    }
+    tkv_slice uk = it->dir == DIR_REV ? buf_slice(&it->saved_key) : ikey_user(it_key(it->in));
+    *klen = uk.n;
+    return uk.p ? (const void *)uk.p : ""; /* an empty buffer may have no storage */
+}
+
+const void *db_iter_value(const db_iter *it, size_t *vlen)
+{
+    if (!it->valid) {
+        *vlen = 0;
+        return NULL;
+    }
+    tkv_slice v = it->dir == DIR_REV ? buf_slice(&it->saved_val) : it_value(it->in);
+    *vlen = v.n;
+    return v.p ? (const void *)v.p : "";
+}
+
+int db_iter_status(const db_iter *it)
+{
+    if (it->status) return it->status;
+    return it_status(it->in);
+}

@@ -1,0 +1,50 @@
+/*
+ * db_iter.h -- the user-visible iterator logic (LevelDB's DBIter) on top of one
+ * internal iterator: each user key once, at its newest version with
+ * seq <= snapshot, keys whose newest visible version is a deletion hidden.
+ *
+ * Errors are sticky: once the internal iterator reports an error (or an entry
+ * fails to parse: TKV_CORRUPTION, or a copy runs out of memory) the db_iter is
+ * not valid and stays so, seeks included; db_iter_status() returns that first
+ * error. next/prev on an iterator that is not valid do nothing.
+ *
+ * Key and value pointers are valid until the iterator is moved or freed.
+ * A db_iter belongs to one thread at a time.
+ */
+#ifndef TKV_DB_DB_ITER_H
+#define TKV_DB_DB_ITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/iter.h"
+
+typedef struct db_iter db_iter;
+
+/* db_iter_new -- takes ownership of `internal`; shows for each user key the
+ * newest version with seq <= snapshot_seq (clamped to IKEY_MAX_SEQ), hiding keys
+ * whose newest visible version is a deletion. Starts unpositioned.
+ * NULL on OOM (internal destroyed) or if internal is NULL. */
+db_iter *db_iter_new(tkv_it *internal, uint64_t snapshot_seq);
+/* db_iter_free -- frees the iterator and its internal iterator; NULL is a no-op. */
+void db_iter_free(db_iter *it);
+
+/* db_iter_seek_first / seek_last -- positions at the smallest / largest visible user key. */
+void db_iter_seek_first(db_iter *it);
+void db_iter_seek_last(db_iter *it);
+/* db_iter_seek -- positions at the first visible user key >= ukey. */
+void db_iter_seek(db_iter *it, const void *ukey, size_t klen);
+/* db_iter_next / prev -- the next larger / smaller visible user key (no-op when not valid). */
+void db_iter_next(db_iter *it);
+void db_iter_prev(db_iter *it);
+
+/* db_iter_valid -- 1 if positioned on an entry. */
+int db_iter_valid(const db_iter *it);
+/* db_iter_key / value -- the current user key / value (never NULL when valid,
+ * even if empty; NULL with length 0 when not valid). */
+const void *db_iter_key(const db_iter *it, size_t *klen);
+const void *db_iter_value(const db_iter *it, size_t *vlen);
+/* db_iter_status -- TKV_OK or the first error met. */
+int db_iter_status(const db_iter *it);
+
+#endif

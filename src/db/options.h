@@ -1,0 +1,35 @@
+/*
+ * options.h -- the engine's option set behind the opaque tkv_options.
+ *
+ * Every option is a row of the table in options.c (name, type, range, default,
+ * documentation); docs/options.md is generated from the same text. tkv_open
+ * copies the options, so the engine reads them without locking.
+ */
+#ifndef TKV_DB_OPTIONS_H
+#define TKV_DB_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tierkv.h"
+
+struct tkv_options {
+    int create_if_missing; /* create the directory and database if absent */
+    int error_if_exists;   /* fail if a database already exists */
+    uint64_t memtable_size; /* bytes of arena per memtable before it is switched */
+    int memtables;          /* memtables in DRAM: 1 mutable + (memtables-1) immutable */
+    int wal;                /* 1: write-ahead log on; 0: off (writes survive only via flush) */
+    int sync;               /* 1: every write is TKV_SYNC */
+    int paranoid_checks;    /* 1: a corrupt record in the middle of a WAL fails open */
+};
+
+/* options_init_defaults -- fills o with every default. */
+void options_init_defaults(struct tkv_options *o);
+
+/* options_describe -- appends "name=value\n" for every option to a malloc'd string. */
+char *options_describe(const struct tkv_options *o);
+
+/* options_parse_size -- parses "123", "64K", "64M", "1G", "1T" (powers of 1024). 0 or TKV_INVALID. */
+int options_parse_size(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,142 @@
+/*
+ * arena.c -- bump allocation over pre-faulted blocks (see arena.h).
+ *
+ * Invariants:
+ *  1. a->cur is 8-byte aligned: blocks start 16-byte aligned after their header
+ *     and cur only ever advances by multiples of ARENA_ALIGN.
+ *  2. [a->cur, a->cur + a->left) is unused memory of the newest standard block
+ *     (a->left is 0 before the first standard block).
+ *  3. a->usage is the sum of the sizes of the blocks on a->blocks; only the
+ *     allocating thread writes it, with relaxed atomic stores.
+ */
+#include "mem/arena.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "util/status.h"
+
+#ifndef TKV_NO_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#define ARENA_RAW_ALLOC(n) mallocx((n), 0)
+#define ARENA_RAW_FREE(p) dallocx((p), 0)
+#else
+#define ARENA_RAW_ALLOC(n) malloc(n)
+#define ARENA_RAW_FREE(p) free(p)
+#endif
+
+/* A block: this header, then its data. 16 bytes keeps the data 16-aligned. */
+struct arena_block {
+    struct arena_block *next;
+    size_t size; /* whole allocation, header included */
+};
+
+#define ARENA_HDR (sizeof(struct arena_block))
+#define ARENA_MIN_BLOCK ((size_t)4096)
+
+/* 1 until madvise(MADV_POPULATE_WRITE) has failed once (kernels before 5.14). */
+static int populate_supported = 1;
+
+/* prefault -- makes every page of [p, p+len) resident and writable now, so that
+ * the writer does not take one slow fault per page later. */
+static void prefault(uint8_t *p, size_t len)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    size_t page = pg > 0 ? (size_t)pg : 4096;
+    uintptr_t lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t hi = ((uintptr_t)p + len) & ~(uintptr_t)(page - 1);
+
+#ifdef MADV_POPULATE_WRITE
+    if (hi > lo && __atomic_load_n(&populate_supported, __ATOMIC_RELAXED)) {
+        if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) == 0) {
+            /* the partial pages at both ends */
+            ((volatile uint8_t *)p)[0] = 0;
+            ((volatile uint8_t *)p)[len - 1] = 0;
+            return;
+        }
+        __atomic_store_n(&populate_supported, 0, __ATOMIC_RELAXED);
+    }
+#else
+    (void)lo;
+    (void)hi;
+#endif
+    /* Fallback: one write per page (the contents are unused, so a zero will do). */
+    for (size_t off = 0; off < len; off += page) ((volatile uint8_t *)p)[off] = 0;
+    ((volatile uint8_t *)p)[len - 1] = 0;
+}
+
+void arena_init(arena *a, size_t block_size)
+{
+    if (block_size == 0) block_size = ARENA_DEFAULT_BLOCK;
+    if (block_size < ARENA_MIN_BLOCK) block_size = ARENA_MIN_BLOCK;
+    a->cur = NULL;
+    a->left = 0;
+    a->block_size = block_size;
+    a->blocks = NULL;
+    __atomic_store_n(&a->usage, 0, __ATOMIC_RELAXED);
+}
+
+/* arena_destroy -- frees every block and resets the arena to empty. */
+void arena_destroy(arena *a)
+{
+    if (!a) return;
+    struct arena_block *b = a->blocks;
+    while (b) {
+        struct arena_block *next = b->next;
+        ARENA_RAW_FREE(b);
+        b = next;
+    }
+    arena_init(a, a->block_size);
+}
+
+/* new_block -- allocates, pre-faults and links a block with `data` usable
+ * bytes; returns its data or NULL (error recorded). */
+static uint8_t *new_block(arena *a, size_t data)
+{
+    if (data > SIZE_MAX - ARENA_HDR) {
+        tkv_err(TKV_NO_MEMORY, "arena: allocation of %zu bytes is too large", data);
+        return NULL;
+    }
+    size_t size = ARENA_HDR + data;
+    struct arena_block *b = ARENA_RAW_ALLOC(size);
+    if (!b) {
+        tkv_err(TKV_NO_MEMORY, "arena: out of memory allocating a block of %zu bytes", size);
+        return NULL;
+    }
+    prefault((uint8_t *)b, size);
+    b->next = a->blocks;
+    b->size = size;
+    a->blocks = b;
+    __atomic_store_n(&a->usage, a->usage + size, __ATOMIC_RELAXED);
+    return (uint8_t *)(b + 1);
+}
+
+/* arena_alloc -- bump in the current block, else a new (own or standard) block. */
+void *arena_alloc(arena *a, size_t n)
+{
+    if (n == 0) n = 1;
+    if (n > SIZE_MAX - ARENA_ALIGN) {
+        tkv_err(TKV_NO_MEMORY, "arena: allocation of %zu bytes is too large", n);
+        return NULL;
+    }
+    size_t need = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    if (need <= a->left) {
+        uint8_t *p = a->cur;
+        a->cur += need;
+        a->left -= need;
+        return p;
+    }
+    /* It does not fit. A big allocation gets its own block and the current
+     * block stays current; a small one abandons the rest of the current block. */
+    if (need > a->block_size / 4) return new_block(a, need);
+
+    size_t data = a->block_size - ARENA_HDR;
+    uint8_t *p = new_block(a, data);
+    if (!p) return NULL;
+    a->cur = p + need;
+    a->left = data - need;
+    return p;
+}
+
+size_t arena_memory_usage(const arena *a) { return __atomic_load_n(&a->usage, __ATOMIC_RELAXED); }

@@ -1,0 +1,400 @@
+/*
+ * memtable.c -- the memtable: a LevelDB-style concurrent skiplist over an arena.
+ *
+ * Node layout (one arena allocation per entry):
+ *   sl_node header | next[height] (links, level 0 first) | entry
+ *   entry = varint ikey_len | internal key | varint vlen | value
+ * The header repeats the internal key length and the size of its varint so
+ * that comparisons need no decoding.
+ *
+ * Thread safety (one writer, any number of lock-free readers):
+ *  - Links are read with acquire loads and published with release stores.
+ *    A node is completely written (header, entry, and its own next[] links)
+ *    before the release store that links it at level 0 makes it reachable, so
+ *    a reader that sees a pointer sees the whole node.
+ *  - Levels are linked bottom-up; a reader may find a node at level 0 before it
+ *    appears at higher levels, which only makes that reader's search longer.
+ *  - max_height is read and written relaxed: a reader that sees a new, larger
+ *    height finds either NULL (the old value of head->next[i]) or the new node
+ *    at those levels, both of which are correct.
+ *  - rnd, the arena's bump pointer and the counters are written by the writer
+ *    only; the counters and the arena usage are atomics that readers load
+ *    relaxed.
+ *
+ * Invariants:
+ *  1. At every level the list is strictly increasing in ikey order (entries are
+ *     unique because (key, seq) is unique).
+ *  2. The list at level i+1 is a sublist of the list at level i.
+ *  3. head->next[i] is NULL for i >= max_height.
+ *  4. Nodes are never removed or modified after being linked, except for their
+ *     next[] pointers, so pointers into the memtable live as long as it does.
+ */
+#include "mem/memtable.h"
+
+#include <stdlib.h>
+
+#include "mem/arena.h"
+#include "util/status.h"
+
+#define SL_MAX_HEIGHT 12
+#define SL_BRANCHING 4
+
+typedef struct sl_node {
+    uint32_t klen;  /* internal key length (user key + IKEY_TRAILER) */
+    uint8_t height; /* number of links, 1..SL_MAX_HEIGHT */
+    uint8_t koff;   /* bytes of the varint ikey length that starts the entry */
+    uint16_t unused;
+    struct sl_node *next[]; /* `height` links; accessed only through the __atomic builtins */
+    /* followed by the entry */
+} sl_node;
+
+struct memtable {
+    /* Read by every reader, written (rarely) by the writer. */
+    sl_node *head;  /* sentinel of height SL_MAX_HEIGHT; never compared */
+    int max_height; /* levels in use; atomic (relaxed) */
+    int refs;       /* atomic */
+    /* Written by the writer only. */
+    uint64_t rnd;         /* xorshift64* state for node heights */
+    uint64_t num_entries; /* atomic (relaxed) */
+    uint64_t num_deletes; /* atomic (relaxed) */
+    arena arena;
+};
+
+/* A search key: user key and trailer, compared in ikey order without building
+ * an internal key (so lookups never allocate). */
+typedef struct sl_key {
+    const uint8_t *ukey;
+    size_t ulen;
+    uint64_t trailer;
+} sl_key;
+
+static inline const uint8_t *node_entry(const sl_node *n) { return (const uint8_t *)&n->next[n->height]; }
+static inline const uint8_t *node_ikey(const sl_node *n) { return node_entry(n) + n->koff; }
+
+static inline sl_node *node_next(const sl_node *n, int level)
+{
+    return __atomic_load_n(&n->next[level], __ATOMIC_ACQUIRE);
+}
+
+/* node_cmp -- ikey order of node n against search key k (<0, 0, >0). */
+static inline int node_cmp(const sl_node *n, const sl_key *k)
+{
+    const uint8_t *ik = node_ikey(n);
+    size_t ulen = n->klen - IKEY_TRAILER;
+    int c = ukey_cmp(slice(ik, ulen), slice(k->ukey, k->ulen));
+    if (c) return c;
+    uint64_t t = dec_u64(ik + ulen);
+    return t > k->trailer ? -1 : t < k->trailer ? 1 : 0;
+}
+
+/* node_key -- the search key equal to node n's internal key. */
+static inline sl_key node_key(const sl_node *n)
+{
+    const uint8_t *ik = node_ikey(n);
+    size_t ulen = n->klen - IKEY_TRAILER;
+    return (sl_key){ik, ulen, dec_u64(ik + ulen)};
+}
+
+/* node_value -- the value stored in node n's entry. */
+static inline tkv_slice node_value(const sl_node *n)
+{
+    const uint8_t *p = node_ikey(n) + n->klen;
+    uint64_t vlen = 0;
+    p = dec_varint(p, p + 10, &vlen); /* written by memtable_add: always well formed */
+    return slice(p, (size_t)vlen);
+}
+
+/* find_ge -- the first node >= k (NULL if none). If prev is not NULL, fills
+ * prev[i] with the last node < k at each level i < max_height (head if none). */
+static sl_node *find_ge(const memtable *m, const sl_key *k, sl_node **prev)
+{
+    sl_node *x = m->head;
+    int level = __atomic_load_n(&m->max_height, __ATOMIC_RELAXED) - 1;
+    for (;;) {
+        sl_node *next = node_next(x, level);
+        if (next && node_cmp(next, k) < 0) {
+            x = next;
+        } else {
+            if (prev) prev[level] = x;
+            if (level == 0) return next;
+            level--;
+        }
+    }
+}
+
+/* find_lt -- the last node < k, or head if there is none. */
+static sl_node *find_lt(const memtable *m, const sl_key *k)
+{
+    sl_node *x = m->head;
+    int level = __atomic_load_n(&m->max_height, __ATOMIC_RELAXED) - 1;
+    for (;;) {
+        sl_node *next = node_next(x, level);
+        if (next && node_cmp(next, k) < 0) {
+            x = next;
+        } else {
+            if (level == 0) return x;
+            level--;
+        }
+    }
+}
+
+/* find_last -- the last node of the list, or head if it is empty. */
+static sl_node *find_last(const memtable *m)
+{
+    sl_node *x = m->head;
+    int level = __atomic_load_n(&m->max_height, __ATOMIC_RELAXED) - 1;
+    for (;;) {
+        sl_node *next = node_next(x, level);
+        if (next) {
+            x = next;
+        } else {
+            if (level == 0) return x;
+            level--;
+        }
+    }
+}
+
+/* random_height -- 1 + the number of successes of 1/SL_BRANCHING trials, capped
+ * at SL_MAX_HEIGHT. Writer only. */
+static int random_height(memtable *m)
+{
+    int h = 1;
+    for (;;) {
+        /* xorshift64* */
+        uint64_t x = m->rnd;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        m->rnd = x;
+        uint64_t r = (x * UINT64_C(0x2545F4914F6CDD1D)) >> 32;
+        if (h >= SL_MAX_HEIGHT || r % SL_BRANCHING != 0) return h;
+        h++;
+    }
+}
+
+/* memtable_new -- the memtable and its head node (the arena's first block). */
+static memtable *memtable_create(size_t arena_block)
+{
+    memtable *m = malloc(sizeof *m);
+    if (!m) {
+        tkv_err(TKV_NO_MEMORY, "memtable: out of memory");
+        return NULL;
+    }
+    arena_init(&m->arena, arena_block);
+    sl_node *head = arena_alloc(&m->arena, sizeof(sl_node) + SL_MAX_HEIGHT * sizeof(sl_node *));
+    if (!head) {
+        arena_destroy(&m->arena);
+        free(m);
+        return NULL;
+    }
+    head->klen = 0; /* never read: the head is never compared */
+    head->height = SL_MAX_HEIGHT;
+    head->koff = 0;
+    head->unused = 0;
+    for (int i = 0; i < SL_MAX_HEIGHT; i++) head->next[i] = NULL;
+    m->head = head;
+    m->max_height = 1;
+    m->refs = 1;
+    m->rnd = UINT64_C(0x9E3779B97F4A7C15);
+    m->num_entries = 0;
+    m->num_deletes = 0;
+    /* Readers in other threads get m through a synchronizing hand-off (a lock or
+     * a release store) made by the creator; nothing more is needed here. */
+    return m;
+}
+
+void memtable_ref(memtable *m) { __atomic_fetch_add(&m->refs, 1, __ATOMIC_RELAXED); }
+
+/* memtable_unref -- the last reference frees the arena and the struct. */
+void memtable_unref(memtable *m)
+{
+    if (!m) return;
+    /* acq_rel: every use by other holders happens before the free. */
+    if (__atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    arena_destroy(&m->arena);
+    free(m);
+}
+
+/* memtable_add -- builds the node, finds its predecessors, links it bottom-up. */
+int memtable_add(memtable *m, uint64_t seq, ikey_type type, const void *key, size_t klen, const void *val,
+                 size_t vlen)
+{
+    if (klen > TKV_MAX_KEY_SIZE || vlen > TKV_MAX_VALUE_SIZE)
+        return tkv_err(TKV_INVALID, "memtable: key (%zu bytes) or value (%zu bytes) too large", klen, vlen);
+
+    /* 1. Build the node in the arena (not yet reachable). */
+    size_t iklen = klen + IKEY_TRAILER;
+    size_t koff = varint_len(iklen);
+    int h = random_height(m);
+    size_t size = sizeof(sl_node) + (size_t)h * sizeof(sl_node *) + koff + iklen + varint_len(vlen) + vlen;
+    sl_node *n = arena_alloc(&m->arena, size);
+    if (!n) return TKV_NO_MEMORY;
+    n->klen = (uint32_t)iklen;
+    n->height = (uint8_t)h;
+    n->koff = (uint8_t)koff;
+    n->unused = 0;
+    uint8_t *p = (uint8_t *)&n->next[h];
+    p = enc_varint(p, iklen);
+    ikey_encode(p, key, klen, seq, type);
+    p += iklen;
+    p = enc_varint(p, vlen);
+    if (vlen) memcpy(p, val, vlen);
+
+    /* 2. Find the predecessors at every level. */
+    sl_node *prev[SL_MAX_HEIGHT];
+    sl_key k = {(const uint8_t *)key, klen, ikey_pack(seq, type)};
+    find_ge(m, &k, prev);
+    int max = __atomic_load_n(&m->max_height, __ATOMIC_RELAXED);
+    if (h > max) {
+        for (int i = max; i < h; i++) prev[i] = m->head;
+        __atomic_store_n(&m->max_height, h, __ATOMIC_RELAXED);
+    }
+
+    /* 3. Link bottom-up: the node's own link first (it is not reachable yet, so
+     * relaxed), then publish it with a release store in its predecessor. */
+    for (int i = 0; i < h; i++) {
+        __atomic_store_n(&n->next[i], __atomic_load_n(&prev[i]->next[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+        __atomic_store_n(&prev[i]->next[i], n, __ATOMIC_RELEASE);
+    }
+
+    __atomic_store_n(&m->num_entries, m->num_entries + 1, __ATOMIC_RELAXED);
+    if (type == IKEY_DELETION) __atomic_store_n(&m->num_deletes, m->num_deletes + 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+/* memtable_get -- seeks (key, seq, IKEY_SEEK_TYPE); a hit on the same user key is
+ * the newest visible version. */
+int memtable_get(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_type *type, tkv_slice *val)
+{
+    if (seq > IKEY_MAX_SEQ) seq = IKEY_MAX_SEQ;
+    sl_key k = {(const uint8_t *)key, klen, ikey_pack(seq, IKEY_SEEK_TYPE)};
+    const sl_node *n = find_ge(m, &k, NULL);
+    if (!n) return 0;
+    sl_key found = node_key(n);
+    if (ukey_cmp(slice(found.ukey, found.ulen), slice(key, klen)) != 0) return 0;
+    ikey_type t = (ikey_type)(found.trailer & 0xff);
+    *type = t;
+    *val = t == IKEY_DELETION ? slice(NULL, 0) : node_value(n);
+    return 1;
+}
+
+size_t memtable_memory_usage(const memtable *m) { return arena_memory_usage(&m->arena); }
+
+uint64_t memtable_num_entries(const memtable *m) { return __atomic_load_n(&m->num_entries, __ATOMIC_RELAXED); }
+
+uint64_t memtable_num_deletes(const memtable *m) { return __atomic_load_n(&m->num_deletes, __ATOMIC_RELAXED); }
+
+/* ---------------------------------------------------------------- iterator */
+
+typedef struct mem_iter {
+    tkv_it base;
+    memtable *m;
+    const sl_node *node; /* current node; NULL when not valid */
+} mem_iter;
+
+static int mi_valid(tkv_it *it) { return ((mem_iter *)it)->node != NULL; }
+
+static void mi_seek_first(tkv_it *it)
+{
+    mem_iter *mi = (mem_iter *)it;
+    mi->node = node_next(mi->m->head, 0);
+}
+
+static void mi_seek_last(tkv_it *it)
+{
+    mem_iter *mi = (mem_iter *)it;
+    const sl_node *n = find_last(mi->m);
+    mi->node = n == mi->m->head ? NULL : n;
+}
+
+/* mi_seek -- first entry >= target. A target shorter than a trailer is taken
+ * as a bare user key (positions before every version of it). */
+static void mi_seek(tkv_it *it, tkv_slice target)
+{
+    mem_iter *mi = (mem_iter *)it;
+    sl_key k;
+    if (target.n >= IKEY_TRAILER)
+        k = (sl_key){target.p, target.n - IKEY_TRAILER, ikey_trailer(target)};
+    else
+        k = (sl_key){target.p, target.n, UINT64_MAX};
+    mi->node = find_ge(mi->m, &k, NULL);
+}
+
+static void mi_next(tkv_it *it)
+{
+    mem_iter *mi = (mem_iter *)it;
+    if (mi->node) mi->node = node_next(mi->node, 0);
+}
+
+/* mi_prev -- no back links: search for the last node before the current one. */
+static void mi_prev(tkv_it *it)
+{
+    mem_iter *mi = (mem_iter *)it;
+    if (!mi->node) return;
+    sl_key k = node_key(mi->node);
+    const sl_node *n = find_lt(mi->m, &k);
+    mi->node = n == mi->m->head ? NULL : n;
+}
+
+static tkv_slice mi_key(tkv_it *it)
+{
+    const sl_node *n = ((mem_iter *)it)->node;
+    return n ? slice(node_ikey(n), n->klen) : slice(NULL, 0);
+}
+
+static tkv_slice mi_value(tkv_it *it)
+{
+    const sl_node *n = ((mem_iter *)it)->node;
+    return n ? node_value(n) : slice(NULL, 0);
+}
+
+static int mi_status(tkv_it *it)
+{
+    (void)it;
+    return 0;
+}
+
+static void mi_destroy(tkv_it *it)
+{
+    mem_iter *mi = (mem_iter *)it;
+    memtable_unref(mi->m);
+    free(mi);
+}
+
+static const tkv_it_ops mem_iter_ops = {
+    .valid = mi_valid,
+    .seek_first = mi_seek_first,
+    .seek_last = mi_seek_last,
+    .seek = mi_seek,
+    .next = mi_next,
+    .prev = mi_prev,
+    .key = mi_key,
+    .value = mi_value,
+    .status = mi_status,
+    .destroy = mi_destroy,
+};
+
+/* memtable_iter -- an unpositioned iterator holding a reference on m. */
+tkv_it *memtable_iter(memtable *m)
+{
+    mem_iter *mi = malloc(sizeof *mi);
+    if (!mi) {
+        tkv_err(TKV_NO_MEMORY, "memtable: out of memory for an iterator");
+        return NULL;
+    }
+    mi->base.ops = &mem_iter_ops;
+    memtable_ref(m);
+    mi->m = m;
+    mi->node = NULL;
+    return &mi->base;
+}
+
+memtable *memtable_new(void) { return memtable_create(0); }
+
+memtable *memtable_new_sized(size_t target_bytes)
+{
+    size_t block = target_bytes / 8;
+    if (block < 4096) block = 4096;
+    if (block > ARENA_DEFAULT_BLOCK) block = ARENA_DEFAULT_BLOCK;
+    return memtable_create(block);
+}

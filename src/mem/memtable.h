@@ -1,0 +1,81 @@
+/*
+ * memtable.h -- the DRAM write buffer: a concurrent skiplist of internal keys
+ * (mem/ikey.h order) whose entries live in an arena (mem/arena.h).
+ *
+ * Entry encoding in the arena (what flush sees through the iterator):
+ *   varint ikey_len | internal key (user key + 8-byte trailer) | varint vlen | value
+ *
+ * Thread safety:
+ *  - Writers: ONE at a time. memtable_add() must be serialized by the caller
+ *    (the DB's write leader); it is not safe against another memtable_add().
+ *  - Readers: memtable_get(), memtable_iter() and its iterators, and the
+ *    counters may run in any number of threads concurrently with each other and
+ *    with the writer, without locks; they never block. An entry becomes visible
+ *    to readers atomically once memtable_add() has linked it (release store);
+ *    callers hide entries above their read sequence themselves.
+ *  - memtable_ref()/memtable_unref() are atomic and may be called from any
+ *    thread. The memtable (and every pointer into it) lives until the last
+ *    reference is dropped.
+ */
+#ifndef TKV_MEM_MEMTABLE_H
+#define TKV_MEM_MEMTABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mem/ikey.h"
+#include "tierkv.h" /* status codes and size limits */
+#include "util/iter.h"
+
+typedef struct memtable memtable;
+
+/* memtable_new -- an empty memtable with reference count 1. NULL on out of
+ * memory (tkv_errmsg set). */
+memtable *memtable_new(void);
+
+/* memtable_new_sized -- as memtable_new, for a memtable that will be switched
+ * at about `target_bytes`: the arena's block size is target/8 clamped to
+ * [4 KiB, 1 MiB], so that memtable_memory_usage tracks the data closely even
+ * for small memtables (a 1 MiB first block would exceed a 64K target at once). */
+memtable *memtable_new_sized(size_t target_bytes);
+
+/* memtable_ref -- takes one more reference. */
+void memtable_ref(memtable *m);
+
+/* memtable_unref -- drops a reference; the memtable is freed when the last one
+ * goes. NULL is a no-op. */
+void memtable_unref(memtable *m);
+
+/* memtable_add -- inserts (key, seq, type, value) (key and value are copied).
+ * Single writer only. klen may be 0. seq must be <= IKEY_MAX_SEQ.
+ * Precondition: (key, seq) is not already present.
+ * Returns 0, TKV_NO_MEMORY (nothing inserted), or TKV_INVALID if klen >
+ * TKV_MAX_KEY_SIZE or vlen > TKV_MAX_VALUE_SIZE (callers validate first; this
+ * is a backstop). */
+int memtable_add(memtable *m, uint64_t seq, ikey_type type, const void *key, size_t klen, const void *val,
+                 size_t vlen);
+
+/* memtable_get -- the newest entry for user key `key` with sequence <= seq
+ * (seq above IKEY_MAX_SEQ means "newest"). Returns 1 and sets *type and *val
+ * (pointing into the memtable: valid while the caller holds a reference; an
+ * empty slice for a deletion) if an entry was found (value or deletion), 0 if
+ * none. Never allocates. */
+int memtable_get(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_type *type, tkv_slice *val);
+
+/* memtable_memory_usage -- bytes of arena blocks held (the skiplist and every
+ * entry). Safe from any thread. */
+size_t memtable_memory_usage(const memtable *m);
+
+/* memtable_num_entries / memtable_num_deletes -- entries (all types) and
+ * deletion entries added so far. Safe from any thread. */
+uint64_t memtable_num_entries(const memtable *m);
+uint64_t memtable_num_deletes(const memtable *m);
+
+/* memtable_iter -- an internal iterator (util/iter.h) over the memtable: key()
+ * is the internal key, value() the value; both point into the memtable. Takes
+ * a reference on m, released by destroy(). It sees entries inserted
+ * concurrently (callers filter by sequence); status() is always 0. Starts
+ * unpositioned. NULL on out of memory (tkv_errmsg set). */
+tkv_it *memtable_iter(memtable *m);
+
+#endif

@@ -1,0 +1,347 @@
+/*
+ * wal.c -- the write-ahead log writer and its crash-recovery reader
+ * (format and recovery rules: docs/format-wal.md).
+ *
+ * Invariants the writer keeps:
+ *  (1) The file is the header followed by whole records, except possibly for
+ *      the bytes of the one append in progress (or of a failed one, after which
+ *      the writer is poisoned and never appends again).
+ *  (2) A record's checksum covers its length field and its payload, so a record
+ *      cut short by a crash either extends past end of file or (if the file
+ *      system zero-filled or garbled the tail) fails its checksum: it is never
+ *      accepted with missing bytes.
+ *  (3) Nothing is durable before wal_sync; wal_sync makes the header and every
+ *      record added before it durable (one fdatasync).
+ *
+ * The reader classifies the first record that is not intact:
+ *  - header or payload extends past EOF                   -> torn tail (dropped)
+ *  - checksum fails, only zero bytes after its declared end -> torn tail (dropped)
+ *  - checksum fails, non-zero bytes after its declared end  -> TKV_CORRUPTION
+ * "Only zero bytes after its declared end" includes the record that ends
+ * exactly at EOF, and an all-zero region from the record's start (an all-zero
+ * record header never passes: tkv_checksum of four zero bytes is not 0, which
+ * tests/test_wal.c checks).
+ */
+#include "mem/wal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/checksum.h"
+#include "util/coding.h"
+#include "util/status.h"
+
+/* The 8 magic bytes at offset 0. */
+static const uint8_t wal_magic[8] = {'T', 'K', 'V', 'W', 'A', 'L', 0x00, 0x01};
+
+/* Payloads up to this size are copied behind their header and written with one
+ * write(); larger ones are written in two appends without copying. */
+#define WAL_COPY_MAX (256u * 1024u)
+
+/* Replay reads the file in chunks of this size (plus a whole record when one is
+ * larger). */
+#define WAL_READ_CHUNK (1u << 20)
+
+struct wal_writer {
+    io_file *f;
+    uint8_t *buf; /* framing buffer: record header + a copy of a small payload */
+    size_t cap;   /* bytes allocated at buf (<= WAL_RECORD_HEADER + WAL_COPY_MAX) */
+    int err;      /* 0, or the code that poisoned the writer (see wal.h) */
+};
+
+/* record_checksum -- tkv_checksum over the 4 length bytes followed by the
+ * payload, without making them contiguous (XXH3 streaming gives the same value
+ * as one-shot XXH3 over the concatenation). */
+static uint32_t record_checksum(const uint8_t *len4, const void *payload, size_t n)
+{
+    XXH3_state_t s;
+    XXH3_64bits_reset(&s);
+    XXH3_64bits_update(&s, len4, 4);
+    if (n) XXH3_64bits_update(&s, payload, n);
+    return (uint32_t)XXH3_64bits_digest(&s);
+}
+
+/* encode_header -- the 16-byte file header. */
+static void encode_header(uint8_t h[WAL_HEADER_SIZE])
+{
+    memcpy(h, wal_magic, sizeof wal_magic);
+    enc_u32(h + 8, WAL_VERSION);
+    enc_u32(h + 12, tkv_checksum(h, 12));
+}
+
+/* close_keep_error -- closes f (NULL ok) on an error path without letting a
+ * close failure overwrite the message of the error being returned. */
+static void close_keep_error(io_file *f)
+{
+    if (!f) return;
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s", tkv_errmsg());
+    if (io_close(f) < 0) tkv_err(TKV_IO_ERROR, "%s", saved);
+}
+
+/* ---------------------------------------------------------------- writer */
+
+/* wal_writer_open -- creates/truncates path and appends the header. */
+int wal_writer_open(const char *path, io_stats *st, wal_writer **out)
+{
+    if (!out) return tkv_err(TKV_INVALID, "wal_writer_open: NULL out");
+    *out = NULL;
+    if (!path) return tkv_err(TKV_INVALID, "wal_writer_open: NULL path");
+    wal_writer *w = calloc(1, sizeof *w);
+    if (!w) return tkv_err(TKV_NO_MEMORY, "out of memory opening WAL %s", path);
+    int rc = io_open_append(path, 0, IO_WAL, st, &w->f);
+    if (rc == 0) {
+        uint8_t h[WAL_HEADER_SIZE];
+        encode_header(h);
+        rc = io_append(w->f, h, sizeof h);
+    }
+    if (rc < 0) {
+        /* A partial header is harmless: replay reads a short file as an empty
+         * log. Keep the first error's message (close errors are ignored). */
+        close_keep_error(w->f);
+        free(w);
+        return rc;
+    }
+    *out = w;
+    return 0;
+}
+
+/* wal_add_record -- appends one record (see wal.h for the failure semantics). */
+int wal_add_record(wal_writer *w, const void *payload, size_t n)
+{
+    if (!w) return tkv_err(TKV_INVALID, "wal_add_record: NULL writer");
+    if (w->err)
+        return tkv_err(w->err, "WAL %s is unusable after an earlier failed write or sync (%s)", w->f->path,
+                       tkv_strerror(w->err));
+    if (n > WAL_MAX_PAYLOAD)
+        return tkv_err(TKV_INVALID, "WAL %s: record payload of %zu bytes exceeds the %u-byte maximum", w->f->path, n,
+                       (unsigned)WAL_MAX_PAYLOAD);
+    if (!payload && n) return tkv_err(TKV_INVALID, "WAL %s: NULL payload of %zu bytes", w->f->path, n);
+
+    uint64_t before = w->f->size;
+    int rc;
+    if (n <= WAL_COPY_MAX) {
+        /* One write: [checksum][length][payload] built in the framing buffer. */
+        size_t need = WAL_RECORD_HEADER + n;
+        if (need > w->cap) {
+            size_t cap = w->cap ? w->cap : 4096;
+            while (cap < need) cap *= 2;
+            if (cap > WAL_RECORD_HEADER + WAL_COPY_MAX) cap = WAL_RECORD_HEADER + WAL_COPY_MAX;
+            uint8_t *b = realloc(w->buf, cap);
+            if (!b) return tkv_err(TKV_NO_MEMORY, "out of memory framing a %zu-byte WAL record", n);
+            w->buf = b;
+            w->cap = cap;
+        }
+        enc_u32(w->buf + 4, (uint32_t)n);
+        if (n) memcpy(w->buf + WAL_RECORD_HEADER, payload, n);
+        enc_u32(w->buf, tkv_checksum(w->buf + 4, 4 + n));
+        rc = io_append(w->f, w->buf, need);
+    } else {
+        /* Two writes, header first: if only the header (or part of the
+         * payload) lands, the record extends past EOF or fails its checksum. */
+        uint8_t hdr[WAL_RECORD_HEADER];
+        enc_u32(hdr + 4, (uint32_t)n);
+        enc_u32(hdr, record_checksum(hdr + 4, payload, n));
+        rc = io_append(w->f, hdr, sizeof hdr);
+        if (rc == 0) rc = io_append(w->f, payload, n);
+    }
+    /* Invariant (1): once part of a record is in the file, never append again. */
+    if (rc < 0 && w->f->size != before) w->err = rc;
+    return rc;
+}
+
+/* wal_sync -- fdatasync; a failure poisons the writer. */
+int wal_sync(wal_writer *w)
+{
+    if (!w) return tkv_err(TKV_INVALID, "wal_sync: NULL writer");
+    if (w->err)
+        return tkv_err(w->err, "WAL %s is unusable after an earlier failed write or sync (%s)", w->f->path,
+                       tkv_strerror(w->err));
+    int rc = io_sync(w->f);
+    if (rc < 0) w->err = rc;
+    return rc;
+}
+
+uint64_t wal_size(const wal_writer *w) { return w ? w->f->size : 0; }
+
+/* wal_writer_close -- closes without syncing and frees. */
+int wal_writer_close(wal_writer *w)
+{
+    if (!w) return 0;
+    int rc = io_close(w->f);
+    free(w->buf);
+    free(w);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- reader */
+
+/* A forward-only window over the file: buf[0..len) holds file bytes
+ * [base, base + len). Grows to the largest record (+ header) met. */
+typedef struct wal_reader {
+    io_file *f;
+    const char *path;
+    uint64_t fsize; /* sampled once at open: replay never reads past it */
+    uint8_t *buf;
+    size_t cap;
+    uint64_t base;
+    size_t len;
+} wal_reader;
+
+/* rd_get -- makes file bytes [off, off + n) contiguous in the window and points
+ * *p at them. The caller guarantees off + n <= fsize and off >= every earlier
+ * off (bytes before off are discarded). */
+static int rd_get(wal_reader *r, uint64_t off, size_t n, const uint8_t **p)
+{
+    if (off >= r->base && off + n <= r->base + r->len) {
+        *p = r->buf + (off - r->base);
+        return 0;
+    }
+    size_t keep = 0;
+    if (off >= r->base && off < r->base + r->len) {
+        keep = (size_t)(r->base + r->len - off);
+        memmove(r->buf, r->buf + (off - r->base), keep);
+    }
+    r->base = off;
+    r->len = keep;
+    /* Read what is missing plus up to one chunk of read-ahead. */
+    size_t want = n > WAL_READ_CHUNK ? n : WAL_READ_CHUNK;
+    if (want > r->cap) {
+        uint8_t *b = realloc(r->buf, want);
+        if (!b) return tkv_err(TKV_NO_MEMORY, "out of memory reading a %zu-byte record of WAL %s", n, r->path);
+        r->buf = b;
+        r->cap = want;
+    }
+    /* keep < n <= want <= cap: we only get here when the window lacks bytes. */
+    uint64_t left = r->fsize - (off + keep);
+    size_t toread = want - keep;
+    if (toread > left) toread = (size_t)left;
+    if (toread) {
+        size_t got = 0;
+        TKV_TRY(io_pread(r->f, off + keep, r->buf + keep, toread, &got));
+        r->len += got;
+    }
+    if (r->len < n)
+        return tkv_err(TKV_IO_ERROR, "WAL %s shrank during replay (expected %llu bytes, end at %llu)", r->path,
+                       (unsigned long long)r->fsize, (unsigned long long)(r->base + r->len));
+    *p = r->buf;
+    return 0;
+}
+
+/* all_zero -- 1 if p[0..n) are all zero bytes. */
+static int all_zero(const uint8_t *p, size_t n) { return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0); }
+
+/* rd_first_nonzero -- *at = offset of the first non-zero byte in [off, EOF),
+ * or fsize if there is none. Reads chunk by chunk. */
+static int rd_first_nonzero(wal_reader *r, uint64_t off, uint64_t *at)
+{
+    while (off < r->fsize) {
+        uint64_t left = r->fsize - off;
+        size_t n = left < WAL_READ_CHUNK ? (size_t)left : WAL_READ_CHUNK;
+        const uint8_t *p;
+        TKV_TRY(rd_get(r, off, n, &p));
+        if (!all_zero(p, n)) {
+            size_t i = 0;
+            while (p[i] == 0) i++;
+            *at = off + i;
+            return 0;
+        }
+        off += n;
+    }
+    *at = r->fsize;
+    return 0;
+}
+
+/* check_header -- 1 if the file is an empty log (short or all-zero header),
+ * 0 if the header is valid, or TKV_CORRUPTION. */
+static int check_header(wal_reader *r)
+{
+    if (r->fsize < WAL_HEADER_SIZE) return 1;
+    const uint8_t *h;
+    TKV_TRY(rd_get(r, 0, WAL_HEADER_SIZE, &h));
+    if (all_zero(h, WAL_HEADER_SIZE)) return 1;
+    if (memcmp(h, wal_magic, sizeof wal_magic) != 0)
+        return tkv_err(TKV_CORRUPTION, "WAL %s: bad magic in file header (not a tierkv WAL)", r->path);
+    uint32_t want = dec_u32(h + 12), got = tkv_checksum(h, 12);
+    if (want != got)
+        return tkv_err(TKV_CORRUPTION, "WAL %s: file header checksum mismatch (stored %08x, computed %08x)", r->path,
+                       want, got);
+    uint32_t version = dec_u32(h + 8);
+    if (version != WAL_VERSION)
+        return tkv_err(TKV_CORRUPTION, "WAL %s: unsupported format version %u (this build reads %u)", r->path, version,
+                       WAL_VERSION);
+    return 0;
+}
+
+/* replay_records -- the record loop of wal_replay; fills s as it goes. */
+static int replay_records(wal_reader *r, wal_record_fn fn, void *arg, wal_replay_stats *s)
+{
+    int rc = check_header(r);
+    if (rc < 0) return rc;
+    if (rc == 1) {
+        s->torn_tail_bytes = r->fsize; /* an empty log: whatever is there is ignored */
+        return 0;
+    }
+    uint64_t off = WAL_HEADER_SIZE;
+    while (off < r->fsize) {
+        uint64_t left = r->fsize - off;
+        if (left < WAL_RECORD_HEADER) break; /* torn: record header cut by EOF */
+        const uint8_t *p;
+        TKV_TRY(rd_get(r, off, WAL_RECORD_HEADER, &p));
+        uint32_t crc = dec_u32(p);
+        size_t n = dec_u32(p + 4);
+        if (n > left - WAL_RECORD_HEADER) break; /* torn: payload cut by EOF */
+        const char *why = "fails its checksum";
+        if (n <= WAL_MAX_PAYLOAD) {
+            TKV_TRY(rd_get(r, off, WAL_RECORD_HEADER + n, &p));
+            if (tkv_checksum(p + 4, 4 + n) == crc) {
+                s->records++;
+                s->payload_bytes += n;
+                if (fn) {
+                    rc = fn(arg, p + WAL_RECORD_HEADER, n, off);
+                    if (rc != 0) return rc;
+                }
+                off += WAL_RECORD_HEADER + n;
+                continue;
+            }
+        } else {
+            why = "has an impossible length";
+        }
+        /* A bad record: torn tail if nothing but zeros follows its declared
+         * end (nothing after it could be a valid record), else corruption. */
+        uint64_t end = off + WAL_RECORD_HEADER + n, nz;
+        TKV_TRY(rd_first_nonzero(r, end, &nz));
+        if (nz == r->fsize) break;
+        return tkv_err(TKV_CORRUPTION,
+                       "WAL %s: record at offset %llu (length %zu) %s and is followed by non-zero data at offset "
+                       "%llu (file size %llu): corruption in the middle of the log",
+                       r->path, (unsigned long long)off, n, why, (unsigned long long)nz,
+                       (unsigned long long)r->fsize);
+    }
+    if (off < r->fsize) {
+        s->torn_tail_records = 1;
+        s->torn_tail_bytes = r->fsize - off;
+    }
+    return 0;
+}
+
+/* wal_replay -- opens path, checks the header and delivers every intact record. */
+int wal_replay(const char *path, io_stats *st, wal_record_fn fn, void *arg, wal_replay_stats *out)
+{
+    wal_replay_stats s = {0, 0, 0, 0};
+    if (out) *out = s;
+    if (!path) return tkv_err(TKV_INVALID, "wal_replay: NULL path");
+    wal_reader r = {.path = path};
+    int rc = io_open_read(path, IO_META, st, &r.f);
+    if (rc < 0) return rc;
+    rc = io_file_size(r.f, &r.fsize);
+    if (rc == 0) rc = replay_records(&r, fn, arg, &s);
+    if (rc == 0)
+        rc = io_close(r.f);
+    else
+        close_keep_error(r.f);
+    free(r.buf);
+    if (out) *out = s;
+    return rc;
+}

@@ -1,0 +1,996 @@
+/*
+ * test_wal.c -- the write-ahead log: exact on-media bytes, round trips across
+ * writer sessions, and every recovery rule of docs/format-wal.md (empty and
+ * short logs, torn tails cut at every byte, zero-filled tails, mid-log
+ * corruption, bad headers), callback errors, and I/O faults injected through
+ * io_set_fault_hook.
+ *
+ * Reproducing a failure: the test prints "seed=N"; rerun with TKV_TEST_SEED=N.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mem/wal.h"
+#include "util/checksum.h"
+#include "util/coding.h"
+#include "util/status.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+typedef struct fixture {
+    char dir[64];
+} fixture;
+
+/* setup -- a fresh directory per test. */
+static int setup(void **state)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    if (!fx) return -1;
+    snprintf(fx->dir, sizeof fx->dir, "/tmp/tkv-wal-XXXXXX");
+    if (!mkdtemp(fx->dir)) {
+        free(fx);
+        return -1;
+    }
+    *state = fx;
+    return 0;
+}
+
+/* teardown -- removes the hook (a failed test may leave one) and the directory. */
+static int teardown(void **state)
+{
+    fixture *fx = *state;
+    io_set_fault_hook(NULL, NULL);
+    DIR *d = opendir(fx->dir);
+    if (d) {
+        struct dirent *e;
+        char p[PATH_MAX];
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            snprintf(p, sizeof p, "%s/%s", fx->dir, e->d_name);
+            unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(fx->dir);
+    free(fx);
+    return 0;
+}
+
+/* fpath -- dir/name into buf (PATH_MAX bytes). */
+static const char *fpath(const fixture *fx, const char *name, char *buf)
+{
+    snprintf(buf, PATH_MAX, "%s/%s", fx->dir, name);
+    return buf;
+}
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* test_seed -- TKV_TEST_SEED or a time-based seed, printed once. */
+static uint64_t test_seed(void)
+{
+    static uint64_t seed;
+    static int done;
+    if (!done) {
+        const char *e = getenv("TKV_TEST_SEED");
+        seed = e ? strtoull(e, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+        printf("seed=%llu\n", (unsigned long long)seed);
+        done = 1;
+    }
+    return seed;
+}
+
+/* fill_payload -- the deterministic content of the payload named `id`. */
+static void fill_payload(uint8_t *p, size_t n, uint64_t id)
+{
+    uint64_t x = id * 0x2545f4914f6cdd1dull + 7;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = splitmix(&x);
+        memcpy(p + i, &v, n - i < 8 ? n - i : 8);
+    }
+}
+
+/* read_all -- the whole file (malloc'd). */
+static uint8_t *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)sz + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)sz, f), (size_t)sz);
+    fclose(f);
+    *len = (size_t)sz;
+    return b;
+}
+
+/* write_all -- replaces path with data[0..n). */
+static void write_all(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    if (n) assert_int_equal(fwrite(data, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* append_bytes -- appends n copies of byte c to path. */
+static void append_bytes(const char *path, int c, size_t n)
+{
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    for (size_t i = 0; i < n; i++) assert_int_not_equal(fputc(c, f), EOF);
+    assert_int_equal(fclose(f), 0);
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    return (uint64_t)sb.st_size;
+}
+
+/* What a file should replay to: records 0..n-1 with these lengths, payload ids
+ * and offsets. The callback checks each record as it arrives. */
+typedef struct expect {
+    size_t n;
+    size_t lens[512];
+    uint64_t ids[512];
+    uint64_t offs[512];
+    size_t seen;
+    int bad;
+    char why[256];
+    int fail_at;  /* >= 0: return fail_rc when record fail_at arrives */
+    int fail_rc;
+    uint8_t *tmp; /* scratch for the expected payload */
+    size_t tmpcap;
+} expect;
+
+static expect *expect_new(void)
+{
+    expect *e = calloc(1, sizeof *e);
+    assert_non_null(e);
+    e->fail_at = -1;
+    return e;
+}
+
+static void expect_free(expect *e)
+{
+    if (!e) return;
+    free(e->tmp);
+    free(e);
+}
+
+/* check_record -- the wal_record_fn used by every replay in this file. */
+static int check_record(void *arg, const uint8_t *payload, size_t n, uint64_t offset)
+{
+    expect *e = arg;
+    size_t i = e->seen++;
+    if (e->fail_at >= 0 && (size_t)e->fail_at == i) return e->fail_rc;
+    if (e->bad) return 0;
+    if (i >= e->n) {
+        e->bad = 1;
+        snprintf(e->why, sizeof e->why, "unexpected record %zu (len %zu at offset %llu)", i, n,
+                 (unsigned long long)offset);
+        return 0;
+    }
+    if (n != e->lens[i] || offset != e->offs[i]) {
+        e->bad = 1;
+        snprintf(e->why, sizeof e->why, "record %zu: len %zu at %llu, expected len %zu at %llu", i, n,
+                 (unsigned long long)offset, e->lens[i], (unsigned long long)e->offs[i]);
+        return 0;
+    }
+    if (n > e->tmpcap) {
+        free(e->tmp);
+        e->tmp = malloc(n);
+        e->tmpcap = n;
+        if (!e->tmp) {
+            e->tmpcap = 0;
+            e->bad = 1;
+            snprintf(e->why, sizeof e->why, "out of memory");
+            return 0;
+        }
+    }
+    fill_payload(e->tmp, n, e->ids[i]);
+    if (n && memcmp(e->tmp, payload, n) != 0) {
+        e->bad = 1;
+        snprintf(e->why, sizeof e->why, "record %zu: payload differs", i);
+    }
+    return 0;
+}
+
+/* add_one -- appends payload `id` of n bytes through w and remembers it in e. */
+static void add_one(wal_writer *w, expect *e, size_t n, uint64_t id)
+{
+    uint8_t *p = malloc(n ? n : 1);
+    assert_non_null(p);
+    fill_payload(p, n, id);
+    assert_true(e->n < sizeof e->lens / sizeof e->lens[0]);
+    uint64_t before = wal_size(w);
+    e->lens[e->n] = n;
+    e->ids[e->n] = id;
+    e->offs[e->n] = before;
+    e->n++;
+    int rc = wal_add_record(w, p, n);
+    free(p);
+    if (rc != 0) fail_msg("wal_add_record(%zu bytes): %d %s", n, rc, tkv_errmsg());
+    assert_int_equal(wal_size(w), before + WAL_RECORD_HEADER + n);
+}
+
+/* write_file -- a complete, synced WAL at path holding records of these sizes
+ * (ids 1000 + i); e describes it. */
+static void write_file(const char *path, expect *e, const size_t *sizes, size_t k)
+{
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(path, NULL, &w), 0);
+    for (size_t i = 0; i < k; i++) add_one(w, e, sizes[i], 1000 + i);
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(wal_writer_close(w), 0);
+}
+
+/* replay_check -- replays path against e; returns wal_replay's status and
+ * fails the test if a delivered record was wrong. */
+static int replay_check(const char *path, expect *e, wal_replay_stats *st)
+{
+    e->seen = 0;
+    e->bad = 0;
+    int rc = wal_replay(path, NULL, check_record, e, st);
+    if (e->bad) fail_msg("%s: %s", path, e->why);
+    return rc;
+}
+
+/* flip_bit -- flips bit `bit` of the byte at off in path. */
+static void flip_bit(const char *path, uint64_t off, int bit)
+{
+    size_t len;
+    uint8_t *b = read_all(path, &len);
+    assert_true(off < len);
+    b[off] ^= (uint8_t)(1u << bit);
+    write_all(path, b, len);
+    free(b);
+}
+
+/* assert_msg_has -- tkv_errmsg() contains s. */
+static void assert_msg_has(const char *s)
+{
+    if (!strstr(tkv_errmsg(), s)) fail_msg("tkv_errmsg() = \"%s\" lacks \"%s\"", tkv_errmsg(), s);
+}
+
+/* ---------------------------------------------------------------- format */
+
+/* What test_format_bytes's replay saw. */
+struct fmt_seen {
+    int n;
+    size_t lens[3];
+    uint64_t offs[3];
+    uint8_t first[3];
+};
+
+static int fmt_record(void *arg, const uint8_t *payload, size_t n, uint64_t offset)
+{
+    struct fmt_seen *sn = arg;
+    if (sn->n >= 3) return TKV_INVALID;
+    if (sn->n == 0 && n == 3) memcpy(sn->first, payload, 3);
+    if (sn->n == 2) {
+        uint8_t *want = malloc(n);
+        if (!want) return TKV_NO_MEMORY;
+        fill_payload(want, n, 77);
+        int same = memcmp(want, payload, n) == 0;
+        free(want);
+        if (!same) return TKV_INVALID;
+    }
+    sn->lens[sn->n] = n;
+    sn->offs[sn->n] = offset;
+    sn->n++;
+    return 0;
+}
+
+/* test_format_bytes -- the file is exactly what docs/format-wal.md describes,
+ * for a small (one-write) and a large (two-write) record, and both checksum
+ * paths agree with tkv_checksum over the contiguous bytes. */
+static void test_format_bytes(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "fmt.wal", p);
+    io_stats st;
+    memset(&st, 0, sizeof st);
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(p, &st, &w), 0);
+    assert_int_equal(wal_size(w), 16);
+    assert_int_equal(wal_add_record(w, "abc", 3), 0);
+    assert_int_equal(wal_add_record(w, NULL, 0), 0);
+    size_t big = 256 * 1024 + 1; /* above the one-write framing limit */
+    uint8_t *bp = malloc(big);
+    assert_non_null(bp);
+    fill_payload(bp, big, 77);
+    assert_int_equal(wal_add_record(w, bp, big), 0);
+    assert_int_equal(st.syncs[IO_WAL], 0);
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(st.syncs[IO_WAL], 1);
+    uint64_t wsz = wal_size(w);
+    assert_int_equal(wal_writer_close(w), 0);
+
+    size_t len;
+    uint8_t *raw = read_all(p, &len);
+    assert_int_equal(len, 16 + (8 + 3) + 8 + (8 + big));
+    assert_int_equal(wsz, len);
+    assert_int_equal(st.write_bytes[IO_WAL], len);
+    /* header */
+    assert_memory_equal(raw, "TKVWAL\0\1", 8);
+    static const uint8_t v1[4] = {1, 0, 0, 0};
+    assert_memory_equal(raw + 8, v1, 4);
+    assert_int_equal(dec_u32(raw + 12), tkv_checksum(raw, 12));
+    assert_int_equal(dec_u32(raw + 12), 0x6d6fb33a); /* the example in docs/format-wal.md */
+    /* record "abc" at 16: crc | len | payload, crc over len + payload */
+    static const uint8_t len3[4] = {3, 0, 0, 0};
+    assert_memory_equal(raw + 20, len3, 4);
+    assert_memory_equal(raw + 24, "abc", 3);
+    assert_int_equal(dec_u32(raw + 16), tkv_checksum(raw + 20, 7));
+    assert_int_equal(dec_u32(raw + 16), 0x8c6ebe4c);
+    /* empty record at 27 */
+    assert_int_equal(dec_u32(raw + 31), 0);
+    assert_int_equal(dec_u32(raw + 27), tkv_checksum(raw + 31, 4));
+    /* large record at 35 (streamed checksum == one-shot) */
+    assert_int_equal(dec_u32(raw + 39), big);
+    assert_memory_equal(raw + 43, bp, big);
+    assert_int_equal(dec_u32(raw + 35), tkv_checksum(raw + 39, 4 + big));
+    /* an all-zero record header never passes: the zero-tail rule relies on it */
+    static const uint8_t zero4[4] = {0, 0, 0, 0};
+    assert_int_equal(tkv_checksum(zero4, 4), 0x16fc193d);
+    free(raw);
+    free(bp);
+
+    struct fmt_seen sn = {0, {0}, {0}, {0}};
+    wal_replay_stats rs;
+    assert_int_equal(wal_replay(p, &st, fmt_record, &sn, &rs), 0);
+    assert_int_equal(sn.n, 3);
+    assert_int_equal(sn.lens[0], 3);
+    assert_memory_equal(sn.first, "abc", 3);
+    assert_int_equal(sn.lens[1], 0);
+    assert_int_equal(sn.lens[2], big);
+    assert_int_equal(sn.offs[0], 16);
+    assert_int_equal(sn.offs[1], 27);
+    assert_int_equal(sn.offs[2], 35);
+    assert_int_equal(rs.records, 3);
+    assert_int_equal(rs.payload_bytes, 3 + big);
+    assert_int_equal(rs.torn_tail_records, 0);
+    assert_int_equal(rs.torn_tail_bytes, 0);
+    assert_int_equal(st.read_bytes[IO_META], len);
+}
+
+/* ---------------------------------------------------------------- round trip */
+
+/* random_size -- mostly small, sometimes up to 1 MiB, sometimes a boundary. */
+static size_t random_size(uint64_t *x)
+{
+    uint64_t r = splitmix(x) % 100;
+    if (r < 5) {
+        static const size_t edge[] = {0, 1, 7, 8, 4096, 256 * 1024, 256 * 1024 + 1, 1 << 20};
+        return edge[splitmix(x) % (sizeof edge / sizeof edge[0])];
+    }
+    if (r < 60) return (size_t)(splitmix(x) % 257);
+    if (r < 90) return (size_t)(splitmix(x) % (64 * 1024 + 1));
+    return (size_t)(splitmix(x) % ((1 << 20) + 1));
+}
+
+/* test_round_trip_sessions -- several writer sessions (one file each, as the db
+ * rotates WALs); every file replays to exactly its records, offsets included;
+ * reopening a path truncates it. */
+static void test_round_trip_sessions(void **state)
+{
+    fixture *fx = *state;
+    uint64_t x = test_seed();
+    enum { SESSIONS = 4 };
+    expect *e[SESSIONS];
+    char p[SESSIONS][PATH_MAX];
+    io_stats st;
+    memset(&st, 0, sizeof st);
+    uint64_t total_written = 0;
+    for (int s = 0; s < SESSIONS; s++) {
+        char name[32];
+        snprintf(name, sizeof name, "%06d.wal", s);
+        fpath(fx, name, p[s]);
+        e[s] = expect_new();
+        wal_writer *w = NULL;
+        assert_int_equal(wal_writer_open(p[s], &st, &w), 0);
+        size_t nrec = 40 + (size_t)(splitmix(&x) % 60);
+        uint64_t payload = 0;
+        for (size_t i = 0; i < nrec; i++) {
+            size_t n = random_size(&x);
+            add_one(w, e[s], n, ((uint64_t)s << 32) | i);
+            payload += n;
+            if (splitmix(&x) % 8 == 0) assert_int_equal(wal_sync(w), 0);
+        }
+        assert_int_equal(wal_sync(w), 0);
+        uint64_t sz = wal_size(w);
+        assert_int_equal(wal_writer_close(w), 0);
+        assert_int_equal(file_size(p[s]), sz);
+        total_written += sz;
+        assert_int_equal(st.write_bytes[IO_WAL], total_written);
+
+        /* this session's file and every earlier one still replay exactly */
+        for (int t = 0; t <= s; t++) {
+            wal_replay_stats rs;
+            assert_int_equal(replay_check(p[t], e[t], &rs), 0);
+            assert_int_equal(rs.records, e[t]->n);
+            assert_int_equal(e[t]->seen, e[t]->n);
+            assert_int_equal(rs.torn_tail_records, 0);
+            assert_int_equal(rs.torn_tail_bytes, 0);
+            if (t == s) assert_int_equal(rs.payload_bytes, payload);
+        }
+    }
+    /* reopening session 0's path starts a new, empty log */
+    expect *fresh = expect_new();
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(p[0], &st, &w), 0);
+    add_one(w, fresh, 5, 1);
+    add_one(w, fresh, 0, 2);
+    assert_int_equal(wal_writer_close(w), 0); /* no sync: still readable by this process */
+    wal_replay_stats rs;
+    assert_int_equal(replay_check(p[0], fresh, &rs), 0);
+    assert_int_equal(rs.records, 2);
+    assert_int_equal(fresh->seen, 2);
+    expect_free(fresh);
+    for (int s = 0; s < SESSIONS; s++) expect_free(e[s]);
+}
+
+/* ---------------------------------------------------------------- torn tails */
+
+/* check_cut -- the first `len` bytes of raw, replayed: records 0..keep-1 come
+ * back and the rest of the file is counted as a torn tail. */
+static void check_cut(const char *path, const uint8_t *raw, size_t len, expect *e, size_t keep,
+                      uint64_t torn_from)
+{
+    write_all(path, raw, len);
+    wal_replay_stats rs;
+    size_t saved = e->n;
+    e->n = keep;
+    int rc = replay_check(path, e, &rs);
+    e->n = saved;
+    if (rc != 0) fail_msg("cut at %zu: rc %d %s", len, rc, tkv_errmsg());
+    assert_int_equal(rs.records, keep);
+    assert_int_equal(e->seen, keep);
+    assert_int_equal(rs.torn_tail_records, len > torn_from ? 1 : 0);
+    assert_int_equal(rs.torn_tail_bytes, len > torn_from ? len - torn_from : 0);
+}
+
+/* test_torn_tail_every_offset -- the file cut at every byte of its last record
+ * (and inside its header) loses only that record. */
+static void test_torn_tail_every_offset(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX], cut[PATH_MAX];
+    fpath(fx, "full.wal", p);
+    fpath(fx, "cut.wal", cut);
+    static const size_t sizes[] = {10, 0, 300, 50, 200};
+    expect *e = expect_new();
+    write_file(p, e, sizes, 5);
+    size_t len;
+    uint8_t *raw = read_all(p, &len);
+    uint64_t last = e->offs[4];
+    for (size_t c = (size_t)last; c < len; c++) check_cut(cut, raw, c, e, 4, last);
+    check_cut(cut, raw, len, e, 5, len);
+    /* cuts inside the file header: an empty log (crash right after create) */
+    for (size_t c = 0; c < 16; c++) {
+        write_all(cut, raw, c);
+        wal_replay_stats rs;
+        assert_int_equal(wal_replay(cut, NULL, check_record, e, &rs), 0);
+        assert_int_equal(rs.records, 0);
+        assert_int_equal(rs.torn_tail_records, 0);
+        assert_int_equal(rs.torn_tail_bytes, c);
+    }
+    free(raw);
+    expect_free(e);
+
+    /* a last record larger than the replay chunk, cut at chunk-relevant points */
+    static const size_t sizes2[] = {1000, (1u << 20) + 4096};
+    e = expect_new();
+    write_file(p, e, sizes2, 2);
+    raw = read_all(p, &len);
+    last = e->offs[1];
+    const size_t deltas[] = {1, 4, 7, 8, 9, 4096, (1u << 20) - 1, 1u << 20, (1u << 20) + 1};
+    for (size_t i = 0; i < sizeof deltas / sizeof deltas[0]; i++)
+        check_cut(cut, raw, (size_t)last + deltas[i], e, 1, last);
+    check_cut(cut, raw, len - 1, e, 1, last);
+    check_cut(cut, raw, len, e, 2, len);
+    free(raw);
+    expect_free(e);
+}
+
+/* test_zero_tail -- zero bytes after the last intact record (a preallocated or
+ * zero-extended file after a crash) are a torn tail, not corruption; zeros
+ * followed by data are corruption. */
+static void test_zero_tail(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "z.wal", p);
+    static const size_t sizes[] = {100, 0, 5000};
+    expect *e = expect_new();
+    write_file(p, e, sizes, 3);
+    uint64_t end = file_size(p);
+    wal_replay_stats rs;
+
+    append_bytes(p, 0, 4096);
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 3);
+    assert_int_equal(rs.torn_tail_records, 1);
+    assert_int_equal(rs.torn_tail_bytes, 4096);
+
+    /* fewer zeros than a record header */
+    assert_int_equal(truncate(p, (off_t)end + 5), 0);
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 3);
+    assert_int_equal(rs.torn_tail_bytes, 5);
+
+    /* zeros spanning several replay chunks */
+    assert_int_equal(truncate(p, (off_t)end + 3 * (1 << 20) + 13), 0);
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 3);
+    assert_int_equal(rs.torn_tail_records, 1);
+    assert_int_equal(rs.torn_tail_bytes, 3 * (1 << 20) + 13);
+
+    /* ... but one non-zero byte after them is data after a bad record */
+    append_bytes(p, 0x5a, 1);
+    assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
+    assert_int_equal(rs.records, 3);
+    char off[64];
+    snprintf(off, sizeof off, "offset %llu", (unsigned long long)end);
+    assert_msg_has(off);
+    assert_msg_has(p);
+
+    /* the last record half written (payload tail zero-filled), then zeros */
+    assert_int_equal(truncate(p, (off_t)end), 0);
+    size_t len;
+    uint8_t *raw = read_all(p, &len);
+    memset(raw + e->offs[2] + 8 + 2500, 0, 2500);
+    write_all(p, raw, len);
+    append_bytes(p, 0, 8192);
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 2);
+    assert_int_equal(rs.torn_tail_records, 1);
+    assert_int_equal(rs.torn_tail_bytes, 8 + 5000 + 8192);
+    free(raw);
+    expect_free(e);
+}
+
+/* ---------------------------------------------------------------- corruption */
+
+/* test_flip_middle -- a flipped bit anywhere in a record that has intact
+ * records after it is TKV_CORRUPTION naming the file and the record's offset;
+ * the records before it were delivered. */
+static void test_flip_middle(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "m.wal", p);
+    static const size_t sizes[] = {100, 200, 300, 400, 500};
+    expect *e = expect_new();
+    write_file(p, e, sizes, 5);
+    size_t len;
+    uint8_t *orig = read_all(p, &len);
+    struct {
+        size_t rec;
+        uint64_t at; /* byte offset inside the record */
+        int bit;
+    } cases[] = {
+        {2, 8 + 150, 3}, /* payload */
+        {2, 8 + 299, 7}, /* last payload byte */
+        {2, 1, 0},       /* checksum field */
+        {2, 5, 0},       /* length 300 -> 44: ends inside the file, data follows */
+        {2, 4, 0},       /* length 300 -> 301 */
+        {0, 8, 0},       /* the first record */
+        {3, 8 + 399, 1}, /* the one before the last */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_all(p, orig, len);
+        uint64_t rec_off = e->offs[cases[i].rec];
+        flip_bit(p, rec_off + cases[i].at, cases[i].bit);
+        wal_replay_stats rs;
+        tkv_err_clear();
+        int rc = replay_check(p, e, &rs);
+        if (rc != TKV_CORRUPTION) fail_msg("case %zu: rc %d (%s)", i, rc, tkv_errmsg());
+        assert_int_equal(rs.records, cases[i].rec);
+        assert_int_equal(e->seen, cases[i].rec);
+        char off[64];
+        snprintf(off, sizeof off, "offset %llu", (unsigned long long)rec_off);
+        assert_msg_has(off);
+        assert_msg_has(p);
+    }
+    free(orig);
+    expect_free(e);
+}
+
+/* test_flip_last -- a flipped bit in the last record is a torn tail. */
+static void test_flip_last(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "l.wal", p);
+    static const size_t sizes[] = {100, 200, 300, 400, 500};
+    expect *e = expect_new();
+    write_file(p, e, sizes, 5);
+    size_t len;
+    uint8_t *orig = read_all(p, &len);
+    static const uint64_t at[] = {0, 3, 8, 8 + 250, 8 + 499};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        write_all(p, orig, len);
+        flip_bit(p, e->offs[4] + at[i], (int)(i % 8));
+        wal_replay_stats rs;
+        int rc = replay_check(p, e, &rs);
+        if (rc != 0) fail_msg("flip at +%llu: rc %d (%s)", (unsigned long long)at[i], rc, tkv_errmsg());
+        assert_int_equal(rs.records, 4);
+        assert_int_equal(e->seen, 4);
+        assert_int_equal(rs.torn_tail_records, 1);
+        assert_int_equal(rs.torn_tail_bytes, 8 + 500);
+        /* ... and still a torn tail with zeros after it */
+        append_bytes(p, 0, 1000);
+        assert_int_equal(replay_check(p, e, &rs), 0);
+        assert_int_equal(rs.records, 4);
+        assert_int_equal(rs.torn_tail_bytes, 8 + 500 + 1000);
+    }
+    free(orig);
+    expect_free(e);
+}
+
+/* test_impossible_length -- a length above 1 GiB: torn when it runs past EOF,
+ * corruption when the (sparse) file is long enough and data follows. */
+static void test_impossible_length(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "big.wal", p);
+    static const size_t sizes[] = {10};
+    expect *e = expect_new();
+    write_file(p, e, sizes, 1);
+    uint64_t end = file_size(p);
+    uint8_t hdr[8];
+    enc_u32(hdr, 0x12345678);
+    enc_u32(hdr + 4, WAL_MAX_PAYLOAD + 1);
+    FILE *f = fopen(p, "ab");
+    assert_non_null(f);
+    assert_int_equal(fwrite(hdr, 1, 8, f), 8);
+    assert_int_equal(fclose(f), 0);
+    wal_replay_stats rs;
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 1);
+    assert_int_equal(rs.torn_tail_bytes, 8);
+
+    /* extend (sparse) past the declared end: zeros after it -> torn */
+    uint64_t decl_end = end + 8 + (uint64_t)WAL_MAX_PAYLOAD + 1;
+    assert_int_equal(truncate(p, (off_t)(decl_end + 100)), 0);
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 1);
+    assert_int_equal(rs.torn_tail_records, 1);
+    /* data after the declared end -> corruption */
+    append_bytes(p, 1, 1);
+    assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
+    char off[64];
+    snprintf(off, sizeof off, "offset %llu", (unsigned long long)end);
+    assert_msg_has(off);
+    expect_free(e);
+}
+
+/* test_bad_header -- wrong magic, version or checksum is corruption; an
+ * all-zero header is an empty log. */
+static void test_bad_header(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "h.wal", p);
+    static const size_t sizes[] = {10, 20};
+    expect *e = expect_new();
+    write_file(p, e, sizes, 2);
+    size_t len;
+    uint8_t *orig = read_all(p, &len);
+    uint8_t *b = malloc(len);
+    assert_non_null(b);
+    wal_replay_stats rs;
+
+    for (int byte = 0; byte < 16; byte++) { /* any flipped header bit */
+        memcpy(b, orig, len);
+        b[byte] ^= 0x10;
+        write_all(p, b, len);
+        tkv_err_clear();
+        assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
+        assert_int_equal(e->seen, 0);
+        assert_msg_has(p);
+    }
+    /* version 2 with a correct checksum */
+    memcpy(b, orig, len);
+    enc_u32(b + 8, 2);
+    enc_u32(b + 12, tkv_checksum(b, 12));
+    write_all(p, b, len);
+    assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
+    assert_msg_has("version 2");
+    /* one non-zero byte in an otherwise zero header is not "all zero" */
+    memset(b, 0, len);
+    b[15] = 1;
+    write_all(p, b, 16);
+    assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
+    /* an all-zero header (the create never reached the disk) */
+    memset(b, 0, len);
+    write_all(p, b, len);
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 0);
+    assert_int_equal(e->seen, 0);
+    assert_int_equal(rs.torn_tail_bytes, len);
+    free(b);
+    free(orig);
+    expect_free(e);
+}
+
+/* test_empty_and_short -- empty, short and header-only files; bad arguments. */
+static void test_empty_and_short(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "e.wal", p);
+    wal_replay_stats rs;
+    expect *e = expect_new();
+
+    write_all(p, NULL, 0);
+    memset(&rs, 0xff, sizeof rs);
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 0);
+    assert_int_equal(rs.payload_bytes, 0);
+    assert_int_equal(rs.torn_tail_records, 0);
+    assert_int_equal(rs.torn_tail_bytes, 0);
+
+    write_all(p, "TKVWAL\0\1\1\0", 10);
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 0);
+    assert_int_equal(rs.torn_tail_bytes, 10);
+
+    /* header only: opened, never written (synced or not) */
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    assert_int_equal(wal_writer_close(w), 0);
+    assert_int_equal(file_size(p), 16);
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 0);
+    assert_int_equal(rs.torn_tail_bytes, 0);
+    assert_int_equal(e->seen, 0);
+    /* fn and out may be NULL */
+    assert_int_equal(wal_replay(p, NULL, NULL, NULL, NULL), 0);
+
+    char missing[PATH_MAX];
+    assert_int_equal(wal_replay(fpath(fx, "missing.wal", missing), NULL, NULL, NULL, &rs), TKV_IO_ERROR);
+    assert_msg_has("missing.wal");
+    assert_int_equal(wal_replay(NULL, NULL, NULL, NULL, &rs), TKV_INVALID);
+    expect_free(e);
+}
+
+/* test_invalid_args -- misuse is TKV_INVALID and writes nothing. */
+static void test_invalid_args(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "i.wal", p);
+    wal_writer *w = (wal_writer *)1;
+    assert_int_equal(wal_writer_open(NULL, NULL, &w), TKV_INVALID);
+    assert_null(w);
+    assert_int_equal(wal_writer_open(p, NULL, NULL), TKV_INVALID);
+    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    static const uint8_t one = 1;
+    /* the length check comes before the payload is touched */
+    assert_int_equal(wal_add_record(w, &one, (size_t)WAL_MAX_PAYLOAD + 1), TKV_INVALID);
+    assert_int_equal(wal_add_record(w, NULL, 5), TKV_INVALID);
+    assert_int_equal(wal_add_record(NULL, &one, 1), TKV_INVALID);
+    assert_int_equal(wal_sync(NULL), TKV_INVALID);
+    assert_int_equal(wal_size(w), 16);
+    assert_int_equal(wal_add_record(w, &one, 1), 0); /* still usable */
+    assert_int_equal(wal_size(w), 16 + 9);
+    assert_int_equal(wal_size(NULL), 0);
+    assert_int_equal(wal_writer_close(w), 0);
+    assert_int_equal(wal_writer_close(NULL), 0);
+}
+
+/* test_callback_error -- a non-zero callback return stops replay and is
+ * returned unchanged. */
+static void test_callback_error(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "cb.wal", p);
+    static const size_t sizes[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    expect *e = expect_new();
+    write_file(p, e, sizes, 10);
+    e->fail_at = 3;
+    e->fail_rc = TKV_BUSY;
+    wal_replay_stats rs;
+    assert_int_equal(replay_check(p, e, &rs), TKV_BUSY);
+    assert_int_equal(e->seen, 4);
+    assert_int_equal(rs.records, 4);
+    e->fail_at = 0;
+    e->fail_rc = -1000;
+    assert_int_equal(replay_check(p, e, &rs), -1000);
+    assert_int_equal(e->seen, 1);
+    e->fail_at = -1;
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(e->seen, 10);
+    expect_free(e);
+}
+
+/* ---------------------------------------------------------------- faults */
+
+/* A fault plan: let `skip` matching operations through, then answer `ret` to
+ * the next `times` ones. Matching = op and a path containing `match`. */
+typedef struct fault_plan {
+    io_op op;
+    const char *match;
+    int skip;
+    int times;
+    int ret;
+    int hits;
+} fault_plan;
+
+static int fault_hook(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    fault_plan *f = arg;
+    if (op != f->op || !strstr(path, f->match)) return 0;
+    if (f->skip > 0) {
+        f->skip--;
+        return 0;
+    }
+    if (f->times <= 0) return 0;
+    f->times--;
+    f->hits++;
+    return f->ret;
+}
+
+/* test_fault_enospc -- ENOSPC on a record's write is TKV_NO_SPACE and leaves
+ * the writer usable; a partial write poisons it and replays as a torn tail. */
+static void test_fault_enospc(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "f.wal", p);
+    expect *e = expect_new();
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    add_one(w, e, 100, 1);
+    add_one(w, e, 200, 2);
+
+    fault_plan f = {IO_OP_WRITE, "f.wal", 0, 1, ENOSPC, 0};
+    io_set_fault_hook(fault_hook, &f);
+    uint64_t before = wal_size(w);
+    uint8_t buf[300];
+    fill_payload(buf, sizeof buf, 3);
+    tkv_err_clear();
+    assert_int_equal(wal_add_record(w, buf, sizeof buf), TKV_NO_SPACE);
+    assert_int_equal(f.hits, 1);
+    assert_msg_has("f.wal");
+    assert_int_equal(wal_size(w), before);
+    io_set_fault_hook(NULL, NULL);
+    /* nothing was written: the writer is still usable */
+    add_one(w, e, 300, 3);
+    assert_int_equal(wal_sync(w), 0);
+
+    /* short write of 5 bytes, then ENOSPC: poisoned */
+    fault_plan s = {IO_OP_WRITE, "f.wal", 0, 1, -5, 0};
+    io_set_fault_hook(fault_hook, &s);
+    before = wal_size(w);
+    assert_int_equal(wal_add_record(w, buf, 50), TKV_NO_SPACE);
+    assert_int_equal(wal_size(w), before + 5);
+    io_set_fault_hook(NULL, NULL);
+    assert_int_equal(wal_add_record(w, buf, 50), TKV_NO_SPACE);
+    assert_msg_has("unusable");
+    assert_int_equal(wal_sync(w), TKV_NO_SPACE);
+    assert_int_equal(wal_size(w), before + 5);
+    assert_int_equal(wal_writer_close(w), 0);
+    wal_replay_stats rs;
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 3);
+    assert_int_equal(e->seen, 3);
+    assert_int_equal(rs.torn_tail_records, 1);
+    assert_int_equal(rs.torn_tail_bytes, 5);
+    expect_free(e);
+
+    /* a large (two-write) record whose payload write fails after its header */
+    e = expect_new();
+    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    add_one(w, e, 10, 1);
+    size_t big = 300 * 1024;
+    uint8_t *bp = malloc(big);
+    assert_non_null(bp);
+    fill_payload(bp, big, 9);
+    fault_plan g = {IO_OP_WRITE, "f.wal", 1, 1, ENOSPC, 0};
+    io_set_fault_hook(fault_hook, &g);
+    before = wal_size(w);
+    assert_int_equal(wal_add_record(w, bp, big), TKV_NO_SPACE);
+    assert_int_equal(g.hits, 1);
+    assert_int_equal(wal_size(w), before + 8);
+    io_set_fault_hook(NULL, NULL);
+    assert_int_equal(wal_add_record(w, bp, 1), TKV_NO_SPACE); /* poisoned */
+    assert_int_equal(wal_writer_close(w), 0);
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 1);
+    assert_int_equal(rs.torn_tail_records, 1);
+    assert_int_equal(rs.torn_tail_bytes, 8);
+    free(bp);
+    expect_free(e);
+}
+
+/* test_fault_other -- open, header, sync and read faults. */
+static void test_fault_other(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "o.wal", p);
+    wal_writer *w = (wal_writer *)1;
+
+    fault_plan f = {IO_OP_OPEN, "o.wal", 0, 1, ENOSPC, 0};
+    io_set_fault_hook(fault_hook, &f);
+    assert_int_equal(wal_writer_open(p, NULL, &w), TKV_NO_SPACE);
+    assert_null(w);
+    /* the header write fails */
+    fault_plan h = {IO_OP_WRITE, "o.wal", 0, 1, EIO, 0};
+    io_set_fault_hook(fault_hook, &h);
+    assert_int_equal(wal_writer_open(p, NULL, &w), TKV_IO_ERROR);
+    assert_null(w);
+    assert_msg_has("o.wal");
+    /* a sync failure poisons the writer */
+    fault_plan s = {IO_OP_SYNC, "o.wal", 0, 1, EIO, 0};
+    io_set_fault_hook(fault_hook, &s);
+    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    assert_int_equal(wal_add_record(w, "x", 1), 0);
+    assert_int_equal(wal_sync(w), TKV_IO_ERROR);
+    assert_int_equal(s.hits, 1);
+    assert_int_equal(wal_add_record(w, "y", 1), TKV_IO_ERROR);
+    assert_int_equal(wal_sync(w), TKV_IO_ERROR);
+    assert_int_equal(s.hits, 1); /* the file was not touched again */
+    assert_int_equal(wal_writer_close(w), 0);
+    /* a read failure during replay */
+    fault_plan r = {IO_OP_READ, "o.wal", 0, 1, EIO, 0};
+    io_set_fault_hook(fault_hook, &r);
+    wal_replay_stats rs;
+    assert_int_equal(wal_replay(p, NULL, NULL, NULL, &rs), TKV_IO_ERROR);
+    assert_msg_has("o.wal");
+    io_set_fault_hook(NULL, NULL);
+    assert_int_equal(wal_replay(p, NULL, NULL, NULL, &rs), 0);
+    assert_int_equal(rs.records, 1);
+}
+
+int main(void)
+{
+    test_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_format_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_round_trip_sessions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torn_tail_every_offset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zero_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flip_middle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flip_last, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_impossible_length, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_header, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_and_short, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_callback_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_enospc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_other, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("wal", tests, NULL, NULL);
+}

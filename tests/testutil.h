@@ -1,0 +1,100 @@
+/*
+ * testutil.h -- helpers shared by the API-level tests: temporary directories,
+ * a seeded deterministic PRNG, the TKV_TEST_SCALE factor, small-memory options,
+ * and an ordered in-memory model of a key-value store to compare tierkv with.
+ *
+ * Reproducing a failure: every test prints "seed=N"; rerun with TKV_TEST_SEED=N.
+ */
+#ifndef TKV_TESTUTIL_H
+#define TKV_TESTUTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tierkv.h"
+
+/* ---------------------------------------------------------------- directories */
+
+/* tu_tmpdir -- creates a fresh directory /tmp/tkv-<tag>-XXXXXX (mkdtemp) and
+ * returns its malloc'd path; aborts the test on failure. */
+char *tu_tmpdir(const char *tag);
+/* tu_rmrf -- removes path and everything below it (ignores errors). */
+void tu_rmrf(const char *path);
+/* tu_tmpdir_free -- tu_rmrf(path) then free(path); NULL is a no-op. Set
+ * TKV_TEST_KEEP=1 to keep the directory for inspection. */
+void tu_tmpdir_free(char *path);
+/* tu_path -- malloc'd "dir/name". */
+char *tu_path(const char *dir, const char *name);
+
+/* ---------------------------------------------------------------- randomness */
+
+/* xoshiro256** state. */
+typedef struct tu_rng {
+    uint64_t s[4];
+} tu_rng;
+
+/* tu_seed -- the run's seed: TKV_TEST_SEED if set, else derived from the time
+ * and pid. Printed on first use ("seed=N") so that failures can be replayed. */
+uint64_t tu_seed(void);
+/* tu_rng_init -- seeds r (splitmix64 expansion of seed). */
+void tu_rng_init(tu_rng *r, uint64_t seed);
+uint64_t tu_rng_next(tu_rng *r);
+/* tu_rng_below -- uniform in [0, n); n == 0 gives 0. */
+uint64_t tu_rng_below(tu_rng *r, uint64_t n);
+/* tu_rng_range -- uniform in [lo, hi]. */
+uint64_t tu_rng_range(tu_rng *r, uint64_t lo, uint64_t hi);
+/* tu_rng_chance -- 1 with probability per_million / 1e6. */
+int tu_rng_chance(tu_rng *r, uint32_t per_million);
+/* tu_rng_fill -- n pseudo-random bytes. */
+void tu_rng_fill(tu_rng *r, void *p, size_t n);
+/* tu_mix64 -- a stateless 64-bit mixer (splitmix64 finaliser). */
+uint64_t tu_mix64(uint64_t x);
+
+/* tu_scale -- TKV_TEST_SCALE (>= 1, default 1). */
+unsigned tu_scale(void);
+
+/* ---------------------------------------------------------------- misc */
+
+/* tu_now_ms -- monotonic milliseconds. */
+double tu_now_ms(void);
+/* tu_hex -- printable rendering of bytes (at most ~48 shown) in one of a few
+ * rotating static buffers: for failure messages only. */
+const char *tu_hex(const void *p, size_t n);
+/* tu_opt -- tkv_options_set that tolerates options this build does not have:
+ * on TKV_INVALID it logs tkv_errmsg() once per option name and returns it. */
+int tu_opt(tkv_options *o, const char *name, const char *value);
+/* tu_small_options -- options with small memory (memtable_size 64K, or
+ * TKV_TEST_MEMTABLE_SIZE if set; small tiers where the options exist). */
+tkv_options *tu_small_options(void);
+/* tu_keycmp -- the documented key order (memcmp, shorter first on a prefix). */
+int tu_keycmp(const void *a, size_t an, const void *b, size_t bn);
+
+/* ---------------------------------------------------------------- model */
+
+/* An ordered map of byte-string keys to byte-string values (a sorted array of
+ * entries whose key/value blobs are reference counted, so tu_model_copy costs
+ * one array copy: use it to remember the state a snapshot must see). */
+typedef struct tu_model tu_model;
+
+tu_model *tu_model_new(void);
+void tu_model_free(tu_model *m);
+tu_model *tu_model_copy(const tu_model *m);
+size_t tu_model_count(const tu_model *m);
+void tu_model_put(tu_model *m, const void *k, size_t kn, const void *v, size_t vn);
+void tu_model_del(tu_model *m, const void *k, size_t kn);
+/* tu_model_get -- 1 and the value (v, vn) if present, else 0. */
+int tu_model_get(const tu_model *m, const void *k, size_t kn, const void **v, size_t *vn);
+/* tu_model_lower_bound -- index of the first key >= k (count if none). */
+size_t tu_model_lower_bound(const tu_model *m, const void *k, size_t kn);
+/* tu_model_at -- entry i (0 <= i < count); any out pointer may be NULL. */
+void tu_model_at(const tu_model *m, size_t i, const void **k, size_t *kn, const void **v, size_t *vn);
+
+/* ---------------------------------------------------------------- checks */
+
+/* tu_check_db -- compares everything readable in db at snap (NULL = latest)
+ * with m: a full forward and a full backward iteration, and a tkv_get of every
+ * model key. Fails the current cmocka test with a precise message on the first
+ * difference; `what` is included in it. */
+void tu_check_db(tkv_db *db, const tkv_snapshot *snap, const tu_model *m, const char *what);
+
+#endif
