@@ -67,7 +67,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_HELPER_OBJS) $(BUILD)/libtierkv.
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(BUILD)/libtierkv.a -lcmocka $(LIBS)
 
-tests: lib $(TESTS)
+tests: lib $(TESTS) $(BUILD)/mini_bench
 
 # test-run: build and run every test of one build flavour (SAN=...).
 test-run: tests
@@ -79,13 +79,16 @@ test: deps
 
 tsan: deps
 	$(MAKE) SAN=tsan tests
-	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_skiplist %_memtable %_cache,$(TESTS:build/%=build/tsan/%))
+	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_skiplist %_memtable %_cache %_version %_table,$(TESTS:build/%=build/tsan/%))
 
 soak: deps
 	$(MAKE) tests
 	TKV_TEST_SCALE=20 bash tests/run.sh $(BUILD)/tests/test_model $(BUILD)/tests/test_crash
 
-bench: deps lib
+$(BUILD)/mini_bench: bench/mini_bench.c $(BUILD)/libtierkv.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtierkv.a $(LIBS)
+
+bench: deps lib $(BUILD)/mini_bench
 	@bash bench/run_headline.sh
 
 deps:

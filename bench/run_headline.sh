@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# run_headline.sh -- `make bench`. The benchmark tool lands with its own issue;
-# until then this says what the headline benchmark will measure.
-cat <<'TXT'
-tierkv headline benchmark: not built yet.
-When the benchmark issue lands, `make bench` will run tierkv and RocksDB side by side on the embedded default
-(emulated pmem in the database directory): fillrandom, readrandom and an open-loop bursty YCSB-A, reporting
-ops/s, p50/p99/p99.9 latency per second, write amplification and stalls, and writing the table and plots to
-bench/results/.
-TXT
+# run_headline.sh -- `make bench`. Until the multi-engine tkv_bench lands (its own
+# issue), this runs the tierkv-only driver on 1M keys and keeps the output in
+# bench/results/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+mkdir -p bench/results
+out=bench/results/mini_bench-$(date +%Y%m%d-%H%M%S).txt
+echo "make bench: tierkv alone (tkv_bench with RocksDB/LevelDB side by side comes with the benchmark issue)"
+"$BUILD/mini_bench" --num "${NUM:-1000000}" --db "${DB:-/tmp/tkv_bench_db}" | tee "$out"
+echo "results written to $out"

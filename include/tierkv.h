@@ -118,11 +118,13 @@ int tkv_options_set(tkv_options *opts, const char *name, const char *value);
  * On error *out is set to NULL. */
 int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
 
-/* tkv_close -- waits for background work, syncs the WAL, releases the directory
- * lock and frees `db`. Every iterator and snapshot of `db` must be freed first
- * (outstanding ones are freed by close and must not be used afterwards).
- * NULL is a no-op returning TKV_OK. Returns the first error met while
- * finishing (the handle is freed regardless). */
+/* tkv_close -- finishes background work (immutable memtables are flushed),
+ * syncs the WAL, releases the directory lock and frees `db`.
+ * Every iterator of `db` must be freed first: if any is still open, close
+ * returns TKV_BUSY and does nothing (the handle stays open and usable).
+ * Snapshots still held are released by close (do not use them afterwards).
+ * NULL is a no-op returning TKV_OK. Otherwise returns the first error met
+ * while finishing; the handle is freed regardless. */
 int tkv_close(tkv_db *db);
 
 /* tkv_destroy -- removes the database in `dir` (all of tierkv's files, then the

@@ -20,8 +20,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "db/compact.h"
 #include "db/db_impl.h"
 #include "mem/batch.h"
 #include "util/status.h"
@@ -97,6 +99,17 @@ static superversion *sv_new(memtable *mem, memtable *const *imm, const uint64_t 
     return sv;
 }
 
+superversion *db_get_view(tkv_db *db, const tkv_snapshot *snap, uint64_t *seq, version **v)
+{
+    pthread_mutex_lock(&db->mu);
+    superversion *sv = sv_ref(db->sv);
+    *v = vset_current(db->vs);
+    version_ref(*v);
+    *seq = snap ? snap->seq : __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE);
+    pthread_mutex_unlock(&db->mu);
+    return sv;
+}
+
 superversion *db_get_sv(tkv_db *db, const tkv_snapshot *snap, uint64_t *seq)
 {
     pthread_mutex_lock(&db->mu);
@@ -113,7 +126,7 @@ superversion *db_get_sv(tkv_db *db, const tkv_snapshot *snap, uint64_t *seq)
  * On failure nothing changes. */
 static int switch_memtable(tkv_db *db)
 {
-    uint64_t number = db->next_file_number;
+    uint64_t number = vset_new_file_number(db->vs);
     wal_writer *w = NULL;
     if (db->opts.wal) {
         char path[4096];
@@ -138,7 +151,6 @@ static int switch_memtable(tkv_db *db)
     if (db->wal) wal_writer_close(db->wal);
     db->wal = w;
     db->wal_number = number;
-    db->next_file_number = number + 1;
     db->sv = sv;
     sv_unref(old);
     ctr_add(&db->ctr.memtable_switches, 1);
@@ -181,7 +193,7 @@ static writer *build_group(tkv_db *db, const uint8_t **rep, size_t *len)
     *len = size;
     int merged = 0;
     for (writer *w = first->next; w; w = w->next) {
-        if (w->no_wal != first->no_wal || (w->sync && !first->sync)) break;
+        if (!w->batch || w->no_wal != first->no_wal || (w->sync && !first->sync)) break;
         size_t add = w->batch->rep.len - BATCH_HEADER;
         if (size + add > max) break;
         if (!merged) {
@@ -198,6 +210,51 @@ static writer *build_group(tkv_db *db, const uint8_t **rep, size_t *len)
         *len = db->group.rep.len;
     }
     return last;
+}
+
+static uint64_t now_micros(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* make_room -- called by the write leader with mu held: makes sure the active
+ * memtable has room (or, with force, switches a non-empty one). Write
+ * control (l0=sst, RocksDB-like triggers): at l0_slowdown_trigger L0 files
+ * each group is delayed once by 1 ms; writes wait while every memtable is
+ * full or L0 holds l0_stop_trigger files. Waiting releases mu. */
+static int make_room(tkv_db *db, int force)
+{
+    int delayed = 0;
+    for (;;) {
+        if (db->bg_error)
+            return tkv_err(db->bg_error, "database is read-only after an earlier error: %s", db->bg_errmsg);
+        size_t l0 = vset_current(db->vs)->nfiles[0];
+        if (!delayed && l0 >= (size_t)db->opts.l0_slowdown_trigger) {
+            uint64_t t0 = now_micros();
+            pthread_mutex_unlock(&db->mu);
+            usleep(1000);
+            pthread_mutex_lock(&db->mu);
+            delayed = 1;
+            ctr_add(&db->ctr.stall_slowdowns, 1);
+            ctr_add(&db->ctr.stall_micros, now_micros() - t0);
+            continue;
+        }
+        int empty = memtable_num_entries(db->sv->mem) == 0;
+        if (force ? empty : memtable_memory_usage(db->sv->mem) < db->opts.memtable_size) return 0;
+        if (db->sv->nimm >= (size_t)db->opts.memtables - 1 || l0 >= (size_t)db->opts.l0_stop_trigger) {
+            uint64_t t0 = now_micros();
+            ctr_add(&db->ctr.stall_stops, 1);
+            pthread_cond_broadcast(&db->bg_cv);
+            pthread_cond_wait(&db->bg_cv, &db->mu);
+            ctr_add(&db->ctr.stall_micros, now_micros() - t0);
+            continue;
+        }
+        int rc = switch_memtable(db);
+        pthread_cond_broadcast(&db->bg_cv); /* wake the flush thread */
+        return rc;
+    }
 }
 
 /* db_write -- queues a batch, and if this thread becomes the leader writes its
@@ -219,19 +276,14 @@ static int db_write(tkv_db *db, struct tkv_batch *b, unsigned flags)
     }
 
     /* This thread leads a group. */
-    int rc = db->bg_error;
-    if (rc < 0) tkv_err(rc, "database is read-only after an earlier error: %s", db->bg_errmsg);
+    int rc = make_room(db, b == NULL);
     memtable *mem = db->sv->mem;
-    if (rc == 0 && memtable_memory_usage(mem) >= db->opts.memtable_size) {
-        rc = switch_memtable(db);
-        mem = db->sv->mem;
-    }
     const uint8_t *rep = NULL;
     size_t len = 0;
     writer *last = &w;
     uint64_t seq = db->last_seq;
     uint32_t count = 0;
-    if (rc == 0) {
+    if (rc == 0 && b) {
         last = build_group(db, &rep, &len);
         count = batch_count(rep);
         batch_set_seq((uint8_t *)rep, seq + 1);
@@ -276,7 +328,7 @@ static int db_write(tkv_db *db, struct tkv_batch *b, unsigned flags)
     if (rc < 0 && db->bg_errmsg[0] == '\0') snprintf(db->bg_errmsg, sizeof db->bg_errmsg, "%s", tkv_errmsg());
     pthread_mutex_unlock(&db->mu);
     pthread_cond_destroy(&w.cv);
-    ctr_add(&db->ctr.batches, 1);
+    if (b) ctr_add(&db->ctr.batches, 1);
     return rc;
 }
 
@@ -389,22 +441,26 @@ static int list_wals(const char *dir, uint64_t **out, size_t *n)
     return rc;
 }
 
-/* recover -- replays every WAL in order into memtables; each WAL's data ends
- * up in memtables tagged with that WAL's number. Then opens a fresh WAL. */
+/* recover -- replays the WALs the MANIFEST does not cover (number >=
+ * log_number) in order into memtables; each WAL's data ends up in memtables
+ * tagged with that WAL's number, so the flush thread can retire WALs one by
+ * one. Then a fresh WAL is opened for new writes (a torn tail of an old WAL
+ * is never followed by new records in the same file). */
 static int recover(tkv_db *db)
 {
     uint64_t *nums;
     size_t n;
     TKV_TRY(list_wals(db->dir, &nums, &n));
     int rc = 0;
-    replay_ctx c = {db, NULL, 0};
+    uint64_t log_number = vset_log_number(db->vs);
+    replay_ctx c = {db, NULL, vset_last_seq(db->vs)};
     for (size_t i = 0; i < n && rc == 0; i++) {
+        vset_mark_file_number_used(db->vs, nums[i]);
+        if (nums[i] < log_number) continue; /* already in SSTs; deleted as obsolete */
         char path[4096];
         db_wal_path(db, nums[i], path, sizeof path);
         c.path = path;
-        if (i > 0 && memtable_num_entries(db->sv->mem) > 0) {
-            /* Keep each WAL's records in memtables of their own (so a later
-             * flush can retire WALs one by one). */
+        if (memtable_num_entries(db->sv->mem) > 0) {
             memtable *mem = memtable_new_sized(db->opts.memtable_size);
             superversion *sv = mem ? sv_new(mem, db->sv->imm, db->sv->imm_wal, db->sv->nimm, db->sv->mem,
                                              db->wal_number)
@@ -420,22 +476,19 @@ static int recover(tkv_db *db)
         ctr_add(&db->ctr.recovered_torn_records, st.torn_tail_records);
         ctr_add(&db->ctr.recovered_torn_bytes, st.torn_tail_bytes);
         if (rc == TKV_CORRUPTION && !db->opts.paranoid_checks) rc = 0; /* keep what was read */
-        if (nums[i] >= db->next_file_number) db->next_file_number = nums[i] + 1;
     }
     free(nums);
     if (rc < 0) return rc;
     db->last_seq = c.max_seq;
-    /* New writes go to a new WAL so that a torn tail of the old one is never
-     * followed by fresh records in the same file. The memtable that holds the
-     * last replayed WAL's data becomes immutable if it has any. */
-    if (memtable_num_entries(db->sv->mem) > 0 || !db->opts.wal) {
-        if (memtable_num_entries(db->sv->mem) > 0) return switch_memtable(db);
-    }
+    vset_set_last_seq(db->vs, c.max_seq);
+    if (memtable_num_entries(db->sv->mem) > 0) return switch_memtable(db); /* opens the new WAL */
     if (db->opts.wal) {
         char path[4096];
-        db->wal_number = db->next_file_number++;
+        db->wal_number = vset_new_file_number(db->vs);
         db_wal_path(db, db->wal_number, path, sizeof path);
         TKV_TRY(wal_writer_open(path, &db->io, &db->wal));
+    } else {
+        db->wal_number = vset_new_file_number(db->vs);
     }
     return 0;
 }
@@ -507,7 +560,6 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     }
     db->opts = o;
     db->lock_fd = -1;
-    db->next_file_number = 1;
     db->snapshots.next = db->snapshots.prev = &db->snapshots;
     pthread_mutex_init(&db->mu, NULL);
     int rc = lock_dir(dir, &db->lock_fd);
@@ -515,12 +567,24 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
         static const char identity[] = "tierkv database\nformat 1\n";
         rc = io_write_file_atomic(dir, IDENTITY_FILE, identity, sizeof identity - 1, &db->io);
     }
+    pthread_cond_init(&db->bg_cv, NULL);
+    if (rc == 0) rc = vset_open(dir, &db->io, &db->vs);
+    if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, 4)))
+        rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the block cache");
+    if (rc == 0 && !(db->tc = table_cache_new(dir, (size_t)db->opts.max_open_files, db->block_cache, &db->io)))
+        rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the table cache");
     memtable *mem = NULL;
     if (rc == 0 && !(mem = memtable_new_sized(db->opts.memtable_size))) rc = tkv_err(TKV_NO_MEMORY, "out of memory creating a memtable");
     if (rc == 0 && !(db->sv = sv_new(mem, NULL, NULL, 0, NULL, 0))) rc = tkv_err(TKV_NO_MEMORY, "out of memory");
     memtable_unref(mem);
     if (rc == 0 && (rc = batch_init(&db->group)) < 0) tkv_err(rc, "out of memory");
     if (rc == 0) rc = recover(db);
+    if (rc == 0) {
+        pthread_mutex_lock(&db->mu);
+        delete_obsolete_files(db); /* orphans of a crash, WALs already in SSTs */
+        pthread_mutex_unlock(&db->mu);
+        rc = db_start_background(db);
+    }
     if (rc < 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", tkv_errmsg());
@@ -536,6 +600,7 @@ int tkv_close(tkv_db *db)
     if (!db) return TKV_OK;
     uint64_t its = __atomic_load_n(&db->open_iterators, __ATOMIC_ACQUIRE);
     if (its) return tkv_err(TKV_BUSY, "tkv_close: %llu iterator(s) still open; free them first", (unsigned long long)its);
+    db_stop_background(db); /* finishes flushing immutable memtables */
     int rc = 0;
     if (db->wal) {
         if (!db->bg_error) rc = wal_sync(db->wal);
@@ -549,6 +614,11 @@ int tkv_close(tkv_db *db)
         free(s);
     }
     sv_unref(db->sv);
+    table_cache_free(db->tc);
+    if (db->vs) vset_close(db->vs);
+    cache_free(db->block_cache);
+    free(db->pending);
+    pthread_cond_destroy(&db->bg_cv);
     buf_free(&db->group.rep);
     if (db->lock_fd >= 0) close(db->lock_fd);
     pthread_mutex_destroy(&db->mu);
@@ -606,25 +676,12 @@ int tkv_destroy(const char *dir)
 int tkv_flush(tkv_db *db)
 {
     if (!db) return tkv_err(TKV_INVALID, "tkv_flush: NULL db");
-    /* There is no tier below DRAM yet: make the WAL durable, which is what
-     * "persisted" means until the SSD tier lands. A write leader may be
-     * appending concurrently; fdatasync on the same fd is safe and covers
-     * every record handed to the OS before it. */
+    /* A queued "writer" without a batch switches the active memtable when it
+     * leads (so no leader is inserting into it), then we wait for the flush
+     * thread to write every immutable memtable to L0. */
+    int rc = db_write(db, NULL, 0);
     pthread_mutex_lock(&db->mu);
-    int rc = db->bg_error;
-    if (rc < 0) tkv_err(rc, "%s", db->bg_errmsg);
-    else if (db->wal) {
-        rc = wal_sync(db->wal);
-        if (rc < 0) db_set_bg_error(db, rc);
-    }
+    if (rc == 0) rc = db_wait_flushed(db);
     pthread_mutex_unlock(&db->mu);
     return rc;
-}
-
-int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen)
-{
-    if (!db) return tkv_err(TKV_INVALID, "tkv_compact_range: NULL db");
-    if ((!begin && blen) || (!end && elen)) return tkv_err(TKV_INVALID, "tkv_compact_range: NULL key with a length");
-    /* All data is in memtables, which are already sorted and compact. */
-    return TKV_OK;
 }

@@ -26,6 +26,9 @@
 #include "mem/batch.h"
 #include "mem/memtable.h"
 #include "mem/wal.h"
+#include "sst/cache.h"
+#include "sst/table_cache.h"
+#include "sst/version.h"
 
 /* superversion -- an immutable, refcounted view of the in-memory tier. */
 typedef struct superversion {
@@ -62,6 +65,10 @@ typedef struct db_counters {
     uint64_t gets, gets_found, multigets, iterators_created;
     uint64_t memtable_switches;
     uint64_t recovered_records, recovered_torn_records, recovered_torn_bytes;
+    uint64_t flushes, flush_bytes;
+    uint64_t compactions[IO_NCLASSES], compaction_read_bytes[IO_NCLASSES], compaction_write_bytes[IO_NCLASSES];
+    uint64_t trivial_moves;
+    uint64_t stall_slowdowns, stall_stops, stall_micros;
 } db_counters;
 
 struct tkv_db {
@@ -76,14 +83,44 @@ struct tkv_db {
     superversion *sv;            /* current view (ref held by the db) */
     wal_writer *wal;             /* NULL when opts.wal == 0 */
     uint64_t wal_number;         /* file number of the active memtable's WAL */
-    uint64_t next_file_number;
     uint64_t last_seq;           /* atomic: last published sequence */
     struct tkv_snapshot snapshots; /* circular list head */
     uint64_t open_iterators;     /* atomic */
     int bg_error;                /* sticky write error (< 0) or 0 */
     char bg_errmsg[512];
     struct tkv_batch group;      /* scratch for merging a write group (leader only) */
+
+    /* SSD tier */
+    version_set *vs;
+    table_cache *tc;
+    tkv_cache *block_cache;
+    uint64_t *pending;           /* file numbers being written (not yet in a version) */
+    size_t npending, pending_cap;
+    pthread_cond_t bg_cv;        /* signalled on every background state change */
+    pthread_t flush_thread, compact_thread;
+    int threads_started;
+    int shutting_down;
+    int compaction_running;      /* one compaction at a time (bg or manual) */
+    int manual_waiting;          /* a tkv_compact_range wants the compaction slot */
+    uint64_t compact_cursor[VERSION_LEVELS]; /* round-robin file index per level */
 };
+
+/* db_add_pending / db_remove_pending -- protect an output file number from
+ * obsolete-file deletion while it is being written. Caller holds mu. */
+int db_add_pending(tkv_db *db, uint64_t number);
+void db_remove_pending(tkv_db *db, uint64_t number);
+
+/* db_smallest_snapshot -- the oldest sequence any reader can still ask for. Caller holds mu. */
+uint64_t db_smallest_snapshot(tkv_db *db);
+
+/* Background threads (bg.c). */
+int db_start_background(tkv_db *db);
+void db_stop_background(tkv_db *db);
+/* db_wait_flushed -- caller holds mu; waits until every immutable memtable is flushed. */
+int db_wait_flushed(tkv_db *db);
+
+/* db_get_view -- like db_get_sv and also pins the current version. */
+superversion *db_get_view(tkv_db *db, const tkv_snapshot *snap, uint64_t *seq, version **v);
 
 /* db_set_bg_error -- records a sticky error (first one wins); caller holds mu. */
 void db_set_bg_error(tkv_db *db, int code);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "db/db_impl.h"
+#include "db/compact.h"
 #include "db/db_iter.h"
 #include "util/iter.h"
 #include "util/status.h"
@@ -46,14 +47,51 @@ static int copy_value(tkv_slice v, void **out, size_t *vlen)
     return TKV_OK;
 }
 
-static int get_in(tkv_db *db, superversion *sv, uint64_t seq, const void *key, size_t klen, void **val, size_t *vlen)
+/* version_lookup -- the newest entry of ukey visible at seq in the SSD tree:
+ * L0 files newest first (each whose range holds the key), then one file per
+ * deeper level. 1 found, 0 absent, < 0 error (corruption, I/O). */
+static int version_lookup(tkv_db *db, version *v, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
+{
+    for (size_t i = 0; i < v->nfiles[0]; i++) {
+        const file_meta *f = v->files[0][i];
+        if (ukey_cmp(ukey, ikey_user(slice(f->smallest.data, f->smallest.len))) < 0 ||
+            ukey_cmp(ukey, ikey_user(slice(f->largest.data, f->largest.len))) > 0)
+            continue;
+        int rc = table_cache_get(db->tc, f, ukey, seq, type, val);
+        if (rc != 0) return rc;
+    }
+    for (int l = 1; l < VERSION_LEVELS; l++) {
+        size_t i = version_find_file(v, l, ukey);
+        if (i >= v->nfiles[l]) continue;
+        const file_meta *f = v->files[l][i];
+        if (ukey_cmp(ukey, ikey_user(slice(f->smallest.data, f->smallest.len))) < 0) continue;
+        int rc = table_cache_get(db->tc, f, ukey, seq, type, val);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
+static int get_in(tkv_db *db, superversion *sv, version *ver, uint64_t seq, const void *key, size_t klen, void **val,
+                  size_t *vlen)
 {
     ikey_type type;
     tkv_slice v;
     ctr_add(&db->ctr.gets, 1);
-    if (!sv_lookup(sv, key, klen, seq, &type, &v) || type == IKEY_DELETION) return TKV_NOT_FOUND;
-    ctr_add(&db->ctr.gets_found, 1);
-    return copy_value(v, val, vlen);
+    if (sv_lookup(sv, key, klen, seq, &type, &v)) {
+        if (type == IKEY_DELETION) return TKV_NOT_FOUND;
+        ctr_add(&db->ctr.gets_found, 1);
+        return copy_value(v, val, vlen);
+    }
+    tkv_buf b = {0};
+    int rc = version_lookup(db, ver, slice(key, klen), seq, &type, &b);
+    if (rc == 1 && type == IKEY_VALUE) {
+        ctr_add(&db->ctr.gets_found, 1);
+        rc = copy_value(slice(b.data, b.len), val, vlen);
+    } else if (rc >= 0) {
+        rc = TKV_NOT_FOUND;
+    }
+    buf_free(&b);
+    return rc;
 }
 
 int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, void **val, size_t *vlen)
@@ -63,8 +101,10 @@ int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, 
     if (!db || !val || !vlen) return tkv_err(TKV_INVALID, "tkv_get: NULL %s", !db ? "db" : "output pointer");
     TKV_TRY(check_key(key, klen));
     uint64_t seq;
-    superversion *sv = db_get_sv(db, snap, &seq);
-    int rc = get_in(db, sv, seq, key, klen, val, vlen);
+    version *ver;
+    superversion *sv = db_get_view(db, snap, &seq, &ver);
+    int rc = get_in(db, sv, ver, seq, key, klen, val, vlen);
+    version_unref(ver);
     sv_unref(sv);
     return rc;
 }
@@ -75,14 +115,16 @@ int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *co
     if (!db || (n && (!keys || !klens || !vals || !vlens || !statuses)))
         return tkv_err(TKV_INVALID, "tkv_multi_get: NULL argument");
     uint64_t seq;
-    superversion *sv = db_get_sv(db, snap, &seq);
+    version *ver;
+    superversion *sv = db_get_view(db, snap, &seq, &ver);
     ctr_add(&db->ctr.multigets, 1);
     for (size_t i = 0; i < n; i++) {
         vals[i] = NULL;
         vlens[i] = 0;
         statuses[i] = check_key(keys[i], klens[i]);
-        if (statuses[i] == 0) statuses[i] = get_in(db, sv, seq, keys[i], klens[i], &vals[i], &vlens[i]);
+        if (statuses[i] == 0) statuses[i] = get_in(db, sv, ver, seq, keys[i], klens[i], &vals[i], &vlens[i]);
     }
+    version_unref(ver);
     sv_unref(sv);
     return TKV_OK;
 }
@@ -126,6 +168,7 @@ void tkv_snapshot_free(tkv_db *db, const tkv_snapshot *snap)
 struct tkv_iter {
     tkv_db *db;
     db_iter *it;
+    version *v; /* pinned: its files stay on disk while the iterator lives */
 };
 
 int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
@@ -133,32 +176,42 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
     if (out) *out = NULL;
     if (!db || !out) return tkv_err(TKV_INVALID, "tkv_iter_new: NULL %s", db ? "out" : "db");
     uint64_t seq;
-    superversion *sv = db_get_sv(db, snap, &seq);
-    size_t n = 1 + sv->nimm;
+    version *v;
+    superversion *sv = db_get_view(db, snap, &seq, &v);
+    /* Children, newest data first: memtables, L0 files, one per deeper level. */
+    size_t n = 1 + sv->nimm + v->nfiles[0];
+    for (int l = 1; l < VERSION_LEVELS; l++) n += v->nfiles[l] > 0;
     tkv_it **children = calloc(n, sizeof *children);
     tkv_iter *ti = malloc(sizeof *ti);
     int rc = (children && ti) ? 0 : tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
-    /* Each child iterator holds its own memtable reference, so the iterator
-     * does not need the superversion once built. */
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        children[i] = memtable_iter(i == 0 ? sv->mem : sv->imm[sv->nimm - i]);
+    size_t k = 0;
+    /* Each memtable iterator holds its own memtable reference, so the
+     * iterator does not need the superversion once built. */
+    for (size_t i = 0; rc == 0 && i < 1 + sv->nimm; i++, k++)
+        children[k] = memtable_iter(i == 0 ? sv->mem : sv->imm[sv->nimm - i]);
+    for (size_t i = 0; rc == 0 && i < v->nfiles[0]; i++, k++) children[k] = table_cache_iter(db->tc, v->files[0][i]);
+    for (int l = 1; rc == 0 && l < VERSION_LEVELS; l++)
+        if (v->nfiles[l]) children[k++] = level_iter_new(db->tc, v->files[l], v->nfiles[l]);
+    for (size_t i = 0; rc == 0 && i < n; i++)
         if (!children[i]) rc = tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
-    }
     sv_unref(sv);
     if (rc < 0) {
         for (size_t i = 0; children && i < n; i++) it_destroy(children[i]);
         free(children);
         free(ti);
+        version_unref(v);
         return rc;
     }
     tkv_it *merged = merging_iter_new(children, n);
     db_iter *di = merged ? db_iter_new(merged, seq) : NULL;
     if (!di) {
         free(ti);
+        version_unref(v);
         return tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
     }
     ti->db = db;
     ti->it = di;
+    ti->v = v;
     __atomic_fetch_add(&db->open_iterators, 1, __ATOMIC_ACQ_REL);
     ctr_add(&db->ctr.iterators_created, 1);
     *out = ti;
@@ -169,6 +222,7 @@ void tkv_iter_free(tkv_iter *it)
 {
     if (!it) return;
     db_iter_free(it->it);
+    version_unref(it->v);
     __atomic_fetch_sub(&it->db->open_iterators, 1, __ATOMIC_ACQ_REL);
     free(it);
 }
@@ -260,6 +314,29 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
     appendf(b, oom, "recovery: records=%llu torn_records=%llu torn_bytes=%llu\n",
             (unsigned long long)ctr_get(&c->recovered_records), (unsigned long long)ctr_get(&c->recovered_torn_records),
             (unsigned long long)ctr_get(&c->recovered_torn_bytes));
+    version *v = vset_current(db->vs); /* caller holds mu */
+    for (int l = 0; l < VERSION_LEVELS; l++) {
+        if (!v->nfiles[l] && l > 1) continue;
+        appendf(b, oom, "level.L%d: files=%zu bytes=%llu%s", l, v->nfiles[l],
+                (unsigned long long)version_level_bytes(v, l), l == 0 ? "\n" : "");
+        if (l > 0)
+            appendf(b, oom, " target=%llu\n", (unsigned long long)level_target_bytes(&db->opts, l));
+    }
+    appendf(b, oom, "flush: count=%llu bytes_written=%llu\n", (unsigned long long)ctr_get(&c->flushes),
+            (unsigned long long)ctr_get(&c->flush_bytes));
+    for (int k = IO_COMPACT_L0; k <= IO_COMPACT_DEEP; k++)
+        appendf(b, oom, "compaction.%s: count=%llu input_bytes=%llu output_bytes=%llu\n", io_class_name((io_class)k),
+                (unsigned long long)ctr_get(&c->compactions[k]), (unsigned long long)ctr_get(&c->compaction_read_bytes[k]),
+                (unsigned long long)ctr_get(&c->compaction_write_bytes[k]));
+    appendf(b, oom, "compaction.trivial_moves: %llu\n", (unsigned long long)ctr_get(&c->trivial_moves));
+    cache_stats cs;
+    cache_get_stats(db->block_cache, &cs);
+    appendf(b, oom, "block_cache: capacity=%zu usage=%zu hits=%llu misses=%llu hit_rate=%.4f\n", cs.capacity, cs.usage,
+            (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+            cs.hits + cs.misses ? (double)cs.hits / (double)(cs.hits + cs.misses) : 0.0);
+    appendf(b, oom, "stalls: slowdowns=%llu stops=%llu stall_micros=%llu\n",
+            (unsigned long long)ctr_get(&c->stall_slowdowns), (unsigned long long)ctr_get(&c->stall_stops),
+            (unsigned long long)ctr_get(&c->stall_micros));
     uint64_t dev_written = 0;
     for (int i = 0; i < IO_NCLASSES; i++) {
         appendf(b, oom, "io.%s: read_bytes=%llu write_bytes=%llu syncs=%llu\n", io_class_name((io_class)i),
@@ -268,7 +345,7 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
         dev_written += ctr_get(&db->io.write_bytes[i]);
     }
     uint64_t user = ctr_get(&c->user_bytes_written);
-    appendf(b, oom, "write_amplification: %.3f (device bytes written / user bytes written)\n",
+    appendf(b, oom, "write_amplification: %.3f (device bytes written / user bytes written, since open)\n",
             user ? (double)dev_written / (double)user : 0.0);
     appendf(b, oom, "background_error: %s\n", db->bg_error ? tkv_strerror(db->bg_error) : "none");
 }
@@ -281,11 +358,14 @@ char *tkv_property(tkv_db *db, const char *name)
     }
     if (!strcmp(name, "tkv.options")) return options_describe(&db->opts);
     uint64_t seq;
-    superversion *sv = db_get_sv(db, NULL, &seq);
+    version *v;
+    superversion *sv = db_get_view(db, NULL, &seq, &v);
     tkv_buf b = {0};
     int oom = 0, known = 1;
     if (!strcmp(name, "tkv.stats")) {
+        pthread_mutex_lock(&db->mu);
         stats_report(db, sv, &b, &oom);
+        pthread_mutex_unlock(&db->mu);
     } else if (!strcmp(name, "tkv.levels")) {
         appendf(&b, &oom, "mem: entries=%llu bytes=%zu\n", (unsigned long long)memtable_num_entries(sv->mem),
                 memtable_memory_usage(sv->mem));
@@ -293,6 +373,12 @@ char *tkv_property(tkv_db *db, const char *name)
             appendf(&b, &oom, "imm%zu: entries=%llu bytes=%zu wal=%llu\n", sv->nimm - i,
                     (unsigned long long)memtable_num_entries(sv->imm[i]), memtable_memory_usage(sv->imm[i]),
                     (unsigned long long)sv->imm_wal[i]);
+        for (int l = 0; l < VERSION_LEVELS; l++) {
+            uint64_t entries = 0;
+            for (size_t i = 0; i < v->nfiles[l]; i++) entries += v->files[l][i]->num_entries;
+            appendf(&b, &oom, "L%d: files=%zu bytes=%llu entries=%llu\n", l, v->nfiles[l],
+                    (unsigned long long)version_level_bytes(v, l), (unsigned long long)entries);
+        }
     } else if (!strcmp(name, "tkv.num-entries-active-mem")) {
         appendf(&b, &oom, "%llu", (unsigned long long)memtable_num_entries(sv->mem));
     } else if (!strcmp(name, "tkv.num-immutable-mem")) {
@@ -303,6 +389,7 @@ char *tkv_property(tkv_db *db, const char *name)
         known = 0;
     }
     sv_unref(sv);
+    version_unref(v);
     if (!known) {
         tkv_err(TKV_INVALID, "unknown property \"%s\"", name);
         return NULL;

@@ -16,7 +16,7 @@
 #include "util/coding.h"
 #include "util/status.h"
 
-typedef enum opt_kind { OPT_BOOL, OPT_INT, OPT_SIZE } opt_kind;
+typedef enum opt_kind { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_ENUM } opt_kind;
 
 typedef struct opt_def {
     const char *name;
@@ -24,17 +24,31 @@ typedef struct opt_def {
     size_t offset;
     uint64_t min, max;
     const char *deflt;
+    const char *const *names; /* OPT_ENUM: value i is names[i] (NULL-terminated) */
 } opt_def;
+
+static const char *const COMPRESSION_NAMES[] = {"none", "lz4", NULL};
 
 #define OFF(f) offsetof(struct tkv_options, f)
 static const opt_def OPTION_TABLE[] = {
-    {"create_if_missing", OPT_BOOL, OFF(create_if_missing), 0, 1, "1"},
-    {"error_if_exists", OPT_BOOL, OFF(error_if_exists), 0, 1, "0"},
-    {"memtable_size", OPT_SIZE, OFF(memtable_size), 16u << 10, UINT64_C(4) << 30, "64M"},
-    {"memtables", OPT_INT, OFF(memtables), 2, 64, "2"},
-    {"wal", OPT_BOOL, OFF(wal), 0, 1, "1"},
-    {"sync", OPT_BOOL, OFF(sync), 0, 1, "0"},
-    {"paranoid_checks", OPT_BOOL, OFF(paranoid_checks), 0, 1, "1"},
+    {"create_if_missing", OPT_BOOL, OFF(create_if_missing), 0, 1, "1", NULL},
+    {"error_if_exists", OPT_BOOL, OFF(error_if_exists), 0, 1, "0", NULL},
+    {"memtable_size", OPT_SIZE, OFF(memtable_size), 16u << 10, UINT64_C(4) << 30, "64M", NULL},
+    {"memtables", OPT_INT, OFF(memtables), 2, 64, "2", NULL},
+    {"wal", OPT_BOOL, OFF(wal), 0, 1, "1", NULL},
+    {"sync", OPT_BOOL, OFF(sync), 0, 1, "0", NULL},
+    {"paranoid_checks", OPT_BOOL, OFF(paranoid_checks), 0, 1, "1", NULL},
+    {"block_size", OPT_SIZE, OFF(block_size), 256, 16u << 20, "4K", NULL},
+    {"block_cache_size", OPT_SIZE, OFF(block_cache_size), 0, UINT64_C(1) << 40, "256M", NULL},
+    {"bloom_bits_per_key", OPT_INT, OFF(bloom_bits_per_key), 0, 64, "10", NULL},
+    {"compression", OPT_ENUM, OFF(compression), 0, 1, "lz4", COMPRESSION_NAMES},
+    {"sst_size", OPT_SIZE, OFF(sst_size), 64u << 10, UINT64_C(4) << 30, "64M", NULL},
+    {"l1_size", OPT_SIZE, OFF(l1_size), 64u << 10, UINT64_C(1) << 44, "1G", NULL},
+    {"level_multiplier", OPT_INT, OFF(level_multiplier), 2, 100, "10", NULL},
+    {"l0_compaction_trigger", OPT_INT, OFF(l0_compaction_trigger), 1, 1000, "4", NULL},
+    {"l0_slowdown_trigger", OPT_INT, OFF(l0_slowdown_trigger), 1, 1000, "8", NULL},
+    {"l0_stop_trigger", OPT_INT, OFF(l0_stop_trigger), 1, 1000, "12", NULL},
+    {"max_open_files", OPT_INT, OFF(max_open_files), 16, 1000000, "1000", NULL},
 };
 #define N_OPTIONS (sizeof OPTION_TABLE / sizeof OPTION_TABLE[0])
 
@@ -95,7 +109,12 @@ static int set_one(struct tkv_options *o, const opt_def *d, const char *value)
     uint64_t v;
     int rc;
     if (d->kind == OPT_BOOL) rc = parse_bool(value, &v);
-    else rc = options_parse_size(value, &v); /* ints accept plain digits; suffixes are harmless */
+    else if (d->kind == OPT_ENUM) {
+        rc = TKV_INVALID;
+        for (v = 0; d->names[v]; v++)
+            if (!strcasecmp(d->names[v], value)) { rc = 0; break; }
+        if (rc < 0) return tkv_err(TKV_INVALID, "option %s: unknown value \"%s\"", d->name, value);
+    } else rc = options_parse_size(value, &v); /* ints accept plain digits; suffixes are harmless */
     if (rc < 0)
         return tkv_err(TKV_INVALID, "option %s: cannot parse \"%s\" (%s)", d->name, value,
                        d->kind == OPT_BOOL ? "expected 1/0/true/false/on/off/yes/no"
@@ -143,8 +162,10 @@ char *options_describe(const struct tkv_options *o)
     tkv_buf b = {0};
     char line[256];
     for (size_t i = 0; i < N_OPTIONS; i++) {
-        int n = snprintf(line, sizeof line, "%s=%llu\n", OPTION_TABLE[i].name,
-                         (unsigned long long)load(o, &OPTION_TABLE[i]));
+        const opt_def *d = &OPTION_TABLE[i];
+        uint64_t v = load(o, d);
+        int n = d->kind == OPT_ENUM ? snprintf(line, sizeof line, "%s=%s\n", d->name, d->names[v])
+                                    : snprintf(line, sizeof line, "%s=%llu\n", d->name, (unsigned long long)v);
         if (buf_append(&b, line, (size_t)n) < 0) { buf_free(&b); return NULL; }
     }
     if (buf_append(&b, "", 1) < 0) { buf_free(&b); return NULL; }

@@ -21,6 +21,18 @@ struct tkv_options {
     int wal;                /* 1: write-ahead log on; 0: off (writes survive only via flush) */
     int sync;               /* 1: every write is TKV_SYNC */
     int paranoid_checks;    /* 1: a corrupt record in the middle of a WAL fails open */
+    /* SSD tier */
+    uint64_t block_size;        /* target uncompressed data block size */
+    uint64_t block_cache_size;  /* bytes of uncompressed blocks cached (sharded LRU) */
+    int bloom_bits_per_key;     /* bloom filter bits per key; 0 = no filter */
+    int compression;            /* 0 none, 1 lz4 (per block, only when it saves space) */
+    uint64_t sst_size;          /* target SST file size */
+    uint64_t l1_size;           /* target bytes of L1 */
+    int level_multiplier;       /* each level below L1 is this many times larger */
+    int l0_compaction_trigger;  /* L0 files that start an L0->L1 compaction */
+    int l0_slowdown_trigger;    /* L0 files at which each write is delayed 1 ms */
+    int l0_stop_trigger;        /* L0 files at which writes wait for compaction */
+    int max_open_files;         /* SST tables kept open */
 };
 
 /* options_init_defaults -- fills o with every default. */

@@ -310,7 +310,7 @@ static int replay_records(wal_reader *r, wal_record_fn fn, void *arg, wal_replay
         }
         /* A bad record: torn tail if nothing but zeros follows its declared
          * end (nothing after it could be a valid record), else corruption. */
-        uint64_t end = off + WAL_RECORD_HEADER + n, nz;
+        uint64_t end = off + WAL_RECORD_HEADER + n, nz = 0;
         TKV_TRY(rd_first_nonzero(r, end, &nz));
         if (nz == r->fsize) break;
         return tkv_err(TKV_CORRUPTION,

@@ -1,0 +1,246 @@
+/*
+ * bg.c -- background work of the SSD tier: a flush thread (high priority:
+ * immutable memtables -> L0 SSTs) and a compaction thread (leveled
+ * compaction by score). Each job is described by a bg_job-like unit (kind,
+ * level, estimated bytes, see compact.h) so the scheduler can later own the
+ * policy; here the policy is: flush whenever an immutable memtable exists,
+ * compact whenever a level scores >= 1, one job of each kind at a time.
+ *
+ * State changes (imm list, versions, bg_error) are signalled on db->bg_cv.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/compact.h"
+#include "util/status.h"
+
+int db_add_pending(tkv_db *db, uint64_t number)
+{
+    if (db->npending == db->pending_cap) {
+        size_t cap = db->pending_cap ? db->pending_cap * 2 : 16;
+        uint64_t *p = realloc(db->pending, cap * sizeof *p);
+        if (!p) return tkv_err(TKV_NO_MEMORY, "out of memory");
+        db->pending = p;
+        db->pending_cap = cap;
+    }
+    db->pending[db->npending++] = number;
+    return 0;
+}
+
+void db_remove_pending(tkv_db *db, uint64_t number)
+{
+    for (size_t i = 0; i < db->npending; i++)
+        if (db->pending[i] == number) {
+            db->pending[i] = db->pending[--db->npending];
+            return;
+        }
+}
+
+uint64_t db_smallest_snapshot(tkv_db *db)
+{
+    if (db->snapshots.next != &db->snapshots) return db->snapshots.next->seq; /* oldest first */
+    return __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE);
+}
+
+/* flush_one -- flushes the oldest immutable memtable. Caller holds mu; it is
+ * released during the write. Persistence order: SST synced, then the edit
+ * (file added + log number advanced past this memtable's WAL) is logged to the
+ * MANIFEST, then the memtable leaves the superversion, then old WALs go. */
+static int flush_one(tkv_db *db)
+{
+    superversion *sv = sv_ref(db->sv);
+    memtable *m = sv->imm[0];
+    /* Data of WALs older than the next memtable's WAL is in this memtable or
+     * already in SSTs. */
+    uint64_t next_log = sv->nimm > 1 ? sv->imm_wal[1] : db->wal_number;
+    pthread_mutex_unlock(&db->mu);
+    file_meta *f = NULL;
+    int rc = flush_memtable(db, m, &f);
+    pthread_mutex_lock(&db->mu);
+    int install_failed = 0;
+    if (rc == 0) {
+        version_edit e;
+        edit_init(&e);
+        if (f) rc = edit_add_file(&e, 0, f);
+        e.has_log_number = 1;
+        e.log_number = next_log;
+        vset_set_last_seq(db->vs, __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE));
+        if (rc == 0) {
+            rc = vset_log_and_apply(db->vs, &e);
+            install_failed = rc < 0; /* the edit may still be recovered: keep the SST */
+        }
+        edit_free(&e);
+    }
+    if (f) {
+        db_remove_pending(db, f->number);
+        if (rc < 0 && !install_failed) {
+            char path[4096];
+            sst_path(db->dir, f->number, path, sizeof path);
+            io_remove(path);
+        }
+        file_meta_unref(f);
+    }
+    if (rc == 0) {
+        /* Drop imm[0] from the view (the writer may have appended more imms). */
+        superversion *cur = db->sv;
+        superversion *nsv = calloc(1, sizeof *nsv);
+        memtable **imm = calloc(cur->nimm, sizeof *imm);
+        uint64_t *imm_wal = calloc(cur->nimm, sizeof *imm_wal);
+        if (!nsv || !imm || !imm_wal) {
+            free(nsv);
+            free(imm);
+            free(imm_wal);
+            rc = tkv_err(TKV_NO_MEMORY, "out of memory after a flush");
+        } else {
+            nsv->refs = 1;
+            nsv->mem = cur->mem;
+            memtable_ref(cur->mem);
+            nsv->imm = imm;
+            nsv->imm_wal = imm_wal;
+            for (size_t i = 1; i < cur->nimm; i++) {
+                imm[i - 1] = cur->imm[i];
+                imm_wal[i - 1] = cur->imm_wal[i];
+                memtable_ref(cur->imm[i]);
+            }
+            nsv->nimm = cur->nimm - 1;
+            db->sv = nsv;
+            sv_unref(cur);
+            delete_obsolete_files(db);
+        }
+    }
+    if (rc < 0) db_set_bg_error(db, rc);
+    sv_unref(sv);
+    pthread_cond_broadcast(&db->bg_cv);
+    return rc;
+}
+
+static void *flush_main(void *arg)
+{
+    tkv_db *db = arg;
+    pthread_mutex_lock(&db->mu);
+    while (!db->shutting_down || (db->sv->nimm > 0 && !db->bg_error)) {
+        if (db->sv->nimm > 0 && !db->bg_error) {
+            flush_one(db);
+            continue;
+        }
+        pthread_cond_wait(&db->bg_cv, &db->mu);
+    }
+    pthread_mutex_unlock(&db->mu);
+    return NULL;
+}
+
+static void *compact_main(void *arg)
+{
+    tkv_db *db = arg;
+    pthread_mutex_lock(&db->mu);
+    while (!db->shutting_down) {
+        compaction *c = NULL;
+        if (!db->bg_error && !db->compaction_running && !db->manual_waiting)
+            c = pick_compaction(db, vset_current(db->vs));
+        if (!c) {
+            pthread_cond_wait(&db->bg_cv, &db->mu);
+            continue;
+        }
+        db->compaction_running = 1;
+        pthread_mutex_unlock(&db->mu);
+        run_compaction(db, c); /* errors become bg_error */
+        compaction_free(c);
+        pthread_mutex_lock(&db->mu);
+        db->compaction_running = 0;
+        pthread_cond_broadcast(&db->bg_cv);
+    }
+    pthread_mutex_unlock(&db->mu);
+    return NULL;
+}
+
+int db_start_background(tkv_db *db)
+{
+    if (pthread_create(&db->flush_thread, NULL, flush_main, db) != 0)
+        return tkv_err(TKV_NO_MEMORY, "cannot start the flush thread");
+    if (pthread_create(&db->compact_thread, NULL, compact_main, db) != 0) {
+        pthread_mutex_lock(&db->mu);
+        db->shutting_down = 1;
+        pthread_cond_broadcast(&db->bg_cv);
+        pthread_mutex_unlock(&db->mu);
+        pthread_join(db->flush_thread, NULL);
+        return tkv_err(TKV_NO_MEMORY, "cannot start the compaction thread");
+    }
+    db->threads_started = 1;
+    return 0;
+}
+
+void db_stop_background(tkv_db *db)
+{
+    if (!db->threads_started) return;
+    pthread_mutex_lock(&db->mu);
+    db->shutting_down = 1;
+    pthread_cond_broadcast(&db->bg_cv);
+    pthread_mutex_unlock(&db->mu);
+    pthread_join(db->compact_thread, NULL);
+    pthread_join(db->flush_thread, NULL);
+    db->threads_started = 0;
+}
+
+int db_wait_flushed(tkv_db *db)
+{
+    /* Caller holds mu. Waits until no immutable memtable is left. */
+    while (db->sv->nimm > 0 && !db->bg_error) pthread_cond_wait(&db->bg_cv, &db->mu);
+    if (db->bg_error) return tkv_err(db->bg_error, "%s", db->bg_errmsg);
+    return 0;
+}
+
+int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen)
+{
+    if (!db) return tkv_err(TKV_INVALID, "tkv_compact_range: NULL db");
+    if ((!begin && blen) || (!end && elen)) return tkv_err(TKV_INVALID, "tkv_compact_range: NULL key with a length");
+    TKV_TRY(tkv_flush(db));
+    tkv_slice lo = slice(begin, blen), hi = slice(end, elen);
+    int rc = 0;
+    pthread_mutex_lock(&db->mu);
+    db->manual_waiting++;
+    /* Push the range down to the deepest level that holds part of it (at
+     * least L1), one level at a time, as LevelDB's CompactRange does. */
+    int last = 1;
+    {
+        version *v = vset_current(db->vs);
+        for (int l = 1; l < VERSION_LEVELS; l++) {
+            file_meta **ov;
+            size_t nov = 0;
+            if (version_overlapping(v, l, begin ? &lo : NULL, end ? &hi : NULL, &ov, &nov) == 0) {
+                if (nov) last = l;
+                free(ov);
+            }
+        }
+    }
+    for (int level = 0; rc == 0 && level < last; level++) {
+        for (;;) {
+            while (db->compaction_running && !db->bg_error) pthread_cond_wait(&db->bg_cv, &db->mu);
+            if (db->bg_error) {
+                rc = tkv_err(db->bg_error, "%s", db->bg_errmsg);
+                break;
+            }
+            version *v = vset_current(db->vs);
+            int busy = 0;
+            compaction *c = pick_range_compaction(db, v, level, begin ? &lo : NULL, end ? &hi : NULL, &busy);
+            if (!c) {
+                if (busy) {
+                    pthread_cond_wait(&db->bg_cv, &db->mu);
+                    continue;
+                }
+                break;
+            }
+            db->compaction_running = 1;
+            pthread_mutex_unlock(&db->mu);
+            rc = run_compaction(db, c);
+            compaction_free(c);
+            pthread_mutex_lock(&db->mu);
+            db->compaction_running = 0;
+            pthread_cond_broadcast(&db->bg_cv);
+            break;
+        }
+    }
+    db->manual_waiting--;
+    pthread_cond_broadcast(&db->bg_cv);
+    pthread_mutex_unlock(&db->mu);
+    return rc;
+}

@@ -1,0 +1,121 @@
+/*
+ * table.h -- SSTables of the SSD tier: an immutable sorted file of internal keys
+ * and values, written once by a table_builder and read by a table.
+ * Format: sst/format.h and docs/format-sst.md.
+ *
+ * Thread safety: a table_builder belongs to one thread. A table is safe for
+ * concurrent table_get/table_may_contain/table_iter/table_properties calls from
+ * any number of threads after table_open returns; table_close must not race
+ * with them and every iterator of the table must be destroyed before it.
+ * An iterator belongs to one thread (src/util/iter.h).
+ */
+#ifndef TKV_SST_TABLE_H
+#define TKV_SST_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/io.h"
+#include "mem/ikey.h"
+#include "sst/cache.h"
+#include "util/coding.h"
+#include "util/iter.h"
+
+/* ---------------------------------------------------------------- options */
+
+typedef struct table_options {
+    size_t block_size;      /* target uncompressed data block size; default 4096, 256..1 GiB */
+    int restart_interval;   /* entries per restart run; default 16, 1..65536 */
+    int bloom_bits_per_key; /* default 10; 0 = no filter; max 64 */
+    int compression;        /* SST_COMPRESS_NONE (0, default) or SST_COMPRESS_LZ4 (1) */
+} table_options;
+
+/* table_options_default -- block_size 4096, restart_interval 16,
+ * bloom_bits_per_key 10, compression 0. */
+void table_options_default(table_options *o);
+
+/* ---------------------------------------------------------------- builder */
+
+typedef struct table_builder table_builder;
+
+/* table_builder_new -- a builder appending to `f` (opened with io_open_append;
+ * not owned: the caller syncs and closes it). Block offsets are file offsets,
+ * so the table normally starts at offset 0 of an empty file. `o` NULL means
+ * defaults. Returns 0, TKV_INVALID (option out of range; tkv_errmsg names it)
+ * or TKV_NO_MEMORY. */
+int table_builder_new(io_file *f, const table_options *o, table_builder **out);
+/* table_builder_add -- appends an entry. Keys (>= IKEY_TRAILER bytes, user key
+ * <= TKV_MAX_KEY_SIZE, value <= TKV_MAX_VALUE_SIZE) must be strictly increasing
+ * in ikey_cmp order: otherwise TKV_INVALID and nothing changes. I/O errors
+ * (TKV_IO_ERROR, TKV_NO_SPACE) are sticky: every later call returns them. */
+int table_builder_add(table_builder *b, tkv_slice ikey, tkv_slice value);
+/* table_builder_finish -- writes the last data block, the filter, properties
+ * and index blocks and the footer. Does NOT sync or close f. Afterwards only
+ * table_builder_file_size/num_entries/free may be called. A table with no
+ * entries is valid. */
+int table_builder_finish(table_builder *b);
+/* table_builder_abandon -- frees the builder without finishing (the partial
+ * file is the caller's to remove). Same as table_builder_free. NULL ok. */
+void table_builder_abandon(table_builder *b);
+/* table_builder_file_size -- bytes written so far plus the current data block's
+ * size estimate; after finish, the exact table size. */
+uint64_t table_builder_file_size(const table_builder *b);
+/* table_builder_num_entries -- entries added so far. */
+uint64_t table_builder_num_entries(const table_builder *b);
+/* table_builder_free -- frees the builder (not f). NULL ok. */
+void table_builder_free(table_builder *b);
+
+/* ---------------------------------------------------------------- reader */
+
+typedef struct table_props {
+    uint64_t num_entries, num_deletions, min_seq, max_seq, raw_key_bytes, raw_value_bytes, data_bytes,
+        num_data_blocks;
+    tkv_buf smallest, largest; /* internal keys; empty for an empty table */
+    uint64_t compression;      /* the builder's table_options.compression */
+    uint64_t num_compressed_blocks; /* data blocks stored lz4-compressed */
+} table_props;
+
+typedef struct table table;
+
+/* table_open -- opens the table stored in the first file_size bytes of f
+ * (file_size: the size the table was written with, e.g. from the MANIFEST).
+ * `f` is owned by the table afterwards (closed by table_close, or by
+ * table_open itself if it fails). `cache` (may be NULL) caches uncompressed
+ * data blocks and must outlive the table. Reads and verifies the footer, index,
+ * filter and properties blocks. Returns 0 and *out, or TKV_CORRUPTION (tkv_errmsg
+ * names the file and offset; includes truncated files), TKV_IO_ERROR,
+ * TKV_NO_MEMORY; *out is NULL on error. */
+int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out);
+/* table_close -- frees the table and closes its file. NULL ok. */
+void table_close(table *t);
+/* table_properties -- the table's properties (valid until table_close). */
+const table_props *table_properties(const table *t);
+/* table_file -- the table's file (for its path in messages). */
+io_file *table_file(const table *t);
+
+/* table_get -- finds the newest entry for user key `ukey` with seq <= `seq`
+ * (seq > IKEY_MAX_SEQ is taken as IKEY_MAX_SEQ). Consults the bloom filter
+ * first. Returns 1 and fills *type and *val (value copied into val: val->len
+ * is set to the value size, val's memory is reused; the caller owns it) if
+ * found -- a deletion is found too (type IKEY_DELETION, empty value); 0 if the
+ * table holds no such entry; <0 on error (TKV_CORRUPTION naming the file and
+ * block offset, TKV_IO_ERROR, TKV_NO_MEMORY). */
+int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val);
+/* table_may_contain -- the bloom filter's answer alone: 0 if ukey is certainly
+ * absent, 1 if it may be present. */
+int table_may_contain(table *t, tkv_slice ukey);
+/* table_iter -- an internal iterator over every entry (src/util/iter.h) with
+ * seek/seek_first/seek_last/next/prev; errors via status(). Seek targets must
+ * be internal keys (>= IKEY_TRAILER bytes; shorter ones give TKV_INVALID).
+ * The table must outlive the iterator. NULL on out of memory. */
+tkv_it *table_iter(table *t);
+
+typedef struct table_read_stats {
+    uint64_t bloom_checks, bloom_negatives, block_reads, block_cache_hits;
+} table_read_stats;
+/* table_get_read_stats -- counters since open: bloom filter consultations and
+ * negative answers (table_get + table_may_contain), data blocks read from the
+ * file, data blocks found in the cache. */
+void table_get_read_stats(table *t, table_read_stats *out);
+
+#endif

@@ -1,0 +1,300 @@
+/*
+ * table_cache.c -- open tables by file number, table-pinning iterators, and the
+ * level (concatenating) iterator.
+ */
+#include "sst/table_cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/status.h"
+
+struct table_cache {
+    char *dir;
+    tkv_cache *tables;  /* key: 8-byte file number, value: table* */
+    tkv_cache *blocks;  /* shared block cache (may be NULL) */
+    io_stats *stats;
+};
+
+void sst_path(const char *dir, uint64_t number, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%06llu.sst", dir, (unsigned long long)number);
+}
+
+static void close_table(const void *key, size_t klen, void *value)
+{
+    (void)key;
+    (void)klen;
+    table_close(value);
+}
+
+table_cache *table_cache_new(const char *dir, size_t max_open_files, tkv_cache *block_cache, io_stats *st)
+{
+    table_cache *tc = calloc(1, sizeof *tc);
+    if (!tc) return NULL;
+    tc->dir = strdup(dir);
+    tc->tables = cache_new(max_open_files, 2);
+    tc->blocks = block_cache;
+    tc->stats = st;
+    if (!tc->dir || !tc->tables) {
+        table_cache_free(tc);
+        return NULL;
+    }
+    return tc;
+}
+
+void table_cache_free(table_cache *tc)
+{
+    if (!tc) return;
+    cache_free(tc->tables);
+    free(tc->dir);
+    free(tc);
+}
+
+tkv_cache *table_cache_block_cache(table_cache *tc) { return tc->blocks; }
+
+/* find_table -- the pinned cache handle of file f's table, opening it on a miss. */
+static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)
+{
+    uint8_t key[8];
+    enc_u64(key, f->number);
+    cache_handle *h = cache_lookup(tc->tables, key, sizeof key);
+    if (!h) {
+        char path[4096];
+        sst_path(tc->dir, f->number, path, sizeof path);
+        io_file *file;
+        int rc = io_open_read(path, IO_USER_READ, tc->stats, &file);
+        if (rc < 0) {
+            if (rc == TKV_IO_ERROR) rc = tkv_err(TKV_CORRUPTION, "%s (listed in the MANIFEST) cannot be opened: %s",
+                                                 path, tkv_errmsg());
+            return rc;
+        }
+        table *t;
+        TKV_TRY(table_open(file, f->size, tc->blocks, &t));
+        h = cache_insert(tc->tables, key, sizeof key, t, 1, close_table);
+        if (!h) {
+            table_close(t);
+            return tkv_err(TKV_NO_MEMORY, "out of memory caching table %s", path);
+        }
+    }
+    *out = h;
+    return 0;
+}
+
+int table_cache_get(table_cache *tc, const file_meta *f, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
+{
+    cache_handle *h;
+    TKV_TRY(find_table(tc, f, &h));
+    int rc = table_get(cache_value(h), ukey, seq, type, val);
+    cache_release(tc->tables, h);
+    return rc;
+}
+
+void table_cache_evict(table_cache *tc, uint64_t number)
+{
+    uint8_t key[8];
+    enc_u64(key, number);
+    cache_erase(tc->tables, key, sizeof key);
+}
+
+/* ------------------------------------------------------------ error iterator */
+
+typedef struct error_iter {
+    tkv_it base;
+    int code;
+} error_iter;
+
+static int ei_valid(tkv_it *it) { (void)it; return 0; }
+static void ei_nop(tkv_it *it) { (void)it; }
+static void ei_seek(tkv_it *it, tkv_slice t) { (void)it; (void)t; }
+static tkv_slice ei_empty(tkv_it *it) { (void)it; return slice(NULL, 0); }
+static int ei_status(tkv_it *it) { return ((error_iter *)it)->code; }
+static void ei_destroy(tkv_it *it) { free(it); }
+static const tkv_it_ops error_ops = {ei_valid, ei_nop, ei_nop, ei_seek, ei_nop, ei_nop, ei_empty, ei_empty, ei_status,
+                                     ei_destroy};
+
+tkv_it *error_iter_new(int code)
+{
+    error_iter *e = malloc(sizeof *e);
+    if (!e) return NULL;
+    e->base.ops = &error_ops;
+    e->code = code;
+    return &e->base;
+}
+
+/* ------------------------------------------------------------ pinned table iterator */
+
+typedef struct pinned_iter {
+    tkv_it base;
+    tkv_it *inner;
+    table_cache *tc;
+    cache_handle *h;
+} pinned_iter;
+
+static int pi_valid(tkv_it *it) { return it_valid(((pinned_iter *)it)->inner); }
+static void pi_first(tkv_it *it) { it_seek_first(((pinned_iter *)it)->inner); }
+static void pi_last(tkv_it *it) { it_seek_last(((pinned_iter *)it)->inner); }
+static void pi_seek(tkv_it *it, tkv_slice t) { it_seek(((pinned_iter *)it)->inner, t); }
+static void pi_next(tkv_it *it) { it_next(((pinned_iter *)it)->inner); }
+static void pi_prev(tkv_it *it) { it_prev(((pinned_iter *)it)->inner); }
+static tkv_slice pi_key(tkv_it *it) { return it_key(((pinned_iter *)it)->inner); }
+static tkv_slice pi_value(tkv_it *it) { return it_value(((pinned_iter *)it)->inner); }
+static int pi_status(tkv_it *it) { return it_status(((pinned_iter *)it)->inner); }
+static void pi_destroy(tkv_it *it)
+{
+    pinned_iter *p = (pinned_iter *)it;
+    it_destroy(p->inner); /* before the table can be closed */
+    cache_release(p->tc->tables, p->h);
+    free(p);
+}
+static const tkv_it_ops pinned_ops = {pi_valid, pi_first, pi_last, pi_seek, pi_next, pi_prev, pi_key, pi_value,
+                                      pi_status, pi_destroy};
+
+tkv_it *table_cache_iter(table_cache *tc, const file_meta *f)
+{
+    cache_handle *h;
+    int rc = find_table(tc, f, &h);
+    if (rc < 0) return error_iter_new(rc);
+    pinned_iter *p = malloc(sizeof *p);
+    tkv_it *inner = p ? table_iter(cache_value(h)) : NULL;
+    if (!inner) {
+        free(p);
+        cache_release(tc->tables, h);
+        return error_iter_new(tkv_err(TKV_NO_MEMORY, "out of memory creating a table iterator"));
+    }
+    p->base.ops = &pinned_ops;
+    p->inner = inner;
+    p->tc = tc;
+    p->h = h;
+    return &p->base;
+}
+
+/* ------------------------------------------------------------ level iterator */
+
+/* Invariant: when `cur` is non-NULL it iterates files[idx]; moving off either
+ * end of a file opens the neighbour (skipping empty files). */
+typedef struct level_iter {
+    tkv_it base;
+    table_cache *tc;
+    file_meta *const *files;
+    size_t n;
+    size_t idx;
+    tkv_it *cur;
+    int status; /* error from opening a file */
+} level_iter;
+
+static void li_open(level_iter *li, size_t idx)
+{
+    it_destroy(li->cur);
+    li->cur = NULL;
+    li->idx = idx;
+    if (idx >= li->n) return;
+    li->cur = table_cache_iter(li->tc, li->files[idx]);
+    if (!li->cur) li->status = tkv_err(TKV_NO_MEMORY, "out of memory opening a level iterator");
+    else if (it_status(li->cur) < 0 && !li->status) li->status = it_status(li->cur);
+}
+
+static int li_valid(tkv_it *it)
+{
+    level_iter *li = (level_iter *)it;
+    return li->status == 0 && li->cur && it_valid(li->cur);
+}
+
+/* li_skip_forward -- while the current file is exhausted, go to the next. */
+static void li_skip_forward(level_iter *li)
+{
+    while (li->status == 0 && li->cur && !it_valid(li->cur)) {
+        if (it_status(li->cur) < 0) { li->status = it_status(li->cur); return; }
+        if (li->idx + 1 >= li->n) return;
+        li_open(li, li->idx + 1);
+        if (li->cur) it_seek_first(li->cur);
+    }
+}
+
+static void li_skip_backward(level_iter *li)
+{
+    while (li->status == 0 && li->cur && !it_valid(li->cur)) {
+        if (it_status(li->cur) < 0) { li->status = it_status(li->cur); return; }
+        if (li->idx == 0) return;
+        li_open(li, li->idx - 1);
+        if (li->cur) it_seek_last(li->cur);
+    }
+}
+
+static void li_first(tkv_it *it)
+{
+    level_iter *li = (level_iter *)it;
+    li_open(li, 0);
+    if (li->cur) it_seek_first(li->cur);
+    li_skip_forward(li);
+}
+
+static void li_last(tkv_it *it)
+{
+    level_iter *li = (level_iter *)it;
+    li_open(li, li->n ? li->n - 1 : 0);
+    if (li->cur) it_seek_last(li->cur);
+    li_skip_backward(li);
+}
+
+static void li_seek(tkv_it *it, tkv_slice target)
+{
+    level_iter *li = (level_iter *)it;
+    /* First file whose largest key >= target. */
+    size_t lo = 0, hi = li->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const tkv_buf *lg = &li->files[mid]->largest;
+        if (ikey_cmp(slice(lg->data, lg->len), target) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    li_open(li, lo);
+    if (li->cur) it_seek(li->cur, target);
+    li_skip_forward(li);
+}
+
+static void li_next(tkv_it *it)
+{
+    level_iter *li = (level_iter *)it;
+    if (!li_valid(it)) return;
+    it_next(li->cur);
+    li_skip_forward(li);
+}
+
+static void li_prev(tkv_it *it)
+{
+    level_iter *li = (level_iter *)it;
+    if (!li_valid(it)) return;
+    it_prev(li->cur);
+    li_skip_backward(li);
+}
+
+static tkv_slice li_key(tkv_it *it) { return it_key(((level_iter *)it)->cur); }
+static tkv_slice li_value(tkv_it *it) { return it_value(((level_iter *)it)->cur); }
+static int li_status(tkv_it *it)
+{
+    level_iter *li = (level_iter *)it;
+    if (li->status) return li->status;
+    return li->cur ? it_status(li->cur) : 0;
+}
+static void li_destroy(tkv_it *it)
+{
+    level_iter *li = (level_iter *)it;
+    it_destroy(li->cur);
+    free(li);
+}
+static const tkv_it_ops level_ops = {li_valid, li_first, li_last, li_seek, li_next, li_prev, li_key, li_value,
+                                     li_status, li_destroy};
+
+tkv_it *level_iter_new(table_cache *tc, file_meta *const *files, size_t n)
+{
+    level_iter *li = calloc(1, sizeof *li);
+    if (!li) return NULL;
+    li->base.ops = &level_ops;
+    li->tc = tc;
+    li->files = files;
+    li->n = n;
+    li->idx = n;
+    return &li->base;
+}

@@ -1,0 +1,51 @@
+/*
+ * table_cache.h -- open SST tables by file number, bounded by a count.
+ *
+ * Built on the sharded LRU cache (sst/cache.h) with one entry per open table
+ * (charge 1, capacity max_open_files). A lookup pins the table; iterators keep
+ * their table pinned until destroyed, so eviction never closes a table in use.
+ * Reads through the table cache are client reads (IO_USER_READ); compactions
+ * open their inputs directly with their own I/O class and no block cache.
+ * Thread-safe.
+ */
+#ifndef TKV_SST_TABLE_CACHE_H
+#define TKV_SST_TABLE_CACHE_H
+
+#include "sst/cache.h"
+#include "sst/table.h"
+#include "sst/version.h"
+
+typedef struct table_cache table_cache;
+
+/* table_cache_new -- NULL on out of memory. block_cache may be NULL. */
+table_cache *table_cache_new(const char *dir, size_t max_open_files, tkv_cache *block_cache, io_stats *st);
+void table_cache_free(table_cache *tc); /* NULL ok; every handle must be released */
+
+/* sst_path -- "<dir>/<number>.sst". */
+void sst_path(const char *dir, uint64_t number, char *buf, size_t len);
+
+/* table_cache_get -- table_get on file f (opening it if needed). Same returns. */
+int table_cache_get(table_cache *tc, const file_meta *f, tkv_slice ukey, uint64_t seq, ikey_type *type,
+                    tkv_buf *val);
+
+/* table_cache_iter -- an iterator over file f that pins the table; on error an
+ * iterator that is never valid and reports the error in status(). NULL only
+ * on out of memory. */
+tkv_it *table_cache_iter(table_cache *tc, const file_meta *f);
+
+/* table_cache_evict -- drops a deleted file's table from the cache. */
+void table_cache_evict(table_cache *tc, uint64_t number);
+
+/* table_cache_read_stats -- sums the read stats of the tables currently open. */
+tkv_cache *table_cache_block_cache(table_cache *tc);
+
+/* error_iter_new -- an iterator that is never valid and whose status is code. */
+tkv_it *error_iter_new(int code);
+
+/* level_iter_new -- concatenates the tables of files[0..n) (sorted, disjoint:
+ * an L1+ level) opening each lazily through the table cache. The files array
+ * is borrowed: the caller keeps the version that owns it pinned for the
+ * iterator's life. NULL on out of memory. */
+tkv_it *level_iter_new(table_cache *tc, file_meta *const *files, size_t n);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * version.h -- versions of the SSD tree and the MANIFEST that records them.
+ *
+ * A version is an immutable, refcounted list of SST files per level
+ * (L0 .. VERSION_LEVELS-1). L0 files may overlap and are ordered newest first
+ * (by largest sequence); files of L1+ are disjoint and sorted by smallest key.
+ * A version_edit describes a change (files added/removed, counters); applying
+ * an edit logs it to the MANIFEST (synced) and then installs a new current
+ * version. Readers pin a version with version_ref.
+ *
+ * MANIFEST: a log in the WAL record framing (docs/format-wal.md) whose first
+ * record is a full snapshot of the current state, then one record per edit.
+ * CURRENT names the live MANIFEST and is switched by atomic rename.
+ * Format of edit records: docs/format-manifest.md.
+ *
+ * Thread safety: vset_* calls are made with the db mutex held (or single
+ * threaded at open); version_ref/unref are atomic and lock-free.
+ */
+#ifndef TKV_SST_VERSION_H
+#define TKV_SST_VERSION_H
+
+#include <stdint.h>
+
+#include "io/io.h"
+#include "mem/ikey.h"
+#include "util/coding.h"
+
+#define VERSION_LEVELS 7
+
+/* file_meta -- one SST file (shared between versions, refcounted). */
+typedef struct file_meta {
+    uint32_t refs;         /* atomic: versions (and compactions) holding it */
+    uint64_t number;       /* file is <dir>/<number>.sst (6+ digits) */
+    uint64_t size;         /* bytes */
+    uint64_t num_entries;
+    uint64_t min_seq, max_seq;
+    tkv_buf smallest, largest; /* internal keys */
+    int being_compacted;   /* set by the compaction picker under the db mutex */
+} file_meta;
+
+file_meta *file_meta_new(void);
+void file_meta_ref(file_meta *f);
+void file_meta_unref(file_meta *f); /* frees at 0 */
+
+typedef struct version_set version_set;
+
+typedef struct version {
+    uint32_t refs;                       /* atomic */
+    version_set *vs;
+    file_meta **files[VERSION_LEVELS];   /* refs held */
+    size_t nfiles[VERSION_LEVELS];
+    struct version *prev, *next;         /* list of live versions in vs */
+} version;
+
+void version_ref(version *v);
+void version_unref(version *v); /* thread-safe: the live-version list has its own lock */
+
+/* version_level_bytes -- total file bytes at a level. */
+uint64_t version_level_bytes(const version *v, int level);
+
+/* version_overlapping -- files of `level` whose user-key range intersects
+ * [lo, hi] (user keys; NULL = open end). Allocates *out (caller frees the
+ * array, not the files). For L0 the result is in newest-first order. */
+int version_overlapping(const version *v, int level, const tkv_slice *lo, const tkv_slice *hi, file_meta ***out,
+                        size_t *n);
+
+/* version_find_file -- for L1+: index of the first file whose largest user key
+ * >= ukey (nfiles if none). */
+size_t version_find_file(const version *v, int level, tkv_slice ukey);
+
+typedef struct version_edit {
+    int has_log_number, has_next_file, has_last_seq;
+    uint64_t log_number;    /* WALs with number < log_number are no longer needed */
+    uint64_t next_file;
+    uint64_t last_seq;
+    size_t ndeleted, nadded;
+    struct { int level; uint64_t number; } *deleted;
+    struct { int level; file_meta *f; } *added; /* edit holds a ref on each */
+} version_edit;
+
+void edit_init(version_edit *e);
+void edit_free(version_edit *e);
+int edit_add_file(version_edit *e, int level, file_meta *f);     /* takes a ref */
+int edit_delete_file(version_edit *e, int level, uint64_t number);
+/* edit_encode / edit_decode -- the MANIFEST record codec. Decode returns
+ * TKV_CORRUPTION on any malformed input (never crashes). */
+int edit_encode(const version_edit *e, tkv_buf *out);
+int edit_decode(const uint8_t *p, size_t n, version_edit *e);
+
+/* vset_open -- opens the version set of `dir`: if CURRENT exists, recovers
+ * the state from the MANIFEST it names (TKV_CORRUPTION naming the MANIFEST on
+ * a bad record, on a CURRENT naming a missing file, or when a file listed
+ * does not exist on disk -- the message names it); otherwise creates a new
+ * MANIFEST + CURRENT. Afterwards a new MANIFEST is always started (written
+ * with a snapshot record) so old tails are never appended to. */
+int vset_open(const char *dir, io_stats *st, version_set **out);
+void vset_close(version_set *vs); /* frees; all versions must be unreferenced except current */
+
+version *vset_current(version_set *vs);        /* not ref'd: call with db mutex held and ref it */
+uint64_t vset_new_file_number(version_set *vs);
+uint64_t vset_next_file_number(const version_set *vs);
+void vset_mark_file_number_used(version_set *vs, uint64_t number); /* next_file = max(next_file, number+1) */
+uint64_t vset_log_number(const version_set *vs);
+uint64_t vset_last_seq(const version_set *vs);
+void vset_set_last_seq(version_set *vs, uint64_t seq);
+
+/* vset_log_and_apply -- sets the edit's next_file/last_seq from vs, appends it
+ * to the MANIFEST and syncs it, then installs the new current version.
+ * On error nothing is installed and the error is returned (the MANIFEST may
+ * hold a torn tail, which recovery drops). Deleting files of levels they are
+ * not in, or adding overlapping files to L1+, is TKV_CORRUPTION (a bug). */
+int vset_log_and_apply(version_set *vs, version_edit *e);
+
+/* vset_live_files -- adds every file number referenced by any live version
+ * to a sorted array (*out malloc'd). Files not in it (and not being written)
+ * may be deleted. */
+int vset_live_files(version_set *vs, uint64_t **out, size_t *n);
+
+/* vset_manifest_number -- the number of the live MANIFEST (MANIFEST-%06llu). */
+uint64_t vset_manifest_number(const version_set *vs);
+
+#endif

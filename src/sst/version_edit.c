@@ -1,0 +1,293 @@
+/*
+ * version_edit.c -- file_meta refcounting and the version_edit: building an
+ * edit and its MANIFEST record codec (format: docs/format-manifest.md).
+ *
+ * Record = field* END, field = varint tag, then the tag's value:
+ *   0 END          (must be the last byte: no field may follow)
+ *   1 log_number   varint
+ *   2 next_file    varint
+ *   3 last_seq     varint
+ *   4 deleted file varint level, varint number
+ *   5 added file   varint level, number, size, num_entries, min_seq, max_seq,
+ *                  varint len + smallest ikey, varint len + largest ikey
+ * The END tag makes every strict prefix of a record malformed, so a decoder
+ * never mistakes a cut record for a shorter edit. Decoding never reads past
+ * the input and rejects unknown tags, levels >= VERSION_LEVELS, keys shorter
+ * than an ikey trailer, smallest > largest and min_seq > max_seq.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sst/version.h"
+#include "util/status.h"
+
+enum {
+    TAG_END = 0,
+    TAG_LOG_NUMBER = 1,
+    TAG_NEXT_FILE = 2,
+    TAG_LAST_SEQ = 3,
+    TAG_DELETED = 4,
+    TAG_ADDED = 5,
+};
+
+/* ---------------------------------------------------------------- file_meta */
+
+/* file_meta_new -- a zeroed file_meta with one reference. */
+file_meta *file_meta_new(void)
+{
+    file_meta *f = calloc(1, sizeof *f);
+    if (!f) {
+        tkv_err(TKV_NO_MEMORY, "out of memory allocating a file_meta");
+        return NULL;
+    }
+    f->refs = 1;
+    return f;
+}
+
+void file_meta_ref(file_meta *f) { __atomic_fetch_add(&f->refs, 1, __ATOMIC_RELAXED); }
+
+/* file_meta_unref -- drops a reference; frees the keys and f at 0. */
+void file_meta_unref(file_meta *f)
+{
+    if (!f) return;
+    if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    buf_free(&f->smallest);
+    buf_free(&f->largest);
+    free(f);
+}
+
+/* ---------------------------------------------------------------- edit */
+
+void edit_init(version_edit *e) { memset(e, 0, sizeof *e); }
+
+/* edit_free -- drops the refs on added files and releases the arrays. */
+void edit_free(version_edit *e)
+{
+    if (!e) return;
+    for (size_t i = 0; i < e->nadded; i++) file_meta_unref(e->added[i].f);
+    free(e->added);
+    free(e->deleted);
+    edit_init(e);
+}
+
+/* grow -- makes room for element n of an array that only grows one element at
+ * a time: capacity is 4, 8, 16, ... so a realloc is due when n is 0 or a power
+ * of two >= 4. */
+static int grow(void **arr, size_t n, size_t elem)
+{
+    if (n != 0 && (n < 4 || (n & (n - 1)) != 0)) return 0;
+    size_t cap = n ? n * 2 : 4;
+    if (cap > SIZE_MAX / elem) return tkv_err(TKV_NO_MEMORY, "version edit too large");
+    void *p = realloc(*arr, cap * elem);
+    if (!p) return tkv_err(TKV_NO_MEMORY, "out of memory growing a version edit");
+    *arr = p;
+    return 0;
+}
+
+/* check_file -- the shape every file_meta of an edit must have; 0 or a
+ * message (static) saying what is wrong. */
+static const char *check_file(const file_meta *f)
+{
+    if (f->smallest.len < IKEY_TRAILER || f->largest.len < IKEY_TRAILER) return "key shorter than an ikey trailer";
+    if (ikey_cmp(slice(f->smallest.data, f->smallest.len), slice(f->largest.data, f->largest.len)) > 0)
+        return "smallest key > largest key";
+    if (f->min_seq > f->max_seq) return "min_seq > max_seq";
+    return NULL;
+}
+
+/* edit_add_file -- records f as added at level (takes a ref). */
+int edit_add_file(version_edit *e, int level, file_meta *f)
+{
+    if (!e || !f) return tkv_err(TKV_INVALID, "edit_add_file: NULL argument");
+    if (level < 0 || level >= VERSION_LEVELS) return tkv_err(TKV_INVALID, "edit_add_file: level %d out of range", level);
+    const char *why = check_file(f);
+    if (why) return tkv_err(TKV_INVALID, "edit_add_file: %06llu.sst: %s", (unsigned long long)f->number, why);
+    TKV_TRY(grow((void **)&e->added, e->nadded, sizeof e->added[0]));
+    file_meta_ref(f);
+    e->added[e->nadded].level = level;
+    e->added[e->nadded].f = f;
+    e->nadded++;
+    return 0;
+}
+
+/* edit_delete_file -- records file `number` of `level` as deleted. */
+int edit_delete_file(version_edit *e, int level, uint64_t number)
+{
+    if (!e) return tkv_err(TKV_INVALID, "edit_delete_file: NULL edit");
+    if (level < 0 || level >= VERSION_LEVELS)
+        return tkv_err(TKV_INVALID, "edit_delete_file: level %d out of range", level);
+    TKV_TRY(grow((void **)&e->deleted, e->ndeleted, sizeof e->deleted[0]));
+    e->deleted[e->ndeleted].level = level;
+    e->deleted[e->ndeleted].number = number;
+    e->ndeleted++;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- codec */
+
+/* put_key -- varint length then the bytes. */
+static int put_key(tkv_buf *out, const tkv_buf *k)
+{
+    TKV_TRY(buf_append_varint(out, k->len));
+    return buf_append(out, k->data, k->len);
+}
+
+/* edit_encode -- appends the record for e to out (out is not cleared). */
+int edit_encode(const version_edit *e, tkv_buf *out)
+{
+    if (!e || !out) return tkv_err(TKV_INVALID, "edit_encode: NULL argument");
+    if (e->has_log_number) {
+        TKV_TRY(buf_append_varint(out, TAG_LOG_NUMBER));
+        TKV_TRY(buf_append_varint(out, e->log_number));
+    }
+    if (e->has_next_file) {
+        TKV_TRY(buf_append_varint(out, TAG_NEXT_FILE));
+        TKV_TRY(buf_append_varint(out, e->next_file));
+    }
+    if (e->has_last_seq) {
+        TKV_TRY(buf_append_varint(out, TAG_LAST_SEQ));
+        TKV_TRY(buf_append_varint(out, e->last_seq));
+    }
+    for (size_t i = 0; i < e->ndeleted; i++) {
+        TKV_TRY(buf_append_varint(out, TAG_DELETED));
+        TKV_TRY(buf_append_varint(out, (uint64_t)e->deleted[i].level));
+        TKV_TRY(buf_append_varint(out, e->deleted[i].number));
+    }
+    for (size_t i = 0; i < e->nadded; i++) {
+        const file_meta *f = e->added[i].f;
+        TKV_TRY(buf_append_varint(out, TAG_ADDED));
+        TKV_TRY(buf_append_varint(out, (uint64_t)e->added[i].level));
+        TKV_TRY(buf_append_varint(out, f->number));
+        TKV_TRY(buf_append_varint(out, f->size));
+        TKV_TRY(buf_append_varint(out, f->num_entries));
+        TKV_TRY(buf_append_varint(out, f->min_seq));
+        TKV_TRY(buf_append_varint(out, f->max_seq));
+        TKV_TRY(put_key(out, &f->smallest));
+        TKV_TRY(put_key(out, &f->largest));
+    }
+    return buf_append_varint(out, TAG_END);
+}
+
+/* A cursor over the record being decoded. */
+typedef struct rd {
+    const uint8_t *p, *start, *limit;
+} rd;
+
+/* get_varint -- next varint, or TKV_CORRUPTION naming the field. */
+static int get_varint(rd *r, uint64_t *v, const char *what)
+{
+    const uint8_t *q = dec_varint(r->p, r->limit, v);
+    if (!q)
+        return tkv_err(TKV_CORRUPTION, "version edit: truncated or overlong %s at byte %zu", what,
+                       (size_t)(r->p - r->start));
+    r->p = q;
+    return 0;
+}
+
+/* get_level -- a varint level < VERSION_LEVELS. */
+static int get_level(rd *r, int *level)
+{
+    uint64_t v;
+    size_t at = (size_t)(r->p - r->start);
+    TKV_TRY(get_varint(r, &v, "level"));
+    if (v >= VERSION_LEVELS)
+        return tkv_err(TKV_CORRUPTION, "version edit: level %llu at byte %zu is out of range", (unsigned long long)v, at);
+    *level = (int)v;
+    return 0;
+}
+
+/* get_key -- a length-prefixed internal key copied into k. */
+static int get_key(rd *r, tkv_buf *k, const char *what)
+{
+    uint64_t len;
+    TKV_TRY(get_varint(r, &len, what));
+    if (len > (uint64_t)(r->limit - r->p))
+        return tkv_err(TKV_CORRUPTION, "version edit: %s of %llu bytes extends past the end of the record", what,
+                       (unsigned long long)len);
+    if (len < IKEY_TRAILER)
+        return tkv_err(TKV_CORRUPTION, "version edit: %s of %llu bytes is shorter than an internal key", what,
+                       (unsigned long long)len);
+    TKV_TRY(buf_append(k, r->p, (size_t)len));
+    r->p += len;
+    return 0;
+}
+
+/* decode_added -- the value of an added-file field; adds it to e. */
+static int decode_added(rd *r, version_edit *e)
+{
+    int level;
+    TKV_TRY(get_level(r, &level));
+    file_meta *f = file_meta_new();
+    if (!f) return TKV_NO_MEMORY;
+    int rc = get_varint(r, &f->number, "file number");
+    if (rc == 0) rc = get_varint(r, &f->size, "file size");
+    if (rc == 0) rc = get_varint(r, &f->num_entries, "entry count");
+    if (rc == 0) rc = get_varint(r, &f->min_seq, "min_seq");
+    if (rc == 0) rc = get_varint(r, &f->max_seq, "max_seq");
+    if (rc == 0) rc = get_key(r, &f->smallest, "smallest key");
+    if (rc == 0) rc = get_key(r, &f->largest, "largest key");
+    if (rc == 0) {
+        const char *why = check_file(f);
+        if (why)
+            rc = tkv_err(TKV_CORRUPTION, "version edit: added file %06llu.sst: %s", (unsigned long long)f->number, why);
+    }
+    if (rc == 0) rc = edit_add_file(e, level, f);
+    file_meta_unref(f); /* the edit holds its own ref */
+    return rc;
+}
+
+/* decode_fields -- the body of edit_decode. */
+static int decode_fields(rd *r, version_edit *e)
+{
+    for (;;) {
+        uint64_t tag;
+        size_t at = (size_t)(r->p - r->start);
+        if (r->p == r->limit)
+            return tkv_err(TKV_CORRUPTION, "version edit: record ends at byte %zu without its end marker", at);
+        TKV_TRY(get_varint(r, &tag, "tag"));
+        switch (tag) {
+        case TAG_END:
+            if (r->p != r->limit)
+                return tkv_err(TKV_CORRUPTION, "version edit: %zu bytes after the end marker at byte %zu",
+                               (size_t)(r->limit - r->p), at);
+            return 0;
+        case TAG_LOG_NUMBER:
+            TKV_TRY(get_varint(r, &e->log_number, "log_number"));
+            e->has_log_number = 1;
+            break;
+        case TAG_NEXT_FILE:
+            TKV_TRY(get_varint(r, &e->next_file, "next_file"));
+            e->has_next_file = 1;
+            break;
+        case TAG_LAST_SEQ:
+            TKV_TRY(get_varint(r, &e->last_seq, "last_seq"));
+            e->has_last_seq = 1;
+            break;
+        case TAG_DELETED: {
+            int level;
+            uint64_t number;
+            TKV_TRY(get_level(r, &level));
+            TKV_TRY(get_varint(r, &number, "deleted file number"));
+            TKV_TRY(edit_delete_file(e, level, number));
+            break;
+        }
+        case TAG_ADDED: TKV_TRY(decode_added(r, e)); break;
+        default:
+            return tkv_err(TKV_CORRUPTION, "version edit: unknown tag %llu at byte %zu", (unsigned long long)tag, at);
+        }
+    }
+}
+
+/* edit_decode -- parses a record into e, which it initialises first (e must
+ * not hold anything). On failure e is left empty. */
+int edit_decode(const uint8_t *p, size_t n, version_edit *e)
+{
+    if (!e) return tkv_err(TKV_INVALID, "edit_decode: NULL edit");
+    edit_init(e);
+    if (n == 0) return tkv_err(TKV_CORRUPTION, "version edit: empty record (no end marker)");
+    if (!p) return tkv_err(TKV_INVALID, "edit_decode: NULL input");
+    rd r = {p, p, p + n};
+    int rc = decode_fields(&r, e);
+    if (rc < 0) edit_free(e);
+    return rc;
+}
