@@ -32,7 +32,7 @@ static void *writer_main(void *arg)
     int w = (int)(intptr_t)arg;
     tkv_batch *b = tkv_batch_new();
     for (int i = 0; i < PER_WRITER; i++) {
-        char ka[32], kb[32], kc[32], v[64];
+        char ka[32], kb[32], kc[32], v[160];
         int na = snprintf(ka, sizeof ka, "a:%d:%06d", w, i);
         int nb = snprintf(kb, sizeof kb, "b:%d:%06d", w, i);
         int nc = snprintf(kc, sizeof kc, "c:%d", w);

@@ -445,7 +445,7 @@ int run_compaction(tkv_db *db, compaction *c)
             sst_path(db->dir, done[i]->number, path, sizeof path);
             io_remove(path);
         }
-    } else {
+    } else if (rc == 0) {
         ctr_add(&db->ctr.compactions[c->cls], 1);
         ctr_add(&db->ctr.compaction_read_bytes[c->cls], c->est_bytes);
         ctr_add(&db->ctr.compaction_write_bytes[c->cls], written);

@@ -4,9 +4,11 @@
  */
 #include "sst/table_cache.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/status.h"
 
@@ -66,8 +68,10 @@ static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)
         io_file *file;
         int rc = io_open_read(path, IO_USER_READ, tc->stats, &file);
         if (rc < 0) {
-            if (rc == TKV_IO_ERROR) rc = tkv_err(TKV_CORRUPTION, "%s (listed in the MANIFEST) cannot be opened: %s",
-                                                 path, tkv_errmsg());
+            /* A file the MANIFEST lists but that does not exist is corruption;
+             * any other failure (EIO, EMFILE...) keeps the OS error and code. */
+            if (access(path, F_OK) != 0 && errno == ENOENT)
+                rc = tkv_err(TKV_CORRUPTION, "%s is listed in the MANIFEST but does not exist", path);
             return rc;
         }
         table *t;

@@ -36,7 +36,7 @@ tkv_it *table_cache_iter(table_cache *tc, const file_meta *f);
 /* table_cache_evict -- drops a deleted file's table from the cache. */
 void table_cache_evict(table_cache *tc, uint64_t number);
 
-/* table_cache_read_stats -- sums the read stats of the tables currently open. */
+/* table_cache_block_cache -- the block cache the tables use (may be NULL). */
 tkv_cache *table_cache_block_cache(table_cache *tc);
 
 /* error_iter_new -- an iterator that is never valid and whose status is code. */
