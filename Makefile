@@ -46,6 +46,7 @@ BENCH_SRCS := $(sort $(wildcard bench/*.c))
 DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config
 
 .PHONY: all lib tests test test-run tsan soak bench deps install clean
+.SECONDARY:
 all: lib
 
 lib: $(BUILD)/libtierkv.a $(BUILD)/libtierkv.so

@@ -2,7 +2,7 @@
  * tierkv.h -- the public C API of tierkv, an embedded key-value store whose LSM
  * tree is tiered across DRAM, persistent memory and SSD.
  *
- * Conventions (kept true; tests/c_api_test.c exercises each one):
+ * Conventions (kept true; tests/test_c_api.c exercises each one):
  *  1. Handles (tkv_db, tkv_options, tkv_batch, tkv_iter, tkv_snapshot) are opaque.
  *     Every _new or _open function has a matching _free or _close; every free function
  *     accepts NULL and does nothing.
@@ -133,6 +133,9 @@ int tkv_close(tkv_db *db);
 int tkv_destroy(const char *dir);
 
 /* tkv_put -- sets key to value. flags: TKV_SYNC, TKV_NO_WAL.
+ * Durability: when the call returns, the write is in the WAL file as far as
+ * the OS is concerned (it survives a crash of this process); with TKV_SYNC it
+ * has also been fdatasync'd (it survives an OS crash or power loss).
  * Returns TKV_OK, TKV_INVALID (NULL/empty/oversized key, oversized value,
  * unknown flag), or a background error that made the database read-only
  * (TKV_IO_ERROR, TKV_NO_SPACE, TKV_CORRUPTION). */
@@ -217,7 +220,8 @@ int tkv_iter_status(const tkv_iter *it);
  * and waits for it. Returns TKV_OK or the error that stopped it. */
 int tkv_flush(tkv_db *db);
 
-/* tkv_compact_range -- compacts the key range [begin, end] (NULL = open end)
+/* tkv_compact_range -- compacts the key range [begin, end] (NULL with length 0 =
+ * open end; NULL with a non-zero length is TKV_INVALID)
  * down the tree and waits for it. Returns TKV_OK or the error that stopped it. */
 int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen);
 

@@ -315,11 +315,49 @@ static void put_get_delete(void **state)
     assert_non_null(bv);
     for (size_t i = 0; i < bvn; i++) bv[i] = (uint8_t)(i * 7 + 3);
     assert_int_equal(tkv_put(f->db, big, TKV_MAX_KEY_SIZE, bv, bvn, 0), TKV_OK);
-    assert_int_equal(tkv_get(f->db, NULL, big, TKV_MAX_KEY_SIZE, &v, &vn), TKV_OK);
-    assert_int_equal(vn, bvn);
-    assert_memory_equal(v, bv, bvn);
-    tkv_free(v);
-    assert_int_equal(tkv_get(f->db, NULL, big, TKV_MAX_KEY_SIZE - 1, &v, &vn), TKV_NOT_FOUND);
+    big[TKV_MAX_KEY_SIZE - 1] = 'L'; /* a second max-size key, sorting after the first */
+    assert_int_equal(tkv_put(f->db, big, TKV_MAX_KEY_SIZE, "second", 6, 0), TKV_OK);
+    big[TKV_MAX_KEY_SIZE - 1] = 'K';
+    /* in the memtable, after a flush, after a full compaction, after a reopen */
+    for (int stage = 0; stage < 4; stage++) {
+        if (stage == 1) assert_int_equal(tkv_flush(f->db), TKV_OK);
+        if (stage == 2) assert_int_equal(tkv_compact_range(f->db, NULL, 0, NULL, 0), TKV_OK);
+        if (stage == 3) {
+            assert_int_equal(tkv_close(f->db), TKV_OK);
+            tkv_options *o = tu_small_options();
+            assert_int_equal(tkv_open(f->dir, o, &f->db), TKV_OK);
+            tkv_options_free(o);
+        }
+        assert_int_equal(tkv_get(f->db, NULL, big, TKV_MAX_KEY_SIZE, &v, &vn), TKV_OK);
+        assert_int_equal(vn, bvn);
+        assert_memory_equal(v, bv, bvn);
+        tkv_free(v);
+        assert_int_equal(tkv_get(f->db, NULL, big, TKV_MAX_KEY_SIZE - 1, &v, &vn), TKV_NOT_FOUND);
+        big[TKV_MAX_KEY_SIZE - 1] = 'L';
+        assert_int_equal(tkv_get(f->db, NULL, big, TKV_MAX_KEY_SIZE, &v, &vn), TKV_OK);
+        assert_int_equal(vn, 6);
+        assert_memory_equal(v, "second", 6);
+        tkv_free(v);
+        big[TKV_MAX_KEY_SIZE - 1] = 'K';
+        expect(f->db, NULL, "empty", "");
+        expect(f->db, NULL, "foo", NULL);
+        expect(f->db, NULL, "bar", "v");
+        tkv_iter *it = NULL;
+        assert_int_equal(tkv_iter_new(f->db, NULL, &it), TKV_OK);
+        tkv_iter_seek(it, big, TKV_MAX_KEY_SIZE);
+        assert_true(tkv_iter_valid(it));
+        size_t kn = 0;
+        const void *kp = tkv_iter_key(it, &kn);
+        assert_int_equal(kn, TKV_MAX_KEY_SIZE);
+        assert_memory_equal(kp, big, kn);
+        tkv_iter_value(it, &vn);
+        assert_int_equal(vn, bvn);
+        tkv_iter_next(it);
+        assert_true(tkv_iter_valid(it));
+        tkv_iter_value(it, &vn);
+        assert_int_equal(vn, 6);
+        tkv_iter_free(it);
+    }
     free(big);
     free(bv);
 }

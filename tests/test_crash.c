@@ -8,7 +8,9 @@
  *   - what survived is exactly a prefix of the operations issued (the state
  *     equals the model after operations 0..P for the largest P seen, so no
  *     operation i+1 without i, and batches all-or-nothing).
- * Rounds continue on the same directory with new keys and overwrites.
+ * Rounds continue on the same directory with new keys and overwrites. The
+ * child also calls tkv_flush / tkv_compact_range now and then, so that kills
+ * land in flushes and compactions too.
  *
  * Cases: crash_sync (writes with TKV_SYNC; 20 rounds x TKV_TEST_SCALE, some
  * killed while the child is still opening/recovering) and crash_nosync (writes
@@ -128,8 +130,9 @@ static void child_main(const char *dir, uint32_t round, uint64_t gen_seed, uint6
     int rc = tkv_open(dir, o, &db);
     if (rc != TKV_OK) child_fail(fd, rc, 0);
     report(fd, MARK_OPEN);
-    tu_rng r;
+    tu_rng r, maint; /* maint: flush/compaction timing, kept apart from the op sequence */
     tu_rng_init(&r, gen_seed);
+    tu_rng_init(&maint, ~gen_seed);
     char kb[32], vb[4200];
     for (uint32_t i = 0; i < MAX_OPS_PER_ROUND; i++) {
         op w;
@@ -149,6 +152,10 @@ static void child_main(const char *dir, uint32_t round, uint64_t gen_seed, uint6
         }
         if (rc != TKV_OK) child_fail(fd, rc, i);
         report(fd, i);
+        /* now and then force a flush or a compaction, so kills land in them */
+        if (tu_rng_chance(&maint, 10000) && (rc = tkv_flush(db)) != TKV_OK) child_fail(fd, rc, i);
+        if (tu_rng_chance(&maint, 3000) && (rc = tkv_compact_range(db, NULL, 0, NULL, 0)) != TKV_OK)
+            child_fail(fd, rc, i);
     }
     tkv_close(db);
     _exit(0);
