@@ -350,11 +350,9 @@ int run_compaction(tkv_db *db, compaction *c)
     tkv_buf cur_ukey = {0};
     int has_cur = 0;
     uint64_t last_seq_for_key = UINT64_MAX;
-    uint64_t read_bytes = 0;
     for (it_seek_first(in); rc == 0 && in && it_valid(in); it_next(in)) {
         tkv_slice key = it_key(in), val = it_value(in);
         tkv_slice ukey = ikey_user(key);
-        read_bytes += key.n + val.n;
         int new_key = !has_cur || ukey_cmp(ukey, slice(cur_ukey.data, cur_ukey.len)) != 0;
         if (new_key) {
             cur_ukey.len = 0;
@@ -449,7 +447,6 @@ int run_compaction(tkv_db *db, compaction *c)
         ctr_add(&db->ctr.compactions[c->cls], 1);
         ctr_add(&db->ctr.compaction_read_bytes[c->cls], c->est_bytes);
         ctr_add(&db->ctr.compaction_write_bytes[c->cls], written);
-        (void)read_bytes;
     }
     for (size_t i = 0; i < ndone; i++) {
         db_remove_pending(db, done[i]->number);
