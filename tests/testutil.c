@@ -198,6 +198,8 @@ tkv_options *tu_small_options(void)
      * the library does not (yet) have are logged and ignored. */
     tu_opt(o, "pmem_size", "16M");
     tu_opt(o, "sst_size", "256K");
+    tu_opt(o, "l1_size", "512K");         /* deep levels fill and compact by score */
+    tu_opt(o, "level_multiplier", "4");   /* L2 2M, L3 8M, ... */
     tu_opt(o, "block_cache_size", "1M");
     return o;
 }

@@ -196,7 +196,7 @@ static int output_open(tkv_db *db, output *o, io_class cls)
     if (!o->f) return tkv_err(TKV_NO_MEMORY, "out of memory");
     o->f->number = number;
     sst_path(db->dir, number, o->path, sizeof o->path);
-    TKV_TRY(io_open_append(o->path, 0, cls, &db->io, &o->file));
+    TKV_TRY(io_open_append_ex(o->path, 0, db->opts.direct_io ? IO_DIRECT : 0, cls, &db->io, &o->file));
     table_options to;
     table_options_default(&to);
     to.block_size = db->opts.block_size;
@@ -293,7 +293,7 @@ static tkv_it *open_input(tkv_db *db, const file_meta *f, io_class cls, table **
     sst_path(db->dir, f->number, path, sizeof path);
     io_file *file;
     *t_out = NULL;
-    int rc = io_open_read(path, cls, &db->io, &file);
+    int rc = io_open_read_ex(path, db->opts.direct_io ? IO_DIRECT : 0, cls, &db->io, &file);
     if (rc == 0) rc = table_open(file, f->size, NULL, t_out);
     if (rc < 0) return error_iter_new(rc);
     tkv_it *it = table_iter(*t_out);

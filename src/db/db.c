@@ -563,6 +563,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     db->snapshots.next = db->snapshots.prev = &db->snapshots;
     pthread_mutex_init(&db->mu, NULL);
     int rc = lock_dir(dir, &db->lock_fd);
+    if (rc == 0 && o.direct_io) rc = io_probe_direct(dir); /* refuse early, before writing anything */
     if (rc == 0 && created) {
         static const char identity[] = "tierkv database\nformat 1\n";
         rc = io_write_file_atomic(dir, IDENTITY_FILE, identity, sizeof identity - 1, &db->io);
@@ -571,7 +572,8 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     if (rc == 0) rc = vset_open(dir, &db->io, &db->vs);
     if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, 4)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the block cache");
-    if (rc == 0 && !(db->tc = table_cache_new(dir, (size_t)db->opts.max_open_files, db->block_cache, &db->io)))
+    if (rc == 0 && !(db->tc = table_cache_new(dir, (size_t)db->opts.max_open_files, db->block_cache, &db->io,
+                                                  db->opts.direct_io ? IO_DIRECT : 0)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the table cache");
     memtable *mem = NULL;
     if (rc == 0 && !(mem = memtable_new_sized(db->opts.memtable_size))) rc = tkv_err(TKV_NO_MEMORY, "out of memory creating a memtable");

@@ -49,6 +49,7 @@ static const opt_def OPTION_TABLE[] = {
     {"l0_slowdown_trigger", OPT_INT, OFF(l0_slowdown_trigger), 1, 1000, "8", NULL},
     {"l0_stop_trigger", OPT_INT, OFF(l0_stop_trigger), 1, 1000, "12", NULL},
     {"max_open_files", OPT_INT, OFF(max_open_files), 16, 1000000, "1000", NULL},
+    {"direct_io", OPT_BOOL, OFF(direct_io), 0, 1, "0", NULL},
 };
 #define N_OPTIONS (sizeof OPTION_TABLE / sizeof OPTION_TABLE[0])
 

@@ -33,6 +33,7 @@ struct tkv_options {
     int l0_slowdown_trigger;    /* L0 files at which each write is delayed 1 ms */
     int l0_stop_trigger;        /* L0 files at which writes wait for compaction */
     int max_open_files;         /* SST tables kept open */
+    int direct_io;              /* 1: SST reads and flush/compaction writes use O_DIRECT */
 };
 
 /* options_init_defaults -- fills o with every default. */

@@ -39,6 +39,11 @@ static int fault(io_op op, const char *path, size_t len)
 
 static void count(uint64_t *ctr, uint64_t n) { __atomic_fetch_add(ctr, n, __ATOMIC_RELAXED); }
 
+/* Bytes staged before a direct append file writes to the device. */
+#define IO_DIRECT_STAGE (1u << 20)
+
+static size_t align_up(uint64_t x) { return (size_t)((x + IO_DIRECT_ALIGN - 1) & ~(uint64_t)(IO_DIRECT_ALIGN - 1)); }
+
 static int open_file(const char *path, int flags, io_class cls, io_stats *st, io_file **out)
 {
     *out = NULL;
@@ -56,6 +61,8 @@ static int open_file(const char *path, int flags, io_class cls, io_stats *st, io
         int err = errno;
         free(f);
         free(p);
+        if (err == EINVAL && (flags & O_DIRECT))
+            return tkv_err(TKV_INVALID, "open %s: the filesystem does not support O_DIRECT (direct_io=1)", path);
         return tkv_err_errno(err, "open %s", path);
     }
     f->fd = fd;
@@ -68,7 +75,25 @@ static int open_file(const char *path, int flags, io_class cls, io_stats *st, io
 
 int io_open_append(const char *path, int keep, io_class cls, io_stats *st, io_file **out)
 {
-    TKV_TRY(open_file(path, O_WRONLY | O_CREAT | (keep ? 0 : O_TRUNC), cls, st, out));
+    return io_open_append_ex(path, keep, 0, cls, st, out);
+}
+
+int io_open_append_ex(const char *path, int keep, unsigned flags, io_class cls, io_stats *st, io_file **out)
+{
+    *out = NULL;
+    if ((flags & IO_DIRECT) && keep) return tkv_err(TKV_INVALID, "open %s: direct appends cannot keep existing data", path);
+    int oflags = O_WRONLY | O_CREAT | (keep ? 0 : O_TRUNC) | ((flags & IO_DIRECT) ? O_DIRECT : 0);
+    TKV_TRY(open_file(path, oflags, cls, st, out));
+    (*out)->flags = flags;
+    if (flags & IO_DIRECT) {
+        void *b = NULL;
+        if (posix_memalign(&b, IO_DIRECT_ALIGN, IO_DIRECT_STAGE) != 0) {
+            io_close(*out);
+            *out = NULL;
+            return tkv_err(TKV_NO_MEMORY, "out of memory for the direct-I/O buffer of %s", path);
+        }
+        (*out)->dbuf = b;
+    }
     if (keep) {
         uint64_t sz;
         int rc = io_file_size(*out, &sz);
@@ -87,12 +112,96 @@ int io_open_read(const char *path, io_class cls, io_stats *st, io_file **out)
     return open_file(path, O_RDONLY, cls, st, out);
 }
 
+int io_open_read_ex(const char *path, unsigned flags, io_class cls, io_stats *st, io_file **out)
+{
+    TKV_TRY(open_file(path, O_RDONLY | ((flags & IO_DIRECT) ? O_DIRECT : 0), cls, st, out));
+    (*out)->flags = flags;
+    return 0;
+}
+
+int io_probe_direct(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.direct_io_probe", dir);
+    int e = fault(IO_OP_OPEN, path, 0);
+    int fd = e > 0 ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int err = e > 0 ? e : errno;
+        unlink(path);
+        if (err == EINVAL)
+            return tkv_err(TKV_INVALID, "direct_io=1 but the filesystem of %s does not support O_DIRECT", dir);
+        return tkv_err_errno(err, "open %s", path);
+    }
+    close(fd);
+    unlink(path);
+    return 0;
+}
+
+/* pwrite_all -- writes n bytes at off, retrying on EINTR and short writes. */
+static int pwrite_all(io_file *f, const uint8_t *b, size_t n, uint64_t off)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = pwrite(f->fd, b + done, n - done, (off_t)(off + done));
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return tkv_err_errno(errno, "write %s at offset %llu", f->path, (unsigned long long)(off + done));
+        }
+        if (w == 0) return tkv_err_errno(ENOSPC, "write %s at offset %llu", f->path, (unsigned long long)(off + done));
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+/* direct_flush_tail -- writes the staged partial block(s) padded with zeros
+ * to the alignment, then truncates the file back to its logical size. The
+ * staged bytes stay in dbuf: the next append rewrites that block. */
+static int direct_flush_tail(io_file *f)
+{
+    if (!f->dbuf_dirty || f->dbuf_len == 0) return 0;
+    size_t padded = align_up(f->dbuf_len);
+    memset(f->dbuf + f->dbuf_len, 0, padded - f->dbuf_len);
+    TKV_TRY(pwrite_all(f, f->dbuf, padded, f->dbuf_off));
+    if (ftruncate(f->fd, (off_t)f->size) != 0) return tkv_err_errno(errno, "truncate %s", f->path);
+    f->dbuf_dirty = 0;
+    return 0;
+}
+
+/* direct_append -- stages bytes, writing each full staging buffer. */
+static int direct_append(io_file *f, const uint8_t *b, size_t n)
+{
+    while (n > 0) {
+        size_t room = IO_DIRECT_STAGE - f->dbuf_len;
+        size_t k = n < room ? n : room;
+        memcpy(f->dbuf + f->dbuf_len, b, k);
+        f->dbuf_dirty = 1;
+        f->dbuf_len += k;
+        f->size += k;
+        b += k;
+        n -= k;
+        if (f->dbuf_len == IO_DIRECT_STAGE) {
+            TKV_TRY(pwrite_all(f, f->dbuf, IO_DIRECT_STAGE, f->dbuf_off));
+            f->dbuf_off += IO_DIRECT_STAGE;
+            f->dbuf_len = 0;
+            f->dbuf_dirty = 0;
+        }
+    }
+    return 0;
+}
+
 int io_append(io_file *f, const void *p, size_t n)
 {
     size_t limit = n;
     int e = fault(IO_OP_WRITE, f->path, n);
     if (e > 0) return tkv_err_errno(e, "write %s", f->path);
     if (e < 0) limit = (size_t)-e < n ? (size_t)-e : n;
+    if (f->flags & IO_DIRECT) {
+        int rc = direct_append(f, p, limit);
+        if (f->stats) count(&f->stats->write_bytes[f->cls], limit);
+        if (rc < 0) return rc;
+        if (limit < n) return tkv_err_errno(ENOSPC, "short write %s", f->path);
+        return 0;
+    }
     const uint8_t *b = p;
     size_t done = 0;
     while (done < limit) {
@@ -111,10 +220,44 @@ int io_append(io_file *f, const void *p, size_t n)
     return 0;
 }
 
+/* direct_pread -- O_DIRECT read of [off, off+n): reads the enclosing aligned
+ * range into an aligned bounce buffer and copies the requested part out.
+ * Device bytes (the aligned range) are what is accounted. */
+static int direct_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *got)
+{
+    uint64_t start = off & ~(uint64_t)(IO_DIRECT_ALIGN - 1);
+    size_t len = align_up(off + n) - (size_t)start;
+    void *bounce = NULL;
+    if (posix_memalign(&bounce, IO_DIRECT_ALIGN, len ? len : IO_DIRECT_ALIGN) != 0)
+        return tkv_err(TKV_NO_MEMORY, "out of memory reading %s", f->path);
+    size_t done = 0;
+    while (done < len) {
+        ssize_t r = pread(f->fd, (uint8_t *)bounce + done, len - done, (off_t)(start + done));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            int err = errno;
+            free(bounce);
+            return tkv_err_errno(err, "read %s at offset %llu", f->path, (unsigned long long)(start + done));
+        }
+        if (r == 0) break;
+        done += (size_t)r;
+        if ((size_t)r % IO_DIRECT_ALIGN) break; /* end of file */
+    }
+    size_t skip = (size_t)(off - start);
+    size_t avail = done > skip ? done - skip : 0;
+    size_t k = avail < n ? avail : n;
+    memcpy(buf, (uint8_t *)bounce + skip, k);
+    free(bounce);
+    if (f->stats) count(&f->stats->read_bytes[f->cls], done);
+    *got = k;
+    return 0;
+}
+
 int io_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *got)
 {
     int e = fault(IO_OP_READ, f->path, n);
     if (e > 0) return tkv_err_errno(e, "read %s at offset %llu", f->path, (unsigned long long)off);
+    if (f->flags & IO_DIRECT) return direct_pread(f, off, buf, n, got);
     size_t done = 0;
     while (done < n) {
         ssize_t r = pread(f->fd, (uint8_t *)buf + done, n - done, (off_t)(off + done));
@@ -134,6 +277,7 @@ int io_sync(io_file *f)
 {
     int e = fault(IO_OP_SYNC, f->path, 0);
     if (e > 0) return tkv_err_errno(e, "fdatasync %s", f->path);
+    if (f->flags & IO_DIRECT) TKV_TRY(direct_flush_tail(f));
     if (fdatasync(f->fd) != 0) return tkv_err_errno(errno, "fdatasync %s", f->path);
     if (f->stats) count(&f->stats->syncs[f->cls], 1);
     return 0;
@@ -151,7 +295,12 @@ int io_close(io_file *f)
 {
     if (!f) return 0;
     int rc = 0;
-    if (close(f->fd) != 0) rc = tkv_err_errno(errno, "close %s", f->path);
+    /* A direct append file writes its staged tail so that, as with buffered
+     * files, everything appended is in the file after close (not durable
+     * without io_sync). */
+    if (f->dbuf) rc = direct_flush_tail(f);
+    if (close(f->fd) != 0 && rc == 0) rc = tkv_err_errno(errno, "close %s", f->path);
+    free(f->dbuf);
     free(f->path);
     free(f);
     return rc;

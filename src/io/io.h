@@ -35,12 +35,31 @@ typedef struct io_stats {
     uint64_t syncs[IO_NCLASSES];
 } io_stats;
 
+/* Open flags. */
+#define IO_DIRECT 1u /* O_DIRECT: bypass the page cache; this layer does the
+                      * alignment (bounce buffers on read, an aligned staging
+                      * buffer on append), so callers see ordinary semantics. */
+
+/* Alignment of offsets, lengths and buffers for O_DIRECT. 4096 covers both
+ * 512-byte and 4K logical-sector devices. */
+#define IO_DIRECT_ALIGN 4096u
+
 typedef struct io_file {
     int fd;
     io_class cls;
     io_stats *stats; /* may be NULL */
     uint64_t size;   /* bytes appended so far (append files) */
     char *path;
+    unsigned flags;  /* IO_DIRECT */
+    /* Direct appends only: bytes [dbuf_off, dbuf_off + dbuf_len) of the file
+     * are staged in dbuf (aligned). Invariant: dbuf_off is a multiple of
+     * IO_DIRECT_ALIGN and dbuf_off + dbuf_len == size. Full buffers are
+     * written as they fill; io_sync/io_close write the partial tail padded
+     * to the alignment and then ftruncate the file back to `size`. */
+    uint8_t *dbuf;
+    size_t dbuf_len;
+    uint64_t dbuf_off;
+    int dbuf_dirty; /* staged bytes not yet written to the device */
 } io_file;
 
 /* Operations a fault hook sees. */
@@ -59,6 +78,14 @@ void io_set_fault_hook(io_fault_hook hook, void *arg);
 int io_open_append(const char *path, int keep, io_class cls, io_stats *st, io_file **out);
 /* io_open_read -- opens an existing file for positional reads. */
 int io_open_read(const char *path, io_class cls, io_stats *st, io_file **out);
+/* io_open_append_ex / io_open_read_ex -- the same with IO_* flags. IO_DIRECT
+ * with `keep` is TKV_INVALID. A filesystem that refuses O_DIRECT gives
+ * TKV_INVALID naming the file (see io_probe_direct). */
+int io_open_append_ex(const char *path, int keep, unsigned flags, io_class cls, io_stats *st, io_file **out);
+int io_open_read_ex(const char *path, unsigned flags, io_class cls, io_stats *st, io_file **out);
+/* io_probe_direct -- 0 if files in `dir` can be opened with O_DIRECT, else
+ * TKV_INVALID with a message (creates and removes a probe file). */
+int io_probe_direct(const char *dir);
 /* io_append -- writes all n bytes at the end; a short write is an error. */
 int io_append(io_file *f, const void *p, size_t n);
 /* io_pread -- reads up to n bytes at off into buf; *got is the count (less

@@ -17,6 +17,7 @@ struct table_cache {
     tkv_cache *tables;  /* key: 8-byte file number, value: table* */
     tkv_cache *blocks;  /* shared block cache (may be NULL) */
     io_stats *stats;
+    unsigned io_flags; /* IO_DIRECT when direct_io=1 */
 };
 
 void sst_path(const char *dir, uint64_t number, char *buf, size_t len)
@@ -31,7 +32,8 @@ static void close_table(const void *key, size_t klen, void *value)
     table_close(value);
 }
 
-table_cache *table_cache_new(const char *dir, size_t max_open_files, tkv_cache *block_cache, io_stats *st)
+table_cache *table_cache_new(const char *dir, size_t max_open_files, tkv_cache *block_cache, io_stats *st,
+                             unsigned io_flags)
 {
     table_cache *tc = calloc(1, sizeof *tc);
     if (!tc) return NULL;
@@ -39,6 +41,7 @@ table_cache *table_cache_new(const char *dir, size_t max_open_files, tkv_cache *
     tc->tables = cache_new(max_open_files, 2);
     tc->blocks = block_cache;
     tc->stats = st;
+    tc->io_flags = io_flags;
     if (!tc->dir || !tc->tables) {
         table_cache_free(tc);
         return NULL;
@@ -66,7 +69,7 @@ static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)
         char path[4096];
         sst_path(tc->dir, f->number, path, sizeof path);
         io_file *file;
-        int rc = io_open_read(path, IO_USER_READ, tc->stats, &file);
+        int rc = io_open_read_ex(path, tc->io_flags, IO_USER_READ, tc->stats, &file);
         if (rc < 0) {
             /* A file the MANIFEST lists but that does not exist is corruption;
              * any other failure (EIO, EMFILE...) keeps the OS error and code. */

@@ -18,7 +18,8 @@
 typedef struct table_cache table_cache;
 
 /* table_cache_new -- NULL on out of memory. block_cache may be NULL. */
-table_cache *table_cache_new(const char *dir, size_t max_open_files, tkv_cache *block_cache, io_stats *st);
+table_cache *table_cache_new(const char *dir, size_t max_open_files, tkv_cache *block_cache, io_stats *st,
+                             unsigned io_flags);
 void table_cache_free(table_cache *tc); /* NULL ok; every handle must be released */
 
 /* sst_path -- "<dir>/<number>.sst". */
