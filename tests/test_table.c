@@ -271,6 +271,9 @@ static void verify(table *t, const ent *e, size_t n, tu_rng *r, int expect_filte
     size_t absent = 0;
     char u[32];
     for (size_t i = 0; i < n; i += 1 + i % 3) {
+        /* each user key's neighbours once: probing them once per version of a
+         * hot key would count one false positive hundreds of times */
+        if (i > 0 && ukey_cmp(ikey_user(ekey(&e[i - 1])), ikey_user(ekey(&e[i]))) == 0) continue;
         /* the user number of entry i is parsed back from its key */
         unsigned ux = (unsigned)strtoul((const char *)e[i].k + 1, NULL, 10);
         for (unsigned d = 1; d <= 2; d++) {
