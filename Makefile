@@ -41,9 +41,13 @@ TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_HELPERS := $(filter-out $(TEST_SRCS),$(wildcard tests/*.c))
 TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(BUILD)/obj/%.o)
-BENCH_SRCS := $(sort $(wildcard bench/*.c))
+# bench/: tkv_bench's modules (everything but the tkv_bench main)
+# form libtkvbench.a, which the bench tests link too.
+BENCH_LIB_SRCS := $(filter-out bench/tkv_bench.c,$(sort $(wildcard bench/*.c)))
+BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
-DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config
+DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
+                librocksdb-dev libleveldb-dev python3-matplotlib unzip
 
 .PHONY: all lib tests test test-run tsan soak bench deps install clean
 .SECONDARY:
@@ -64,11 +68,15 @@ $(BUILD)/libtierkv.so: $(LIB_OBJS)
 	ln -sf libtierkv.so.$(VERSION) $(BUILD)/libtierkv.so.$(SOMAJOR)
 	ln -sf libtierkv.so.$(VERSION) $@
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_HELPER_OBJS) $(BUILD)/libtierkv.a
-	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(BUILD)/libtierkv.a -lcmocka $(LIBS)
+$(BUILD)/libtkvbench.a: $(BENCH_LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
 
-tests: lib $(TESTS) $(BUILD)/mini_bench
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_HELPER_OBJS) $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a -lcmocka $(LIBS) -ldl
+
+tests: lib $(TESTS) $(BUILD)/tkv_bench
 
 # test-run: build and run every test of one build flavour (SAN=...).
 test-run: tests
@@ -86,14 +94,19 @@ soak: deps
 	$(MAKE) tests
 	TKV_TEST_SCALE=20 bash tests/run.sh $(BUILD)/tests/test_model $(BUILD)/tests/test_crash
 
-$(BUILD)/mini_bench: bench/mini_bench.c $(BUILD)/libtierkv.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libtierkv.a $(LIBS)
+$(BUILD)/tkv_bench: $(BUILD)/obj/bench/tkv_bench.o $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a
+	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a $(LIBS) -ldl
 
-bench: deps lib $(BUILD)/mini_bench
-	@bash bench/run_headline.sh
+# bench: the headline comparison (bench/run_headline.sh; results in bench/results/).
+bench: deps lib $(BUILD)/tkv_bench
+	@BUILD=$(BUILD) bash bench/run_headline.sh
 
+# deps: Debian packages, then the RocksDB release build from the rocksdbjni jar
+# (Maven Central) into build/deps/ -- a failed download only disables the
+# "rocksdb" engine of tkv_bench ("rocksdb-deb" remains).
 deps:
 	@bash .ci/deps.sh $(DEB_PACKAGES)
+	@bash bench/fetch_rocksdbjni.sh build
 
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

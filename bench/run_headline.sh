@@ -1,12 +1,35 @@
 #!/usr/bin/env bash
-# run_headline.sh -- `make bench`. Until the multi-engine tkv_bench lands (its own
-# issue), this runs the tierkv-only driver on 1M keys and keeps the output in
-# bench/results/.
+# run_headline.sh -- `make bench`: the headline comparison, tierkv vs RocksDB
+# (the release build from the rocksdbjni jar; Debian's build if that is
+# missing), on the embedded default configuration:
+#   fillrandom  NUM random 1 KiB writes (closed loop)
+#   readrandom  NUM random point reads (closed loop)
+#   ycsba       YCSB-A (50 % reads, 50 % updates, zipfian) open loop, bursty:
+#               RATE repeated for DURATION seconds
+# 2 client threads everywhere. Same DRAM (2 x 64 MiB memtables + 128 MiB block cache), WAL on without
+# per-write sync, page cache allowed (DIRECT=1 for O_DIRECT on both).
+# Sized for < 10 minutes on 2 cores. Writes the table, CSV series and PNG
+# plots to bench/results/<date>/ (and bench/results/latest).
+# Knobs: NUM, RATE, DURATION, ENGINES, DB, DIRECT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-mkdir -p bench/results
-out=bench/results/mini_bench-$(date +%Y%m%d-%H%M%S).txt
-echo "make bench: tierkv alone (tkv_bench with RocksDB/LevelDB side by side comes with the benchmark issue)"
-"$BUILD/mini_bench" --num "${NUM:-1000000}" --db "${DB:-/tmp/tkv_bench_db}" | tee "$out"
-echo "results written to $out"
+NUM=${NUM:-1000000}
+RATE=${RATE:-20000:10s,80000:10s}
+DURATION=${DURATION:-60}
+DB=${DB:-/tmp/tkv_bench}
+if [ -z "${ENGINES:-}" ]; then
+    if [ -f "$BUILD/deps/librocksdbjni-linux64.so" ]; then ENGINES=tierkv,rocksdb; else ENGINES=tierkv,rocksdb-deb; fi
+fi
+stamp=$(date -u +%Y%m%d-%H%M%S)
+out=bench/results/$stamp
+mkdir -p "$out"
+extra=()
+[ "${DIRECT:-0}" = 1 ] && extra+=(--direct_io)
+set -x
+"$BUILD/tkv_bench" --engine="$ENGINES" --benchmarks=fillrandom,readrandom,ycsba --num="$NUM" \
+    --rate="$RATE" --duration="$DURATION" --threads=2 --db="$DB" --csv="$out" --plot "${extra[@]}" \
+    | tee "$out/table.txt"
+set +x
+ln -sfn "$stamp" bench/results/latest
+echo "make bench: table, CSV series and plots written to $out/ (also bench/results/latest/)"
