@@ -15,8 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 NUM=${NUM:-1000000}
-RATE=${RATE:-20000:10s,80000:10s}
-DURATION=${DURATION:-60}
+RATE=${RATE:-10000:10s,50000:10s}
+DURATION=${DURATION:-90}
 DB=${DB:-/tmp/tkv_bench}
 if [ -z "${ENGINES:-}" ]; then
     if [ -f "$BUILD/deps/librocksdbjni-linux64.so" ]; then ENGINES=tierkv,rocksdb; else ENGINES=tierkv,rocksdb-deb; fi
@@ -28,7 +28,7 @@ extra=()
 [ "${DIRECT:-0}" = 1 ] && extra+=(--direct_io)
 set -x
 "$BUILD/tkv_bench" --engine="$ENGINES" --benchmarks=fillrandom,readrandom,ycsba --num="$NUM" \
-    --rate="$RATE" --duration="$DURATION" --threads=2 --db="$DB" --csv="$out" --plot "${extra[@]}" \
+    --rate="$RATE" --open_loop=ycsba --duration="$DURATION" --threads=2 --db="$DB" --csv="$out" --plot "${extra[@]}" \
     | tee "$out/table.txt"
 set +x
 ln -sfn "$stamp" bench/results/latest

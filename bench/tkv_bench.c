@@ -50,7 +50,8 @@ typedef struct flags {
     uint64_t dram;       /* memtables + block cache per engine */
     uint64_t memtable;   /* per memtable */
     int memtables;
-    char *rate;          /* open-loop schedule (non-fill benchmarks) */
+    char *rate;          /* open-loop schedule */
+    char *open_loop;     /* benchmarks that run open loop (default: all but fill*) */
     char *distribution;  /* YCSB distribution override */
     char *csv;           /* directory for CSV series */
     int plot;
@@ -86,8 +87,9 @@ static void usage(FILE *f)
             "  --reads=N           operations of read benchmarks (default --num)\n"
             "  --key_size=B (16)  --value_size=B (1024)  --threads=N (1)  --seed=N (42)\n"
             "  --duration=SEC      run each non-fill benchmark this long instead of a fixed op count\n"
-            "  --rate=SCHEDULE     open loop for non-fill benchmarks: OPS:DUR[,OPS:DUR...] repeated, e.g.\n"
-            "                      10000:10s,40000:50s; needs --duration; latency from intended send time\n"
+            "  --rate=SCHEDULE     open loop: OPS:DUR[,OPS:DUR...] repeated, e.g. 10000:10s,40000:50s;\n"
+            "                      needs --duration; latency from the intended send time\n"
+            "  --open_loop=LIST    benchmarks that use --rate (default: all except fillseq/fillrandom)\n"
             "  --distribution=uniform|zipfian|latest   override the YCSB workload's distribution\n"
             "  --db=DIR            parent directory of the databases (default /tmp/tkv_bench)\n"
             "  --opt name=value    tierkv option (tkv_options_set), repeatable\n"
@@ -165,6 +167,7 @@ static void parse_flags(int argc, char **argv)
         else if (!strcmp(name, "engine") || !strcmp(name, "engines")) F.engines = val;
         else if (!strcmp(name, "db")) F.db = val;
         else if (!strcmp(name, "rate")) F.rate = val;
+        else if (!strcmp(name, "open_loop")) F.open_loop = val;
         else if (!strcmp(name, "distribution")) F.distribution = val;
         else if (!strcmp(name, "csv")) F.csv = val;
         else if (!strcmp(name, "opt")) {
@@ -305,6 +308,21 @@ static int bench_kind(const char *b, char *ycsb_letter)
 }
 
 static int is_fill(int kind) { return kind == B_FILLSEQ || kind == B_FILLRANDOM; }
+
+/* uses_rate -- whether benchmark b runs open loop. */
+static int uses_rate(const char *b, int kind)
+{
+    if (!F.rate) return 0;
+    if (!F.open_loop) return !is_fill(kind);
+    size_t n = strlen(b);
+    for (const char *p = F.open_loop; *p;) {
+        const char *c = strchr(p, ',');
+        size_t l = c ? (size_t)(c - p) : strlen(p);
+        if (l == n && !strncmp(p, b, n)) return 1;
+        p += l + (c ? 1 : 0);
+    }
+    return 0;
+}
 
 static int writes_data(int kind, char letter)
 {
@@ -546,7 +564,9 @@ static void *closed_main(void *p)
 {
     closed_arg *a = p;
     run *r = a->r;
-    uint64_t deadline = F.duration > 0 && !is_fill(r->kind) ? r->start_ns + (uint64_t)(F.duration * 1e9) : 0;
+    /* --duration bounds non-fill benchmarks that run closed loop only when no
+     * rate is given (with --rate it is the open-loop length) */
+    uint64_t deadline = F.duration > 0 && !is_fill(r->kind) && !F.rate ? r->start_ns + (uint64_t)(F.duration * 1e9) : 0;
     int writer = r->kind == B_READWHILEWRITING && a->tid == r->writer_thread;
     for (uint64_t n = 0;; n++) {
         if (r->stop) break;
@@ -645,7 +665,7 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
     r->ts = calloc((size_t)r->nthreads, sizeof *r->ts);
     if (!r->ts) die("out of memory");
     for (int i = 0; i < r->nthreads; i++) tstate_init(&r->ts[i], i, bench_seed);
-    r->open_loop = F.rate && !is_fill(kind);
+    r->open_loop = uses_rate(bench, kind);
 
     engine_stats st0, st1;
     memset(&st0, 0, sizeof st0);
@@ -840,7 +860,8 @@ static void print_machine(FILE *f, int argc, char **argv)
         char err[128], d[512];
         if (lg_parse_schedule(F.rate, &ph, &n, err, sizeof err) == 0) {
             lg_schedule_describe(ph, n, d, sizeof d);
-            fprintf(f, "rate       %s for %.0f s per non-fill benchmark\n", d, F.duration);
+            fprintf(f, "rate       %s for %.0f s, open loop for: %s\n", d, F.duration,
+                    F.open_loop ? F.open_loop : "every benchmark except fill*");
             free(ph);
         }
     }
@@ -987,7 +1008,11 @@ int main(int argc, char **argv)
         if (find_plot_script(script, sizeof script) != 0) {
             fprintf(stderr, "tkv_bench: bench/plot.py not found (set TKV_BENCH_PLOT); no plots\n");
         } else {
-            snprintf(cmd, sizeof cmd, "python3 '%s' '%s'", script, F.csv);
+            /* Debian's python3 has python3-matplotlib (make deps); a python3
+             * earlier on PATH (pyenv) may not */
+            const char *py = getenv("TKV_PYTHON");
+            if (!py) py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+            snprintf(cmd, sizeof cmd, "%s '%s' '%s'", py, script, F.csv);
             if (system(cmd) != 0) fprintf(stderr, "tkv_bench: plotting failed (%s)\n", cmd);
         }
     }
