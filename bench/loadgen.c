@@ -181,6 +181,12 @@ static void wait_until(uint64_t t)
 int lg_run(const lg_phase *ph, size_t n, double duration_s, int nworkers, lg_exec_fn fn, void *arg,
            const volatile int *stop, lg_result *res)
 {
+    return lg_run_traced(ph, n, duration_s, nworkers, fn, arg, stop, res, NULL, 0);
+}
+
+int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers, lg_exec_fn fn, void *arg,
+                  const volatile int *stop, lg_result *res, uint64_t *issue_ns, size_t trace_cap)
+{
     memset(res, 0, sizeof *res);
     if (nworkers < 1) nworkers = 1;
     lg_ctx ctx = {.fn = fn, .arg = arg};
@@ -224,6 +230,7 @@ int lg_run(const lg_phase *ph, size_t n, double duration_s, int nworkers, lg_exe
                 w->ring[head & (RING_SIZE - 1)] = t;
                 __atomic_store_n(&w->head, head + 1, __ATOMIC_RELEASE);
                 sem_post(&w->items);
+                if (res->issued < trace_cap) issue_ns[res->issued] = lg_now_ns();
                 res->issued++;
             }
         } else {

@@ -53,5 +53,10 @@ typedef struct lg_result {
  * request to complete, and returns. 0, or -1 (thread creation failed). */
 int lg_run(const lg_phase *ph, size_t n, double duration_s, int nworkers, lg_exec_fn fn, void *arg,
            const volatile int *stop, lg_result *res);
+/* lg_run_traced -- lg_run that also records, for the first trace_cap
+ * requests, the time the generator actually handed each one to a worker
+ * (lg_now_ns clock), so a test can check the issue rate itself. */
+int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers, lg_exec_fn fn, void *arg,
+                  const volatile int *stop, lg_result *res, uint64_t *issue_ns, size_t trace_cap);
 
 #endif

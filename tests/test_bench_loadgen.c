@@ -30,7 +30,7 @@
 typedef struct trace {
     const engine_ops *ops;
     engine *e;
-    uint64_t intended[MAX_REQ], done[MAX_REQ];
+    uint64_t intended[MAX_REQ], done[MAX_REQ], issued[MAX_REQ];
     uint64_t n;     /* atomic */
     uint64_t sleep_ns; /* per request (slow engine case) */
 } trace;
@@ -83,25 +83,29 @@ static void rate_within_2pct(void **state)
     assert_int_equal(n, 4);
     double duration = 3.5;
     lg_result res;
-    assert_int_equal(lg_run(ph, n, duration, 2, exec_null, t, NULL, &res), 0);
+    assert_int_equal(lg_run_traced(ph, n, duration, 2, exec_null, t, NULL, &res, t->issued, MAX_REQ), 0);
     assert_int_equal(res.issued, res.completed);
     assert_int_equal(res.completed, t->n);
     double expect_total = lg_expected_ops(ph, n, duration);
     fprintf(stderr, "# issued %llu (schedule: %.0f), max backlog %llu\n", (unsigned long long)res.issued,
             expect_total, (unsigned long long)res.max_backlog);
     assert_true(res.issued >= expect_total - 2 && res.issued <= expect_total + 2);
-    /* completions inside each phase's window */
+    /* requests the generator handed out inside each phase's wall-clock
+     * window: within 2 % of rate x length. (Completions in the window are
+     * printed too; they also depend on how fast workers get a core, so a
+     * scheduler hiccup at a phase boundary can move a few hundred of them.) */
     double start = 0;
     for (size_t p = 0; p < n; p++) {
         uint64_t lo = res.start_ns + (uint64_t)(start * 1e9), hi = lo + (uint64_t)(ph[p].seconds * 1e9);
-        uint64_t c = 0;
+        uint64_t c = 0, iss = 0;
         for (uint64_t i = 0; i < t->n; i++) c += t->done[i] >= lo && t->done[i] < hi;
+        for (uint64_t i = 0; i < res.issued; i++) iss += t->issued[i] >= lo && t->issued[i] < hi;
         double want = ph[p].rate * ph[p].seconds;
-        fprintf(stderr, "# phase %zu: %.0f/s for %.1fs: %llu completed in the window (want %.0f)\n", p, ph[p].rate,
-                ph[p].seconds, (unsigned long long)c, want);
-        /* an idle phase sees only stragglers of the previous phase (within its 2 %) */
-        if (want == 0) assert_true(c <= ph[p - 1].rate * ph[p - 1].seconds * 0.02);
-        else assert_true(c >= want * 0.98 && c <= want * 1.02);
+        fprintf(stderr, "# phase %zu: %.0f/s for %.1fs: %llu issued, %llu completed in the window (want %.0f)\n", p,
+                ph[p].rate, ph[p].seconds, (unsigned long long)iss, (unsigned long long)c, want);
+        /* an idle phase sees only late issues of the previous phase (within its 2 %) */
+        if (want == 0) assert_true(iss <= ph[p - 1].rate * ph[p - 1].seconds * 0.02);
+        else assert_true(iss >= want * 0.98 && iss <= want * 1.02);
         start += ph[p].seconds;
     }
     /* start delay (completion - intended) is small for a null engine: the
