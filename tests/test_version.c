@@ -119,6 +119,11 @@ static void dump_state(version_set *vs, tkv_buf *out)
             assert_int_equal(buf_append(out, f->largest.data, f->largest.len), 0);
         }
     }
+    assert_int_equal(buf_append_u64(out, 0xfffe0000u + v->nrows), 0);
+    for (size_t i = 0; i < v->nrows; i++) {
+        assert_int_equal(buf_append_u64(out, v->rows[i].row_id), 0);
+        assert_int_equal(buf_append_u64(out, v->rows[i].cursor), 0);
+    }
 }
 
 static void assert_same_state(const tkv_buf *a, const tkv_buf *b, const char *what)
@@ -213,7 +218,10 @@ static void random_edit(tu_rng *r, version_edit *e)
     if (tu_rng_below(r, 2)) { e->has_log_number = 1; e->log_number = tu_rng_next(r) >> tu_rng_below(r, 64); }
     if (tu_rng_below(r, 2)) { e->has_next_file = 1; e->next_file = tu_rng_next(r) >> tu_rng_below(r, 64); }
     if (tu_rng_below(r, 2)) { e->has_last_seq = 1; e->last_seq = tu_rng_below(r, IKEY_MAX_SEQ); }
-    size_t nd = tu_rng_below(r, 4), na = tu_rng_below(r, 4);
+    size_t nd = tu_rng_below(r, 4), na = tu_rng_below(r, 4), nc = tu_rng_below(r, 4), nr = tu_rng_below(r, 3);
+    for (size_t i = 0; i < nc; i++) /* row ids 0..99 set, 100..199 removed: never twice */
+        assert_int_equal(edit_set_row_cursor(e, i * 10 + tu_rng_below(r, 10), tu_rng_next(r) >> tu_rng_below(r, 64)), 0);
+    for (size_t i = 0; i < nr; i++) assert_int_equal(edit_remove_row(e, 100 + i * 10 + tu_rng_below(r, 10)), 0);
     for (size_t i = 0; i < nd; i++)
         assert_int_equal(edit_delete_file(e, (int)tu_rng_below(r, VERSION_LEVELS), tu_rng_next(r) >> 20), 0);
     for (size_t i = 0; i < na; i++) {
@@ -244,6 +252,13 @@ static void assert_edit_equal(const version_edit *a, const version_edit *b)
     if (a->has_last_seq) assert_int_equal(a->last_seq, b->last_seq);
     assert_int_equal(a->ndeleted, b->ndeleted);
     assert_int_equal(a->nadded, b->nadded);
+    assert_int_equal(a->ncursors, b->ncursors);
+    assert_int_equal(a->nrows_removed, b->nrows_removed);
+    for (size_t i = 0; i < a->ncursors; i++) {
+        assert_int_equal(a->cursors[i].row_id, b->cursors[i].row_id);
+        assert_int_equal(a->cursors[i].cursor, b->cursors[i].cursor);
+    }
+    for (size_t i = 0; i < a->nrows_removed; i++) assert_int_equal(a->rows_removed[i], b->rows_removed[i]);
     for (size_t i = 0; i < a->ndeleted; i++) {
         assert_int_equal(a->deleted[i].level, b->deleted[i].level);
         assert_int_equal(a->deleted[i].number, b->deleted[i].number);
@@ -342,7 +357,7 @@ static size_t tag_offsets(const uint8_t *p, size_t n, size_t *offs)
         offs[k++] = (size_t)(q - p);
         q = dec_varint(q, lim, &tag);
         assert_non_null(q);
-        int nvar = tag == 0 ? 0 : tag <= 3 ? 1 : tag == 4 ? 2 : 6;
+        int nvar = tag == 0 ? 0 : tag <= 3 || tag == 7 ? 1 : tag == 4 || tag == 6 ? 2 : 6;
         for (int i = 0; i < nvar; i++) assert_non_null(q = dec_varint(q, lim, &v));
         if (tag == 5)
             for (int i = 0; i < 2; i++) {
@@ -360,7 +375,7 @@ static void expect_decode_corrupt(const uint8_t *p, size_t n, const char *what, 
     version_edit d;
     int rc = edit_decode(p, n, &d);
     if (rc != TKV_CORRUPTION) fail_msg("%s at %zu: decode returned %d", what, at, rc);
-    assert_int_equal(d.nadded + d.ndeleted, 0); /* left empty */
+    assert_int_equal(d.nadded + d.ndeleted + d.ncursors + d.nrows_removed, 0); /* left empty */
 }
 
 static void test_edit_malformed(void **state)
@@ -384,7 +399,7 @@ static void test_edit_malformed(void **state)
         }
         /* Every tag replaced by unknown values, and by END (trailing bytes). */
         size_t nt = tag_offsets(b.data, b.len, offs);
-        static const uint8_t bad[] = {6, 7, 8, 100, 0x7f};
+        static const uint8_t bad[] = {8, 9, 100, 0x7f};
         for (size_t i = 0; i < nt; i++) {
             for (size_t j = 0; j < sizeof bad; j++) {
                 memcpy(c, b.data, b.len);
@@ -1233,6 +1248,68 @@ static void test_fault_injection(void **state)
     buf_free(&got);
 }
 
+/* test_row_cursors -- matrix row cursors: exact bytes, set/overwrite/remove
+ * through the MANIFEST and across reopen, and the rejected forms. */
+static void test_row_cursors(void **state)
+{
+    fixture *fx = *state;
+    /* exact bytes: cursor of row 3 = 300, row 5 removed */
+    version_edit e;
+    edit_init(&e);
+    assert_int_equal(edit_set_row_cursor(&e, 3, 300), 0);
+    assert_int_equal(edit_remove_row(&e, 5), 0);
+    assert_int_equal(edit_set_row_cursor(&e, 3, 1), TKV_INVALID); /* twice in one edit */
+    assert_int_equal(edit_remove_row(&e, 3), TKV_INVALID);
+    tkv_buf b = {0};
+    assert_int_equal(edit_encode(&e, &b), 0);
+    static const uint8_t want[] = {0x06, 0x03, 0xAC, 0x02, 0x07, 0x05, 0x00};
+    assert_int_equal(b.len, sizeof want);
+    assert_memory_equal(b.data, want, sizeof want);
+    edit_free(&e);
+    /* a row twice in a record is corruption */
+    static const uint8_t dup[] = {0x06, 0x03, 0x01, 0x07, 0x03, 0x00};
+    assert_int_equal(edit_decode(dup, sizeof dup, &e), TKV_CORRUPTION);
+    assert_non_null(strstr(tkv_errmsg(), "row 3"));
+
+    version_set *vs;
+    open_ok(fx->dir, &vs);
+    uint64_t c = 99;
+    assert_int_equal(version_row_cursor(vset_current(vs), 1, &c), 0);
+    for (uint64_t row = 1; row <= 4; row++) {
+        edit_init(&e);
+        assert_int_equal(edit_set_row_cursor(&e, row, row * 10), 0);
+        assert_int_equal(vset_log_and_apply(vs, &e), 0);
+        edit_free(&e);
+    }
+    edit_init(&e); /* advance row 2, drop row 1 */
+    assert_int_equal(edit_set_row_cursor(&e, 2, 777), 0);
+    assert_int_equal(edit_remove_row(&e, 1), 0);
+    assert_int_equal(vset_log_and_apply(vs, &e), 0);
+    edit_free(&e);
+    edit_init(&e); /* removing an unknown row is a bug: refused, nothing changes */
+    assert_int_equal(edit_remove_row(&e, 42), 0);
+    assert_int_equal(vset_log_and_apply(vs, &e), TKV_CORRUPTION);
+    assert_non_null(strstr(tkv_errmsg(), "row 42"));
+    edit_free(&e);
+    tkv_buf s0 = {0}, s1 = {0};
+    dump_state(vs, &s0);
+    vset_close(vs);
+    open_ok(fx->dir, &vs); /* the snapshot record carries the cursors */
+    dump_state(vs, &s1);
+    assert_same_state(&s1, &s0, "row cursors after reopen");
+    version *v = vset_current(vs);
+    assert_int_equal(v->nrows, 3);
+    assert_int_equal(version_row_cursor(v, 1, &c), 0);
+    assert_int_equal(version_row_cursor(v, 2, &c), 1);
+    assert_int_equal(c, 777);
+    assert_int_equal(version_row_cursor(v, 4, &c), 1);
+    assert_int_equal(c, 40);
+    vset_close(vs);
+    buf_free(&b);
+    buf_free(&s0);
+    buf_free(&s1);
+}
+
 int main(void)
 {
     tu_seed();
@@ -1251,6 +1328,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_crash_during_create, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_sst, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_injection, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_row_cursors, setup, teardown),
     };
     return cmocka_run_group_tests_name("version", tests, NULL, NULL);
 }

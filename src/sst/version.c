@@ -97,6 +97,7 @@ static void version_free(version *v)
         for (size_t i = 0; i < v->nfiles[l]; i++) file_meta_unref(v->files[l][i]);
         free(v->files[l]);
     }
+    free(v->rows);
     free(v);
 }
 
@@ -282,6 +283,57 @@ static int check_unique(const version *v)
 
 /* build_version -- base + e as a new unlinked version with 0 refs (base may be
  * NULL: empty). Nothing is changed on error. */
+int version_row_cursor(const version *v, uint64_t row_id, uint64_t *cursor)
+{
+    size_t lo = 0, hi = v->nrows;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v->rows[mid].row_id < row_id) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == v->nrows || v->rows[lo].row_id != row_id) return 0;
+    *cursor = v->rows[lo].cursor;
+    return 1;
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    uint64_t x = ((const row_cursor *)a)->row_id, y = ((const row_cursor *)b)->row_id;
+    return x < y ? -1 : x > y;
+}
+
+/* build_rows -- v->rows = base's rows with e's cursors set/added and e's
+ * removed rows dropped. Removing a row the base does not have is
+ * TKV_CORRUPTION (as is deleting a file a level does not hold). */
+static int build_rows(version *v, const version *base, const version_edit *e)
+{
+    size_t nbase = base ? base->nrows : 0, cap = nbase + e->ncursors;
+    if (cap == 0) return 0;
+    row_cursor *rows = malloc(cap * sizeof *rows);
+    if (!rows) return tkv_err(TKV_NO_MEMORY, "out of memory building a version");
+    size_t n = 0;
+    for (size_t i = 0; i < nbase; i++) {
+        const row_cursor *rc = &base->rows[i];
+        int drop = 0;
+        for (size_t j = 0; j < e->nrows_removed && !drop; j++) drop = e->rows_removed[j] == rc->row_id;
+        for (size_t j = 0; j < e->ncursors && !drop; j++) drop = e->cursors[j].row_id == rc->row_id; /* re-added below */
+        if (!drop) rows[n++] = *rc;
+    }
+    for (size_t j = 0; j < e->nrows_removed; j++) {
+        uint64_t c;
+        if (!base || !version_row_cursor(base, e->rows_removed[j], &c)) {
+            free(rows);
+            return tkv_err(TKV_CORRUPTION, "edit removes matrix row %llu, which the version does not hold",
+                           (unsigned long long)e->rows_removed[j]);
+        }
+    }
+    for (size_t j = 0; j < e->ncursors; j++) rows[n++] = e->cursors[j];
+    qsort(rows, n, sizeof *rows, cmp_row);
+    v->rows = rows;
+    v->nrows = n;
+    return 0;
+}
+
 static int build_version(version_set *vs, const version *base, const version_edit *e, version **out)
 {
     *out = NULL;
@@ -295,6 +347,7 @@ static int build_version(version_set *vs, const version *base, const version_edi
             rc = tkv_err(TKV_CORRUPTION, "edit deletes %06llu.sst from L%d, which does not hold it",
                          (unsigned long long)e->deleted[d].number, e->deleted[d].level);
     if (rc == 0) rc = check_unique(v);
+    if (rc == 0) rc = build_rows(v, base, e);
     free(found);
     if (rc < 0) {
         version_free(v);
@@ -331,6 +384,13 @@ static int snapshot_edit(const version_set *vs, version_edit *e)
                 edit_free(e);
                 return rc;
             }
+        }
+    }
+    for (size_t i = 0; i < vs->current->nrows; i++) {
+        int rc = edit_set_row_cursor(e, vs->current->rows[i].row_id, vs->current->rows[i].cursor);
+        if (rc < 0) {
+            edit_free(e);
+            return rc;
         }
     }
     return 0;

@@ -44,13 +44,29 @@ void file_meta_unref(file_meta *f); /* frees at 0 */
 
 typedef struct version_set version_set;
 
+/* row_cursor -- the drain cursor of one matrix-container row (RowTable):
+ * entries below `cursor` have been moved to L1 by column compaction. The
+ * cursor is recorded here, in the same version edit that installs the L1
+ * files, so the two move together atomically (design.md §2). A row with no
+ * entry has cursor 0; a row is removed from the version when it is gone. */
+typedef struct row_cursor {
+    uint64_t row_id;
+    uint64_t cursor;
+} row_cursor;
+
 typedef struct version {
     uint32_t refs;                       /* atomic */
     version_set *vs;
     file_meta **files[VERSION_LEVELS];   /* refs held */
     size_t nfiles[VERSION_LEVELS];
+    row_cursor *rows;                    /* sorted by row_id, unique */
+    size_t nrows;
     struct version *prev, *next;         /* list of live versions in vs */
 } version;
+
+/* version_row_cursor -- the recorded cursor of row_id: 1 and *cursor if the
+ * version knows the row, else 0. */
+int version_row_cursor(const version *v, uint64_t row_id, uint64_t *cursor);
 
 void version_ref(version *v);
 void version_unref(version *v); /* thread-safe: the live-version list has its own lock */
@@ -76,12 +92,20 @@ typedef struct version_edit {
     size_t ndeleted, nadded;
     struct { int level; uint64_t number; } *deleted;
     struct { int level; file_meta *f; } *added; /* edit holds a ref on each */
+    size_t ncursors, nrows_removed;
+    row_cursor *cursors;    /* rows whose cursor is set (added if new) */
+    uint64_t *rows_removed; /* rows that leave the version */
 } version_edit;
 
 void edit_init(version_edit *e);
 void edit_free(version_edit *e);
 int edit_add_file(version_edit *e, int level, file_meta *f);     /* takes a ref */
 int edit_delete_file(version_edit *e, int level, uint64_t number);
+/* edit_set_row_cursor -- sets (or adds) row_id's cursor; a row may appear
+ * once per edit. edit_remove_row -- row_id leaves the version (it must be
+ * known to the base version and not also set in the same edit). */
+int edit_set_row_cursor(version_edit *e, uint64_t row_id, uint64_t cursor);
+int edit_remove_row(version_edit *e, uint64_t row_id);
 /* edit_encode / edit_decode -- the MANIFEST record codec. Decode returns
  * TKV_CORRUPTION on any malformed input (never crashes). */
 int edit_encode(const version_edit *e, tkv_buf *out);

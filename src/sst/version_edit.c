@@ -10,6 +10,8 @@
  *   4 deleted file varint level, varint number
  *   5 added file   varint level, number, size, num_entries, min_seq, max_seq,
  *                  varint len + smallest ikey, varint len + largest ikey
+ *   6 row cursor   varint row id, varint cursor (matrix container)
+ *   7 row removed  varint row id
  * The END tag makes every strict prefix of a record malformed, so a decoder
  * never mistakes a cut record for a shorter edit. Decoding never reads past
  * the input and rejects unknown tags, levels >= VERSION_LEVELS, keys shorter
@@ -28,6 +30,8 @@ enum {
     TAG_LAST_SEQ = 3,
     TAG_DELETED = 4,
     TAG_ADDED = 5,
+    TAG_ROW_CURSOR = 6,
+    TAG_ROW_REMOVED = 7,
 };
 
 /* ---------------------------------------------------------------- file_meta */
@@ -67,6 +71,8 @@ void edit_free(version_edit *e)
     for (size_t i = 0; i < e->nadded; i++) file_meta_unref(e->added[i].f);
     free(e->added);
     free(e->deleted);
+    free(e->cursors);
+    free(e->rows_removed);
     edit_init(e);
 }
 
@@ -123,6 +129,38 @@ int edit_delete_file(version_edit *e, int level, uint64_t number)
     return 0;
 }
 
+/* row_in_edit -- whether row_id is already set or removed by e. */
+static int row_in_edit(const version_edit *e, uint64_t row_id)
+{
+    for (size_t i = 0; i < e->ncursors; i++)
+        if (e->cursors[i].row_id == row_id) return 1;
+    for (size_t i = 0; i < e->nrows_removed; i++)
+        if (e->rows_removed[i] == row_id) return 1;
+    return 0;
+}
+
+int edit_set_row_cursor(version_edit *e, uint64_t row_id, uint64_t cursor)
+{
+    if (!e) return tkv_err(TKV_INVALID, "edit_set_row_cursor: NULL edit");
+    if (row_in_edit(e, row_id))
+        return tkv_err(TKV_INVALID, "edit_set_row_cursor: row %llu appears twice in one edit", (unsigned long long)row_id);
+    TKV_TRY(grow((void **)&e->cursors, e->ncursors, sizeof e->cursors[0]));
+    e->cursors[e->ncursors].row_id = row_id;
+    e->cursors[e->ncursors].cursor = cursor;
+    e->ncursors++;
+    return 0;
+}
+
+int edit_remove_row(version_edit *e, uint64_t row_id)
+{
+    if (!e) return tkv_err(TKV_INVALID, "edit_remove_row: NULL edit");
+    if (row_in_edit(e, row_id))
+        return tkv_err(TKV_INVALID, "edit_remove_row: row %llu appears twice in one edit", (unsigned long long)row_id);
+    TKV_TRY(grow((void **)&e->rows_removed, e->nrows_removed, sizeof e->rows_removed[0]));
+    e->rows_removed[e->nrows_removed++] = row_id;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- codec */
 
 /* put_key -- varint length then the bytes. */
@@ -164,6 +202,15 @@ int edit_encode(const version_edit *e, tkv_buf *out)
         TKV_TRY(buf_append_varint(out, f->max_seq));
         TKV_TRY(put_key(out, &f->smallest));
         TKV_TRY(put_key(out, &f->largest));
+    }
+    for (size_t i = 0; i < e->ncursors; i++) {
+        TKV_TRY(buf_append_varint(out, TAG_ROW_CURSOR));
+        TKV_TRY(buf_append_varint(out, e->cursors[i].row_id));
+        TKV_TRY(buf_append_varint(out, e->cursors[i].cursor));
+    }
+    for (size_t i = 0; i < e->nrows_removed; i++) {
+        TKV_TRY(buf_append_varint(out, TAG_ROW_REMOVED));
+        TKV_TRY(buf_append_varint(out, e->rows_removed[i]));
     }
     return buf_append_varint(out, TAG_END);
 }
@@ -272,6 +319,25 @@ static int decode_fields(rd *r, version_edit *e)
             break;
         }
         case TAG_ADDED: TKV_TRY(decode_added(r, e)); break;
+        case TAG_ROW_CURSOR: {
+            uint64_t row, cur;
+            TKV_TRY(get_varint(r, &row, "row id"));
+            TKV_TRY(get_varint(r, &cur, "row cursor"));
+            if (row_in_edit(e, row))
+                return tkv_err(TKV_CORRUPTION, "version edit: row %llu appears twice (byte %zu)",
+                               (unsigned long long)row, at);
+            TKV_TRY(edit_set_row_cursor(e, row, cur));
+            break;
+        }
+        case TAG_ROW_REMOVED: {
+            uint64_t row;
+            TKV_TRY(get_varint(r, &row, "removed row id"));
+            if (row_in_edit(e, row))
+                return tkv_err(TKV_CORRUPTION, "version edit: row %llu appears twice (byte %zu)",
+                               (unsigned long long)row, at);
+            TKV_TRY(edit_remove_row(e, row));
+            break;
+        }
         default:
             return tkv_err(TKV_CORRUPTION, "version edit: unknown tag %llu at byte %zu", (unsigned long long)tag, at);
         }
