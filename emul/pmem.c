@@ -1,0 +1,471 @@
+/*
+ * pmem.c -- the persistent-memory device (emul/pmem.h): one pool file mapped
+ * with libpmem, and persist primitives whose meaning depends on the mode.
+ *
+ * Persistence semantics, per mode (docs/pmem.md has the long form):
+ *   PM_PMEM      DAX mapping; pm_persist = cache-line flush (clwb/clflushopt)
+ *                + sfence: the bytes survive power loss when it returns.
+ *   PM_EMULATED  page-cache mapping; pm_persist = the same flush + fence. The
+ *                stores already sit in the page cache, so they survive a
+ *                process crash; only pm_close's msync makes them survive an OS
+ *                crash.
+ *   PM_MSYNC     page-cache mapping; pm_persist/pm_flush = msync of the pages
+ *                touching the range: survives an OS crash when it returns.
+ *   PM_CRASHSIM  the engine writes a private anonymous copy (the volatile
+ *                image); only persisted ranges, widened to 64-byte lines, are
+ *                copied into the file mapping (the durable image). After the
+ *                cut point, persists copy nothing. The durable image is a plain
+ *                page-cache mapping that is never flushed itself: crash tests
+ *                reopen the file in the same process, so the page cache is the
+ *                "media" there.
+ *
+ * Optane profile: pm_read_delay spins 300 ns per access; every persist call
+ * charges its bytes (line-widened; pm_memcpy_persist: the bytes copied) to a
+ * per-region 2 GB/s write budget ("device busy until" timestamp, reserved
+ * with a CAS) and spins until its reservation has elapsed, so concurrent
+ * writers share the bandwidth. Spinning (not sleeping) is deliberate: a core
+ * issuing stores to a saturated Optane DIMM stalls too.
+ */
+#include "emul/pmem.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <libpmem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/status.h"
+
+#define PM_LINE 64u                 /* persistence granularity (cache line) */
+#define PM_POOL_ALIGN 4096u         /* pool sizes are multiples of this */
+#define PM_CS_NLOCKS 1024u          /* crashsim: striped locks, one stripe per 4 KiB page */
+#define PM_OPTANE_READ_NS 300u      /* per pm_read_delay access */
+#define PM_OPTANE_WRITE_BW 2000000000ull /* bytes per second */
+#define PM_PACE_CHUNK (256u << 10)  /* pm_memcpy_persist reserves bandwidth in 256 KiB steps (128 us) */
+
+struct pm_region {
+    /* read-mostly */
+    uint8_t *base;    /* what the engine sees (the volatile image in crashsim) */
+    uint8_t *durable; /* the file mapping */
+    uint64_t size;
+    size_t map_len;
+    pm_mode mode;
+    pm_profile profile;
+    char *path;
+    /* crashsim: persists with an index >= cs_cut copy nothing */
+    _Alignas(64) uint64_t cs_cut;
+    uint8_t cs_locks[PM_CS_NLOCKS];
+    /* stats (persist_calls is also the crashsim persist index) */
+    _Alignas(64) uint64_t persist_calls;
+    uint64_t bytes_persisted;
+    /* optane profile: CLOCK_MONOTONIC ns until which the write bandwidth is taken */
+    _Alignas(64) uint64_t busy_until_ns;
+};
+
+const char *pm_mode_name(pm_mode m)
+{
+    switch (m) {
+    case PM_AUTO: return "auto";
+    case PM_PMEM: return "pmem";
+    case PM_EMULATED: return "emulated";
+    case PM_MSYNC: return "msync";
+    case PM_CRASHSIM: return "crashsim";
+    }
+    return "unknown";
+}
+
+/* ------------------------------------------------------------------ timing */
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void spin_until(uint64_t t)
+{
+    while (now_ns() < t) cpu_relax();
+}
+
+/* pace_reserve -- charges `bytes` to the region's write bandwidth and returns
+ * the time at which the transfer is complete: the device is modelled as one
+ * queue that starts this transfer when both it is idle and the caller is
+ * here (no credit for idle time). 0 without a profile. */
+static uint64_t pace_reserve(pm_region *r, uint64_t bytes)
+{
+    if (r->profile != PM_PROFILE_OPTANE) return 0;
+    uint64_t cost = bytes / PM_OPTANE_WRITE_BW * 1000000000ull +
+                    bytes % PM_OPTANE_WRITE_BW * 1000000000ull / PM_OPTANE_WRITE_BW;
+    uint64_t now = now_ns();
+    uint64_t old = __atomic_load_n(&r->busy_until_ns, __ATOMIC_RELAXED), end;
+    do {
+        end = (old > now ? old : now) + cost;
+    } while (!__atomic_compare_exchange_n(&r->busy_until_ns, &old, end, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return end;
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static void check_range(const pm_region *r, const void *addr, size_t len)
+{
+    const uint8_t *p = addr;
+    (void)p;
+    assert(p >= r->base && len <= r->size && (uint64_t)(p - r->base) <= r->size - len);
+}
+
+/* line_span -- bytes of whole 64-byte lines covering [addr, addr+len). */
+static uint64_t line_span(const pm_region *r, const void *addr, size_t len)
+{
+    uint64_t off = (uint64_t)((const uint8_t *)addr - r->base);
+    uint64_t lo = off & ~(uint64_t)(PM_LINE - 1), hi = (off + len + PM_LINE - 1) & ~(uint64_t)(PM_LINE - 1);
+    return hi - lo;
+}
+
+/* count -- updates the stats and returns this call's persist index. */
+static uint64_t count(pm_region *r, uint64_t bytes)
+{
+    __atomic_fetch_add(&r->bytes_persisted, bytes, __ATOMIC_RELAXED);
+    return __atomic_fetch_add(&r->persist_calls, 1, __ATOMIC_RELAXED);
+}
+
+/* msync_or_die -- pm_persist has no error channel, and carrying on after a
+ * failed msync would silently break durability (the write-back error is
+ * consumed by the kernel), so a failure ends the process, as PostgreSQL does
+ * on a failed fsync. */
+static void msync_or_die(pm_region *r, const void *addr, size_t len)
+{
+    if (pmem_msync(addr, len) != 0) {
+        fprintf(stderr, "tierkv: msync of pool %s failed: %s (%s); durability lost, aborting\n", r->path,
+                strerror(errno), pmem_errormsg());
+        abort();
+    }
+}
+
+/* ------------------------------------------------------------------ crash simulation */
+
+/* cs_copy_words -- durable[lo, hi) = volatile[lo, hi), word by word (lo, hi
+ * are 64-byte aligned, so an aligned 8-byte store lands atomically in the
+ * durable image). Not instrumented by TSan on purpose: like a cache-line
+ * write-back, it reads the whole line while other threads may be storing to
+ * other bytes of it; the stripe lock orders the copies themselves. */
+__attribute__((no_sanitize("thread"))) static void cs_copy_words(pm_region *r, uint64_t lo, uint64_t hi)
+{
+    const volatile uint64_t *src = (const volatile uint64_t *)(void *)(r->base + lo);
+    volatile uint64_t *dst = (volatile uint64_t *)(void *)(r->durable + lo);
+    for (uint64_t i = 0, n = (hi - lo) / 8; i < n; i++) dst[i] = src[i];
+}
+
+static void cs_lock(uint8_t *l)
+{
+    while (__atomic_test_and_set(l, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) cpu_relax();
+}
+
+static void cs_unlock(uint8_t *l) { __atomic_clear(l, __ATOMIC_RELEASE); }
+
+/* cs_persist -- the crashsim persist of [addr, addr+len) whose persist index
+ * is idx: copies the covering lines to the durable image unless the cut has
+ * passed. Copies go page by page under the page's stripe lock, so two threads
+ * persisting disjoint bytes of one line cannot overwrite each other's newer
+ * bytes with an older copy (each copy reads the volatile line after taking
+ * the lock, i.e. after every store that preceded an earlier copy). */
+static void cs_persist(pm_region *r, uint64_t idx, const void *addr, size_t len)
+{
+    if (idx >= __atomic_load_n(&r->cs_cut, __ATOMIC_ACQUIRE) || len == 0) return;
+    uint64_t off = (uint64_t)((const uint8_t *)addr - r->base);
+    uint64_t lo = off & ~(uint64_t)(PM_LINE - 1);
+    uint64_t hi = (off + len + PM_LINE - 1) & ~(uint64_t)(PM_LINE - 1);
+    while (lo < hi) {
+        uint64_t page_end = (lo | (PM_POOL_ALIGN - 1)) + 1;
+        uint64_t end = hi < page_end ? hi : page_end;
+        uint8_t *l = &r->cs_locks[(lo / PM_POOL_ALIGN) % PM_CS_NLOCKS];
+        cs_lock(l);
+        cs_copy_words(r, lo, end);
+        cs_unlock(l);
+        lo = end;
+    }
+}
+
+/* ------------------------------------------------------------------ open / close */
+
+/* fsync_parent -- makes a newly created pool's directory entry durable. */
+static int fsync_parent(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy) return tkv_err(TKV_NO_MEMORY, "out of memory creating pool %s", path);
+    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = 0;
+    if (fd < 0 || fsync(fd) != 0) rc = tkv_err_errno(errno, "fsync the directory of pool %s", path);
+    if (fd >= 0) close(fd);
+    free(copy);
+    return rc;
+}
+
+/* map_pool -- maps an existing pool (create = 0) or creates one of `size`
+ * bytes (create = 1, O_EXCL). Sets *exists on EEXIST when creating. */
+static int map_pool(pm_region *r, const char *path, uint64_t size, int create, int *exists)
+{
+    size_t map_len = 0;
+    int is_pmem = 0;
+    errno = 0;
+    void *p = create ? pmem_map_file(path, (size_t)size, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0644, &map_len, &is_pmem)
+                     : pmem_map_file(path, 0, 0, 0, &map_len, &is_pmem);
+    if (!p) {
+        int err = errno ? errno : EIO;
+        if (create && err == EEXIST) {
+            *exists = 1;
+            return 0;
+        }
+        return tkv_err_errno(err, "%s pool %s (%s)", create ? "create" : "map", path, pmem_errormsg());
+    }
+    r->durable = p;
+    r->map_len = map_len;
+    return 0;
+}
+
+int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, pm_region **out, int *created)
+{
+    if (out) *out = NULL;
+    if (created) *created = 0;
+    if (!path || !out) return tkv_err(TKV_INVALID, "pm_open: NULL argument");
+    if ((unsigned)mode > PM_CRASHSIM) return tkv_err(TKV_INVALID, "pool %s: unknown pmem_mode %d", path, (int)mode);
+    if ((unsigned)profile > PM_PROFILE_OPTANE)
+        return tkv_err(TKV_INVALID, "pool %s: unknown emul_profile %d", path, (int)profile);
+
+    pm_region *r = aligned_alloc(_Alignof(pm_region), sizeof *r);
+    char *p = strdup(path);
+    if (!r || !p) {
+        free(r);
+        free(p);
+        return tkv_err(TKV_NO_MEMORY, "out of memory opening pool %s", path);
+    }
+    memset(r, 0, sizeof *r);
+    r->path = p;
+    r->profile = profile;
+    r->cs_cut = UINT64_MAX;
+
+    int rc = 0, made = 0;
+    struct stat sb;
+    for (int attempt = 0; attempt < 2 && !r->durable; attempt++) {
+        if (stat(path, &sb) == 0) {
+            if (!S_ISREG(sb.st_mode)) {
+                rc = tkv_err(TKV_INVALID, "pool %s is not a regular file", path);
+                break;
+            }
+            if (size != 0 && (uint64_t)sb.st_size != size) {
+                rc = tkv_err(TKV_INVALID, "pool %s is %llu bytes, pmem_size asks for %llu", path,
+                             (unsigned long long)sb.st_size, (unsigned long long)size);
+                break;
+            }
+            if (sb.st_size == 0) {
+                rc = tkv_err(TKV_INVALID, "pool %s is empty (0 bytes)", path);
+                break;
+            }
+            if ((rc = map_pool(r, path, 0, 0, NULL)) < 0) break;
+        } else if (errno != ENOENT) {
+            rc = tkv_err_errno(errno, "stat pool %s", path);
+            break;
+        } else if (size == 0) {
+            rc = tkv_err(TKV_INVALID, "pool %s does not exist and no size was given (pmem_size=0)", path);
+            break;
+        } else if (size % PM_POOL_ALIGN != 0) {
+            rc = tkv_err(TKV_INVALID, "pool %s: pmem_size %llu is not a multiple of %u", path,
+                         (unsigned long long)size, PM_POOL_ALIGN);
+            break;
+        } else {
+            int exists = 0;
+            if ((rc = map_pool(r, path, size, 1, &exists)) < 0) break;
+            made = !exists; /* on EEXIST (a racing creator) the loop maps the existing file */
+        }
+    }
+    if (rc == 0 && !r->durable) rc = tkv_err(TKV_IO_ERROR, "pool %s: created and removed concurrently", path);
+    if (rc == 0) {
+        r->size = r->map_len;
+        if (size != 0 && r->size != size)
+            rc = tkv_err(TKV_INVALID, "pool %s is %llu bytes, pmem_size asks for %llu", path,
+                         (unsigned long long)r->size, (unsigned long long)size);
+        else if (r->size % PM_POOL_ALIGN != 0)
+            rc = tkv_err(TKV_INVALID, "pool %s is %llu bytes, not a multiple of %u", path,
+                         (unsigned long long)r->size, PM_POOL_ALIGN);
+    }
+    if (rc == 0) {
+        int is_pmem = pmem_is_pmem(r->durable, r->size);
+        if (mode == PM_AUTO) mode = is_pmem ? PM_PMEM : PM_EMULATED;
+        if (mode == PM_PMEM && !is_pmem)
+            rc = tkv_err(TKV_INVALID,
+                         "pool %s is not persistent memory (pmem_mode=pmem); use pmem_mode=auto or emulated", path);
+        r->mode = mode;
+    }
+    if (rc == 0 && mode == PM_CRASHSIM) {
+        void *v = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (v == MAP_FAILED)
+            rc = tkv_err_errno(errno, "pool %s: mapping the crash-simulation image of %llu bytes", path,
+                               (unsigned long long)r->size);
+        else
+            r->base = memcpy(v, r->durable, r->size);
+    } else if (rc == 0) {
+        r->base = r->durable;
+    }
+    if (rc == 0 && made && (mode == PM_MSYNC || mode == PM_PMEM)) rc = fsync_parent(path);
+    if (rc < 0) {
+        if (r->base && r->base != r->durable) munmap(r->base, r->size);
+        if (r->durable) pmem_unmap(r->durable, r->map_len);
+        if (made) unlink(path);
+        free(r->path);
+        free(r);
+        return rc;
+    }
+    if (created) *created = made;
+    *out = r;
+    return 0;
+}
+
+void pm_close(pm_region *r)
+{
+    if (!r) return;
+    if (r->mode == PM_CRASHSIM) {
+        /* no final copy: what was not persisted is lost, like at a power cut */
+        munmap(r->base, r->size);
+    } else if (r->mode == PM_EMULATED) {
+        if (pmem_msync(r->base, r->size) != 0)
+            fprintf(stderr, "tierkv: msync of pool %s at close failed: %s\n", r->path, strerror(errno));
+    }
+    pmem_unmap(r->durable, r->map_len);
+    free(r->path);
+    free(r);
+}
+
+uint8_t *pm_base(pm_region *r) { return r->base; }
+uint64_t pm_size(pm_region *r) { return r->size; }
+pm_mode pm_mode_in_use(pm_region *r) { return r->mode; }
+pm_profile pm_profile_in_use(pm_region *r) { return r->profile; }
+
+/* ------------------------------------------------------------------ persist primitives */
+
+void pm_persist(pm_region *r, const void *addr, size_t len)
+{
+    check_range(r, addr, len);
+    uint64_t idx = count(r, len);
+    uint64_t end = pace_reserve(r, line_span(r, addr, len));
+    switch (r->mode) {
+    case PM_MSYNC: msync_or_die(r, addr, len); break;
+    case PM_CRASHSIM: cs_persist(r, idx, addr, len); break;
+    default: pmem_persist(addr, len); break;
+    }
+    if (end) spin_until(end);
+}
+
+/* pm_flush -- in crashsim the range is copied at the flush (a flushed line is
+ * treated as durable at once; the flushed-but-not-yet-fenced window of real
+ * hardware, where lines flushed before one fence may land in any order, is not
+ * modelled). */
+void pm_flush(pm_region *r, const void *addr, size_t len)
+{
+    check_range(r, addr, len);
+    uint64_t idx = count(r, len);
+    uint64_t end = pace_reserve(r, line_span(r, addr, len));
+    switch (r->mode) {
+    case PM_MSYNC: msync_or_die(r, addr, len); break;
+    case PM_CRASHSIM: cs_persist(r, idx, addr, len); break;
+    default: pmem_flush(addr, len); break;
+    }
+    if (end) spin_until(end);
+}
+
+void pm_drain(pm_region *r)
+{
+    if (r->mode == PM_PMEM || r->mode == PM_EMULATED) pmem_drain();
+}
+
+/* pm_memcpy_persist -- one persist call (one crashsim index: the whole copy
+ * lands or none of it), done in PM_PACE_CHUNK steps under the profile so that
+ * concurrent writers interleave on the bandwidth budget. */
+void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n)
+{
+    check_range(r, dst, n);
+    uint64_t idx = count(r, n);
+    size_t step = r->profile == PM_PROFILE_OPTANE ? PM_PACE_CHUNK : (n ? n : 1);
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    for (size_t done = 0; done < n;) {
+        size_t c = n - done < step ? n - done : step;
+        uint64_t end = pace_reserve(r, c);
+        switch (r->mode) {
+        case PM_MSYNC:
+            memcpy(d + done, s + done, c);
+            msync_or_die(r, d + done, c);
+            break;
+        case PM_CRASHSIM:
+            memcpy(d + done, s + done, c);
+            cs_persist(r, idx, d + done, c);
+            break;
+        default: pmem_memcpy_persist(d + done, s + done, c); break;
+        }
+        if (end) spin_until(end);
+        done += c;
+    }
+}
+
+/* pm_store8_persist -- the commit point: an aligned 8-byte store is atomic
+ * in the cache and on the media, so a power cut leaves the old or the new
+ * value; in crashsim the durable image is also written in aligned 8-byte
+ * words (cs_copy_words). Release order: a reader that sees the new value
+ * also sees the stores made before it. */
+void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value)
+{
+    assert(((uintptr_t)dst & 7u) == 0);
+    check_range(r, dst, 8);
+    uint64_t idx = count(r, 8);
+    uint64_t end = pace_reserve(r, PM_LINE);
+    __atomic_store_n(dst, value, __ATOMIC_RELEASE);
+    switch (r->mode) {
+    case PM_MSYNC: msync_or_die(r, dst, 8); break;
+    case PM_CRASHSIM: cs_persist(r, idx, dst, 8); break;
+    default: pmem_persist(dst, 8); break;
+    }
+    if (end) spin_until(end);
+}
+
+void pm_read_delay(pm_region *r, unsigned accesses)
+{
+    if (r->profile != PM_PROFILE_OPTANE || accesses == 0) return;
+    spin_until(now_ns() + (uint64_t)accesses * PM_OPTANE_READ_NS);
+}
+
+void pm_get_stats(pm_region *r, pm_stats *out)
+{
+    out->persist_calls = __atomic_load_n(&r->persist_calls, __ATOMIC_RELAXED);
+    out->bytes_persisted = __atomic_load_n(&r->bytes_persisted, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------------ crashsim control */
+
+/* pm_crashsim_cut_at -- persists with index >= (calls so far + n) are dropped.
+ * A no-op outside PM_CRASHSIM. */
+void pm_crashsim_cut_at(pm_region *r, uint64_t n)
+{
+    if (r->mode != PM_CRASHSIM) return;
+    uint64_t cut = UINT64_MAX;
+    if (n != UINT64_MAX) {
+        uint64_t now = __atomic_load_n(&r->persist_calls, __ATOMIC_RELAXED);
+        cut = now > UINT64_MAX - n ? UINT64_MAX : now + n;
+    }
+    __atomic_store_n(&r->cs_cut, cut, __ATOMIC_RELEASE);
+}
+
+uint64_t pm_crashsim_persists(pm_region *r) { return __atomic_load_n(&r->persist_calls, __ATOMIC_RELAXED); }

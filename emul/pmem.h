@@ -1,0 +1,92 @@
+/*
+ * pmem.h -- the persistent-memory device under the matrix container: one
+ * file mapped into memory, and the persist primitives whose meaning depends
+ * on what is underneath.
+ *
+ * Modes (option pmem_mode):
+ *   PM_PMEM      real DAX persistent memory (pmem_is_pmem): persist = CPU
+ *                cache flush + fence; survives power loss.
+ *   PM_EMULATED  a file mapped with libpmem on an ordinary filesystem, persist =
+ *                CPU cache flush + fence (pmem_persist): the stores are in the
+ *                page cache, so they survive a process crash, not an OS crash.
+ *   PM_MSYNC     the same mapping, persist = msync of the touched pages
+ *                (pmem_msync): survives an OS crash; ~140 us per call here.
+ *   PM_CRASHSIM  for tests: the engine works on a private volatile image; only
+ *                pm_persist'ed byte ranges (widened to 64-byte cache lines) are
+ *                copied to the durable file. A test can "cut power" at the
+ *                N-th persist call (pm_crashsim_cut_at): from then on persists
+ *                copy nothing, so reopening the file shows exactly what a power
+ *                failure at that point would leave.
+ *   PM_AUTO      PM_PMEM if the mapping is real pmem, else PM_EMULATED.
+ *
+ * Profile (option emul_profile): PM_PROFILE_OPTANE adds ~300 ns per
+ * pm_read_delay() access and limits pm_memcpy_persist to ~2 GB/s, so
+ * benchmarks on emulated pmem are not flattered by DRAM speed. Default none.
+ *
+ * Persist calls are thread-safe for disjoint ranges (as the hardware is).
+ * Errors: TKV_* codes with tkv_errmsg() naming the file.
+ */
+#ifndef TKV_EMUL_PMEM_H
+#define TKV_EMUL_PMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum pm_mode { PM_AUTO = 0, PM_PMEM, PM_EMULATED, PM_MSYNC, PM_CRASHSIM } pm_mode;
+typedef enum pm_profile { PM_PROFILE_NONE = 0, PM_PROFILE_OPTANE } pm_profile;
+
+/* pm_mode_name -- "auto", "pmem", "emulated", "msync", "crashsim". */
+const char *pm_mode_name(pm_mode m);
+
+typedef struct pm_region pm_region;
+
+/* pm_open -- maps `path`. If the file does not exist and size > 0 it is created
+ * with that size (zero-filled); if it exists, size 0 means "its current size"
+ * and any other size must equal it (else TKV_INVALID naming both sizes: the
+ * caller decides about resizing). *created tells which happened (may be NULL).
+ * PM_PMEM on a non-pmem mapping is TKV_INVALID with a clear message.
+ * A pool size (new or existing) must be a multiple of 4096 (TKV_INVALID); a missing file
+ * with size 0 is TKV_INVALID; a pool this call created is removed again if
+ * the open then fails. */
+int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, pm_region **out, int *created);
+/* pm_close -- unmaps (after an msync in PM_EMULATED mode, so a clean close
+ * survives an OS crash too). NULL is a no-op. */
+void pm_close(pm_region *r);
+
+uint8_t *pm_base(pm_region *r);
+uint64_t pm_size(pm_region *r);
+pm_mode pm_mode_in_use(pm_region *r); /* never PM_AUTO */
+pm_profile pm_profile_in_use(pm_region *r);
+
+/* pm_persist -- makes [addr, addr+len) durable (flush + fence, or msync).
+ * The range must lie inside the pool (asserted). A failed msync aborts the
+ * process: there is no error channel, and durability would be lost. */
+void pm_persist(pm_region *r, const void *addr, size_t len);
+/* pm_flush / pm_drain -- the two halves of pm_persist, to batch many ranges
+ * behind one fence (in PM_MSYNC each pm_flush is an msync, pm_drain a no-op). */
+void pm_flush(pm_region *r, const void *addr, size_t len);
+void pm_drain(pm_region *r);
+/* pm_memcpy_persist -- copies and persists (non-temporal stores where
+ * possible); paced to the profile's write bandwidth. */
+void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n);
+/* pm_store8_persist -- an 8-byte aligned atomic store, persisted: the
+ * commit-point primitive (a power cut leaves either the old or the new value). */
+void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value);
+/* pm_read_delay -- charges `accesses` random media reads to the profile
+ * (a no-op without a profile). Readers call it per probe into the pool. */
+void pm_read_delay(pm_region *r, unsigned accesses);
+
+/* Counters (relaxed atomics). */
+typedef struct pm_stats {
+    uint64_t persist_calls;   /* pm_persist + pm_flush + pm_store8_persist + pm_memcpy_persist */
+    uint64_t bytes_persisted; /* bytes passed to those calls */
+} pm_stats;
+void pm_get_stats(pm_region *r, pm_stats *out);
+
+/* PM_CRASHSIM only (a no-op otherwise): after `n` more persist calls (n = 0: at once) every
+ * later persist is dropped, as if power failed there; UINT64_MAX disables.
+ * pm_crashsim_persists returns persist calls so far (to pick cut points). */
+void pm_crashsim_cut_at(pm_region *r, uint64_t n);
+uint64_t pm_crashsim_persists(pm_region *r);
+
+#endif
