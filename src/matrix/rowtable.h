@@ -1,0 +1,221 @@
+/*
+ * rowtable.h -- a RowTable: one immutable memtable stored as one row of the
+ * matrix container, in pages of a pool (matrix/pool.h). MatrixKV's L0 row,
+ * with a header, checksums, sequence numbers and tombstones honoured, and
+ * forward pointers that make a lookup over k rows cost about
+ * log2(n) + c*k key comparisons instead of k*log2(n).
+ * On-media format: docs/format-matrix.md section 5 onwards.
+ *
+ * Lifecycle (what the engine calls):
+ *
+ *   flush:     rowtable_build(pool, row_id, memtable_iter(imm), newest_row, &r)
+ *                  steps (1) data + metadata persisted, (2) header persisted
+ *              rowtable_commit(r)            step (3): the directory slot -- the commit point
+ *              (or rowtable_abandon(r) if the flush is given up; a crash before
+ *              (3) leaves no row and leaks no page)
+ *   recovery:  pool_rows() -> for each: rowtable_open(pool, slot, &r),
+ *              rowtable_set_cursor(r, cursor from the MANIFEST),
+ *              rowtable_release_dead_pages(r) (idempotent)
+ *   read:      rows_get(rows newest..oldest, k, ukey, snapshot_seq, &res, &value)
+ *              rowtable_iter(r) for the merging iterator
+ *   column compaction: after the version edit that installs the L1 files and
+ *              the new cursor, and once no reader of an older version remains:
+ *              rowtable_set_cursor(r, c); later, once no reader that started
+ *              before set_cursor remains: rowtable_release_dead_pages(r)
+ *   drained:   rowtable_drop(r) (slot cleared, then every page freed) once no
+ *              reader holds the row
+ *
+ * Row ids: assigned by the caller, nonzero, unique for the pool's lifetime,
+ * larger = newer (the engine draws them from the MANIFEST's next_file
+ * counter). Rows passed to rows_get must be ordered newest first, with
+ * sequence ranges that do not overlap (each row's min_seq > the next's
+ * max_seq, as flushes of successive memtables give); rows_get stays correct
+ * if they overlap, it just searches further.
+ *
+ * The drain cursor: entries [0, cursor) have moved to L1. Lookups and
+ * iterators see only entries [cursor, n) -- the cursor is read once per
+ * rowtable_get / per iterator seek. The persisted cursor lives in the
+ * MANIFEST (the engine's job); the row only accepts it.
+ *
+ * Thread safety: after build/open returns, any number of threads may call
+ * rowtable_get, rows_get, rowtable_iter (each iterator belongs to one thread),
+ * rowtable_fwd and the getters concurrently. rowtable_commit, set_cursor,
+ * release_dead_pages, drop, abandon and close are called by one thread at a
+ * time (the engine's flush/compaction owner); set_cursor may run concurrently
+ * with readers. release/drop/abandon/close must not race with readers of the
+ * pages they give back (the pool does not track readers).
+ *
+ * DRAM: no key is copied to DRAM. A row handle costs about 200 bytes plus 13
+ * bytes per page (page index, mapped address, released flag); per entry that
+ * is ~0 (e.g. 32 x 2 MiB pages for a 64 MiB row: ~620 bytes in all).
+ *
+ * Errors: TKV_* codes; tkv_errmsg() names the pool file and the row id.
+ */
+#ifndef TKV_MATRIX_ROWTABLE_H
+#define TKV_MATRIX_ROWTABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "matrix/pool.h"
+#include "mem/ikey.h"
+#include "util/coding.h"
+#include "util/iter.h"
+
+#define ROWTABLE_FORMAT_VERSION 1
+#define ROWTABLE_META_ENTRY_SIZE 32u
+#define ROWTABLE_NO_FWD UINT32_MAX      /* forward pointer of a row built with no older row */
+#define ROWTABLE_MAX_ENTRIES (UINT32_MAX - 1)
+
+typedef struct rowtable rowtable;
+
+/* ---------------------------------------------------------------- build / commit */
+
+/* rowtable_build -- writes the entries of `src` (an internal iterator in
+ * strictly increasing ikey_cmp order, e.g. memtable_iter of an immutable
+ * memtable; it is read twice, from seek_first, and must yield the same
+ * entries both times; not destroyed) as row `row_id` into newly allocated
+ * pages of `p`, with forward pointers into `older` (the next-older row, the
+ * newest row already in the container; NULL if none). `older` must stay
+ * readable during the build (no page of it released: the builder is a reader).
+ * Persists data and metadata, then the header; does NOT commit: *out is an
+ * uncommitted row, readable at once, which rowtable_commit makes durable.
+ * Returns 0 and *out, or TKV_INVALID (keys out of order, oversized key or
+ * value, row_id 0, more than ROWTABLE_MAX_ENTRIES entries, `older` of another
+ * pool; nothing allocated), TKV_NO_SPACE (the pool has too few free pages;
+ * the message gives the numbers; nothing allocated -- the engine's
+ * back-pressure signal), the source's error, TKV_NO_MEMORY. On error no page
+ * stays allocated and *out is NULL. */
+int rowtable_build(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, rowtable **out);
+/* rowtable_commit -- step (3): stores the row's directory slot (pool_commit_row).
+ * 0, TKV_NO_SPACE (directory full; the row stays uncommitted), TKV_INVALID
+ * (already committed). */
+int rowtable_commit(rowtable *r);
+/* rowtable_abandon -- for an uncommitted row: frees its pages and the
+ * handle. (On a committed row it only closes the handle.) NULL ok. */
+void rowtable_abandon(rowtable *r);
+
+/* ---------------------------------------------------------------- open / close */
+
+/* rowtable_open -- opens the committed row in directory slot `slot`:
+ * verifies the header checksum, every field against the pool geometry, the
+ * checksum of every page not yet released, and the metadata array (offsets in
+ * range and increasing, lengths, sequence numbers, forward pointers). The
+ * cursor starts at the first entry whose pages were not released.
+ * Returns 0 and *out, TKV_INVALID (empty slot), TKV_CORRUPTION (message names
+ * the pool file, row id, slot and what failed), TKV_NO_MEMORY. Never reads
+ * outside the pool on garbage. */
+int rowtable_open(pool *p, uint32_t slot, rowtable **out);
+/* rowtable_close -- frees the DRAM handle only. NULL ok. */
+void rowtable_close(rowtable *r);
+/* rowtable_drop -- a fully drained row goes away: (1) its directory slot is
+ * cleared and persisted (pool_remove_row), (2) every page it still holds is
+ * freed, (3) the handle is closed. Call once no reader holds the row. On
+ * error (slot already empty) nothing is freed and the handle is still closed.
+ * NULL ok (returns 0). */
+int rowtable_drop(rowtable *r);
+
+/* ---------------------------------------------------------------- properties */
+
+typedef struct rowtable_props {
+    uint64_t row_id;
+    uint64_t older_row_id;  /* the row the forward pointers point into (0: none) */
+    uint32_t slot;          /* UINT32_MAX while uncommitted */
+    uint32_t entries;
+    uint32_t cursor;        /* current drain cursor */
+    uint32_t min_cursor;    /* lowest cursor the released pages allow */
+    uint64_t deletions, min_seq, max_seq;
+    uint64_t key_bytes, value_bytes; /* sums of user key / value lengths */
+    uint64_t data_bytes;    /* data region (entries + page-end padding) */
+    uint64_t meta_bytes;    /* entries x ROWTABLE_META_ENTRY_SIZE */
+    uint64_t meta_off;      /* offset of metadata entry 0 in the row's first page (after the header) */
+    uint32_t pages, meta_pages, data_pages, pages_released;
+    size_t dram_bytes;      /* the handle's DRAM footprint */
+} rowtable_props;
+void rowtable_get_props(const rowtable *r, rowtable_props *out);
+uint64_t rowtable_id(const rowtable *r);
+uint32_t rowtable_count(const rowtable *r);
+uint32_t rowtable_cursor(const rowtable *r);
+uint64_t rowtable_max_seq(const rowtable *r);
+uint64_t rowtable_min_seq(const rowtable *r);
+/* rowtable_fwd -- the forward pointer of entry i (cursor <= i < count): the
+ * index of the first entry of the older row whose internal key is >= entry
+ * i's (clamped up to the older row's cursor at build time); ROWTABLE_NO_FWD
+ * for a row built without an older row, or for i outside [cursor, count). */
+uint32_t rowtable_fwd(const rowtable *r, uint32_t i);
+
+/* ---------------------------------------------------------------- lookups */
+
+/* A search window for one row, produced from the next-newer row's forward
+ * pointers: the lower bound of the target lies in [lo, hi] of the row whose
+ * id is row_id (hi may be the entry count; UINT32_MAX means "the end").
+ * Entries lo..hi-1 are searched, entry hi only bounds the search. A hint for
+ * another row (a broken chain: a row in between was dropped) is ignored. A
+ * zeroed row_hint means "no hint". */
+typedef struct row_hint {
+    uint64_t row_id;
+    uint32_t lo, hi;
+} row_hint;
+
+/* Lookup outcome and counters. Zero it before the first call: rowtable_get
+ * overwrites type/seq/row_index and ADDS to the counters, so one struct
+ * passed through rows_get totals them over the rows. */
+typedef struct row_get_result {
+    ikey_type type;        /* IKEY_VALUE or IKEY_DELETION when found */
+    uint64_t seq;          /* sequence number of the entry found */
+    size_t row_index;      /* rows_get: index in rows[] of the row that answered */
+    uint64_t comparisons;  /* key comparisons (target vs an entry), always counted */
+    uint64_t media_probes; /* pm_read_delay accesses charged (metadata + data reads) */
+    uint32_t rows_searched, hints_used, hints_rejected;
+} row_get_result;
+
+/* rowtable_get -- the newest entry of user key `ukey` with seq <= `snap`
+ * (values above IKEY_MAX_SEQ mean "newest") among entries [cursor, n).
+ * hint_in (may be NULL) narrows the search: it is clamped to the live entries
+ * and its edges are verified (entry lo-1 < target <= entry hi); if they do
+ * not hold, the row is binary-searched in full (hints_rejected counts it).
+ * hint_out (may be NULL) receives the window for the next-older row, from the
+ * forward pointers around the lower bound found here. Returns 1 if an entry
+ * was found (res->type tells a value from a deletion; the value is copied into
+ * *value -- value->len set, memory reused -- unless value is NULL; a deletion
+ * leaves value->len 0), 0 if none, <0 on error (TKV_CORRUPTION naming the row,
+ * TKV_NO_MEMORY). */
+int rowtable_get(const rowtable *r, tkv_slice ukey, uint64_t snap, const row_hint *hint_in, row_get_result *res,
+                 tkv_buf *value, row_hint *hint_out);
+
+/* rows_get -- looks ukey up in rows[0..k) (newest first; NULL entries are
+ * skipped), passing each row's hint to the next; stops at the first row that
+ * has a visible entry (unless an older row's max_seq is above that entry's
+ * seq, which flushes never produce). A row whose min_seq is above snap is
+ * skipped unsearched. Same returns as rowtable_get; res->row_index names the
+ * row that answered. */
+int rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row_get_result *res, tkv_buf *value);
+
+/* rowtable_iter -- an internal iterator (util/iter.h) over entries [cursor,
+ * n) in ikey order: seek_first/seek_last/seek/next/prev. key()/value() point
+ * into the pool when the entry lies in one page, else into the iterator's
+ * scratch; valid until it moves. Seek targets must be internal keys (shorter
+ * than IKEY_TRAILER: status TKV_INVALID). The cursor is read at each seek.
+ * The row must outlive the iterator. NULL on out of memory. */
+tkv_it *rowtable_iter(const rowtable *r);
+
+/* ---------------------------------------------------------------- drain cursor */
+
+/* rowtable_set_cursor -- entries [0, cursor) have moved to L1 and no reader
+ * needs them any more. The cursor only moves forward. Returns 0, TKV_INVALID
+ * (cursor > count or below the current cursor), TKV_CORRUPTION (below the
+ * entries whose pages were already released -- the MANIFEST and the pool
+ * disagree; the message names the row). */
+int rowtable_set_cursor(rowtable *r, uint32_t cursor);
+/* rowtable_dead_pages -- the row's pages lying entirely below the cursor and
+ * not yet released (metadata pages after the header page, and data pages),
+ * as page-list indexes into list[0..cap); returns how many there are (may
+ * exceed cap). The header page is never dead. */
+size_t rowtable_dead_pages(const rowtable *r, uint32_t *list, size_t cap);
+/* rowtable_release_dead_pages -- gives every dead page back to the pool
+ * (pool_row_release: persisted release bit, then free). Committed rows only.
+ * Call once no reader that could have read the old cursor remains. Returns 0
+ * (and *released, may be NULL) or an error of pool_row_release. */
+int rowtable_release_dead_pages(rowtable *r, uint32_t *released);
+
+#endif
