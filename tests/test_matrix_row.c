@@ -61,6 +61,14 @@ typedef struct row_data {
 
 static tkv_slice ekey(const ent *e) { return slice(e->k, e->kn); }
 
+/* key_boundary -- the first cursor >= c that does not split the versions of a
+ * user key (rowtable_set_cursor refuses one that does). */
+static uint32_t key_boundary(const row_data *d, size_t c)
+{
+    while (c > 0 && c < d->n && ukey_cmp(ikey_user(ekey(&d->e[c - 1])), ikey_user(ekey(&d->e[c]))) == 0) c++;
+    return (uint32_t)c;
+}
+
 /* ukey_of -- user key number u: u == 0 is the empty key; every 7th key is
  * short (<= 8 bytes, decided by the metadata prefix alone); the others share
  * the 8-byte prefix "key00000" with many neighbours (so comparisons read the
@@ -363,9 +371,18 @@ static void test_pool_corrupt_header(void **state)
     memset(hdr, 'x', sizeof hdr);
     assert_int_equal(pwrite(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
     expect_corruption(pool_open(f.path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL, &p, NULL), "magic", "garbage");
-    /* an all-zero header block: a creation cut short -> formatted anew */
+    /* a zeroed header over a directory that names a row: refused, not reformatted */
     memset(hdr, 0, sizeof hdr);
     assert_int_equal(pwrite(fd, hdr, sizeof hdr, 0), (ssize_t)sizeof hdr);
+    uint8_t slot0[8], fake[8];
+    assert_int_equal(pread(fd, slot0, 8, 4096), 8);
+    enc_u64(fake, (UINT64_C(7) << 32) | 1);
+    assert_int_equal(pwrite(fd, fake, 8, 4096), 8);
+    expect_corruption(pool_open(f.path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL, &p, NULL), "directory is not empty",
+                      "zero header over rows");
+    assert_null(p);
+    assert_int_equal(pwrite(fd, slot0, 8, 4096), 8);
+    /* an all-zero header block over an empty directory: a creation cut short -> formatted anew */
     int created = 0;
     assert_int_equal(pool_open(f.path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL, &p, &created), 0);
     assert_true(created);
@@ -830,8 +847,19 @@ static void test_broken_chain(void **state)
 
     /* (a) the cursor of the oldest and of a middle row advance: their older
      * entries left for L1 (so the model drops them) */
-    cursors[3] = (uint32_t)rows[3].n / 2;
-    cursors[1] = (uint32_t)rows[1].n / 3;
+    cursors[3] = key_boundary(&rows[3], rows[3].n / 2);
+    cursors[1] = key_boundary(&rows[1], rows[1].n / 3);
+    /* a cursor between two versions of one user key is refused (it would
+     * leave older versions readable after the newer ones moved to L1) */
+    size_t splits = 0;
+    for (size_t c = 1; c < rows[2].n; c++) {
+        if (ukey_cmp(ikey_user(ekey(&rows[2].e[c - 1])), ikey_user(ekey(&rows[2].e[c]))) != 0) continue;
+        assert_int_equal(rowtable_set_cursor(rt[2], (uint32_t)c), TKV_INVALID);
+        assert_non_null(strstr(tkv_errmsg(), "split the versions"));
+        assert_int_equal(rowtable_cursor(rt[2]), 0);
+        splits++;
+    }
+    assert_true(splits > 0); /* ~1 key in 6 has several versions */
     assert_int_equal(rowtable_set_cursor(rt[3], cursors[3]), 0);
     assert_int_equal(rowtable_set_cursor(rt[1], cursors[1]), 0);
     assert_int_equal(rowtable_set_cursor(rt[1], cursors[1] - 1), TKV_INVALID); /* never back */
@@ -1061,7 +1089,7 @@ static void test_crash(void **state)
     pool_options o = {.page_size = 4096};
     uint64_t seq = 0;
     row_data d1 = gen_row(&rng, 500, 4000, &seq, 60, 900), d2 = gen_row(&rng, 400, 4000, &seq, 60, 900);
-    uint32_t cursor1 = (uint32_t)d1.n / 2;
+    uint32_t cursor1 = key_boundary(&d1, d1.n / 2);
     /* the base state: row 1 committed */
     pool *p = open_pool(f.path, 1u << 20, PM_EMULATED, &o);
     rowtable *r1 = build_row(p, 1, &d1, NULL, 1);

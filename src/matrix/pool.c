@@ -160,8 +160,11 @@ static int set_geometry(pool *p, const pool_options *o)
 }
 
 /* format -- writes a new pool: (1) the directory is zeroed and persisted,
- * (2) the header with its checksum is written and persisted. A crash before
- * (2) leaves a header block of zeros, which the next open formats again. */
+ * (2) the header is written and persisted with its magic still zero, (3) the
+ * magic is stored with one 8-byte persisted store (the checksum already
+ * covers it). A crash before (3) leaves magic 0 and an empty directory, which
+ * the next open formats again (pool_open); the header's cache lines can land
+ * in any order before (3) without leaving a half-valid header behind. */
 static void format(pool *p)
 {
     make_uuid(p->uuid);
@@ -180,7 +183,9 @@ static void format(pool *p)
     enc_u64(h + PH_PAGES_OFFSET, p->pages_off);
     memcpy(h + PH_UUID, p->uuid, 16);
     enc_u32(h + PH_CHECKSUM, tkv_checksum(h, PH_CHECKSUM));
-    pm_memcpy_persist(p->reg, p->base, h, sizeof h);
+    enc_u64(h + PH_MAGIC, 0);
+    pm_memcpy_persist(p->reg, p->base, h, sizeof h);                            /* (2) */
+    pm_store8_persist(p->reg, (uint64_t *)(void *)(p->base + PH_MAGIC), POOL_MAGIC); /* (3) */
 }
 
 /* read_header -- verifies the header block and loads the geometry from it. */
@@ -533,7 +538,22 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
                      path, (unsigned long long)p->size);
         goto fail;
     }
-    if (file_created || all_zero(p->base, POOL_HEADER_SIZE)) {
+    /* An existing file with magic 0 is a creation cut short -- unless its
+     * directory area holds anything: then it is a pool whose header was
+     * damaged, and formatting it would throw its rows away. */
+    int unformatted = !file_created && dec_u64(p->base + PH_MAGIC) == 0;
+    if (unformatted) {
+        uint64_t dir_area = (uint64_t)POOL_MAX_DIR_SLOTS * 8;
+        if (dir_area > p->size - POOL_HEADER_SIZE) dir_area = p->size - POOL_HEADER_SIZE;
+        if (!all_zero(p->base + POOL_HEADER_SIZE, (size_t)dir_area)) {
+            rc = tkv_err(TKV_CORRUPTION,
+                         "pool %s: the header has no magic but the row directory is not empty (damaged header; "
+                         "not formatting it)",
+                         path);
+            goto fail;
+        }
+    }
+    if (file_created || unformatted) {
         rc = set_geometry(p, o);
         if (rc < 0) goto fail;
         format(p);

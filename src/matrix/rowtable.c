@@ -833,7 +833,7 @@ int rowtable_open(pool *p, uint32_t slot, rowtable **out)
         (n && (r->min_seq > r->max_seq || r->max_seq > IKEY_MAX_SEQ)) || r->meta_off != want_meta_off ||
         r->nmeta < 1 || (uint64_t)r->nmeta + r->ndata != pr.npages ||
         r->nmeta != (r->meta_off + n * ROWTABLE_META_ENTRY_SIZE + ps - 1) / ps ||
-        r->ndata != (r->data_bytes + ps - 1) / ps) {
+        r->data_bytes > (uint64_t)r->ndata * ps || r->ndata != r->data_bytes / ps + (r->data_bytes % ps != 0)) {
         rc = rt_corrupt(r, "header fields inconsistent with each other or the pool geometry");
         goto fail;
     }
@@ -1120,6 +1120,31 @@ tkv_it *rowtable_iter(const rowtable *r)
 
 /* ---------------------------------------------------------------- drain cursor */
 
+/* same_user_key -- *same = entries a and b have the same user key. Prefix and
+ * length decide most cases from the metadata alone; equal prefixes of keys
+ * longer than the prefix compare the key bytes in the data. */
+static int same_user_key(const rowtable *r, uint32_t a, uint32_t b, int *same)
+{
+    meta ma, mb;
+    meta_load(r, a, &ma);
+    meta_load(r, b, &mb);
+    *same = 0;
+    if (ma.prefix != mb.prefix || ma.klen != mb.klen) return 0;
+    if (ma.klen <= 8) {
+        *same = 1;
+        return 0;
+    }
+    ent_loc ea, eb;
+    TKV_TRY(entry_decode(r, a, &ma, &ea));
+    TKV_TRY(entry_decode(r, b, &mb, &eb));
+    uint8_t *buf = malloc(ma.klen);
+    if (!buf) return tkv_err(TKV_NO_MEMORY, "out of memory comparing keys of row %llu", (unsigned long long)r->row_id);
+    data_copy(r, ea.key_off, buf, ma.klen);
+    *same = data_cmp(r, eb.key_off, buf, ma.klen) == 0;
+    free(buf);
+    return 0;
+}
+
 int rowtable_set_cursor(rowtable *r, uint32_t cursor)
 {
     if (cursor > r->n)
@@ -1132,6 +1157,17 @@ int rowtable_set_cursor(rowtable *r, uint32_t cursor)
     if (cursor < cur)
         return tkv_err(TKV_INVALID, "pool %s: row %llu: cursor may not move back from %u to %u", pool_path(r->pl),
                        (unsigned long long)r->row_id, cur, cursor);
+    /* A cursor between two versions of one user key would leave the older
+     * versions visible in the row while the newer ones moved to L1: a stale
+     * read (MatrixKV's column bug). Column compaction must end on a user-key
+     * change; a cursor that does not is refused. */
+    if (cursor > 0 && cursor < r->n) {
+        int same;
+        TKV_TRY(same_user_key(r, cursor - 1, cursor, &same));
+        if (same)
+            return tkv_err(TKV_INVALID, "pool %s: row %llu: cursor %u would split the versions of one user key",
+                           pool_path(r->pl), (unsigned long long)r->row_id, cursor);
+    }
     __atomic_store_n(&r->cursor, cursor, __ATOMIC_RELEASE);
     return 0;
 }

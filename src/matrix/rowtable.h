@@ -21,7 +21,10 @@
  *   column compaction: after the version edit that installs the L1 files and
  *              the new cursor, and once no reader of an older version remains:
  *              rowtable_set_cursor(r, c); later, once no reader that started
- *              before set_cursor remains: rowtable_release_dead_pages(r)
+ *              before set_cursor remains AND the edit is durable (MANIFEST
+ *              synced -- a release bit persisted before the cursor would make
+ *              the row fail to open with the older cursor after a crash):
+ *              rowtable_release_dead_pages(r)
  *   drained:   rowtable_drop(r) (slot cleared, then every page freed) once no
  *              reader holds the row
  *
