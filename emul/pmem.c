@@ -357,19 +357,6 @@ pm_profile pm_profile_in_use(pm_region *r) { return r->profile; }
 
 /* ------------------------------------------------------------------ persist primitives */
 
-void pm_persist(pm_region *r, const void *addr, size_t len)
-{
-    check_range(r, addr, len);
-    uint64_t idx = count(r, len);
-    uint64_t end = pace_reserve(r, line_span(r, addr, len));
-    switch (r->mode) {
-    case PM_MSYNC: msync_or_die(r, addr, len); break;
-    case PM_CRASHSIM: cs_persist(r, idx, addr, len); break;
-    default: pmem_persist(addr, len); break;
-    }
-    if (end) spin_until(end);
-}
-
 /* pm_flush -- in crashsim the range is copied at the flush (a flushed line is
  * treated as durable at once; the flushed-but-not-yet-fenced window of real
  * hardware, where lines flushed before one fence may land in any order, is not
@@ -390,6 +377,14 @@ void pm_flush(pm_region *r, const void *addr, size_t len)
 void pm_drain(pm_region *r)
 {
     if (r->mode == PM_PMEM || r->mode == PM_EMULATED) pmem_drain();
+}
+
+/* pm_persist -- flush then fence (pmem_persist is exactly pmem_flush +
+ * pmem_drain; in msync and crashsim modes the flush already made it durable). */
+void pm_persist(pm_region *r, const void *addr, size_t len)
+{
+    pm_flush(r, addr, len);
+    pm_drain(r);
 }
 
 /* pm_memcpy_persist -- one persist call (one crashsim index: the whole copy
