@@ -46,6 +46,7 @@
  * finished yet may be drawn (a read of it may find nothing).
  */
 #include "bench/workload.h"
+#include "util/rng.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -61,30 +62,13 @@ static uint64_t splitmix64(uint64_t *x)
     return z ^ (z >> 31);
 }
 
-static inline uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
 void wl_rng_seed(wl_rng *r, uint64_t seed)
 {
     uint64_t x = seed;
     for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
 }
 
-uint64_t wl_rng_next(wl_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
+uint64_t wl_rng_next(wl_rng *r) { return xoshiro256ss_next(r->s); }
 
 double wl_rng_double(wl_rng *r)
 {

@@ -3,6 +3,7 @@
  * ordered in-memory model and the model-vs-database check (see testutil.h).
  */
 #include "testutil.h"
+#include "util/rng.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -100,21 +101,7 @@ void tu_rng_init(tu_rng *r, uint64_t seed)
     }
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-uint64_t tu_rng_next(tu_rng *r)
-{
-    uint64_t *s = r->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
+uint64_t tu_rng_next(tu_rng *r) { return xoshiro256ss_next(r->s); }
 
 uint64_t tu_rng_below(tu_rng *r, uint64_t n)
 {
