@@ -199,6 +199,19 @@ static void consume(round_result *res, const uint32_t *rec, size_t n, int *err_s
     }
 }
 
+/* take_records -- consumes the whole 32-bit records at the start of buf
+ * (have bytes) and keeps a partial record's bytes for the next read. */
+static void take_records(round_result *res, uint8_t *buf, size_t *have, int *err_state)
+{
+    uint32_t recs[4096 / 4];
+    size_t nrec = *have / 4;
+    assert_true(nrec <= sizeof recs / 4);
+    memcpy(recs, buf, nrec * 4);
+    memmove(buf, buf + nrec * 4, *have - nrec * 4);
+    *have -= nrec * 4;
+    consume(res, recs, nrec, err_state);
+}
+
 /* run_child -- forks the writer, kills it after `delay_ms` counted from its
  * MARK_OPEN (or from the fork when `from_fork`), and collects its reports. */
 static round_result run_child(const char *dir, uint32_t round, uint64_t gen_seed, uint64_t next_key, unsigned flags,
@@ -243,12 +256,7 @@ static round_result run_child(const char *dir, uint32_t round, uint64_t gen_seed
         }
         have += (size_t)got;
         int was_open = res.opened;
-        uint32_t recs[sizeof buf / 4];
-        size_t nrec = have / 4;
-        memcpy(recs, buf, nrec * 4);
-        memmove(buf, buf + nrec * 4, have - nrec * 4);
-        have -= nrec * 4;
-        consume(&res, recs, nrec, &err_state);
+        take_records(&res, buf, &have, &err_state);
         if (!was_open && res.opened && !from_fork) deadline = tu_now_ms() + delay_ms;
     }
     kill(pid, SIGKILL);
@@ -259,12 +267,7 @@ static round_result run_child(const char *dir, uint32_t round, uint64_t gen_seed
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break;
         have += (size_t)got;
-        uint32_t recs[sizeof buf / 4];
-        size_t nrec = have / 4;
-        memcpy(recs, buf, nrec * 4);
-        memmove(buf, buf + nrec * 4, have - nrec * 4);
-        have -= nrec * 4;
-        consume(&res, recs, nrec, &err_state);
+        take_records(&res, buf, &have, &err_state);
     }
     close(pfd[0]);
     if (res.err)
