@@ -118,6 +118,14 @@ static void direct_append_roundtrip(void **state)
         if (want) assert_memory_equal(buf, expect + off, want);
     }
     assert_true(st.read_bytes[IO_USER_READ] > 0);
+    /* one read larger than the per-thread bounce buffer (1 MiB): a one-off buffer */
+    uint8_t *big = malloc(3u << 20);
+    assert_non_null(big);
+    size_t got_big;
+    assert_int_equal(io_pread(rf, 12345, big, 3u << 20, &got_big), 0);
+    assert_int_equal(got_big, 3u << 20);
+    assert_memory_equal(big, expect + 12345, 3u << 20);
+    free(big);
     io_close(rf);
     free(buf);
     free(expect);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,57 @@ int io_append(io_file *f, const void *p, size_t n)
     return 0;
 }
 
+/* Each thread keeps one aligned bounce buffer for direct reads (reused: block
+ * reads are on the read path, and fresh memory is slow to fault in here);
+ * reads larger than BOUNCE_CACHE_MAX use a one-off buffer. */
+#define BOUNCE_CACHE_MAX (1u << 20)
+typedef struct bounce_cache {
+    void *p;
+    size_t cap;
+} bounce_cache;
+static pthread_key_t g_bounce_key;
+static pthread_once_t g_bounce_once = PTHREAD_ONCE_INIT;
+
+static void bounce_free(void *arg)
+{
+    bounce_cache *c = arg;
+    free(c->p);
+    free(c);
+}
+
+static void bounce_key_init(void) { (void)pthread_key_create(&g_bounce_key, bounce_free); }
+
+/* bounce_get -- an aligned buffer of at least len bytes; *owned tells the
+ * caller to free it (it is not the thread's cached one). NULL on no memory. */
+static void *bounce_get(size_t len, int *owned)
+{
+    *owned = 0;
+    if (len <= BOUNCE_CACHE_MAX) {
+        pthread_once(&g_bounce_once, bounce_key_init);
+        bounce_cache *c = pthread_getspecific(g_bounce_key);
+        if (!c) {
+            if (!(c = calloc(1, sizeof *c))) return NULL;
+            if (pthread_setspecific(g_bounce_key, c) != 0) {
+                free(c);
+                return NULL;
+            }
+        }
+        if (c->cap < len) {
+            size_t cap = len < (64u << 10) ? (64u << 10) : len;
+            void *p = NULL;
+            if (posix_memalign(&p, IO_DIRECT_ALIGN, cap) != 0) return NULL;
+            free(c->p);
+            c->p = p;
+            c->cap = cap;
+        }
+        return c->p;
+    }
+    void *p = NULL;
+    if (posix_memalign(&p, IO_DIRECT_ALIGN, len) != 0) return NULL;
+    *owned = 1;
+    return p;
+}
+
 /* direct_pread -- O_DIRECT read of [off, off+n): reads the enclosing aligned
  * range into an aligned bounce buffer and copies the requested part out.
  * Device bytes (the aligned range) are what is accounted. */
@@ -227,16 +279,16 @@ static int direct_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *g
 {
     uint64_t start = off & ~(uint64_t)(IO_DIRECT_ALIGN - 1);
     size_t len = align_up(off + n) - (size_t)start;
-    void *bounce = NULL;
-    if (posix_memalign(&bounce, IO_DIRECT_ALIGN, len ? len : IO_DIRECT_ALIGN) != 0)
-        return tkv_err(TKV_NO_MEMORY, "out of memory reading %s", f->path);
+    int owned;
+    void *bounce = bounce_get(len ? len : IO_DIRECT_ALIGN, &owned);
+    if (!bounce) return tkv_err(TKV_NO_MEMORY, "out of memory reading %s", f->path);
     size_t done = 0;
     while (done < len) {
         ssize_t r = pread(f->fd, (uint8_t *)bounce + done, len - done, (off_t)(start + done));
         if (r < 0) {
             if (errno == EINTR) continue;
             int err = errno;
-            free(bounce);
+            if (owned) free(bounce);
             return tkv_err_errno(err, "read %s at offset %llu", f->path, (unsigned long long)(start + done));
         }
         if (r == 0) break;
@@ -247,7 +299,7 @@ static int direct_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *g
     size_t avail = done > skip ? done - skip : 0;
     size_t k = avail < n ? avail : n;
     memcpy(buf, (uint8_t *)bounce + skip, k);
-    free(bounce);
+    if (owned) free(bounce);
     if (f->stats) count(&f->stats->read_bytes[f->cls], done);
     *got = k;
     return 0;
