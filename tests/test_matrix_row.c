@@ -565,10 +565,18 @@ static void expect_it(tkv_it *it, const ent *e, const char *what, size_t i)
     if (v.n != e->vn || (v.n && memcmp(v.p, e->v, v.n))) fail_msg("%s: entry %zu: value differs", what, i);
 }
 
-/* check_iter -- forward, reverse and random seeks over entries [cursor, n). */
+/* check_iter_from -- forward, reverse and random seeks over entries
+ * [cursor, n) of an iterator `it` (destroyed here). */
+static void check_iter_from(tkv_it *it, tu_rng *rng, const row_data *d, uint32_t cursor, const char *what);
+
+/* check_iter -- check_iter_from on rowtable_iter(r) (the row's own cursor). */
 static void check_iter(tu_rng *rng, const rowtable *r, const row_data *d, uint32_t cursor, const char *what)
 {
-    tkv_it *it = rowtable_iter(r);
+    check_iter_from(rowtable_iter(r), rng, d, cursor, what);
+}
+
+static void check_iter_from(tkv_it *it, tu_rng *rng, const row_data *d, uint32_t cursor, const char *what)
+{
     assert_non_null(it);
     it_seek_first(it);
     for (size_t i = cursor; i < d->n; i++, it_next(it)) expect_it(it, &d->e[i], what, i);
@@ -727,6 +735,137 @@ static void test_rows_model(void **state)
         pool_close(p);
         fx_free(&f);
     }
+}
+
+
+/* ---------------------------------------------------------------- view cursors */
+
+/* test_view_cursors -- the engine's reads pass the cursor of their own view
+ * (rowtable_get_at / rows_get_at / rowtable_iter_at) while the row's own
+ * cursor is only the floor of what released pages allow; column compaction
+ * sizes and ends columns with rowtable_upper_bound / data_offset / user_key;
+ * a flush builds forward pointers from the view's cursor of the older row
+ * (rowtable_build_at). All against the model. */
+static void test_view_cursors(void **state)
+{
+    (void)state;
+    tu_rng rng;
+    tu_rng_init(&rng, tu_seed() + 7);
+    fixture f = fx_new("rows-view");
+    pool *p = open_pool(f.path, 16u << 20, PM_EMULATED, NULL);
+    enum { K = 4 };
+    row_data rows[K];
+    rowtable *rt[K];
+    uint64_t seq = 0, universe = 3000;
+    /* oldest first; rows[]/rt[] newest first. Row 1 (the second oldest) is
+     * built with forward pointers from a view cursor of the oldest row. */
+    uint32_t oldest_view = 0;
+    for (size_t i = 0; i < K; i++) {
+        size_t at = K - 1 - i;
+        rows[at] = gen_row(&rng, 600 + tu_rng_below(&rng, 900), universe, &seq, 200, 0);
+        if (i == 1) {
+            oldest_view = key_boundary(&rows[K - 1], rows[K - 1].n / 3);
+            tkv_it *it = iter_of(&rows[at]);
+            assert_int_equal(rowtable_build_at(p, i + 1, it, rt[at + 1], oldest_view, &rt[at]), 0);
+            it_destroy(it);
+            assert_int_equal(rowtable_commit(rt[at]), 0);
+            check_fwd(rt[at], &rows[at], &rows[at + 1], oldest_view);
+        } else {
+            rt[at] = build_row(p, i + 1, &rows[at], i ? rt[at + 1] : NULL, 1);
+        }
+    }
+    tkv_buf val = {0}, kb = {0};
+    for (int round = 0; round < 6; round++) {
+        /* per-view cursors at user-key boundaries; the rows' own cursors
+         * (floors) at or below them */
+        uint32_t view[K];
+        for (size_t i = 0; i < K; i++) {
+            uint32_t floor = rowtable_cursor(rt[i]);
+            uint32_t room = rowtable_count(rt[i]) - floor;
+            view[i] = key_boundary(&rows[i], floor + (round == 5 ? room : tu_rng_below(&rng, room / 2 + 1)));
+            if (round == 5 && i == 0) view[i] = key_boundary(&rows[i], floor); /* one row fully live */
+        }
+        model m = model_of(rows, view, K);
+        /* rows_get_at against the model of what the view sees */
+        for (int q = 0; q < 1500; q++) {
+            char u[40];
+            uint64_t ux = tu_rng_below(&rng, universe + 200);
+            size_t un = ukey_of(ux, u);
+            uint64_t snap = q % 3 ? UINT64_MAX : tu_rng_below(&rng, seq + 2);
+            uint8_t t[64];
+            ikey_encode(t, u, un, snap > IKEY_MAX_SEQ ? IKEY_MAX_SEQ : snap, IKEY_SEEK_TYPE);
+            size_t pos = lower_bound(m.e, 0, m.n, slice(t, un + IKEY_TRAILER));
+            int want = pos < m.n && ukey_cmp(ikey_user(ekey(&m.e[pos])), slice(u, un)) == 0;
+            row_get_result res;
+            memset(&res, 0, sizeof res);
+            int rc = rows_get_at(rt, view, K, slice(u, un), snap, &res, &val);
+            if (rc != want) fail_msg("round %d: rows_get_at(%s) = %d, model %d", round, tu_hex(u, un), rc, want);
+            if (want) {
+                assert_int_equal(res.seq, ikey_seq(ekey(&m.e[pos])));
+                assert_int_equal(val.len, m.e[pos].vn);
+            }
+        }
+        free(m.e);
+        for (size_t i = 0; i < K; i++) {
+            char what[64];
+            snprintf(what, sizeof what, "round %d row %zu view %u", round, i, view[i]);
+            check_iter_from(rowtable_iter_at(rt[i], view[i]), &rng, &rows[i], view[i], what);
+            /* upper bound: first entry past every version of a user key */
+            for (int q = 0; q < 200; q++) {
+                char u[40];
+                size_t un;
+                if (q % 2 && rows[i].n) {
+                    const ent *e = &rows[i].e[tu_rng_below(&rng, rows[i].n)];
+                    un = e->kn - IKEY_TRAILER;
+                    memcpy(u, e->k, un);
+                } else {
+                    un = ukey_of(tu_rng_below(&rng, universe + 100), u);
+                }
+                uint32_t got;
+                assert_int_equal(rowtable_upper_bound(rt[i], view[i], slice(u, un), &got), 0);
+                size_t want = view[i];
+                while (want < rows[i].n && ukey_cmp(ikey_user(ekey(&rows[i].e[want])), slice(u, un)) <= 0) want++;
+                if (got != want) fail_msg("%s: upper_bound(%s) = %u, want %zu", what, tu_hex(u, un), got, want);
+            }
+            /* data offsets grow with the index and span the data; keys read back */
+            uint64_t prev = 0, off;
+            for (uint32_t j = view[i]; j <= rowtable_count(rt[i]); j++) {
+                assert_int_equal(rowtable_data_offset(rt[i], j, &off), 0);
+                if (j > view[i]) assert_true(off > prev);
+                prev = off;
+                if (j < rowtable_count(rt[i])) {
+                    assert_int_equal(rowtable_user_key(rt[i], j, &kb), 0);
+                    tkv_slice uk = ikey_user(ekey(&rows[i].e[j]));
+                    assert_int_equal(kb.len, uk.n);
+                    assert_memory_equal(kb.data, uk.p, uk.n);
+                }
+            }
+            rowtable_props pr;
+            rowtable_get_props(rt[i], &pr);
+            assert_int_equal(prev, pr.data_bytes);
+        }
+        /* the floors move up to the views' cursors (as the engine does once
+         * no older view is live); reads from below a floor are raised to it */
+        for (size_t i = 0; i < K; i++) {
+            uint32_t below = rowtable_cursor(rt[i]);
+            assert_int_equal(rowtable_set_cursor(rt[i], view[i]), 0);
+            assert_int_equal(rowtable_release_dead_pages(rt[i], NULL), 0);
+            uint64_t off;
+            if (view[i] > below) assert_int_equal(rowtable_data_offset(rt[i], below, &off), TKV_INVALID);
+            if (view[i] > 0 && view[i] < rowtable_count(rt[i]))
+                assert_int_equal(rowtable_user_key(rt[i], view[i] - 1, &kb), TKV_INVALID);
+            check_iter_from(rowtable_iter_at(rt[i], below), &rng, &rows[i], view[i], "raised to the floor");
+        }
+        check_accounting(p, "after releases");
+    }
+    buf_free(&val);
+    buf_free(&kb);
+    for (size_t i = 0; i < K; i++) {
+        rowtable_close(rt[i]);
+        free_row(&rows[i]);
+    }
+    pool_close(p);
+    fx_free(&f);
 }
 
 /* ---------------------------------------------------------------- comparisons */
@@ -1301,6 +1440,7 @@ int main(void)
         cmocka_unit_test(test_comparison_bound), cmocka_unit_test(test_broken_chain),
         cmocka_unit_test(test_corruption),      cmocka_unit_test(test_crash),
         cmocka_unit_test(test_overlapping_rows), cmocka_unit_test(test_build_errors),
+        cmocka_unit_test(test_view_cursors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -524,11 +524,11 @@ out:
 /* write_entries -- pass 2, step (1): data and metadata entries into the
  * row's pages (persisted page by page as each fills), forward pointers by a
  * linear merge with `older` (<= n_new + n_old comparisons in all). */
-static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32_t *crc)
+static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32_t older_cursor, uint32_t *crc)
 {
     pstream data = {r, r->nmeta, 0, r->data_bytes, 0, crc};
     pstream mst = {r, 0, r->meta_off, r->meta_off + (uint64_t)r->n * ROWTABLE_META_ENTRY_SIZE, r->meta_off, crc};
-    uint32_t oj = older ? cursor_load(older) : 0, on = older ? older->n : 0;
+    uint32_t oj = older ? older_cursor : 0, on = older ? older->n : 0;
     target t;
     probe pr = {older, &t, 0, 0, 0};
     uint32_t i = 0;
@@ -626,12 +626,23 @@ static void layout(uint64_t n, uint64_t data_bytes, uint32_t ps, uint64_t *npage
  */
 int rowtable_build(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, rowtable **out)
 {
+    return rowtable_build_at(p, row_id, src, older, older ? cursor_load(older) : 0, out);
+}
+
+int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, uint32_t older_cursor,
+                      rowtable **out)
+{
     *out = NULL;
     if (!p || !src || row_id == 0)
         return tkv_err(TKV_INVALID, "rowtable_build: NULL pool/source or row id 0");
     if (older && older->pl != p)
         return tkv_err(TKV_INVALID, "pool %s: row %llu: the older row belongs to another pool", pool_path(p),
                        (unsigned long long)row_id);
+    if (older) { /* never read below what the older row's released pages allow */
+        uint32_t floor = cursor_load(older);
+        if (older_cursor < floor) older_cursor = floor;
+        if (older_cursor > older->n) older_cursor = older->n;
+    }
     build_totals tot;
     TKV_TRY(scan_source(p, row_id, src, &tot));
 
@@ -670,7 +681,7 @@ int rowtable_build(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older,
         r->addr[j] = pool_page_addr(p, r->pages[j]);
         crc[j] = tkv_checksum("", 0); /* pages left with no content (e.g. no metadata in page 0) */
     }
-    rc = write_entries(r, src, older, crc); /* step (1) */
+    rc = write_entries(r, src, older, older_cursor, crc); /* step (1) */
     if (rc < 0) goto fail;
     encode_body(r, crc, body);
     rc = pool_row_write_header(p, row_id, POOL_ROW_KIND_ROWTABLE, body, (uint32_t)(RB_FIXED + 4 * npages), r->pages,
@@ -855,14 +866,30 @@ fail:
 
 /* ---------------------------------------------------------------- lookups */
 
+/* live_from -- the first live entry for a reader whose view has `cursor`:
+ * never below the row's own cursor (the floor of what its released pages
+ * allow), never past the end. */
+static inline uint32_t live_from(const rowtable *r, uint32_t cursor)
+{
+    uint32_t floor = cursor_load(r);
+    if (cursor < floor) cursor = floor;
+    return cursor < r->n ? cursor : r->n;
+}
+
 int rowtable_get(const rowtable *r, tkv_slice ukey, uint64_t snap, const row_hint *hint_in, row_get_result *res,
                  tkv_buf *value, row_hint *hint_out)
+{
+    return rowtable_get_at(r, 0, ukey, snap, hint_in, res, value, hint_out);
+}
+
+int rowtable_get_at(const rowtable *r, uint32_t cursor, tkv_slice ukey, uint64_t snap, const row_hint *hint_in,
+                    row_get_result *res, tkv_buf *value, row_hint *hint_out)
 {
     if (snap > IKEY_MAX_SEQ) snap = IKEY_MAX_SEQ;
     target t;
     target_init(&t, ukey, ikey_pack(snap, IKEY_SEEK_TYPE));
     probe pr = {r, &t, 0, 0, 0};
-    uint32_t c = cursor_load(r), n = r->n, lo = c, hi = n;
+    uint32_t c = live_from(r, cursor), n = r->n, lo = c, hi = n;
     int hi_ueq = 0, rc = 0;
     res->rows_searched++;
 
@@ -939,6 +966,12 @@ done:
 
 int rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row_get_result *res, tkv_buf *value)
 {
+    return rows_get_at(rows, NULL, k, ukey, snap, res, value);
+}
+
+int rows_get_at(rowtable *const *rows, const uint32_t *cursors, size_t k, tkv_slice ukey, uint64_t snap,
+                row_get_result *res, tkv_buf *value)
+{
     row_hint hint = {0, 0, 0};
     int found = 0;
     uint64_t best_seq = 0;
@@ -948,16 +981,17 @@ int rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row
         const rowtable *r = rows[i];
         if (!r) continue;
         if (found && r->max_seq <= best_seq) break; /* every older entry is older than the answer */
-        if (r->n == 0 || r->min_seq > snap) {
+        uint32_t c = cursors ? cursors[i] : 0;
+        if (r->n == 0 || r->min_seq > snap || live_from(r, c) == r->n) {
             hint = (row_hint){0, 0, 0};
             continue;
         }
-        int rc = rowtable_get(r, ukey, snap, &hint, res, found ? NULL : value, &hint);
+        int rc = rowtable_get_at(r, c, ukey, snap, &hint, res, found ? NULL : value, &hint);
         if (rc < 0) return rc;
         if (rc == 1 && (!found || res->seq > best_seq)) {
             if (found && value && res->type == IKEY_VALUE) { /* overlapping rows: fetch the better value */
                 row_hint none = {0, 0, 0};
-                rc = rowtable_get(r, ukey, snap, &none, res, value, NULL);
+                rc = rowtable_get_at(r, c, ukey, snap, &none, res, value, NULL);
                 if (rc < 0) return rc;
             } else if (found && value) {
                 value->len = 0;
@@ -979,7 +1013,8 @@ int rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row
 typedef struct row_iter {
     tkv_it base;
     const rowtable *r;
-    uint32_t pos, lo; /* lo: the cursor read at the last seek */
+    uint32_t from;    /* the view's cursor (rowtable_iter_at), 0 for rowtable_iter */
+    uint32_t pos, lo; /* lo: the first live entry, computed at the last seek */
     int valid, status;
     tkv_slice k, v;
     tkv_buf kbuf, vbuf; /* entries that cross a page end are gathered here */
@@ -1026,14 +1061,14 @@ static int ri_valid(tkv_it *i) { return ((row_iter *)i)->valid; }
 static void ri_seek_first(tkv_it *i)
 {
     row_iter *it = (row_iter *)i;
-    it->lo = it->pos = cursor_load(it->r);
+    it->lo = it->pos = live_from(it->r, it->from);
     ri_load(it);
 }
 
 static void ri_seek_last(tkv_it *i)
 {
     row_iter *it = (row_iter *)i;
-    it->lo = cursor_load(it->r);
+    it->lo = live_from(it->r, it->from);
     it->pos = it->r->n ? it->r->n - 1 : 0;
     ri_load(it);
 }
@@ -1051,7 +1086,7 @@ static void ri_seek(tkv_it *i, tkv_slice target_key)
     target_init(&t, ikey_user(target_key), ikey_trailer(target_key));
     probe pr = {it->r, &t, 0, 0, 0};
     int ueq = 0;
-    it->lo = cursor_load(it->r);
+    it->lo = live_from(it->r, it->from);
     it->pos = lower_bound(&pr, it->lo, it->r->n, &ueq);
     if (pr.err) {
         it->status = pr.err;
@@ -1105,7 +1140,9 @@ static const tkv_it_ops row_iter_ops = {
     .destroy = ri_destroy,
 };
 
-tkv_it *rowtable_iter(const rowtable *r)
+tkv_it *rowtable_iter(const rowtable *r) { return rowtable_iter_at(r, 0); }
+
+tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor)
 {
     row_iter *it = calloc(1, sizeof *it);
     if (!it) {
@@ -1115,7 +1152,52 @@ tkv_it *rowtable_iter(const rowtable *r)
     }
     it->base.ops = &row_iter_ops;
     it->r = r;
+    it->from = cursor;
     return &it->base;
+}
+
+/* ---------------------------------------------------------------- column support */
+
+int rowtable_upper_bound(const rowtable *r, uint32_t from, tkv_slice ukey, uint32_t *out)
+{
+    /* (ukey, trailer 0) is the last internal key of ukey: the lower bound of
+     * it is past every version of ukey except one with trailer 0 (seq 0 is
+     * never assigned, but a corrupt-free row could still hold it). */
+    target t;
+    target_init(&t, ukey, 0);
+    probe pr = {r, &t, 0, 0, 0};
+    int ueq = 0;
+    uint32_t lo = live_from(r, from);
+    uint32_t pos = lower_bound(&pr, lo, r->n, &ueq);
+    if (pr.err) return pr.err;
+    if (pos < r->n && ueq) pos++;
+    *out = pos;
+    return 0;
+}
+
+int rowtable_data_offset(const rowtable *r, uint32_t i, uint64_t *off)
+{
+    if (i > r->n || i < cursor_load(r))
+        return tkv_err(TKV_INVALID, "pool %s: row %llu: entry %u outside the live entries [%u, %u]", pool_path(r->pl),
+                       (unsigned long long)r->row_id, i, cursor_load(r), r->n);
+    *off = i == r->n ? r->data_bytes : dec_u64(meta_ptr(r, i) + ME_DATA_OFF);
+    return 0;
+}
+
+int rowtable_user_key(const rowtable *r, uint32_t i, tkv_buf *out)
+{
+    if (i >= r->n || i < cursor_load(r))
+        return tkv_err(TKV_INVALID, "pool %s: row %llu: entry %u outside the live entries [%u, %u)", pool_path(r->pl),
+                       (unsigned long long)r->row_id, i, cursor_load(r), r->n);
+    meta m;
+    ent_loc e;
+    meta_load(r, i, &m);
+    TKV_TRY(entry_decode(r, i, &m, &e));
+    out->len = 0;
+    TKV_TRY(buf_reserve(out, m.klen ? m.klen : 1));
+    data_copy(r, e.key_off, out->data, m.klen);
+    out->len = m.klen;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- drain cursor */

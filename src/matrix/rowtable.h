@@ -90,6 +90,13 @@ typedef struct rowtable rowtable;
  * back-pressure signal), the source's error, TKV_NO_MEMORY. On error no page
  * stays allocated and *out is NULL. */
 int rowtable_build(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, rowtable **out);
+/* rowtable_build_at -- rowtable_build with the forward pointers computed from
+ * entry `older_cursor` of `older` on (the cursor of the reader's view the
+ * builder belongs to: the engine pins a version whose cursor for `older` is
+ * older_cursor, so pages from there on cannot be released under the build).
+ * Raised to the older row's own cursor if below it. */
+int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, uint32_t older_cursor,
+                      rowtable **out);
 /* rowtable_commit -- step (3): stores the row's directory slot (pool_commit_row).
  * 0, TKV_NO_SPACE (directory full; the row stays uncommitted), TKV_INVALID
  * (already committed). */
@@ -186,6 +193,14 @@ typedef struct row_get_result {
 int rowtable_get(const rowtable *r, tkv_slice ukey, uint64_t snap, const row_hint *hint_in, row_get_result *res,
                  tkv_buf *value, row_hint *hint_out);
 
+/* rowtable_get_at -- rowtable_get for a reader whose view has drain cursor
+ * `cursor` for this row: entries [max(cursor, row cursor), n) are searched.
+ * The engine keeps each row's own cursor (rowtable_set_cursor) at the
+ * smallest cursor of any live view, so that pages a view can reach are never
+ * released, and passes the view's cursor here. */
+int rowtable_get_at(const rowtable *r, uint32_t cursor, tkv_slice ukey, uint64_t snap, const row_hint *hint_in,
+                    row_get_result *res, tkv_buf *value, row_hint *hint_out);
+
 /* rows_get -- looks ukey up in rows[0..k) (newest first; NULL entries are
  * skipped), passing each row's hint to the next; stops at the first row that
  * has a visible entry (unless an older row's max_seq is above that entry's
@@ -193,6 +208,11 @@ int rowtable_get(const rowtable *r, tkv_slice ukey, uint64_t snap, const row_hin
  * skipped unsearched. Same returns as rowtable_get; res->row_index names the
  * row that answered. */
 int rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row_get_result *res, tkv_buf *value);
+/* rows_get_at -- rows_get with a view cursor per row (cursors[i] for rows[i],
+ * as rowtable_get_at; cursors NULL = each row's own cursor). A row with no
+ * live entry in the view is skipped. */
+int rows_get_at(rowtable *const *rows, const uint32_t *cursors, size_t k, tkv_slice ukey, uint64_t snap,
+                row_get_result *res, tkv_buf *value);
 
 /* rowtable_iter -- an internal iterator (util/iter.h) over entries [cursor,
  * n) in ikey order: seek_first/seek_last/seek/next/prev. key()/value() point
@@ -201,6 +221,23 @@ int rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row
  * than IKEY_TRAILER: status TKV_INVALID). The cursor is read at each seek.
  * The row must outlive the iterator. NULL on out of memory. */
 tkv_it *rowtable_iter(const rowtable *r);
+/* rowtable_iter_at -- an iterator over entries [max(cursor, row cursor), n):
+ * a view's iterator (see rowtable_get_at). */
+tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor);
+
+/* ---------------------------------------------------------------- column compaction support */
+
+/* rowtable_upper_bound -- *out = the first index in [max(from, row cursor), n)
+ * whose user key is > ukey (n if none): the row's new cursor after a column
+ * that ends at ukey. 0 or TKV_CORRUPTION. */
+int rowtable_upper_bound(const rowtable *r, uint32_t from, tkv_slice ukey, uint32_t *out);
+/* rowtable_data_offset -- data-stream offset of entry i (data_bytes for
+ * i == n), for sizing columns: entries [i, j) occupy offset(j) - offset(i)
+ * bytes (padding included). i must be >= the row's cursor (TKV_INVALID). */
+int rowtable_data_offset(const rowtable *r, uint32_t i, uint64_t *off);
+/* rowtable_user_key -- copies the user key of entry i (row cursor <= i < n)
+ * into *out (out->len set). 0, TKV_INVALID, TKV_CORRUPTION, TKV_NO_MEMORY. */
+int rowtable_user_key(const rowtable *r, uint32_t i, tkv_buf *out);
 
 /* ---------------------------------------------------------------- drain cursor */
 
