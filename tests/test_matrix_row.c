@@ -810,6 +810,10 @@ static void test_view_cursors(void **state)
             char what[64];
             snprintf(what, sizeof what, "round %d row %zu view %u", round, i, view[i]);
             check_iter_from(rowtable_iter_at(rt[i], view[i]), &rng, &rows[i], view[i], what);
+            /* a column's share of the row: [view, to) only */
+            uint32_t to = view[i] + (uint32_t)tu_rng_below(&rng, rowtable_count(rt[i]) - view[i] + 1);
+            row_data part = {rows[i].e, to};
+            check_iter_from(rowtable_iter_range(rt[i], view[i], to), &rng, &part, view[i], what);
             /* upper bound: first entry past every version of a user key */
             for (int q = 0; q < 200; q++) {
                 char u[40];
@@ -826,6 +830,10 @@ static void test_view_cursors(void **state)
                 size_t want = view[i];
                 while (want < rows[i].n && ukey_cmp(ikey_user(ekey(&rows[i].e[want])), slice(u, un)) <= 0) want++;
                 if (got != want) fail_msg("%s: upper_bound(%s) = %u, want %zu", what, tu_hex(u, un), got, want);
+                assert_int_equal(rowtable_lower_bound(rt[i], view[i], slice(u, un), &got), 0);
+                want = view[i];
+                while (want < rows[i].n && ukey_cmp(ikey_user(ekey(&rows[i].e[want])), slice(u, un)) < 0) want++;
+                if (got != want) fail_msg("%s: lower_bound(%s) = %u, want %zu", what, tu_hex(u, un), got, want);
             }
             /* data offsets grow with the index and span the data; keys read back */
             uint64_t prev = 0, off;
@@ -865,6 +873,52 @@ static void test_view_cursors(void **state)
         free_row(&rows[i]);
     }
     pool_close(p);
+    fx_free(&f);
+}
+
+/* test_pool_drop_row -- recovery's drop of a row the engine does not know:
+ * slot cleared, every unreleased page free, the other rows untouched, and
+ * the same after a reopen. */
+static void test_pool_drop_row(void **state)
+{
+    (void)state;
+    tu_rng rng;
+    tu_rng_init(&rng, tu_seed() + 11);
+    fixture f = fx_new("rows-drop");
+    pool_options o = {.page_size = 4096, .dir_slots = 0};
+    pool *p = open_pool(f.path, 1u << 20, PM_EMULATED, &o);
+    uint64_t seq = 0;
+    row_data d1 = gen_row(&rng, 800, 3000, &seq, 100, 0), d2 = gen_row(&rng, 800, 3000, &seq, 100, 0);
+    rowtable *r1 = build_row(p, 1, &d1, NULL, 1), *r2 = build_row(p, 2, &d2, r1, 1);
+    pool_stats before;
+    pool_get_stats(p, &before);
+    /* release part of row 1 first: its released pages must not be freed twice */
+    assert_int_equal(rowtable_set_cursor(r1, key_boundary(&d1, d1.n / 2)), 0);
+    assert_int_equal(rowtable_release_dead_pages(r1, NULL), 0);
+    rowtable_props pr;
+    rowtable_get_props(r1, &pr);
+    assert_true(pr.pages_released > 0);
+    uint32_t slot1 = pr.slot, owned1 = pr.pages - pr.pages_released;
+    rowtable_close(r1); /* the engine forgot it */
+    assert_int_equal(pool_drop_row(p, slot1), 0);
+    pool_stats after;
+    pool_get_stats(p, &after);
+    assert_int_equal(after.rows, before.rows - 1);
+    assert_int_equal(after.pages_free, before.pages_free + pr.pages_released + owned1);
+    check_accounting(p, "after drop");
+    assert_int_equal(pool_drop_row(p, slot1), TKV_INVALID); /* empty slot */
+    rowtable_close(r2);
+    pool_close(p);
+    p = open_pool(f.path, 0, PM_EMULATED, NULL);
+    rowtable *rt[4];
+    assert_int_equal(open_all(p, rt, 4), 1);
+    assert_int_equal(rowtable_id(rt[0]), 2);
+    check_iter(&rng, rt[0], &d2, 0, "survivor");
+    check_accounting(p, "reopened");
+    rowtable_close(rt[0]);
+    pool_close(p);
+    free_row(&d1);
+    free_row(&d2);
     fx_free(&f);
 }
 
@@ -1440,7 +1494,7 @@ int main(void)
         cmocka_unit_test(test_comparison_bound), cmocka_unit_test(test_broken_chain),
         cmocka_unit_test(test_corruption),      cmocka_unit_test(test_crash),
         cmocka_unit_test(test_overlapping_rows), cmocka_unit_test(test_build_errors),
-        cmocka_unit_test(test_view_cursors),
+        cmocka_unit_test(test_view_cursors),    cmocka_unit_test(test_pool_drop_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

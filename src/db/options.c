@@ -16,7 +16,7 @@
 #include "util/coding.h"
 #include "util/status.h"
 
-typedef enum opt_kind { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_ENUM } opt_kind;
+typedef enum opt_kind { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_ENUM, OPT_STRING } opt_kind;
 
 typedef struct opt_def {
     const char *name;
@@ -28,6 +28,11 @@ typedef struct opt_def {
 } opt_def;
 
 static const char *const COMPRESSION_NAMES[] = {"none", "lz4", NULL};
+static const char *const L0_NAMES[] = {"sst", "matrix", NULL};
+/* The order of emul/pmem.h's pm_mode and pm_profile. crashsim is for tests
+ * (a power cut at the N-th persist, docs/pmem.md). */
+static const char *const PMEM_MODE_NAMES[] = {"auto", "pmem", "emulated", "msync", "crashsim", NULL};
+static const char *const PROFILE_NAMES[] = {"none", "optane", NULL};
 
 #define OFF(f) offsetof(struct tkv_options, f)
 static const opt_def OPTION_TABLE[] = {
@@ -50,6 +55,13 @@ static const opt_def OPTION_TABLE[] = {
     {"l0_stop_trigger", OPT_INT, OFF(l0_stop_trigger), 1, 1000, "12", NULL},
     {"max_open_files", OPT_INT, OFF(max_open_files), 16, 1000000, "1000", NULL},
     {"direct_io", OPT_BOOL, OFF(direct_io), 0, 1, "0", NULL},
+    {"l0", OPT_ENUM, OFF(l0), 0, 1, "sst", L0_NAMES},
+    {"pmem_path", OPT_STRING, OFF(pmem_path), 0, sizeof(((struct tkv_options *)0)->pmem_path) - 1, "", NULL},
+    {"pmem_size", OPT_SIZE, OFF(pmem_size), 0, UINT64_C(1) << 40, "0", NULL},
+    {"pmem_mode", OPT_ENUM, OFF(pmem_mode), 0, 4, "auto", PMEM_MODE_NAMES},
+    {"emul_profile", OPT_ENUM, OFF(emul_profile), 0, 1, "none", PROFILE_NAMES},
+    {"column_bytes", OPT_SIZE, OFF(column_bytes), 0, UINT64_C(1) << 40, "0", NULL},
+    {"matrix_trigger", OPT_INT, OFF(matrix_trigger), 1, 100, "50", NULL},
 };
 #define N_OPTIONS (sizeof OPTION_TABLE / sizeof OPTION_TABLE[0])
 
@@ -89,6 +101,16 @@ static int parse_bool(const char *s, uint64_t *out)
     return TKV_INVALID;
 }
 
+/* store_string -- an OPT_STRING value (length checked against d->max). */
+static int store_string(struct tkv_options *o, const opt_def *d, const char *value)
+{
+    size_t n = strlen(value);
+    if (n > d->max) return tkv_err(TKV_INVALID, "option %s: value of %zu bytes is longer than %llu", d->name, n,
+                                   (unsigned long long)d->max);
+    memcpy((char *)o + d->offset, value, n + 1);
+    return 0;
+}
+
 static void store(struct tkv_options *o, const opt_def *d, uint64_t v)
 {
     char *field = (char *)o + d->offset;
@@ -109,6 +131,7 @@ static int set_one(struct tkv_options *o, const opt_def *d, const char *value)
 {
     uint64_t v;
     int rc;
+    if (d->kind == OPT_STRING) return store_string(o, d, value);
     if (d->kind == OPT_BOOL) rc = parse_bool(value, &v);
     else if (d->kind == OPT_ENUM) {
         rc = TKV_INVALID;
@@ -164,6 +187,15 @@ char *options_describe(const struct tkv_options *o)
     char line[256];
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const opt_def *d = &OPTION_TABLE[i];
+        if (d->kind == OPT_STRING) {
+            const char *str = (const char *)o + d->offset;
+            if (buf_append(&b, d->name, strlen(d->name)) < 0 || buf_append(&b, "=", 1) < 0 ||
+                buf_append(&b, str, strlen(str)) < 0 || buf_append(&b, "\n", 1) < 0) {
+                buf_free(&b);
+                return NULL;
+            }
+            continue;
+        }
         uint64_t v = load(o, d);
         int n = d->kind == OPT_ENUM ? snprintf(line, sizeof line, "%s=%s\n", d->name, d->names[v])
                                     : snprintf(line, sizeof line, "%s=%llu\n", d->name, (unsigned long long)v);
@@ -171,4 +203,13 @@ char *options_describe(const struct tkv_options *o)
     }
     if (buf_append(&b, "", 1) < 0) { buf_free(&b); return NULL; }
     return (char *)b.data;
+}
+
+char *options_pmem_path(const struct tkv_options *o, const char *dir)
+{
+    if (o->pmem_path[0]) return strdup(o->pmem_path);
+    size_t n = strlen(dir) + sizeof "/matrix.pmem";
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/matrix.pmem", dir);
+    return p;
 }

@@ -34,7 +34,21 @@ struct tkv_options {
     int l0_stop_trigger;        /* L0 files at which writes wait for compaction */
     int max_open_files;         /* SST tables kept open */
     int direct_io;              /* 1: SST reads and flush/compaction writes use O_DIRECT */
+    /* NVM tier: the matrix container (docs/format-matrix.md) */
+    int l0;                     /* L0_SST or L0_MATRIX */
+    char pmem_path[4096];       /* pool file; "" = <dir>/matrix.pmem */
+    uint64_t pmem_size;         /* pool bytes at creation; 0 = 1G for a new pool, the pool's own size for an existing one */
+    int pmem_mode;              /* pm_mode (emul/pmem.h): auto, pmem, emulated, msync, crashsim */
+    int emul_profile;           /* pm_profile: none, optane */
+    uint64_t column_bytes;      /* bytes of rows per column compaction; 0 = pool size / 16 */
+    int matrix_trigger;         /* percent of the pool's pages in use at which the compactor forms */
 };
+
+#define L0_SST 0
+#define L0_MATRIX 1
+
+/* options_pmem_path -- the pool file of database `dir` under o (malloc'd). */
+char *options_pmem_path(const struct tkv_options *o, const char *dir);
 
 /* options_init_defaults -- fills o with every default. */
 void options_init_defaults(struct tkv_options *o);

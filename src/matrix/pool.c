@@ -10,10 +10,13 @@
  */
 #include "matrix/pool.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,6 +66,7 @@ struct pool {
     uint64_t *free_bits; /* bit i set = page i free */
     uint32_t free_count;
     uint32_t rows;
+    int lock_fd;         /* holds an exclusive flock on the pool file while open */
 };
 
 static inline uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
@@ -423,6 +427,21 @@ int pool_remove_row(pool *p, uint32_t slot)
     return rc;
 }
 
+int pool_drop_row(pool *p, uint32_t slot)
+{
+    pool_row r;
+    TKV_TRY(pool_row_read(p, slot, &r)); /* verified at pool_open: its page list is trustworthy */
+    uint32_t *pages = malloc(((size_t)r.npages ? r.npages : 1) * sizeof *pages);
+    if (!pages) return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory dropping a row", p->path);
+    uint32_t n = 0;
+    for (uint32_t j = 0; j < r.npages; j++)
+        if (!pool_row_released(&r, j)) pages[n++] = pool_row_page(&r, j);
+    int rc = pool_remove_row(p, slot); /* (1) the removal's commit point */
+    for (uint32_t j = 0; rc == 0 && j < n; j++) pool_free_page(p, pages[j]); /* (2) invariant 5 */
+    free(pages);
+    return rc;
+}
+
 int pool_row_release(pool *p, uint32_t first_page, uint32_t j)
 {
     pool_row r;
@@ -522,6 +541,7 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
     pool *p = calloc(1, sizeof *p);
     if (!p) return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory", path);
     pthread_mutex_init(&p->mu, NULL);
+    p->lock_fd = -1;
     int rc = TKV_NO_MEMORY;
     p->path = strdup(path);
     if (!p->path) {
@@ -531,6 +551,20 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
     int file_created = 0;
     rc = pm_open(path, size, mode, profile, &p->reg, &file_created);
     if (rc < 0) goto fail;
+    /* One opener at a time: the database directory's LOCK does not cover a
+     * pmem_path outside the directory. (flock is per open file description,
+     * so a second open in this process conflicts too.) */
+    p->lock_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (p->lock_fd < 0) {
+        rc = tkv_err_errno(errno, "pool %s: open for locking", path);
+        goto fail;
+    }
+    if (flock(p->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        rc = e == EWOULDBLOCK ? tkv_err(TKV_BUSY, "pool %s is in use by another open database", path)
+                              : tkv_err_errno(e, "pool %s: flock", path);
+        goto fail;
+    }
     p->base = pm_base(p->reg);
     p->size = pm_size(p->reg);
     if (p->size < POOL_HEADER_SIZE) {
@@ -576,6 +610,7 @@ void pool_close(pool *p)
 {
     if (!p) return;
     pm_close(p->reg);
+    if (p->lock_fd >= 0) close(p->lock_fd); /* releases the flock */
     pthread_mutex_destroy(&p->mu);
     free(p->free_bits);
     free(p->path);

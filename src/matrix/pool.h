@@ -199,6 +199,13 @@ int pool_commit_row(pool *p, uint32_t first_page, uint64_t row_id, uint32_t *slo
  * exists after a crash from here on. Does NOT free its pages (invariant 4:
  * the caller frees them once no reader holds them). 0 or TKV_INVALID. */
 int pool_remove_row(pool *p, uint32_t slot);
+/* pool_drop_row -- removes the committed row in `slot` without opening it
+ * as its owner would (recovery of a row the engine no longer knows): (1)
+ * pool_remove_row, then (2) frees every page its header lists and has not
+ * released. The caller guarantees no reader holds the row. 0, TKV_INVALID
+ * (empty slot), TKV_CORRUPTION (its header no longer verifies; nothing
+ * changed), TKV_NO_MEMORY. */
+int pool_drop_row(pool *p, uint32_t slot);
 /* pool_row_release -- gives back page j (1 <= j < npages; the header page 0
  * is never released) of the committed row whose first page is first_page:
  *   (1) sets bit j of the row's release bitmap and persists that word

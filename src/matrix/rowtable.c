@@ -1014,6 +1014,7 @@ typedef struct row_iter {
     tkv_it base;
     const rowtable *r;
     uint32_t from;    /* the view's cursor (rowtable_iter_at), 0 for rowtable_iter */
+    uint32_t to;      /* entries [to, n) are outside the iterator (rowtable_iter_range) */
     uint32_t pos, lo; /* lo: the first live entry, computed at the last seek */
     int valid, status;
     tkv_slice k, v;
@@ -1025,7 +1026,7 @@ static void ri_load(row_iter *it)
 {
     const rowtable *r = it->r;
     it->valid = 0;
-    if (it->status || it->pos < it->lo || it->pos >= r->n) return;
+    if (it->status || it->pos < it->lo || it->pos >= it->to) return;
     meta m;
     ent_loc e;
     meta_load(r, it->pos, &m);
@@ -1069,7 +1070,7 @@ static void ri_seek_last(tkv_it *i)
 {
     row_iter *it = (row_iter *)i;
     it->lo = live_from(it->r, it->from);
-    it->pos = it->r->n ? it->r->n - 1 : 0;
+    it->pos = it->to ? it->to - 1 : 0;
     ri_load(it);
 }
 
@@ -1087,7 +1088,7 @@ static void ri_seek(tkv_it *i, tkv_slice target_key)
     probe pr = {it->r, &t, 0, 0, 0};
     int ueq = 0;
     it->lo = live_from(it->r, it->from);
-    it->pos = lower_bound(&pr, it->lo, it->r->n, &ueq);
+    it->pos = lower_bound(&pr, it->lo, it->to > it->lo ? it->to : it->lo, &ueq);
     if (pr.err) {
         it->status = pr.err;
         return;
@@ -1140,9 +1141,11 @@ static const tkv_it_ops row_iter_ops = {
     .destroy = ri_destroy,
 };
 
-tkv_it *rowtable_iter(const rowtable *r) { return rowtable_iter_at(r, 0); }
+tkv_it *rowtable_iter(const rowtable *r) { return rowtable_iter_range(r, 0, UINT32_MAX); }
 
-tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor)
+tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor) { return rowtable_iter_range(r, cursor, UINT32_MAX); }
+
+tkv_it *rowtable_iter_range(const rowtable *r, uint32_t from, uint32_t to)
 {
     row_iter *it = calloc(1, sizeof *it);
     if (!it) {
@@ -1152,11 +1155,25 @@ tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor)
     }
     it->base.ops = &row_iter_ops;
     it->r = r;
-    it->from = cursor;
+    it->from = from;
+    it->to = to < r->n ? to : r->n;
     return &it->base;
 }
 
 /* ---------------------------------------------------------------- column support */
+
+int rowtable_lower_bound(const rowtable *r, uint32_t from, tkv_slice ukey, uint32_t *out)
+{
+    /* (ukey, the largest trailer) is the first internal key of ukey. */
+    target t;
+    target_init(&t, ukey, UINT64_MAX);
+    probe pr = {r, &t, 0, 0, 0};
+    int ueq = 0;
+    uint32_t pos = lower_bound(&pr, live_from(r, from), r->n, &ueq);
+    if (pr.err) return pr.err;
+    *out = pos;
+    return 0;
+}
 
 int rowtable_upper_bound(const rowtable *r, uint32_t from, tkv_slice ukey, uint32_t *out)
 {

@@ -224,6 +224,9 @@ tkv_it *rowtable_iter(const rowtable *r);
 /* rowtable_iter_at -- an iterator over entries [max(cursor, row cursor), n):
  * a view's iterator (see rowtable_get_at). */
 tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor);
+/* rowtable_iter_range -- an iterator over entries [max(from, row cursor),
+ * min(to, n)) only: one row's share of a column compaction. */
+tkv_it *rowtable_iter_range(const rowtable *r, uint32_t from, uint32_t to);
 
 /* ---------------------------------------------------------------- column compaction support */
 
@@ -231,6 +234,9 @@ tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor);
  * whose user key is > ukey (n if none): the row's new cursor after a column
  * that ends at ukey. 0 or TKV_CORRUPTION. */
 int rowtable_upper_bound(const rowtable *r, uint32_t from, tkv_slice ukey, uint32_t *out);
+/* rowtable_lower_bound -- *out = the first index in [max(from, row cursor),
+ * n) whose user key is >= ukey (n if none). 0 or TKV_CORRUPTION. */
+int rowtable_lower_bound(const rowtable *r, uint32_t from, tkv_slice ukey, uint32_t *out);
 /* rowtable_data_offset -- data-stream offset of entry i (data_bytes for
  * i == n), for sizing columns: entries [i, j) occupy offset(j) - offset(i)
  * bytes (padding included). i must be >= the row's cursor (TKV_INVALID). */
