@@ -33,6 +33,7 @@
 
 #include <cmocka.h>
 
+#include "matrix/column.h"
 #include "matrix/pool.h"
 #include "matrix/rowtable.h"
 #include "mem/memtable.h"
@@ -922,6 +923,137 @@ static void test_pool_drop_row(void **state)
     fx_free(&f);
 }
 
+
+/* ---------------------------------------------------------------- column picking */
+
+static int cmp_tkv_buf(const void *a, const void *b)
+{
+    const tkv_buf *x = a, *y = b;
+    return ukey_cmp(slice(x->data, x->len), slice(y->data, y->len));
+}
+
+/* user_key_at -- the user key of entry i of d. */
+static tkv_slice user_key_at(const row_data *d, size_t i) { return ikey_user(ekey(&d->e[i])); }
+
+/* test_column_pick -- columns drain compactor rows as prefixes: each column
+ * ends on a user-key change in every row, everything in it sorts before
+ * everything left, it reaches its target (half of it when it stops before an
+ * L1 file), the L1 files it rewrites are exactly those overlapping it and
+ * none reaches into the keys left; the columns together take every entry. */
+static void test_column_pick(void **state)
+{
+    (void)state;
+    tu_rng rng;
+    tu_rng_init(&rng, tu_seed() + 13);
+    for (int round = 0; round < 6; round++) {
+        fixture f = fx_new("rows-column");
+        pool *p = open_pool(f.path, 16u << 20, PM_EMULATED, NULL);
+        size_t k = 1 + (size_t)tu_rng_below(&rng, 5);
+        row_data rows[6];
+        rowtable *rt[6];
+        uint64_t seq = 0, universe = 5000, total_entries = 0;
+        for (size_t i = 0; i < k; i++) {
+            rows[i] = gen_row(&rng, 300 + tu_rng_below(&rng, 2000), universe, &seq, round % 2 ? 40 : 400, 0);
+            rt[i] = build_row(p, i + 1, &rows[i], i ? rt[i - 1] : NULL, 1);
+            total_entries += rows[i].n;
+        }
+        /* L1: disjoint ranges between sorted random keys of the universe
+         * (none in round 0; few and wide in round 5) */
+        enum { MAXB = 128 };
+        tkv_buf bk[MAXB];
+        size_t nb = round == 0 ? 0 : round == 5 ? 6 : 2 * (8 + tu_rng_below(&rng, 50));
+        for (size_t i = 0; i < nb; i++) {
+            char kb[40];
+            memset(&bk[i], 0, sizeof bk[i]);
+            size_t kn = i % 2 ? ukey_of(tu_rng_range(&rng, 1, universe), kb) : absent_key_of(tu_rng_below(&rng, universe), kb);
+            assert_int_equal(buf_append(&bk[i], kb, kn), 0);
+        }
+        qsort(bk, nb, sizeof *bk, cmp_tkv_buf);
+        tkv_slice l1s[MAXB / 2], l1l[MAXB / 2];
+        size_t nl1 = 0;
+        for (size_t i = 0; i + 1 < nb; i += 2) {
+            if (ukey_cmp(slice(bk[i].data, bk[i].len), slice(bk[i + 1].data, bk[i + 1].len)) == 0) continue;
+            if (nl1 && ukey_cmp(l1l[nl1 - 1], slice(bk[i].data, bk[i].len)) >= 0) continue;
+            l1s[nl1] = slice(bk[i].data, bk[i].len);
+            l1l[nl1] = slice(bk[i + 1].data, bk[i + 1].len);
+            nl1++;
+        }
+        uint32_t cursors[6] = {0};
+        uint64_t target = 2000 + tu_rng_below(&rng, 40000), taken = 0;
+        int columns = 0;
+        for (;;) {
+            column_input in = {rt, cursors, k, l1s, l1l, nl1, target};
+            column_plan plan;
+            int rc = column_pick(&in, &plan);
+            if (rc) fail_msg("round %d: column_pick: %d %s", round, rc, tkv_errmsg());
+            if (plan.empty) {
+                column_plan_free(&plan);
+                break;
+            }
+            columns++;
+            /* the rows' entries in the column and the first key left */
+            tkv_slice max_in = {0}, min_left = {0};
+            int have_in = 0, have_left = 0;
+            uint64_t entries = 0;
+            for (size_t r = 0; r < k; r++) {
+                uint32_t c = cursors[r], nc = plan.new_cursors[r];
+                assert_true(nc >= c && nc <= rows[r].n);
+                if (nc > 0 && nc < rows[r].n && ukey_cmp(user_key_at(&rows[r], nc - 1), user_key_at(&rows[r], nc)) == 0)
+                    fail_msg("round %d column %d row %zu: cursor %u splits a user key", round, columns, r, nc);
+                entries += nc - c;
+                if (nc > c && (!have_in || ukey_cmp(user_key_at(&rows[r], nc - 1), max_in) > 0)) {
+                    max_in = user_key_at(&rows[r], nc - 1);
+                    have_in = 1;
+                }
+                if (nc < rows[r].n && (!have_left || ukey_cmp(user_key_at(&rows[r], nc), min_left) < 0)) {
+                    min_left = user_key_at(&rows[r], nc);
+                    have_left = 1;
+                }
+            }
+            assert_true(have_in);
+            assert_int_equal(entries, plan.row_entries);
+            assert_int_equal(plan.to_end, !have_left);
+            if (have_left && ukey_cmp(max_in, min_left) >= 0)
+                fail_msg("round %d column %d: key %s in the column, %s left", round, columns,
+                         tu_hex(max_in.p, max_in.n), tu_hex(min_left.p, min_left.n));
+            assert_int_equal(ukey_cmp(slice(plan.hi.data, plan.hi.len), max_in), 0);
+            if (!plan.to_end && plan.row_bytes < target / 2)
+                fail_msg("round %d column %d: %llu bytes for a target of %llu", round, columns,
+                         (unsigned long long)plan.row_bytes, (unsigned long long)target);
+            /* L1: [l1_first, l1_end) = the files overlapping [lo, hi]; none of them reaches the keys left */
+            tkv_slice lo = slice(plan.lo.data, plan.lo.len), hi = slice(plan.hi.data, plan.hi.len);
+            for (size_t i = 0; i < nl1; i++) {
+                int overlaps = ukey_cmp(l1l[i], lo) >= 0 && ukey_cmp(l1s[i], hi) <= 0;
+                int chosen = i >= plan.l1_first && i < plan.l1_end;
+                if (overlaps != chosen) fail_msg("round %d column %d: L1 file %zu overlaps %d chosen %d", round, columns, i, overlaps, chosen);
+                if (chosen && have_left && ukey_cmp(l1l[i], min_left) >= 0)
+                    fail_msg("round %d column %d: rewritten L1 file %zu reaches into the keys left", round, columns, i);
+            }
+            taken += entries;
+            memcpy(cursors, plan.new_cursors, k * sizeof *cursors);
+            column_plan_free(&plan);
+            assert_true(columns < 100000);
+        }
+        assert_int_equal(taken, total_entries);
+        uint64_t row_bytes = 0;
+        for (size_t i = 0; i < k; i++) {
+            rowtable_props pr;
+            rowtable_get_props(rt[i], &pr);
+            row_bytes += pr.data_bytes;
+        }
+        print_message("column round %d: %zu rows, %zu L1 files, target %llu: %d columns for %llu bytes\n", round, k,
+                      nl1, (unsigned long long)target, columns, (unsigned long long)row_bytes);
+        if (row_bytes > 4 * target && nl1 == 0) assert_true(columns >= 2);
+        for (size_t i = 0; i < nb; i++) buf_free(&bk[i]);
+        for (size_t i = 0; i < k; i++) {
+            rowtable_close(rt[i]);
+            free_row(&rows[i]);
+        }
+        pool_close(p);
+        fx_free(&f);
+    }
+}
+
 /* ---------------------------------------------------------------- comparisons */
 
 static void test_comparison_bound(void **state)
@@ -1495,6 +1627,7 @@ int main(void)
         cmocka_unit_test(test_corruption),      cmocka_unit_test(test_crash),
         cmocka_unit_test(test_overlapping_rows), cmocka_unit_test(test_build_errors),
         cmocka_unit_test(test_view_cursors),    cmocka_unit_test(test_pool_drop_row),
+        cmocka_unit_test(test_column_pick),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
