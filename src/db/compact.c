@@ -276,7 +276,7 @@ int flush_memtable(tkv_db *db, memtable *m, file_meta **out)
 
 /* is_base_level -- 1 if no level deeper than out_level can hold ukey, so a
  * tombstone for it at out_level shadows nothing and may be dropped. */
-static int is_base_level(const version *v, int out_level, tkv_slice ukey)
+int is_base_level(const version *v, int out_level, tkv_slice ukey)
 {
     for (int l = out_level + 1; l < VERSION_LEVELS; l++) {
         size_t i = version_find_file(v, l, ukey);
@@ -287,7 +287,7 @@ static int is_base_level(const version *v, int out_level, tkv_slice ukey)
 
 /* open_input -- an iterator over one input file, read with the job's I/O
  * class and without the block cache (compaction must not evict hot blocks). */
-static tkv_it *open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_out)
+tkv_it *open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_out)
 {
     char path[4096];
     sst_path(db->dir, f->number, path, sizeof path);
@@ -301,10 +301,111 @@ static tkv_it *open_input(tkv_db *db, const file_meta *f, io_class cls, table **
 }
 
 /* install -- steps (3) and (4) for a finished job. Caller holds mu. */
-static int install(tkv_db *db, version_edit *e)
+int install(tkv_db *db, version_edit *e)
 {
     vset_set_last_seq(db->vs, __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE));
     return vset_log_and_apply(db->vs, e);
+}
+
+/* push_output -- appends a finished output to *done. */
+static int push_output(file_meta ***done, size_t *ndone, size_t *cap, file_meta *f)
+{
+    if (*ndone == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 8;
+        file_meta **p = realloc(*done, ncap * sizeof *p);
+        if (!p) return tkv_err(TKV_NO_MEMORY, "out of memory");
+        *done = p;
+        *cap = ncap;
+    }
+    (*done)[(*ndone)++] = f;
+    return 0;
+}
+
+int compact_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
+                  file_meta ***out, size_t *nout)
+{
+    output cur;
+    file_meta **done = NULL;
+    size_t ndone = 0, cap = 0;
+    int have_out = 0, rc = 0;
+    tkv_buf cur_ukey = {0};
+    int has_cur = 0;
+    uint64_t last_seq_for_key = UINT64_MAX;
+    *out = NULL;
+    *nout = 0;
+    for (it_seek_first(in); rc == 0 && it_valid(in); it_next(in)) {
+        tkv_slice key = it_key(in), val = it_value(in);
+        tkv_slice ukey = ikey_user(key);
+        int new_key = !has_cur || ukey_cmp(ukey, slice(cur_ukey.data, cur_ukey.len)) != 0;
+        if (new_key) {
+            cur_ukey.len = 0;
+            rc = buf_append(&cur_ukey, ukey.p, ukey.n);
+            has_cur = 1;
+            last_seq_for_key = UINT64_MAX;
+        }
+        uint64_t seq = ikey_seq(key);
+        int drop = 0;
+        if (last_seq_for_key <= smallest_snapshot) {
+            drop = 1; /* a newer version visible to every reader hides it */
+        } else if (ikey_get_type(key) == IKEY_DELETION && seq <= smallest_snapshot && is_base_level(v, out_level, ukey)) {
+            drop = 1; /* tombstone with nothing below it to hide */
+        }
+        last_seq_for_key = seq;
+        if (drop || rc < 0) continue;
+        /* Split outputs by size, never between versions of one user key. */
+        if (have_out && new_key && table_builder_file_size(cur.tb) >= db->opts.sst_size) {
+            rc = output_finish(&cur);
+            if (rc == 0) rc = push_output(&done, &ndone, &cap, cur.f);
+            if (rc < 0) break;
+            cur.f = NULL;
+            cur.path[0] = '\0'; /* keep the finished file */
+            output_discard(db, &cur);
+            have_out = 0;
+        }
+        if (!have_out) {
+            have_out = 1;
+            rc = output_open(db, &cur, cls);
+            if (rc < 0) break;
+        }
+        rc = output_add(&cur, key, val);
+    }
+    if (rc == 0) rc = it_status(in);
+    if (rc == 0 && have_out) {
+        rc = output_finish(&cur);
+        if (rc == 0) rc = push_output(&done, &ndone, &cap, cur.f);
+        if (rc == 0) {
+            cur.f = NULL;
+            cur.path[0] = '\0';
+            output_discard(db, &cur);
+            have_out = 0;
+        }
+    }
+    if (have_out) output_discard(db, &cur);
+    buf_free(&cur_ukey);
+    if (rc == 0) rc = io_sync_dir(db->dir); /* (2) */
+    if (rc < 0) {
+        compact_discard_outputs(db, done, ndone, 1);
+        return rc;
+    }
+    *out = done;
+    *nout = ndone;
+    return 0;
+}
+
+void compact_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int remove_files)
+{
+    pthread_mutex_lock(&db->mu);
+    for (size_t i = 0; i < ndone; i++) {
+        if (remove_files) {
+            char path[4096];
+            sst_path(db->dir, done[i]->number, path, sizeof path);
+            io_remove(path);
+        }
+        db_remove_pending(db, done[i]->number);
+        file_meta_unref(done[i]);
+    }
+    pthread_mutex_unlock(&db->mu);
+    free(done);
 }
 
 int run_compaction(tkv_db *db, compaction *c)
@@ -343,83 +444,14 @@ int run_compaction(tkv_db *db, compaction *c)
     version_ref(v);
     pthread_mutex_unlock(&db->mu);
 
-    output outs[1];
     file_meta **done = NULL;
-    size_t ndone = 0, cap = 0;
-    int have_out = 0;
-    tkv_buf cur_ukey = {0};
-    int has_cur = 0;
-    uint64_t last_seq_for_key = UINT64_MAX;
-    for (it_seek_first(in); rc == 0 && in && it_valid(in); it_next(in)) {
-        tkv_slice key = it_key(in), val = it_value(in);
-        tkv_slice ukey = ikey_user(key);
-        int new_key = !has_cur || ukey_cmp(ukey, slice(cur_ukey.data, cur_ukey.len)) != 0;
-        if (new_key) {
-            cur_ukey.len = 0;
-            rc = buf_append(&cur_ukey, ukey.p, ukey.n);
-            has_cur = 1;
-            last_seq_for_key = UINT64_MAX;
-        }
-        uint64_t seq = ikey_seq(key);
-        int drop = 0;
-        if (last_seq_for_key <= smallest_snapshot) {
-            drop = 1; /* a newer version visible to every reader hides it */
-        } else if (ikey_get_type(key) == IKEY_DELETION && seq <= smallest_snapshot &&
-                   is_base_level(v, c->out_level, ukey)) {
-            drop = 1; /* tombstone with nothing below it to hide */
-        }
-        last_seq_for_key = seq;
-        if (drop || rc < 0) continue;
-        /* Split outputs by size, never between versions of one user key. */
-        if (have_out && new_key && table_builder_file_size(outs[0].tb) >= db->opts.sst_size) {
-            rc = output_finish(&outs[0]);
-            if (rc < 0) break;
-            if (ndone == cap) {
-                cap = cap ? cap * 2 : 8;
-                file_meta **p = realloc(done, cap * sizeof *p);
-                if (!p) { rc = tkv_err(TKV_NO_MEMORY, "out of memory"); break; }
-                done = p;
-            }
-            done[ndone++] = outs[0].f;
-            outs[0].f = NULL;
-            outs[0].path[0] = '\0'; /* keep the finished file */
-            output_discard(db, &outs[0]);
-            have_out = 0;
-        }
-        if (!have_out) {
-            rc = output_open(db, &outs[0], c->cls);
-            if (rc < 0) { have_out = 1; break; }
-            have_out = 1;
-        }
-        rc = output_add(&outs[0], key, val);
-    }
-    if (rc == 0 && in) rc = it_status(in);
-    if (rc == 0 && !in) rc = tkv_err(TKV_NO_MEMORY, "out of memory merging");
-    if (rc == 0 && have_out) {
-        rc = output_finish(&outs[0]);
-        if (rc == 0) {
-            if (ndone == cap) {
-                cap = cap ? cap * 2 : 8;
-                file_meta **p = realloc(done, cap * sizeof *p);
-                if (!p) rc = tkv_err(TKV_NO_MEMORY, "out of memory");
-                else done = p;
-            }
-            if (rc == 0) {
-                done[ndone++] = outs[0].f;
-                outs[0].f = NULL;
-                outs[0].path[0] = '\0';
-                output_discard(db, &outs[0]);
-                have_out = 0;
-            }
-        }
-    }
-    if (have_out) output_discard(db, &outs[0]);
+    size_t ndone = 0;
+    if (!in) rc = tkv_err(TKV_NO_MEMORY, "out of memory merging");
+    else rc = compact_merge(db, in, c->out_level, c->cls, v, smallest_snapshot, &done, &ndone);
     it_destroy(in);
     for (size_t i = 0; i < n; i++) table_close(tables[i]);
     free(tables);
-    buf_free(&cur_ukey);
     version_unref(v);
-    if (rc == 0) rc = io_sync_dir(db->dir); /* (2) */
 
     uint64_t written = 0;
     for (size_t i = 0; i < ndone; i++) written += done[i]->size;
@@ -433,26 +465,18 @@ int run_compaction(tkv_db *db, compaction *c)
         rc = install(db, &e);
         install_failed = rc < 0;
     }
-    if (rc < 0 && !install_failed) {
-        /* Outputs are in no version: remove them; inputs stay as they were.
-         * (If the MANIFEST write/sync itself failed, the edit may still be
-         * recovered at the next open, so its outputs must stay; if it is not,
-         * they are orphans that the next open deletes.) */
-        for (size_t i = 0; i < ndone; i++) {
-            char path[4096];
-            sst_path(db->dir, done[i]->number, path, sizeof path);
-            io_remove(path);
-        }
-    } else if (rc == 0) {
+    if (rc == 0) {
         ctr_add(&db->ctr.compactions[c->cls], 1);
         ctr_add(&db->ctr.compaction_read_bytes[c->cls], c->est_bytes);
         ctr_add(&db->ctr.compaction_write_bytes[c->cls], written);
     }
-    for (size_t i = 0; i < ndone; i++) {
-        db_remove_pending(db, done[i]->number);
-        file_meta_unref(done[i]);
-    }
-    free(done);
+    /* On failure the outputs are in no version: remove them; inputs stay as
+     * they were. (If the MANIFEST write/sync itself failed, the edit may
+     * still be recovered at the next open, so its outputs must stay; if it
+     * is not, they are orphans that the next open deletes.) */
+    pthread_mutex_unlock(&db->mu);
+    compact_discard_outputs(db, done, ndone, rc < 0 && !install_failed);
+    pthread_mutex_lock(&db->mu);
 
 done_locked:
     /* Holding mu. */

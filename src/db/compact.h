@@ -10,6 +10,7 @@
 #define TKV_DB_COMPACT_H
 
 #include "db/db_impl.h"
+#include "sst/table.h"
 #include "sst/version.h"
 
 /* A compaction: inputs[0] from `level`, inputs[1] from level+1 (the output level). */
@@ -49,6 +50,33 @@ compaction *pick_range_compaction(tkv_db *db, version *v, int level, const tkv_s
  * mu (returns holding nothing). On failure partial outputs are removed and the
  * inputs are untouched. */
 int run_compaction(tkv_db *db, compaction *c);
+
+/* compact_merge -- the merge loop shared by every compaction: reads `in`
+ * (an internal iterator in ikey order) and writes output SSTs of out_level
+ * (I/O class cls), split at sst_size but never between versions of one user
+ * key, dropping versions hidden by a newer version visible to every reader
+ * (seq <= smallest_snapshot) and tombstones that hide nothing (no level of v
+ * below out_level can hold the key). Steps (1) and (2) of compact.c's
+ * persistence order: every output is synced and closed and the directory
+ * synced. Returns 0 and the outputs (*out malloc'd; each file is pending and
+ * referenced: hand them to compact_discard_outputs after installing), or an
+ * error with every output removed. mu NOT held. */
+int compact_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
+                  file_meta ***out, size_t *nout);
+/* compact_discard_outputs -- releases outputs of compact_merge: removes them
+ * from the pending set and unrefs them, deleting their files first if
+ * remove_files (a job that failed before its edit was logged). Frees the
+ * array. Takes mu. */
+void compact_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int remove_files);
+
+/* is_base_level -- 1 if no level of v deeper than out_level can hold ukey. */
+int is_base_level(const version *v, int out_level, tkv_slice ukey);
+/* open_input -- an iterator over SST f read with I/O class cls, bypassing the
+ * block cache (*t_out: the table to close after the iterator). */
+tkv_it *open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_out);
+/* install -- logs edit e to the MANIFEST and installs the new version
+ * (steps 3 and 4). Caller holds mu. */
+int install(tkv_db *db, version_edit *e);
 
 /* flush_memtable -- writes memtable m to a new L0 SST (mu NOT held). On
  * success *out is the new file (NULL if m held no entries). */
