@@ -488,6 +488,9 @@ static void run_model(const params *p)
     char *levels = tkv_property(c->db, "tkv.levels");
     fprintf(stderr, "# %s: tkv.levels before the final reopen:\n%s", p->name, levels ? levels : "(NULL)\n");
     tkv_free(levels);
+    char *mx = tkv_property(c->db, "tkv.matrix"); /* since the last reopen */
+    fprintf(stderr, "# %s: tkv.matrix since the last reopen:\n%s", p->name, mx ? mx : "(NULL)\n");
+    tkv_free(mx);
     reopen(c);
     int rc = tkv_close(c->db);
     assert_int_equal(rc, TKV_OK);

@@ -184,10 +184,14 @@ tkv_options *tu_small_options(void)
     /* Small tiers below the memtable, so data moves down during a test. Options
      * the library does not (yet) have are logged and ignored. */
     tu_opt(o, "pmem_size", "16M");
+    tu_opt(o, "matrix_trigger", "10");    /* l0=matrix: a compactor forms at 1.6M of rows, */
+    tu_opt(o, "column_bytes", "256K");    /* which drains in columns of 256K */
     tu_opt(o, "sst_size", "256K");
     tu_opt(o, "l1_size", "512K");         /* deep levels fill and compact by score */
     tu_opt(o, "level_multiplier", "4");   /* L2 2M, L3 8M, ... */
     tu_opt(o, "block_cache_size", "1M");
+    const char *l0 = getenv("TKV_TEST_L0"); /* run a suite with l0=sst or l0=matrix */
+    if (l0 && *l0) assert_int_equal(tu_opt(o, "l0", l0), TKV_OK);
     return o;
 }
 

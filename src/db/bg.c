@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "db/compact.h"
+#include "db/mx.h"
 #include "util/status.h"
 
 int db_add_pending(tkv_db *db, uint64_t number)
@@ -48,6 +49,7 @@ uint64_t db_smallest_snapshot(tkv_db *db)
  * MANIFEST, then the memtable leaves the superversion, then old WALs go. */
 static int flush_one(tkv_db *db)
 {
+    if (db->mx.pool) return mx_flush_one(db);
     superversion *sv = sv_ref(db->sv);
     memtable *m = sv->imm[0];
     /* Data of WALs older than the next memtable's WAL is in this memtable or
@@ -81,32 +83,8 @@ static int flush_one(tkv_db *db)
         file_meta_unref(f);
     }
     if (rc == 0) {
-        /* Drop imm[0] from the view (the writer may have appended more imms). */
-        superversion *cur = db->sv;
-        superversion *nsv = calloc(1, sizeof *nsv);
-        memtable **imm = calloc(cur->nimm, sizeof *imm);
-        uint64_t *imm_wal = calloc(cur->nimm, sizeof *imm_wal);
-        if (!nsv || !imm || !imm_wal) {
-            free(nsv);
-            free(imm);
-            free(imm_wal);
-            rc = tkv_err(TKV_NO_MEMORY, "out of memory after a flush");
-        } else {
-            nsv->refs = 1;
-            nsv->mem = cur->mem;
-            memtable_ref(cur->mem);
-            nsv->imm = imm;
-            nsv->imm_wal = imm_wal;
-            for (size_t i = 1; i < cur->nimm; i++) {
-                imm[i - 1] = cur->imm[i];
-                imm_wal[i - 1] = cur->imm_wal[i];
-                memtable_ref(cur->imm[i]);
-            }
-            nsv->nimm = cur->nimm - 1;
-            db->sv = nsv;
-            sv_unref(cur);
-            delete_obsolete_files(db);
-        }
+        rc = sv_replace(db, 1, NULL); /* imm[0] leaves the view (the writer may have appended more imms) */
+        if (rc == 0) delete_obsolete_files(db);
     }
     if (rc < 0) db_set_bg_error(db, rc);
     sv_unref(sv);
@@ -118,13 +96,31 @@ static void *flush_main(void *arg)
 {
     tkv_db *db = arg;
     pthread_mutex_lock(&db->mu);
+    uint64_t blocked_since = 0;
     while (!db->shutting_down || (db->sv->nimm > 0 && !db->bg_error)) {
         if (db->sv->nimm > 0 && !db->bg_error) {
-            flush_one(db);
+            if (flush_one(db) == MX_NO_SPACE) {
+                /* The pool is full: wait for column compaction to make room
+                 * (writers wait in make_room meanwhile: back-pressure). */
+                if (!blocked_since) blocked_since = db_now_us();
+                if (!mx_flush_blocked(db)) {
+                    if (db->bg_error) continue; /* the pool cannot hold a row at all (error set) */
+                    break; /* shutting down and no room will come: the WAL keeps the data */
+                }
+                db_timed_wait(db, 10000);
+                continue;
+            }
+            if (blocked_since) {
+                ctr_add(&db->mx.ctr.flush_wait_micros, db_now_us() - blocked_since);
+                blocked_since = 0;
+            }
+            db->mx.flush_blocked = 0;
             continue;
         }
         pthread_cond_wait(&db->bg_cv, &db->mu);
     }
+    db->mx.flush_blocked = 0;
+    pthread_cond_broadcast(&db->bg_cv);
     pthread_mutex_unlock(&db->mu);
     return NULL;
 }
@@ -197,6 +193,13 @@ int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *en
     tkv_slice lo = slice(begin, blen), hi = slice(end, elen);
     int rc = 0;
     pthread_mutex_lock(&db->mu);
+    /* l0=matrix: columns drain rows only as prefixes of the key space, so
+     * the whole container (every row that exists now) moves to L1 first. */
+    rc = mx_drain(db);
+    if (rc < 0) {
+        pthread_mutex_unlock(&db->mu);
+        return rc;
+    }
     db->manual_waiting++;
     /* Push the range down to the deepest level that holds part of it (at
      * least L1), one level at a time, as LevelDB's CompactRange does. */

@@ -44,6 +44,9 @@ void compaction_free(compaction *c)
 double compaction_score(const version *v, const struct tkv_options *o, int *level)
 {
     double best = (double)v->nfiles[0] / (double)o->l0_compaction_trigger;
+    /* l0=matrix: L0 SST files are left from an l0=sst past and go to L1
+     * before any column may (mx.c invariant 4) */
+    if (o->l0 == L0_MATRIX && v->nfiles[0] > 0 && best < 1.0) best = 1.0;
     *level = 0;
     for (int l = 1; l < VERSION_LEVELS - 1; l++) {
         double s = (double)version_level_bytes(v, l) / (double)level_target_bytes(o, l);

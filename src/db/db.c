@@ -25,6 +25,7 @@
 
 #include "db/compact.h"
 #include "db/db_impl.h"
+#include "db/mx.h"
 #include "mem/batch.h"
 #include "util/status.h"
 
@@ -61,15 +62,17 @@ void sv_unref(superversion *sv)
     if (!sv || __atomic_sub_fetch(&sv->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     memtable_unref(sv->mem);
     for (size_t i = 0; i < sv->nimm; i++) memtable_unref(sv->imm[i]);
+    rowset_unref(sv->rows);
     free(sv->imm);
     free(sv->imm_wal);
     free(sv);
 }
 
 /* sv_new -- a superversion holding mem and imm[0..nimm) (+ one extra imm slot
- * `extra`/`extra_wal` appended when non-NULL); takes new references. */
+ * `extra`/`extra_wal` appended when non-NULL) and `rows`; takes new
+ * references. */
 static superversion *sv_new(memtable *mem, memtable *const *imm, const uint64_t *imm_wal, size_t nimm,
-                            memtable *extra, uint64_t extra_wal)
+                            memtable *extra, uint64_t extra_wal, rowset *rows)
 {
     superversion *sv = calloc(1, sizeof *sv);
     size_t n = nimm + (extra != NULL);
@@ -96,7 +99,37 @@ static superversion *sv_new(memtable *mem, memtable *const *imm, const uint64_t 
         memtable_ref(extra);
     }
     sv->nimm = n;
+    sv->rows = rowset_ref(rows);
     return sv;
+}
+
+int sv_replace(tkv_db *db, size_t drop_imm, rowset *rows)
+{
+    superversion *cur = db->sv;
+    if (drop_imm > cur->nimm) drop_imm = cur->nimm;
+    superversion *nsv = sv_new(cur->mem, cur->imm + drop_imm, cur->imm_wal + drop_imm, cur->nimm - drop_imm, NULL, 0,
+                               rows ? rows : cur->rows);
+    if (!nsv) return tkv_err(TKV_NO_MEMORY, "out of memory installing a superversion");
+    db->sv = nsv;
+    sv_unref(cur);
+    return 0;
+}
+
+uint64_t db_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void db_timed_wait(tkv_db *db, uint64_t us)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* bg_cv uses the monotonic clock (tkv_open) */
+    uint64_t ns = (uint64_t)ts.tv_nsec + (us % 1000000u) * 1000u;
+    ts.tv_sec += (time_t)(us / 1000000u + ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    pthread_cond_timedwait(&db->bg_cv, &db->mu, &ts);
 }
 
 superversion *db_get_view(tkv_db *db, const tkv_snapshot *snap, uint64_t *seq, version **v)
@@ -135,7 +168,7 @@ static int switch_memtable(tkv_db *db)
     }
     memtable *mem = memtable_new_sized(db->opts.memtable_size);
     superversion *old = db->sv, *sv = NULL;
-    if (mem) sv = sv_new(mem, old->imm, old->imm_wal, old->nimm, old->mem, db->wal_number);
+    if (mem) sv = sv_new(mem, old->imm, old->imm_wal, old->nimm, old->mem, db->wal_number, old->rows);
     if (mem) memtable_unref(mem); /* sv holds it */
     if (!sv) {
         wal_writer_close(w);
@@ -212,12 +245,6 @@ static writer *build_group(tkv_db *db, const uint8_t **rep, size_t *len)
     return last;
 }
 
-static uint64_t now_micros(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* make_room -- called by the write leader with mu held: makes sure the active
  * memtable has room (or, with force, switches a non-empty one). Write
@@ -232,23 +259,23 @@ static int make_room(tkv_db *db, int force)
             return tkv_err(db->bg_error, "database is read-only after an earlier error: %s", db->bg_errmsg);
         size_t l0 = vset_current(db->vs)->nfiles[0];
         if (!delayed && l0 >= (size_t)db->opts.l0_slowdown_trigger) {
-            uint64_t t0 = now_micros();
+            uint64_t t0 = db_now_us();
             pthread_mutex_unlock(&db->mu);
             usleep(1000);
             pthread_mutex_lock(&db->mu);
             delayed = 1;
             ctr_add(&db->ctr.stall_slowdowns, 1);
-            ctr_add(&db->ctr.stall_micros, now_micros() - t0);
+            ctr_add(&db->ctr.stall_micros, db_now_us() - t0);
             continue;
         }
         int empty = memtable_num_entries(db->sv->mem) == 0;
         if (force ? empty : memtable_memory_usage(db->sv->mem) < db->opts.memtable_size) return 0;
         if (db->sv->nimm >= (size_t)db->opts.memtables - 1 || l0 >= (size_t)db->opts.l0_stop_trigger) {
-            uint64_t t0 = now_micros();
+            uint64_t t0 = db_now_us();
             ctr_add(&db->ctr.stall_stops, 1);
             pthread_cond_broadcast(&db->bg_cv);
             pthread_cond_wait(&db->bg_cv, &db->mu);
-            ctr_add(&db->ctr.stall_micros, now_micros() - t0);
+            ctr_add(&db->ctr.stall_micros, db_now_us() - t0);
             continue;
         }
         int rc = switch_memtable(db);
@@ -392,7 +419,8 @@ static int replay_record(void *arg, const uint8_t *payload, size_t n, uint64_t o
     if (memtable_memory_usage(db->sv->mem) >= db->opts.memtable_size) {
         /* Recovered memtables stay tied to the WAL they came from (wal_number). */
         memtable *mem = memtable_new_sized(db->opts.memtable_size);
-        superversion *sv = mem ? sv_new(mem, db->sv->imm, db->sv->imm_wal, db->sv->nimm, db->sv->mem, db->wal_number)
+        superversion *sv = mem ? sv_new(mem, db->sv->imm, db->sv->imm_wal, db->sv->nimm, db->sv->mem, db->wal_number,
+                                        db->sv->rows)
                                : NULL;
         if (mem) memtable_unref(mem);
         if (!sv) return tkv_err(TKV_NO_MEMORY, "out of memory during recovery");
@@ -463,7 +491,7 @@ static int recover(tkv_db *db)
         if (memtable_num_entries(db->sv->mem) > 0) {
             memtable *mem = memtable_new_sized(db->opts.memtable_size);
             superversion *sv = mem ? sv_new(mem, db->sv->imm, db->sv->imm_wal, db->sv->nimm, db->sv->mem,
-                                             db->wal_number)
+                                             db->wal_number, db->sv->rows)
                                    : NULL;
             if (mem) memtable_unref(mem);
             if (!sv) { rc = tkv_err(TKV_NO_MEMORY, "out of memory during recovery"); break; }
@@ -568,8 +596,13 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
         static const char identity[] = "tierkv database\nformat 1\n";
         rc = io_write_file_atomic(dir, IDENTITY_FILE, identity, sizeof identity - 1, &db->io);
     }
-    pthread_cond_init(&db->bg_cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* db_timed_wait */
+    pthread_cond_init(&db->bg_cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (rc == 0) rc = vset_open(dir, &db->io, &db->vs);
+    if (rc == 0) rc = mx_open(db); /* before WAL replay: rows the MANIFEST does not list go first */
     if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, 4)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the block cache");
     if (rc == 0 && !(db->tc = table_cache_new(dir, (size_t)db->opts.max_open_files, db->block_cache, &db->io,
@@ -577,7 +610,10 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the table cache");
     memtable *mem = NULL;
     if (rc == 0 && !(mem = memtable_new_sized(db->opts.memtable_size))) rc = tkv_err(TKV_NO_MEMORY, "out of memory creating a memtable");
-    if (rc == 0 && !(db->sv = sv_new(mem, NULL, NULL, 0, NULL, 0))) rc = tkv_err(TKV_NO_MEMORY, "out of memory");
+    rowset *rows = NULL;
+    if (rc == 0 && db->mx.pool && !(rows = mx_initial_rowset(db))) rc = tkv_err(TKV_NO_MEMORY, "out of memory");
+    if (rc == 0 && !(db->sv = sv_new(mem, NULL, NULL, 0, NULL, 0, rows))) rc = tkv_err(TKV_NO_MEMORY, "out of memory");
+    rowset_unref(rows);
     memtable_unref(mem);
     if (rc == 0 && (rc = batch_init(&db->group)) < 0) tkv_err(rc, "out of memory");
     if (rc == 0) rc = recover(db);
@@ -586,6 +622,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
         delete_obsolete_files(db); /* orphans of a crash, WALs already in SSTs */
         pthread_mutex_unlock(&db->mu);
         rc = db_start_background(db);
+        if (rc == 0) rc = mx_start(db);
     }
     if (rc < 0) {
         char msg[512];
@@ -603,6 +640,7 @@ int tkv_close(tkv_db *db)
     uint64_t its = __atomic_load_n(&db->open_iterators, __ATOMIC_ACQUIRE);
     if (its) return tkv_err(TKV_BUSY, "tkv_close: %llu iterator(s) still open; free them first", (unsigned long long)its);
     db_stop_background(db); /* finishes flushing immutable memtables */
+    mx_stop(db);            /* after the flush thread: it may need columns to make room */
     int rc = 0;
     if (db->wal) {
         if (!db->bg_error) rc = wal_sync(db->wal);
@@ -618,6 +656,7 @@ int tkv_close(tkv_db *db)
     sv_unref(db->sv);
     table_cache_free(db->tc);
     if (db->vs) vset_close(db->vs);
+    mx_close(db); /* after every rowset is gone */
     cache_free(db->block_cache);
     free(db->pending);
     pthread_cond_destroy(&db->bg_cv);

@@ -23,6 +23,8 @@
 
 #include "db/options.h"
 #include "io/io.h"
+#include "matrix/pool.h"
+#include "matrix/rowtable.h"
 #include "mem/batch.h"
 #include "mem/memtable.h"
 #include "mem/wal.h"
@@ -30,14 +32,38 @@
 #include "sst/table_cache.h"
 #include "sst/version.h"
 
-/* superversion -- an immutable, refcounted view of the in-memory tier. */
+/* rowset -- the matrix-container rows a view reads, newest first (l0=matrix).
+ * Immutable and refcounted, shared by superversions. The rowtable handles
+ * belong to db->mx: a handle is closed only once no live version lists its
+ * row, and a reader always pins a version that lists every row of its
+ * rowset (mx.c invariant 1), so the handles outlive every reader. */
+typedef struct rowset {
+    uint32_t refs; /* atomic */
+    size_t n;
+    rowtable **rows;
+} rowset;
+
+/* rowset_new -- a rowset of rows[0..n) (copied array), refs 1; NULL on OOM. */
+rowset *rowset_new(rowtable *const *rows, size_t n);
+rowset *rowset_ref(rowset *rs);   /* NULL-safe */
+void rowset_unref(rowset *rs);    /* NULL-safe */
+
+/* superversion -- an immutable, refcounted view of the in-memory tier and
+ * of the matrix container's row handles. */
 typedef struct superversion {
     uint32_t refs;         /* atomic */
     memtable *mem;         /* active memtable (ref held) */
     memtable **imm;        /* immutable memtables, oldest first (refs held) */
     uint64_t *imm_wal;     /* the WAL file number that holds each imm's data */
     size_t nimm;
+    rowset *rows;          /* l0=matrix: the rows, newest first (ref held); NULL with l0=sst */
 } superversion;
+
+/* sv_replace -- installs a new current superversion: the current one without
+ * its `drop_imm` oldest immutable memtables, with `rows` (ref taken; NULL =
+ * keep the current rowset). Caller holds mu. 0 or TKV_NO_MEMORY (nothing
+ * changed). */
+int sv_replace(struct tkv_db *db, size_t drop_imm, rowset *rows);
 
 superversion *sv_ref(superversion *sv);
 void sv_unref(superversion *sv);
@@ -71,6 +97,36 @@ typedef struct db_counters {
     uint64_t stall_slowdowns, stall_stops, stall_micros;
 } db_counters;
 
+/* Counters of the matrix container (atomic, relaxed), for tkv.matrix. */
+typedef struct mx_counters {
+    uint64_t rows_flushed, flush_entries, flush_data_bytes; /* rows built by flushes */
+    uint64_t flush_no_space, flush_wait_micros;    /* flushes that found the pool full, time waited */
+    uint64_t lookups, rows_searched, hints_used, hints_rejected, comparisons;
+    uint64_t columns, column_row_bytes, column_row_entries, column_l1_read_bytes, column_write_bytes;
+    uint64_t column_failures, compactors;          /* failed (retried) columns, compactors formed */
+    uint64_t rows_dropped, pages_released;
+} mx_counters;
+
+/* State of the matrix container (l0=matrix); see mx.h. Fields guarded by
+ * db->mu unless noted. */
+typedef struct matrix_state {
+    pool *pool;              /* NULL with l0=sst */
+    char *path;
+    rowtable **rows;         /* every open row handle, oldest (smallest id) first */
+    size_t nrows, cap;
+    uint64_t column_bytes;   /* effective column size */
+    uint64_t compactor_max_id; /* rows with id <= this form the compactor; 0 = no compactor */
+    int column_running;
+    int flush_blocked;       /* the flush thread waits for room in the pool */
+    int drain_waiters;       /* tkv_compact_range calls waiting for every row to drain */
+    int failures;            /* consecutive failed columns (backoff) */
+    int gave_up;             /* shutting down and columns keep failing: flush stops waiting */
+    uint64_t retry_at_us;    /* after a failure, no column before this time */
+    pthread_t thread;
+    int thread_started;
+    mx_counters ctr;
+} matrix_state;
+
 struct tkv_db {
     char *dir;
     struct tkv_options opts;
@@ -103,6 +159,9 @@ struct tkv_db {
     int compaction_running;      /* one compaction at a time (bg or manual) */
     int manual_waiting;          /* a tkv_compact_range wants the compaction slot */
     uint64_t compact_cursor[VERSION_LEVELS]; /* round-robin file index per level */
+
+    /* NVM tier (l0=matrix) */
+    matrix_state mx;
 };
 
 /* db_add_pending / db_remove_pending -- protect an output file number from
@@ -130,6 +189,13 @@ void db_wal_path(const tkv_db *db, uint64_t number, char *buf, size_t len);
 
 /* db_get_sv -- pins the current superversion and reads the sequence to read at. */
 superversion *db_get_sv(tkv_db *db, const tkv_snapshot *snap, uint64_t *seq);
+
+/* db_now_us -- monotonic microseconds. */
+uint64_t db_now_us(void);
+/* db_timed_wait -- waits on bg_cv for at most `us` microseconds. Caller holds mu. */
+void db_timed_wait(tkv_db *db, uint64_t us);
+/* db_appendf -- printf into a growing buffer; sets *oom on out of memory. */
+void db_appendf(tkv_buf *b, int *oom, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static inline void ctr_add(uint64_t *c, uint64_t n) { __atomic_fetch_add(c, n, __ATOMIC_RELAXED); }
 static inline uint64_t ctr_get(const uint64_t *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }

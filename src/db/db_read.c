@@ -13,6 +13,7 @@
 #include "db/db_impl.h"
 #include "db/compact.h"
 #include "db/db_iter.h"
+#include "db/mx.h"
 #include "util/iter.h"
 #include "util/status.h"
 
@@ -83,7 +84,8 @@ static int get_in(tkv_db *db, superversion *sv, version *ver, uint64_t seq, cons
         return copy_value(v, val, vlen);
     }
     tkv_buf b = {0};
-    int rc = version_lookup(db, ver, slice(key, klen), seq, &type, &b);
+    int rc = mx_get(db, sv, ver, slice(key, klen), seq, &type, &b);
+    if (rc == 0) rc = version_lookup(db, ver, slice(key, klen), seq, &type, &b);
     if (rc == 1 && type == IKEY_VALUE) {
         ctr_add(&db->ctr.gets_found, 1);
         rc = copy_value(slice(b.data, b.len), val, vlen);
@@ -178,8 +180,9 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
     uint64_t seq;
     version *v;
     superversion *sv = db_get_view(db, snap, &seq, &v);
-    /* Children, newest data first: memtables, L0 files, one per deeper level. */
-    size_t n = 1 + sv->nimm + v->nfiles[0];
+    /* Children, newest data first: memtables, matrix rows, L0 files, one per
+     * deeper level. */
+    size_t n = 1 + sv->nimm + mx_iter_count(sv) + v->nfiles[0];
     for (int l = 1; l < VERSION_LEVELS; l++) n += v->nfiles[l] > 0;
     tkv_it **children = calloc(n, sizeof *children);
     tkv_iter *ti = malloc(sizeof *ti);
@@ -189,6 +192,7 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
      * iterator does not need the superversion once built. */
     for (size_t i = 0; rc == 0 && i < 1 + sv->nimm; i++, k++)
         children[k] = memtable_iter(i == 0 ? sv->mem : sv->imm[sv->nimm - i]);
+    if (rc == 0) rc = mx_add_iters(sv, v, children, &k);
     for (size_t i = 0; rc == 0 && i < v->nfiles[0]; i++, k++) children[k] = table_cache_iter(db->tc, v->files[0][i]);
     for (int l = 1; rc == 0 && l < VERSION_LEVELS; l++)
         if (v->nfiles[l]) children[k++] = level_iter_new(db->tc, v->files[l], v->nfiles[l]);
@@ -271,10 +275,8 @@ int tkv_iter_status(const tkv_iter *it)
 
 /* ------------------------------------------------------------ properties */
 
-/* appendf -- printf into a growing buffer; ignores out-of-memory (checked at the end). */
-static void appendf(tkv_buf *b, int *oom, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 #include <stdarg.h>
-static void appendf(tkv_buf *b, int *oom, const char *fmt, ...)
+void db_appendf(tkv_buf *b, int *oom, const char *fmt, ...)
 {
     char line[1024];
     va_list ap;
@@ -295,59 +297,60 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
         imm_bytes += memtable_memory_usage(sv->imm[i]);
         imm_entries += memtable_num_entries(sv->imm[i]);
     }
-    appendf(b, oom, "tierkv %s stats\n", TKV_VERSION_STRING);
-    appendf(b, oom, "sequence.last: %llu\n", (unsigned long long)__atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE));
-    appendf(b, oom, "memtable.active: entries=%llu bytes=%zu\n", (unsigned long long)memtable_num_entries(sv->mem),
+    db_appendf(b, oom, "tierkv %s stats\n", TKV_VERSION_STRING);
+    db_appendf(b, oom, "sequence.last: %llu\n", (unsigned long long)__atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE));
+    db_appendf(b, oom, "memtable.active: entries=%llu bytes=%zu\n", (unsigned long long)memtable_num_entries(sv->mem),
             memtable_memory_usage(sv->mem));
-    appendf(b, oom, "memtable.immutable: count=%zu entries=%llu bytes=%zu\n", sv->nimm,
+    db_appendf(b, oom, "memtable.immutable: count=%zu entries=%llu bytes=%zu\n", sv->nimm,
             (unsigned long long)imm_entries, imm_bytes);
-    appendf(b, oom, "memtable.switches: %llu\n", (unsigned long long)ctr_get(&c->memtable_switches));
-    appendf(b, oom, "writes: puts=%llu deletes=%llu batches=%llu groups=%llu user_bytes=%llu\n",
+    db_appendf(b, oom, "memtable.switches: %llu\n", (unsigned long long)ctr_get(&c->memtable_switches));
+    db_appendf(b, oom, "writes: puts=%llu deletes=%llu batches=%llu groups=%llu user_bytes=%llu\n",
             (unsigned long long)ctr_get(&c->user_puts), (unsigned long long)ctr_get(&c->user_deletes),
             (unsigned long long)ctr_get(&c->batches), (unsigned long long)ctr_get(&c->groups),
             (unsigned long long)ctr_get(&c->user_bytes_written));
-    appendf(b, oom, "wal: records=%llu syncs=%llu\n", (unsigned long long)ctr_get(&c->wal_records),
+    db_appendf(b, oom, "wal: records=%llu syncs=%llu\n", (unsigned long long)ctr_get(&c->wal_records),
             (unsigned long long)ctr_get(&c->wal_syncs));
-    appendf(b, oom, "reads: gets=%llu found=%llu multigets=%llu iterators=%llu\n", (unsigned long long)ctr_get(&c->gets),
+    db_appendf(b, oom, "reads: gets=%llu found=%llu multigets=%llu iterators=%llu\n", (unsigned long long)ctr_get(&c->gets),
             (unsigned long long)ctr_get(&c->gets_found), (unsigned long long)ctr_get(&c->multigets),
             (unsigned long long)ctr_get(&c->iterators_created));
-    appendf(b, oom, "recovery: records=%llu torn_records=%llu torn_bytes=%llu\n",
+    db_appendf(b, oom, "recovery: records=%llu torn_records=%llu torn_bytes=%llu\n",
             (unsigned long long)ctr_get(&c->recovered_records), (unsigned long long)ctr_get(&c->recovered_torn_records),
             (unsigned long long)ctr_get(&c->recovered_torn_bytes));
     version *v = vset_current(db->vs); /* caller holds mu */
     for (int l = 0; l < VERSION_LEVELS; l++) {
         if (!v->nfiles[l] && l > 1) continue;
-        appendf(b, oom, "level.L%d: files=%zu bytes=%llu%s", l, v->nfiles[l],
+        db_appendf(b, oom, "level.L%d: files=%zu bytes=%llu%s", l, v->nfiles[l],
                 (unsigned long long)version_level_bytes(v, l), l == 0 ? "\n" : "");
         if (l > 0)
-            appendf(b, oom, " target=%llu\n", (unsigned long long)level_target_bytes(&db->opts, l));
+            db_appendf(b, oom, " target=%llu\n", (unsigned long long)level_target_bytes(&db->opts, l));
     }
-    appendf(b, oom, "flush: count=%llu bytes_written=%llu\n", (unsigned long long)ctr_get(&c->flushes),
+    db_appendf(b, oom, "flush: count=%llu bytes_written=%llu\n", (unsigned long long)ctr_get(&c->flushes),
             (unsigned long long)ctr_get(&c->flush_bytes));
     for (int k = IO_COMPACT_L0; k <= IO_COMPACT_DEEP; k++)
-        appendf(b, oom, "compaction.%s: count=%llu input_bytes=%llu output_bytes=%llu\n", io_class_name((io_class)k),
+        db_appendf(b, oom, "compaction.%s: count=%llu input_bytes=%llu output_bytes=%llu\n", io_class_name((io_class)k),
                 (unsigned long long)ctr_get(&c->compactions[k]), (unsigned long long)ctr_get(&c->compaction_read_bytes[k]),
                 (unsigned long long)ctr_get(&c->compaction_write_bytes[k]));
-    appendf(b, oom, "compaction.trivial_moves: %llu\n", (unsigned long long)ctr_get(&c->trivial_moves));
+    db_appendf(b, oom, "compaction.trivial_moves: %llu\n", (unsigned long long)ctr_get(&c->trivial_moves));
     cache_stats cs;
     cache_get_stats(db->block_cache, &cs);
-    appendf(b, oom, "block_cache: capacity=%zu usage=%zu hits=%llu misses=%llu hit_rate=%.4f\n", cs.capacity, cs.usage,
+    db_appendf(b, oom, "block_cache: capacity=%zu usage=%zu hits=%llu misses=%llu hit_rate=%.4f\n", cs.capacity, cs.usage,
             (unsigned long long)cs.hits, (unsigned long long)cs.misses,
             cs.hits + cs.misses ? (double)cs.hits / (double)(cs.hits + cs.misses) : 0.0);
-    appendf(b, oom, "stalls: slowdowns=%llu stops=%llu stall_micros=%llu\n",
+    mx_stats_line(db, b, oom);
+    db_appendf(b, oom, "stalls: slowdowns=%llu stops=%llu stall_micros=%llu\n",
             (unsigned long long)ctr_get(&c->stall_slowdowns), (unsigned long long)ctr_get(&c->stall_stops),
             (unsigned long long)ctr_get(&c->stall_micros));
     uint64_t dev_written = 0;
     for (int i = 0; i < IO_NCLASSES; i++) {
-        appendf(b, oom, "io.%s: read_bytes=%llu write_bytes=%llu syncs=%llu\n", io_class_name((io_class)i),
+        db_appendf(b, oom, "io.%s: read_bytes=%llu write_bytes=%llu syncs=%llu\n", io_class_name((io_class)i),
                 (unsigned long long)ctr_get(&db->io.read_bytes[i]), (unsigned long long)ctr_get(&db->io.write_bytes[i]),
                 (unsigned long long)ctr_get(&db->io.syncs[i]));
         dev_written += ctr_get(&db->io.write_bytes[i]);
     }
     uint64_t user = ctr_get(&c->user_bytes_written);
-    appendf(b, oom, "write_amplification: %.3f (device bytes written / user bytes written, since open)\n",
+    db_appendf(b, oom, "write_amplification: %.3f (device bytes written / user bytes written, since open)\n",
             user ? (double)dev_written / (double)user : 0.0);
-    appendf(b, oom, "background_error: %s\n", db->bg_error ? tkv_strerror(db->bg_error) : "none");
+    db_appendf(b, oom, "background_error: %s\n", db->bg_error ? tkv_strerror(db->bg_error) : "none");
 }
 
 char *tkv_property(tkv_db *db, const char *name)
@@ -367,24 +370,42 @@ char *tkv_property(tkv_db *db, const char *name)
         stats_report(db, sv, &b, &oom);
         pthread_mutex_unlock(&db->mu);
     } else if (!strcmp(name, "tkv.levels")) {
-        appendf(&b, &oom, "mem: entries=%llu bytes=%zu\n", (unsigned long long)memtable_num_entries(sv->mem),
+        db_appendf(&b, &oom, "mem: entries=%llu bytes=%zu\n", (unsigned long long)memtable_num_entries(sv->mem),
                 memtable_memory_usage(sv->mem));
         for (size_t i = sv->nimm; i-- > 0;)
-            appendf(&b, &oom, "imm%zu: entries=%llu bytes=%zu wal=%llu\n", sv->nimm - i,
+            db_appendf(&b, &oom, "imm%zu: entries=%llu bytes=%zu wal=%llu\n", sv->nimm - i,
                     (unsigned long long)memtable_num_entries(sv->imm[i]), memtable_memory_usage(sv->imm[i]),
                     (unsigned long long)sv->imm_wal[i]);
+        if (sv->rows) {
+            uint64_t entries = 0, live = 0, bytes = 0;
+            for (size_t i = 0; i < sv->rows->n; i++) {
+                rowtable_props pr;
+                rowtable_get_props(sv->rows->rows[i], &pr);
+                uint64_t cur = 0;
+                version_row_cursor(v, pr.row_id, &cur);
+                entries += pr.entries;
+                live += pr.entries - cur;
+                bytes += pr.data_bytes;
+            }
+            db_appendf(&b, &oom, "rows: count=%zu entries=%llu live_entries=%llu data_bytes=%llu\n", sv->rows->n,
+                       (unsigned long long)entries, (unsigned long long)live, (unsigned long long)bytes);
+        }
         for (int l = 0; l < VERSION_LEVELS; l++) {
             uint64_t entries = 0;
             for (size_t i = 0; i < v->nfiles[l]; i++) entries += v->files[l][i]->num_entries;
-            appendf(&b, &oom, "L%d: files=%zu bytes=%llu entries=%llu\n", l, v->nfiles[l],
+            db_appendf(&b, &oom, "L%d: files=%zu bytes=%llu entries=%llu\n", l, v->nfiles[l],
                     (unsigned long long)version_level_bytes(v, l), (unsigned long long)entries);
         }
+    } else if (!strcmp(name, "tkv.matrix") || !strcmp(name, "tkv.pmem")) {
+        pthread_mutex_lock(&db->mu);
+        mx_report(db, !strcmp(name, "tkv.pmem"), &b, &oom);
+        pthread_mutex_unlock(&db->mu);
     } else if (!strcmp(name, "tkv.num-entries-active-mem")) {
-        appendf(&b, &oom, "%llu", (unsigned long long)memtable_num_entries(sv->mem));
+        db_appendf(&b, &oom, "%llu", (unsigned long long)memtable_num_entries(sv->mem));
     } else if (!strcmp(name, "tkv.num-immutable-mem")) {
-        appendf(&b, &oom, "%zu", sv->nimm);
+        db_appendf(&b, &oom, "%zu", sv->nimm);
     } else if (!strcmp(name, "tkv.last-sequence")) {
-        appendf(&b, &oom, "%llu", (unsigned long long)seq);
+        db_appendf(&b, &oom, "%llu", (unsigned long long)seq);
     } else {
         known = 0;
     }

@@ -815,3 +815,22 @@ int vset_live_files(version_set *vs, uint64_t **out, size_t *n)
     *n = m;
     return 0;
 }
+
+/* vset_row_floor -- the smallest cursor of row_id over every live version
+ * that lists it: 1 and *floor, or 0 if no live version lists the row. */
+int vset_row_floor(version_set *vs, uint64_t row_id, uint64_t *floor)
+{
+    int found = 0;
+    uint64_t min = UINT64_MAX;
+    pthread_mutex_lock(&vs->live_mu);
+    for (version *v = vs->live.next; v != &vs->live; v = v->next) {
+        uint64_t c;
+        if (version_row_cursor(v, row_id, &c)) {
+            found = 1;
+            if (c < min) min = c;
+        }
+    }
+    pthread_mutex_unlock(&vs->live_mu);
+    if (found) *floor = min;
+    return found;
+}

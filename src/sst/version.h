@@ -140,6 +140,12 @@ int vset_log_and_apply(version_set *vs, version_edit *e);
  * may be deleted. */
 int vset_live_files(version_set *vs, uint64_t **out, size_t *n);
 
+/* vset_row_floor -- the smallest cursor of matrix row row_id over every
+ * live version (the current one and every one a reader still pins): 1 and
+ * *floor, or 0 when no live version lists the row any more. Pages of the row
+ * below the floor are unreachable by every reader. Thread-safe. */
+int vset_row_floor(version_set *vs, uint64_t row_id, uint64_t *floor);
+
 /* vset_manifest_number -- the number of the live MANIFEST (MANIFEST-%06llu). */
 uint64_t vset_manifest_number(const version_set *vs);
 

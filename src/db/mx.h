@@ -1,0 +1,83 @@
+/*
+ * mx.h -- the matrix container inside the database (l0=matrix): the pool and
+ * its rows as L0, between the memtables and the SSD tree.
+ *
+ *   open:      mx_open reconciles the pool with the MANIFEST (before WAL replay)
+ *   flush:     mx_flush_one: oldest immutable memtable -> one RowTable
+ *   read:      mx_get / mx_add_iters over the superversion's rowset, at the
+ *              cursors of the version pinned with it
+ *   compact:   the column thread (mx_start/mx_stop): the compactor (oldest
+ *              rows) drains into L1 column by column (matrix/column.h)
+ *   reclaim:   mx_collect: rows' release floors, dead pages, dropped rows
+ *
+ * The rules that make this safe are written at the top of mx.c.
+ * All mx_* functions but mx_get/mx_add_iters/mx_report are called with db->mu held
+ * unless their comment says otherwise.
+ */
+#ifndef TKV_DB_MX_H
+#define TKV_DB_MX_H
+
+#include "db/db_impl.h"
+
+/* mx_flush_one returns this (> 0) when the pool has no room for the row:
+ * nothing changed; the flush is retried once column compaction frees pages. */
+#define MX_NO_SPACE 1
+
+/* mx_open -- l0=matrix: opens the pool (creating it for a new database),
+ * drops rows the MANIFEST does not list (a flush cut short between its slot
+ * commit and its edit, or a drained row not yet dropped), re-applies the
+ * MANIFEST's cursors and releases the pages below them; TKV_CORRUPTION if the
+ * MANIFEST lists a row the pool does not have or a row fails verification.
+ * l0=sst: refuses a database whose MANIFEST still lists rows. Single-threaded
+ * (open), after vset_open and before WAL replay. */
+int mx_open(tkv_db *db);
+/* mx_initial_rowset -- the rowset of the rows mx_open kept, newest first
+ * (for the first superversion). NULL on out of memory. */
+rowset *mx_initial_rowset(tkv_db *db);
+/* mx_close -- closes every row handle and the pool (no drop: a clean close
+ * leaves the pool as the MANIFEST describes it). NULL-safe parts. */
+void mx_close(tkv_db *db);
+
+/* mx_flush_one -- flushes the oldest immutable memtable into a new row:
+ * steps (1)-(3) of rowtable_build/commit without mu, then (4) the MANIFEST
+ * edit {row cursor 0, log number} and the new superversion under mu. Returns
+ * 0, MX_NO_SPACE, or an error (then bg_error is set). Caller holds mu. */
+int mx_flush_one(tkv_db *db);
+
+/* mx_get -- the newest entry of ukey visible at seq in the rows of sv, at the
+ * cursors of v (pinned together with sv). 1 (type, value in *val), 0, < 0.
+ * No lock needed. */
+int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val);
+/* mx_add_iters -- appends one iterator per row of sv (newest first) at v's
+ * cursors to children[*k...]; the caller sized children with mx_iter_count.
+ * 0 or TKV_NO_MEMORY. No lock needed. */
+int mx_add_iters(superversion *sv, version *v, tkv_it **children, size_t *k);
+size_t mx_iter_count(const superversion *sv);
+
+/* mx_collect -- for every row: raises its own cursor to the smallest cursor
+ * any live version has for it and releases the pages below; drops rows no
+ * live version lists. Caller holds mu. */
+void mx_collect(tkv_db *db);
+
+/* mx_start / mx_stop -- the column-compaction thread. mx_stop runs after the
+ * flush thread has stopped (it keeps compacting while a flush waits for
+ * room during shutdown). */
+int mx_start(tkv_db *db);
+void mx_stop(tkv_db *db);
+/* mx_flush_blocked -- the flush thread found no room: wakes the column thread
+ * (forming a compactor at once), reclaims what it can. Returns 1 if the flush
+ * should keep waiting, 0 if it must give up (shutting down and column
+ * compaction cannot make room). Caller holds mu. */
+int mx_flush_blocked(tkv_db *db);
+
+/* mx_drain -- tkv_compact_range: waits until every row that exists now has
+ * been moved to L1 (or an error). Caller holds mu (released while waiting). */
+int mx_drain(tkv_db *db);
+
+/* mx_report -- the text of tkv.matrix (what == 0) or tkv.pmem (what == 1).
+ * Caller holds mu. */
+void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom);
+/* mx_stats_line -- one summary line for tkv.stats. Caller holds mu. */
+void mx_stats_line(tkv_db *db, tkv_buf *b, int *oom);
+
+#endif
