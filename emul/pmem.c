@@ -59,8 +59,10 @@ struct pm_region {
     pm_mode mode;
     pm_profile profile;
     char *path;
-    /* crashsim: persists with an index >= cs_cut copy nothing */
+    /* crashsim: persists with an index >= cs_cut copy nothing; on_cut runs
+     * at the first one (pm_crashsim_arm) */
     _Alignas(64) uint64_t cs_cut;
+    void (*on_cut)(void);
     uint8_t cs_locks[PM_CS_NLOCKS];
     /* stats (persist_calls is also the crashsim persist index) */
     _Alignas(64) uint64_t persist_calls;
@@ -186,7 +188,12 @@ static void cs_unlock(uint8_t *l) { __atomic_clear(l, __ATOMIC_RELEASE); }
  * the lock, i.e. after every store that preceded an earlier copy). */
 static void cs_persist(pm_region *r, uint64_t idx, const void *addr, size_t len)
 {
-    if (idx >= __atomic_load_n(&r->cs_cut, __ATOMIC_ACQUIRE) || len == 0) return;
+    uint64_t cut = __atomic_load_n(&r->cs_cut, __ATOMIC_ACQUIRE);
+    if (idx >= cut) {
+        if (idx == cut && r->on_cut) r->on_cut(); /* the power cut itself (pm_crashsim_arm) */
+        return;
+    }
+    if (len == 0) return;
     uint64_t off = (uint64_t)((const uint8_t *)addr - r->base);
     uint64_t lo = off & ~(uint64_t)(PM_LINE - 1);
     uint64_t hi = (off + len + PM_LINE - 1) & ~(uint64_t)(PM_LINE - 1);
@@ -202,6 +209,17 @@ static void cs_persist(pm_region *r, uint64_t idx, const void *addr, size_t len)
 }
 
 /* ------------------------------------------------------------------ open / close */
+
+/* pm_crashsim_arm's settings, applied to every PM_CRASHSIM region opened
+ * after the call. */
+static uint64_t cs_armed_cut = UINT64_MAX;
+static void (*cs_armed_hook)(void);
+
+void pm_crashsim_arm(uint64_t n, void (*on_cut)(void))
+{
+    cs_armed_hook = on_cut;
+    __atomic_store_n(&cs_armed_cut, n, __ATOMIC_RELEASE);
+}
 
 /* fsync_parent -- makes a newly created pool's directory entry durable. */
 static int fsync_parent(const char *path)
@@ -258,6 +276,10 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
     r->path = p;
     r->profile = profile;
     r->cs_cut = UINT64_MAX;
+    if (mode == PM_CRASHSIM) {
+        r->cs_cut = __atomic_load_n(&cs_armed_cut, __ATOMIC_ACQUIRE);
+        r->on_cut = cs_armed_hook;
+    }
 
     int rc = 0, made = 0;
     struct stat sb;

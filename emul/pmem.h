@@ -88,5 +88,12 @@ void pm_get_stats(pm_region *r, pm_stats *out);
  * pm_crashsim_persists returns persist calls so far (to pick cut points). */
 void pm_crashsim_cut_at(pm_region *r, uint64_t n);
 uint64_t pm_crashsim_persists(pm_region *r);
+/* pm_crashsim_arm -- tests (process-wide): every PM_CRASHSIM region opened
+ * after this call is cut after its first `n` persist calls (counted from its
+ * open, creation included), and on_cut (may be NULL) runs in the thread whose
+ * persist is the first one dropped -- a test's forked child passes a function
+ * that calls _exit, so it dies exactly at the power cut, before anything else
+ * (a file write, a MANIFEST edit) can happen after it. UINT64_MAX disarms. */
+void pm_crashsim_arm(uint64_t n, void (*on_cut)(void));
 
 #endif

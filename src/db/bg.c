@@ -102,7 +102,10 @@ static void *flush_main(void *arg)
             if (flush_one(db) == MX_NO_SPACE) {
                 /* The pool is full: wait for column compaction to make room
                  * (writers wait in make_room meanwhile: back-pressure). */
-                if (!blocked_since) blocked_since = db_now_us();
+                if (!blocked_since) {
+                    blocked_since = db_now_us();
+                    ctr_add(&db->mx.ctr.flush_no_space, 1); /* flushes that had to wait (once each) */
+                }
                 if (!mx_flush_blocked(db)) {
                     if (db->bg_error) continue; /* the pool cannot hold a row at all (error set) */
                     break; /* shutting down and no room will come: the WAL keeps the data */

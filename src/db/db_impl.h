@@ -118,6 +118,7 @@ typedef struct matrix_state {
     uint64_t compactor_max_id; /* rows with id <= this form the compactor; 0 = no compactor */
     int column_running;
     int flush_blocked;       /* the flush thread waits for room in the pool */
+    size_t rows_at_flush;    /* open rows when the last flush attempt started */
     int drain_waiters;       /* tkv_compact_range calls waiting for every row to drain */
     int failures;            /* consecutive failed columns (backoff) */
     int gave_up;             /* shutting down and columns keep failing: flush stops waiting */

@@ -249,6 +249,7 @@ int mx_flush_one(tkv_db *db)
     rowtable *r = NULL;
     int rc = 0;
     if (memtable_num_entries(m) > 0) {
+        mx->rows_at_flush = mx->nrows; /* 0: the pool was empty -- NO_SPACE then means it never fits */
         uint64_t id = vset_new_file_number(db->vs);
         /* The newest row receives the forward pointers; the pinned version
          * keeps its pages from its cursor on (invariant 2). */
@@ -272,7 +273,6 @@ int mx_flush_one(tkv_db *db)
         pthread_mutex_lock(&db->mu);
         version_unref(v);
         if (rc == TKV_NO_SPACE) {
-            ctr_add(&mx->ctr.flush_no_space, 1);
             sv_unref(sv);
             return MX_NO_SPACE;
         }
@@ -331,8 +331,8 @@ int mx_flush_blocked(tkv_db *db)
     mx->flush_blocked = 1;
     mx_collect(db);
     pthread_cond_broadcast(&db->bg_cv);
-    if (mx->nrows == 0) {
-        /* Nothing can free room: the memtable does not fit in an empty pool. */
+    if (mx->rows_at_flush == 0 && mx->nrows == 0) {
+        /* Nothing can free room: the memtable did not fit in an empty pool. */
         pool_stats st;
         pool_get_stats(mx->pool, &st);
         tkv_err(TKV_NO_SPACE, "pmem pool %s (%u free pages of %u bytes) cannot hold a flushed memtable even when empty",
@@ -644,14 +644,21 @@ static void *column_main(void *arg)
         int busy, err;
         column_job *j = pick_column(db, &busy, &err);
         if (!j) {
-            if (err < 0) db_set_bg_error(db, err);
-            else db_timed_wait(db, IDLE_WAIT_US);
+            if (err < 0) {
+                db_set_bg_error(db, err);
+                continue;
+            }
+            /* Idle: views that readers released since the last flush or
+             * column may let pages and rows go now. */
+            mx_collect(db);
+            db_timed_wait(db, IDLE_WAIT_US);
             continue;
         }
         mx->column_running = 1;
         pthread_mutex_unlock(&db->mu);
         int rc = run_column(db, j); /* returns holding mu */
         mx->column_running = 0;
+        job_free(j); /* unpins its version before mx_collect looks for the oldest live cursors */
         if (rc == 0) {
             mx->failures = 0;
             mx->retry_at_us = 0;
@@ -669,7 +676,6 @@ static void *column_main(void *arg)
             mx->retry_at_us = db_now_us() + (wait < RETRY_MAX_US ? wait : RETRY_MAX_US);
             if (db->shutting_down && mx->failures >= SHUTDOWN_GIVE_UP) mx->gave_up = 1;
         }
-        job_free(j);
         pthread_cond_broadcast(&db->bg_cv);
     }
     mx->gave_up = 1; /* no more columns: a waiting flush must not wait for one */
@@ -798,6 +804,13 @@ void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom)
                (unsigned long long)lookups, (unsigned long long)ctr_get(&c->rows_searched), (unsigned long long)hinted,
                (unsigned long long)rejected, hinted + rejected ? (double)hinted / (double)(hinted + rejected) : 0.0,
                lookups ? (double)ctr_get(&c->comparisons) / (double)lookups : 0.0);
+    uint64_t owned = 0;
+    for (size_t i = 0; i < mx->nrows; i++) { /* every open row, also those waiting to be dropped */
+        rowtable_props pr;
+        rowtable_get_props(mx->rows[i], &pr);
+        owned += pr.pages - pr.pages_released;
+    }
+    db_appendf(b, oom, "pages: used=%u owned_by_rows=%llu\n", st.pages_total - st.pages_free, (unsigned long long)owned);
     db_appendf(b, oom, "reclaim: rows_dropped=%llu pages_released=%llu\n", (unsigned long long)ctr_get(&c->rows_dropped),
                (unsigned long long)ctr_get(&c->pages_released));
     db_appendf(b, oom, "dram: handles=%zu bytes (%.4f per entry)\n", dram, entries ? (double)dram / (double)entries : 0.0);

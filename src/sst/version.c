@@ -120,11 +120,14 @@ void version_unref(version *v)
     if (!v) return;
     if (__atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
     version_set *vs = v->vs;
-    if (vs && v->next) {
+    if (vs) {
+        /* v->next is written by a neighbour's unlink under the lock: read it there too */
         pthread_mutex_lock(&vs->live_mu);
-        v->prev->next = v->next;
-        v->next->prev = v->prev;
-        v->prev = v->next = NULL;
+        if (v->next) {
+            v->prev->next = v->next;
+            v->next->prev = v->prev;
+            v->prev = v->next = NULL;
+        }
         pthread_mutex_unlock(&vs->live_mu);
     }
     version_free(v);

@@ -1,0 +1,836 @@
+/*
+ * test_matrix_db.c -- the matrix container inside the database (l0=matrix):
+ *
+ *  matrix_basics        flush into rows, reads and iterators over rows,
+ *                       tkv.matrix / tkv.pmem / tkv.stats, reopen
+ *  matrix_open_errors   pmem_size on reopen, a pool too small for the
+ *                       memtables, l0=sst over rows, a missing or replaced
+ *                       pool, a pool shared by two databases
+ *  matrix_corruption    flipped bytes in the pool header and in a row:
+ *                       TKV_CORRUPTION naming them, never a crash
+ *  matrix_mode_switch   l0=sst -> l0=matrix (L0 SSTs go to L1 first) and back
+ *                       after a drain
+ *  matrix_backpressure  a pool that holds a few rows under a stream of
+ *                       writes: flushes wait for columns, nothing is lost
+ *  matrix_column_retry  the first column compactions fail (injected write
+ *                       errors): retried, later columns proceed, no error
+ *  matrix_pinned_views  an iterator and a snapshot opened before many
+ *                       columns and row drops still read their state
+ *  matrix_concurrent    writers and readers while columns run
+ *  matrix_powercut      power cut at persist points (pmem_mode=crashsim +
+ *                       pm_crashsim_arm) across flushes and columns: what
+ *                       was acknowledged survives, nothing else appears, no
+ *                       pool page leaks
+ *
+ * Replay a failure with the printed TKV_TEST_SEED.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "emul/pmem.h"
+#include "io/io.h"
+#include "testutil.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+/* matrix_options -- tu_small_options with l0=matrix and a pool of pmem_size. */
+static tkv_options *matrix_options(const char *pmem_size)
+{
+    tkv_options *o = tu_small_options();
+    assert_int_equal(tkv_options_set(o, "l0", "matrix"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "pmem_size", pmem_size), TKV_OK);
+    return o;
+}
+
+static tkv_db *open_ok(const char *dir, const tkv_options *o)
+{
+    tkv_db *db = NULL;
+    int rc = tkv_open(dir, o, &db);
+    if (rc != TKV_OK) fail_msg("tkv_open %s: %s: %s", dir, tkv_strerror(rc), tkv_errmsg());
+    return db;
+}
+
+static void close_ok(tkv_db *db)
+{
+    int rc = tkv_close(db);
+    if (rc != TKV_OK) fail_msg("tkv_close: %s: %s", tkv_strerror(rc), tkv_errmsg());
+}
+
+/* prop_u64 -- the number after `field` (e.g. "columns: count=") in property `name`. */
+static uint64_t prop_u64(tkv_db *db, const char *name, const char *field)
+{
+    char *p = tkv_property(db, name);
+    if (!p) fail_msg("tkv_property %s: %s", name, tkv_errmsg());
+    const char *at = strstr(p, field);
+    if (!at) fail_msg("property %s has no \"%s\":\n%s", name, field, p);
+    unsigned long long v = strtoull(at + strlen(field), NULL, 10);
+    tkv_free(p);
+    return v;
+}
+
+static int prop_has(tkv_db *db, const char *name, const char *needle)
+{
+    char *p = tkv_property(db, name);
+    if (!p) fail_msg("tkv_property %s: %s", name, tkv_errmsg());
+    int has = strstr(p, needle) != NULL;
+    tkv_free(p);
+    return has;
+}
+
+/* check_no_leak -- every used pool page belongs to an open row. */
+static void check_no_leak(tkv_db *db, const char *what)
+{
+    uint64_t used = prop_u64(db, "tkv.matrix", "pages: used="), owned = prop_u64(db, "tkv.matrix", "owned_by_rows=");
+    if (used != owned) fail_msg("%s: %llu pool pages used, %llu owned by rows", what, (unsigned long long)used,
+                                (unsigned long long)owned);
+}
+
+static size_t key_of(uint64_t k, char *buf) { return (size_t)sprintf(buf, "key%08llu", (unsigned long long)k); }
+
+/* value_of -- a value for key k at version ver: 20..600 bytes, recognisable. */
+static size_t value_of(uint64_t k, uint64_t ver, char *buf)
+{
+    uint64_t h = tu_mix64(k * 31 + ver);
+    size_t n = (size_t)sprintf(buf, "v%llu.%llu|", (unsigned long long)k, (unsigned long long)ver);
+    size_t len = 20 + (size_t)(h % 580);
+    for (size_t i = n; i < len; i++) {
+        h = tu_mix64(h);
+        buf[i] = (char)('a' + h % 26);
+    }
+    return len > n ? len : n;
+}
+
+/* put_model -- tkv_put + model update. */
+static void put_model(tkv_db *db, tu_model *m, uint64_t k, uint64_t ver)
+{
+    char kb[32], vb[700];
+    size_t kn = key_of(k, kb), vn = value_of(k, ver, vb);
+    int rc = tkv_put(db, kb, kn, vb, vn, 0);
+    if (rc != TKV_OK) fail_msg("put %s: %s: %s", kb, tkv_strerror(rc), tkv_errmsg());
+    tu_model_put(m, kb, kn, vb, vn);
+}
+
+static void del_model(tkv_db *db, tu_model *m, uint64_t k)
+{
+    char kb[32];
+    size_t kn = key_of(k, kb);
+    assert_int_equal(tkv_delete(db, kb, kn, 0), TKV_OK);
+    tu_model_del(m, kb, kn);
+}
+
+/* wait_for -- polls property field until it reaches at least `want` (10 s max). */
+static uint64_t wait_for(tkv_db *db, const char *name, const char *field, uint64_t want)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 1000; i++) {
+        v = prop_u64(db, name, field);
+        if (v >= want) return v;
+        usleep(10000);
+    }
+    return v;
+}
+
+/* wait_pool_empty -- after a drain the last rows are dropped by the column
+ * thread once the job that drained them lets its version go: poll (10 s max). */
+static void wait_pool_empty(tkv_db *db, const char *what)
+{
+    uint64_t used = 0;
+    for (int i = 0; i < 1000; i++) {
+        if ((used = prop_u64(db, "tkv.matrix", "pages: used=")) == 0) return;
+        usleep(10000);
+    }
+    fail_msg("%s: %llu pool pages still used after every row drained", what, (unsigned long long)used);
+}
+
+static void flip_byte(const char *path, off_t off)
+{
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t b;
+    assert_int_equal(pread(fd, &b, 1, off), 1);
+    b ^= 0x5a;
+    assert_int_equal(pwrite(fd, &b, 1, off), 1);
+    close(fd);
+}
+
+/* ---------------------------------------------------------------- basics */
+
+static void matrix_basics(void **state)
+{
+    (void)state;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed());
+    char *dir = tu_tmpdir("mx-basics");
+    tkv_options *o = matrix_options("16M");
+    assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK); /* rows stay: no column */
+    tkv_db *db = open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    for (uint64_t i = 0; i < 3000; i++) {
+        uint64_t k = tu_rng_below(&r, 1500);
+        if (tu_rng_chance(&r, 100000)) del_model(db, m, k);
+        else put_model(db, m, k, i);
+    }
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    uint64_t rows = prop_u64(db, "tkv.matrix", "rows: ");
+    assert_true(rows >= 5); /* ~1 MB of values in 64K memtables */
+    assert_int_equal(prop_u64(db, "tkv.matrix", "columns: count="), 0);
+    assert_int_equal(prop_u64(db, "tkv.levels", "L1: files="), 0);
+    assert_true(prop_has(db, "tkv.pmem", "mode: emulated"));
+    assert_true(prop_has(db, "tkv.pmem", "profile: none"));
+    assert_true(prop_has(db, "tkv.stats", "matrix: rows="));
+    tu_check_db(db, NULL, m, "rows only");
+    /* the hints are used: every lookup over k rows but the newest row's search is hinted */
+    assert_true(prop_u64(db, "tkv.matrix", "hinted=") > 0);
+    assert_int_equal(prop_u64(db, "tkv.matrix", "hint_rejected="), 0);
+    check_no_leak(db, "rows only");
+    close_ok(db);
+
+    db = open_ok(dir, o); /* the rows come back from the pool, no WAL replay needed */
+    assert_int_equal(prop_u64(db, "tkv.matrix", "rows: "), rows);
+    assert_int_equal(prop_u64(db, "tkv.stats", "recovery: records="), 0);
+    tu_check_db(db, NULL, m, "reopened");
+    /* drain everything: the pool is empty afterwards, L1+ holds it all */
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    assert_int_equal(prop_u64(db, "tkv.matrix", "rows: "), 0);
+    wait_pool_empty(db, "basics");
+    assert_true(prop_u64(db, "tkv.matrix", "columns: count=") >= 1);
+    tu_check_db(db, NULL, m, "drained");
+    close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    assert_int_equal(tkv_destroy(dir), TKV_OK);
+    struct stat sb;
+    assert_int_not_equal(stat(dir, &sb), 0); /* the pool file went with the rest */
+    free(dir);
+}
+
+/* ---------------------------------------------------------------- open errors */
+
+static void expect_open(const char *dir, const tkv_options *o, int want, const char *needle, const char *what)
+{
+    tkv_db *db = NULL;
+    int rc = tkv_open(dir, o, &db);
+    if (rc != want) fail_msg("%s: tkv_open gave %s (%s), want %s", what, tkv_strerror(rc), tkv_errmsg(), tkv_strerror(want));
+    assert_null(db);
+    if (needle && !strstr(tkv_errmsg(), needle)) fail_msg("%s: message \"%s\" lacks \"%s\"", what, tkv_errmsg(), needle);
+    print_message("%s: %s\n", what, tkv_errmsg());
+}
+
+static void matrix_open_errors(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("mx-errors");
+    char *pool = tu_path(dir, "matrix.pmem");
+    tkv_options *o = matrix_options("16M");
+    tkv_db *db = open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    for (uint64_t i = 0; i < 800; i++) put_model(db, m, i, i);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+
+    /* a second database on the same pool file */
+    char *dir2 = tu_tmpdir("mx-errors2");
+    tkv_options *o2 = matrix_options("16M");
+    assert_int_equal(tkv_options_set(o2, "pmem_path", pool), TKV_OK);
+    expect_open(dir2, o2, TKV_BUSY, "in use", "shared pool");
+    close_ok(db);
+
+    /* pmem_size is read from the pool: 0 reopens any size, another size is refused */
+    tkv_options *o0 = matrix_options("0");
+    db = open_ok(dir, o0);
+    tu_check_db(db, NULL, m, "pmem_size=0");
+    close_ok(db);
+    tkv_options *o32 = matrix_options("32M");
+    expect_open(dir, o32, TKV_INVALID, "pmem_size", "other pmem_size");
+
+    /* a pool that cannot hold 4 memtables */
+    char *dir3 = tu_tmpdir("mx-errors3");
+    tkv_options *tiny = matrix_options("192K");
+    expect_open(dir3, tiny, TKV_INVALID, "at least 4 memtables", "pool too small");
+
+    /* l0=sst over a database whose rows are in the pool */
+    tkv_options *sst = tu_small_options();
+    assert_int_equal(tkv_options_set(sst, "l0", "sst"), TKV_OK);
+    expect_open(dir, sst, TKV_INVALID, "l0=matrix", "l0=sst over rows");
+
+    /* the pool replaced by an empty one: the MANIFEST's rows are missing */
+    char *saved = tu_path(dir, "matrix.pmem.saved");
+    assert_int_equal(rename(pool, saved), 0);
+    expect_open(dir, o, TKV_CORRUPTION, "missing", "pool file missing");
+    {
+        char *d4 = tu_tmpdir("mx-errors4");
+        tkv_options *o4 = matrix_options("16M");
+        assert_int_equal(tkv_options_set(o4, "pmem_path", pool), TKV_OK);
+        tkv_db *db4 = open_ok(d4, o4); /* creates a fresh, empty pool at that path */
+        close_ok(db4);
+        tkv_options_free(o4);
+        tu_tmpdir_free(d4);
+    }
+    expect_open(dir, o, TKV_CORRUPTION, "does not hold", "pool replaced");
+    assert_int_equal(rename(saved, pool), 0);
+    db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "pool restored");
+    close_ok(db);
+
+    tkv_options_free(o);
+    tkv_options_free(o0);
+    tkv_options_free(o2);
+    tkv_options_free(o32);
+    tkv_options_free(tiny);
+    tkv_options_free(sst);
+    tu_model_free(m);
+    free(saved);
+    free(pool);
+    tu_tmpdir_free(dir);
+    tu_tmpdir_free(dir2);
+    tu_tmpdir_free(dir3);
+}
+
+/* ---------------------------------------------------------------- corruption */
+
+static void matrix_corruption(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("mx-corrupt");
+    char *pool = tu_path(dir, "matrix.pmem");
+    tkv_options *o = matrix_options("16M");
+    assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK);
+    tkv_db *db = open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    for (uint64_t i = 0; i < 600; i++) put_model(db, m, i, i);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    close_ok(db);
+    char *copy = tu_path(dir, "pool.copy");
+    {
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd, "cp %s %s", pool, copy);
+        assert_int_equal(system(cmd), 0);
+    }
+
+    /* a byte of the pool header (its checksum covers it) */
+    flip_byte(pool, 20);
+    expect_open(dir, o, TKV_CORRUPTION, "matrix.pmem", "header byte");
+    assert_int_equal(rename(copy, pool), 0);
+
+    /* a data byte of the first row: pages start at 12 KiB; 64 KiB pages,
+     * the first row's header + metadata page is page 0, its data follows */
+    flip_byte(pool, 12288 + 65536 + 100);
+    expect_open(dir, o, TKV_CORRUPTION, "row", "row data byte");
+    tkv_options_free(o);
+    tu_model_free(m);
+    free(copy);
+    free(pool);
+    tu_tmpdir_free(dir);
+}
+
+/* ---------------------------------------------------------------- mode switch */
+
+static void matrix_mode_switch(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("mx-switch");
+    tkv_options *sst = tu_small_options();
+    assert_int_equal(tkv_options_set(sst, "l0", "sst"), TKV_OK);
+    assert_int_equal(tkv_options_set(sst, "l0_compaction_trigger", "1000"), TKV_OK); /* L0 files stay */
+    assert_int_equal(tkv_options_set(sst, "l0_slowdown_trigger", "1000"), TKV_OK);
+    assert_int_equal(tkv_options_set(sst, "l0_stop_trigger", "1000"), TKV_OK);
+    tkv_db *db = open_ok(dir, sst);
+    tu_model *m = tu_model_new();
+    for (uint64_t i = 0; i < 1500; i++) put_model(db, m, i % 700, i);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    assert_true(prop_u64(db, "tkv.levels", "L0: files=") >= 3);
+    close_ok(db);
+
+    tkv_options *mx = matrix_options("16M");
+    db = open_ok(dir, mx);
+    tu_check_db(db, NULL, m, "sst -> matrix");
+    for (uint64_t i = 1500; i < 4000; i++) put_model(db, m, i % 900, i); /* newer versions go to rows */
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    tu_check_db(db, NULL, m, "rows over L0 SSTs");
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    assert_int_equal(prop_u64(db, "tkv.levels", "L0: files="), 0);
+    assert_int_equal(prop_u64(db, "tkv.matrix", "rows: "), 0);
+    tu_check_db(db, NULL, m, "drained");
+    close_ok(db);
+
+    db = open_ok(dir, sst); /* no rows left: l0=sst may open it again */
+    tu_check_db(db, NULL, m, "matrix -> sst");
+    close_ok(db);
+    tkv_options_free(sst);
+    tkv_options_free(mx);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+}
+
+/* ---------------------------------------------------------------- back-pressure */
+
+static void matrix_backpressure(void **state)
+{
+    (void)state;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 1);
+    char *dir = tu_tmpdir("mx-full");
+    /* 512K pool: 7 pages of 64 KiB, a row takes 2-3 of them, the compactor
+     * forms only when a flush finds no room */
+    tkv_options *o = matrix_options("512K");
+    assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "column_bytes", "64K"), TKV_OK);
+    tkv_db *db = open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    unsigned n = 20000 * tu_scale();
+    for (uint64_t i = 0; i < n; i++) put_model(db, m, tu_rng_below(&r, 5000), i);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    uint64_t waits = prop_u64(db, "tkv.matrix", "no_space=");
+    print_message("backpressure: %u puts, %llu flushes found the pool full, %llu columns\n", n,
+                  (unsigned long long)waits, (unsigned long long)prop_u64(db, "tkv.matrix", "columns: count="));
+    assert_true(waits > 0);
+    assert_true(prop_has(db, "tkv.stats", "background_error: none"));
+    tu_check_db(db, NULL, m, "after back-pressure");
+    check_no_leak(db, "after back-pressure");
+    close_ok(db);
+    db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "reopened");
+    close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+}
+
+/* ---------------------------------------------------------------- column failures */
+
+static int g_fail_sst_writes; /* atomic: SST writes still to fail */
+
+static int fail_sst_writes(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    size_t n = strlen(path);
+    if (op != IO_OP_WRITE || n < 4 || strcmp(path + n - 4, ".sst") != 0) return 0;
+    int left = __atomic_load_n(&g_fail_sst_writes, __ATOMIC_ACQUIRE);
+    while (left > 0)
+        if (__atomic_compare_exchange_n(&g_fail_sst_writes, &left, left - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return EIO;
+    return 0;
+}
+
+static void matrix_column_retry(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("mx-retry");
+    tkv_options *o = matrix_options("16M");
+    assert_int_equal(tkv_options_set(o, "l1_size", "1G"), TKV_OK); /* no deep compaction writes SSTs */
+    tkv_db *db = open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    __atomic_store_n(&g_fail_sst_writes, 4, __ATOMIC_RELEASE);
+    io_set_fault_hook(fail_sst_writes, NULL);
+    /* ~6 MB of writes: compactors form at 1.6 MB (matrix_trigger 10 %) */
+    for (uint64_t i = 0; i < 20000; i++) put_model(db, m, i % 6000, i);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    uint64_t cols = wait_for(db, "tkv.matrix", "columns: count=", 3);
+    io_set_fault_hook(NULL, NULL);
+    uint64_t failures = prop_u64(db, "tkv.matrix", "failures=");
+    print_message("column retry: %llu failed columns, %llu columns done\n", (unsigned long long)failures,
+                  (unsigned long long)cols);
+    assert_int_equal(__atomic_load_n(&g_fail_sst_writes, __ATOMIC_ACQUIRE), 0);
+    assert_true(failures >= 1);
+    assert_true(cols >= 3);
+    assert_true(prop_has(db, "tkv.stats", "background_error: none"));
+    for (uint64_t i = 0; i < 100; i++) put_model(db, m, i, 100000 + i); /* still writable */
+    tu_check_db(db, NULL, m, "after failed columns");
+    check_no_leak(db, "after failed columns");
+    close_ok(db);
+    db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "reopened");
+    close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+}
+
+/* ---------------------------------------------------------------- pinned views */
+
+static void matrix_pinned_views(void **state)
+{
+    (void)state;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 2);
+    char *dir = tu_tmpdir("mx-pinned");
+    tkv_options *o = matrix_options("4M");
+    assert_int_equal(tkv_options_set(o, "matrix_trigger", "20"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "column_bytes", "64K"), TKV_OK);
+    tkv_db *db = open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    for (uint64_t i = 0; i < 3000; i++) put_model(db, m, tu_rng_below(&r, 2000), i);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    /* pin a state: an iterator and a snapshot (with a model copy) */
+    tu_model *pinned = tu_model_copy(m);
+    const tkv_snapshot *snap = tkv_snapshot_new(db);
+    tkv_iter *it = NULL;
+    assert_int_equal(tkv_iter_new(db, NULL, &it), TKV_OK);
+    uint64_t cols0 = prop_u64(db, "tkv.matrix", "columns: count="), drop0 = prop_u64(db, "tkv.matrix", "rows_dropped=");
+    /* overwrite everything several times: columns move rows to L1, rows drain and drop, pages are reused */
+    for (uint64_t i = 0; i < 24000; i++) put_model(db, m, tu_rng_below(&r, 2000), 10000 + i);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    uint64_t cols = prop_u64(db, "tkv.matrix", "columns: count=") - cols0;
+    print_message("pinned views: %llu columns and %llu dropped rows while pinned\n", (unsigned long long)cols,
+                  (unsigned long long)(prop_u64(db, "tkv.matrix", "rows_dropped=") - drop0));
+    assert_true(cols >= 5);
+    /* the iterator created before all that */
+    size_t i = 0;
+    for (tkv_iter_seek_first(it); tkv_iter_valid(it); tkv_iter_next(it), i++) {
+        const void *k, *v, *mk, *mv;
+        size_t kn, vn, mkn, mvn;
+        k = tkv_iter_key(it, &kn);
+        v = tkv_iter_value(it, &vn);
+        assert_true(i < tu_model_count(pinned));
+        tu_model_at(pinned, i, &mk, &mkn, &mv, &mvn);
+        if (kn != mkn || memcmp(k, mk, kn) || vn != mvn || memcmp(v, mv, vn))
+            fail_msg("pinned iterator entry %zu: %s differs from %s", i, tu_hex(k, kn), tu_hex(mk, mkn));
+    }
+    assert_int_equal(tkv_iter_status(it), TKV_OK);
+    assert_int_equal(i, tu_model_count(pinned));
+    tkv_iter_free(it);
+    tu_check_db(db, snap, pinned, "snapshot pinned across columns");
+    tkv_snapshot_free(db, snap);
+    tu_check_db(db, NULL, m, "latest");
+    /* unpinned: the next flush reclaims; no page leaks */
+    for (uint64_t j = 0; j < 500; j++) put_model(db, m, j, 90000 + j);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    check_no_leak(db, "after unpinning");
+    close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_model_free(pinned);
+    tu_tmpdir_free(dir);
+}
+
+/* ---------------------------------------------------------------- concurrency */
+
+#define CW_WRITERS 2
+#define CW_READERS 2
+#define CW_KEYS 3000
+
+typedef struct cw_ctx {
+    tkv_db *db;
+    int id;
+    int *stop; /* atomic */
+    uint64_t versions[CW_KEYS]; /* writer 0 owns even keys, writer 1 odd keys */
+    uint64_t errors;
+    char msg[256];
+} cw_ctx;
+
+/* cw_value -- key k at version ver (ver >= 1): the version is parsed back. */
+static size_t cw_value(uint64_t k, uint64_t ver, char *buf) { return value_of(k, ver, buf); }
+
+static void *cw_writer(void *arg)
+{
+    cw_ctx *c = arg;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 100 + (uint64_t)c->id);
+    for (uint64_t i = 0; i < 15000 * tu_scale(); i++) {
+        uint64_t k = tu_rng_below(&r, CW_KEYS / 2) * 2 + (uint64_t)c->id;
+        char kb[32], vb[700];
+        size_t kn = key_of(k, kb), vn = cw_value(k, ++c->versions[k], vb);
+        if (tkv_put(c->db, kb, kn, vb, vn, 0) != TKV_OK) {
+            snprintf(c->msg, sizeof c->msg, "put: %s", tkv_errmsg());
+            c->errors++;
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* cw_reader -- every value read must be one the writer wrote for that key,
+ * and a key's version never goes back in later reads of this thread. */
+static void *cw_reader(void *arg)
+{
+    cw_ctx *c = arg;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 200 + (uint64_t)c->id);
+    uint64_t *seen = calloc(CW_KEYS, sizeof *seen);
+    while (!__atomic_load_n(c->stop, __ATOMIC_ACQUIRE) && !c->errors) {
+        uint64_t k = tu_rng_below(&r, CW_KEYS);
+        char kb[32];
+        size_t kn = key_of(k, kb);
+        void *v;
+        size_t vn;
+        int rc = tkv_get(c->db, NULL, kb, kn, &v, &vn);
+        if (rc == TKV_NOT_FOUND) {
+            if (seen[k]) {
+                snprintf(c->msg, sizeof c->msg, "%s vanished after version %llu", kb, (unsigned long long)seen[k]);
+                c->errors++;
+            }
+            continue;
+        }
+        if (rc != TKV_OK) {
+            snprintf(c->msg, sizeof c->msg, "get %s: %s", kb, tkv_errmsg());
+            c->errors++;
+            break;
+        }
+        unsigned long long kk, ver;
+        char expect[700];
+        if (sscanf(v, "v%llu.%llu|", &kk, &ver) != 2 || kk != k || vn != cw_value(k, ver, expect) ||
+            memcmp(v, expect, vn) != 0) {
+            snprintf(c->msg, sizeof c->msg, "%s: bad value %s", kb, tu_hex(v, vn));
+            c->errors++;
+        } else if (ver < seen[k]) {
+            snprintf(c->msg, sizeof c->msg, "%s went back from version %llu to %llu", kb, (unsigned long long)seen[k], ver);
+            c->errors++;
+        } else {
+            seen[k] = ver;
+        }
+        tkv_free(v);
+    }
+    free(seen);
+    return NULL;
+}
+
+static void matrix_concurrent(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("mx-concurrent");
+    tkv_options *o = matrix_options("2M");
+    assert_int_equal(tkv_options_set(o, "matrix_trigger", "30"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "column_bytes", "64K"), TKV_OK);
+    tkv_db *db = open_ok(dir, o);
+    int stop = 0;
+    static cw_ctx ctx[CW_WRITERS + CW_READERS];
+    pthread_t th[CW_WRITERS + CW_READERS];
+    for (int i = 0; i < CW_WRITERS + CW_READERS; i++) {
+        memset(&ctx[i], 0, sizeof ctx[i]);
+        ctx[i].db = db;
+        ctx[i].id = i < CW_WRITERS ? i : i - CW_WRITERS;
+        ctx[i].stop = &stop;
+        assert_int_equal(pthread_create(&th[i], NULL, i < CW_WRITERS ? cw_writer : cw_reader, &ctx[i]), 0);
+    }
+    for (int i = 0; i < CW_WRITERS; i++) pthread_join(th[i], NULL);
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    for (int i = CW_WRITERS; i < CW_WRITERS + CW_READERS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < CW_WRITERS + CW_READERS; i++)
+        if (ctx[i].errors) fail_msg("thread %d: %s", i, ctx[i].msg);
+    print_message("concurrent: %llu columns\n", (unsigned long long)prop_u64(db, "tkv.matrix", "columns: count="));
+    assert_true(prop_u64(db, "tkv.matrix", "columns: count=") >= 3);
+    /* the final state: the last version of every key */
+    tu_model *m = tu_model_new();
+    for (uint64_t k = 0; k < CW_KEYS; k++) {
+        uint64_t ver = ctx[k % 2].versions[k];
+        if (!ver) continue;
+        char kb[32], vb[700];
+        size_t kn = key_of(k, kb), vn = cw_value(k, ver, vb);
+        tu_model_put(m, kb, kn, vb, vn);
+    }
+    tu_check_db(db, NULL, m, "after the threads");
+    close_ok(db);
+    db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "reopened");
+    check_no_leak(db, "reopened");
+    close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+}
+
+/* ---------------------------------------------------------------- power cut */
+
+/* The workload of one power-cut run: op i is a batch {put key(k_i) =
+ * value(k_i, i), put "~last" = i} (or a delete of k_i instead of the put), so
+ * after recovery "~last" names the newest operation that survived and the
+ * state must equal the model after operations 0..last. */
+#define PC_OPS 2400u
+#define PC_KEYS 900u
+
+static uint64_t pc_key(uint64_t i) { return tu_mix64(i * 7919u + 13) % PC_KEYS; }
+static int pc_is_delete(uint64_t i) { return tu_mix64(i ^ 0xabcdef) % 10 == 0; }
+
+static void pc_apply(tu_model *m, uint64_t i)
+{
+    char kb[32], vb[700];
+    size_t kn = key_of(pc_key(i), kb);
+    if (pc_is_delete(i)) tu_model_del(m, kb, kn);
+    else tu_model_put(m, kb, kn, vb, value_of(pc_key(i), i, vb));
+    char lb[32];
+    size_t ln = (size_t)sprintf(lb, "%llu", (unsigned long long)i);
+    tu_model_put(m, "~last", 5, lb, ln);
+}
+
+static tkv_options *pc_options(const char *mode)
+{
+    tkv_options *o = matrix_options("1M"); /* 15 pages of 64 KiB */
+    assert_int_equal(tkv_options_set(o, "pmem_mode", mode), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "matrix_trigger", "30"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "column_bytes", "48K"), TKV_OK);
+    return o;
+}
+
+/* pc_on_cut -- dies at once, like the machine at a power cut: the raw
+ * exit_group system call, past every atexit and sanitizer exit hook. */
+static void pc_on_cut(void) { syscall(SYS_exit_group, 0); }
+
+/* pc_child -- runs the workload on a crashsim pool cut after `cut` persists,
+ * reporting each acknowledged op to fd; dies at the cut (or exits 0 when the
+ * workload ends first, 3 on an error). */
+static void pc_child(const char *dir, uint64_t cut, int fd)
+{
+    pm_crashsim_arm(cut, pc_on_cut);
+    tkv_options *o = pc_options("crashsim");
+    tkv_db *db;
+    if (tkv_open(dir, o, &db) != TKV_OK) _exit(3);
+    tkv_batch *b = tkv_batch_new();
+    for (uint32_t i = 0; i < PC_OPS; i++) {
+        char kb[32], vb[700], lb[32];
+        size_t kn = key_of(pc_key(i), kb), ln = (size_t)sprintf(lb, "%u", i);
+        tkv_batch_clear(b);
+        if (pc_is_delete(i)) tkv_batch_delete(b, kb, kn);
+        else tkv_batch_put(b, kb, kn, vb, value_of(pc_key(i), i, vb));
+        tkv_batch_put(b, "~last", 5, lb, ln);
+        if (tkv_write(db, b, 0) != TKV_OK) _exit(3);
+        while (write(fd, &i, sizeof i) < 0 && errno == EINTR) {}
+        if (i % 700 == 699 && tkv_flush(db) != TKV_OK) _exit(3);
+    }
+    tkv_close(db);
+    _exit(0);
+}
+
+/* pc_run -- one run cut after `cut` persists; returns 1 if the cut was
+ * reached (the child died at it), 0 if the workload finished first. */
+static int pc_run(uint64_t cut, const char *what)
+{
+    char *dir = tu_tmpdir("mx-powercut");
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        pc_child(dir, cut, pfd[1]);
+    }
+    close(pfd[1]);
+    long long acked = -1;
+    uint32_t x;
+    for (;;) {
+        ssize_t got = read(pfd[0], &x, sizeof x);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        assert_int_equal(got, sizeof x);
+        assert_int_equal((long long)x, acked + 1);
+        acked = x;
+    }
+    close(pfd[0]);
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fail_msg("%s: child ended with status 0x%x", what, st);
+    int finished = acked == (long long)PC_OPS - 1;
+
+    /* recover (emulated mode reads the durable image) and check */
+    tkv_options *o = pc_options("emulated");
+    tkv_db *db = NULL;
+    int rc = tkv_open(dir, o, &db);
+    if (rc != TKV_OK) fail_msg("%s: recovery failed: %s: %s", what, tkv_strerror(rc), tkv_errmsg());
+    long long last = -1;
+    void *v;
+    size_t vn;
+    rc = tkv_get(db, NULL, "~last", 5, &v, &vn);
+    if (rc == TKV_OK) {
+        last = strtoll(v, NULL, 10);
+        tkv_free(v);
+    } else {
+        assert_int_equal(rc, TKV_NOT_FOUND);
+    }
+    if (last < acked) fail_msg("%s: op %lld was acknowledged but only ops up to %lld survived", what, acked, last);
+    tu_model *m = tu_model_new();
+    for (long long i = 0; i <= last; i++) pc_apply(m, (uint64_t)i);
+    char label[128];
+    snprintf(label, sizeof label, "%s (acked %lld, survived %lld)", what, acked, last);
+    tu_check_db(db, NULL, m, label);
+    check_no_leak(db, label);
+    /* and everything drains: no page stays used once every row is in L1 */
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    wait_pool_empty(db, label);
+    tu_check_db(db, NULL, m, label);
+    close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+    return !finished;
+}
+
+static void matrix_powercut(void **state)
+{
+    (void)state;
+    /* the number of persists of an uncut run: run with the cut at "never"
+     * once, in-process, and read tkv.pmem */
+    char *dir = tu_tmpdir("mx-powercut-count");
+    tkv_options *o = pc_options("crashsim");
+    tkv_db *db = open_ok(dir, o);
+    tkv_batch *b = tkv_batch_new();
+    for (uint32_t i = 0; i < PC_OPS; i++) {
+        char kb[32], vb[700], lb[32];
+        size_t kn = key_of(pc_key(i), kb), ln = (size_t)sprintf(lb, "%u", i);
+        tkv_batch_clear(b);
+        if (pc_is_delete(i)) tkv_batch_delete(b, kb, kn);
+        else tkv_batch_put(b, kb, kn, vb, value_of(pc_key(i), i, vb));
+        tkv_batch_put(b, "~last", 5, lb, ln);
+        assert_int_equal(tkv_write(db, b, 0), TKV_OK);
+        if (i % 700 == 699) assert_int_equal(tkv_flush(db), TKV_OK);
+    }
+    uint64_t total = prop_u64(db, "tkv.pmem", "persist: calls="), cols = prop_u64(db, "tkv.matrix", "columns: count=");
+    tkv_batch_free(b);
+    close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+    print_message("powercut: an uncut run makes %llu persists (%llu columns)\n", (unsigned long long)total,
+                  (unsigned long long)cols);
+    assert_true(cols >= 2);
+    assert_true(total > 20);
+
+    /* every cut point when there are few enough (one run each, ~60 ms),
+     * else every point of the first part (pool creation, the first flushes
+     * and columns) and a random sample of the rest */
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 3);
+    unsigned scale = tu_scale();
+    uint64_t dense = total <= 200 * scale ? total + 1 : 60 * scale;
+    int cut_runs = 0, runs = 0;
+    for (uint64_t k = 0; k < dense; k++, runs++) {
+        char what[64];
+        snprintf(what, sizeof what, "cut at persist %llu", (unsigned long long)k);
+        cut_runs += pc_run(k, what);
+    }
+    for (unsigned s = 0; dense <= total && s < 60 * scale; s++, runs++) {
+        uint64_t k = dense + tu_rng_below(&r, total - dense + 1);
+        char what[64];
+        snprintf(what, sizeof what, "cut at persist %llu", (unsigned long long)k);
+        cut_runs += pc_run(k, what);
+    }
+    print_message("powercut: %d runs, %d of them cut before the workload ended\n", runs, cut_runs);
+    assert_true(cut_runs >= runs / 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(matrix_basics),       cmocka_unit_test(matrix_open_errors),
+        cmocka_unit_test(matrix_corruption),   cmocka_unit_test(matrix_mode_switch),
+        cmocka_unit_test(matrix_backpressure), cmocka_unit_test(matrix_column_retry),
+        cmocka_unit_test(matrix_pinned_views), cmocka_unit_test(matrix_concurrent),
+        cmocka_unit_test(matrix_powercut),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
