@@ -644,6 +644,23 @@ static void check_fwd(const rowtable *r, const row_data *d, const row_data *olde
     }
 }
 
+/* check_filter -- the row's key filter: never a false negative for a key it
+ * holds from `from` on; few false positives (< 4 %) over absent keys. */
+static void check_filter(const rowtable *r, const row_data *d, uint32_t from, uint64_t universe, const char *what)
+{
+    for (size_t i = from; i < d->n; i++)
+        if (!rowtable_may_contain(r, rowtable_key_hash(ikey_user(ekey(&d->e[i])))))
+            fail_msg("%s: key filter rules out entry %zu (%s)", what, i, tu_hex(d->e[i].k, d->e[i].kn));
+    size_t fp = 0, probes = 4000;
+    for (size_t q = 0; q < probes; q++) {
+        char u[40];
+        size_t un = absent_key_of(q % universe, u);
+        fp += (size_t)rowtable_may_contain(r, rowtable_key_hash(slice(u, un)));
+    }
+    if (d->n - from >= 200 && fp * 25 > probes)
+        fail_msg("%s: %zu false positives of %zu absent keys", what, fp, probes);
+}
+
 /* ---------------------------------------------------------------- rows vs model */
 
 static void test_rows_model(void **state)
@@ -686,6 +703,7 @@ static void test_rows_model(void **state)
             check_fwd(rt[k - 1 - i], &rows[k - 1 - i], i ? &rows[k - i] : NULL, 0);
         }
         model m = model_of(rows, NULL, k);
+        for (size_t i = 0; i < k; i++) check_filter(rt[i], &rows[i], 0, universe, "filter built");
         check_gets(&rng, rt, k, &m, universe, seq, 3000, "built");
         for (size_t i = 0; i < k; i++) check_iter(&rng, rt[i], &rows[i], 0, "iter built");
         check_accounting(p, "built");
@@ -700,6 +718,7 @@ static void test_rows_model(void **state)
             assert_int_equal(rowtable_count(rt[i]), rows[i].n);
             check_fwd(rt[i], &rows[i], i + 1 < k ? &rows[i + 1] : NULL, 0);
             check_iter(&rng, rt[i], &rows[i], 0, "iter reopened");
+            check_filter(rt[i], &rows[i], 0, universe, "filter rebuilt at open");
         }
         check_gets(&rng, rt, k, &m, universe, seq, 3000, "reopened");
 
@@ -728,7 +747,8 @@ static void test_rows_model(void **state)
             rowtable_props pr;
             rowtable_get_props(rt[i], &pr);
             assert_int_equal(pr.entries, rows[i].n);
-            assert_true(pr.dram_bytes < 512 + 16 * (size_t)pr.pages);
+            /* handle + per page + the key filter (10 bits per entry, 64-byte blocks) */
+            assert_true(pr.dram_bytes < 512 + 16 * (size_t)pr.pages + (size_t)pr.entries * 10 / 8 + 64);
             rowtable_close(rt[i]);
             free_row(&rows[i]);
         }
@@ -799,7 +819,7 @@ static void test_view_cursors(void **state)
             int want = pos < m.n && ukey_cmp(ikey_user(ekey(&m.e[pos])), slice(u, un)) == 0;
             row_get_result res;
             memset(&res, 0, sizeof res);
-            int rc = rows_get_at(rt, view, K, slice(u, un), snap, &res, &val);
+            int rc = rows_get_at(rt, view, K, slice(u, un), snap, q % 2 ? ROWS_GET_FILTER : 0, &res, &val);
             if (rc != want) fail_msg("round %d: rows_get_at(%s) = %d, model %d", round, tu_hex(u, un), rc, want);
             if (want) {
                 assert_int_equal(res.seq, ikey_seq(ekey(&m.e[pos])));

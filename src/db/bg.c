@@ -94,6 +94,7 @@ static int flush_one(tkv_db *db)
 
 static void *flush_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "tkv-flush"); /* for top and perf */
     tkv_db *db = arg;
     pthread_mutex_lock(&db->mu);
     uint64_t blocked_since = 0;
@@ -130,6 +131,7 @@ static void *flush_main(void *arg)
 
 static void *compact_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "tkv-compact"); /* for top and perf */
     tkv_db *db = arg;
     pthread_mutex_lock(&db->mu);
     while (!db->shutting_down) {

@@ -101,7 +101,7 @@ typedef struct db_counters {
 typedef struct mx_counters {
     uint64_t rows_flushed, flush_entries, flush_data_bytes; /* rows built by flushes */
     uint64_t flush_no_space, flush_wait_micros;    /* flushes that found the pool full, time waited */
-    uint64_t lookups, rows_searched, hints_used, hints_rejected, comparisons;
+    uint64_t lookups, rows_searched, rows_filtered, hints_used, hints_rejected, comparisons;
     uint64_t columns, column_row_bytes, column_row_entries, column_l1_read_bytes, column_write_bytes;
     uint64_t column_failures, compactors;          /* failed (retried) columns, compactors formed */
     uint64_t rows_dropped, pages_released;

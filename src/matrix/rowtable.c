@@ -83,7 +83,19 @@ struct rowtable {
     uint8_t *released; /* 1 = given back to the pool (mirror of the release bitmap) */
     uint32_t cursor;   /* drain cursor (atomic) */
     uint32_t min_cursor;
+    uint64_t *filter;  /* DRAM key filter (FILTER_* below): filter_blocks blocks of 512 bits */
+    uint32_t filter_blocks;
 };
+
+/* The key filter: a cache-line-blocked bloom filter over the row's user
+ * keys, kept in DRAM only (built by the builder and again by rowtable_open;
+ * nothing on media). FILTER_BITS_PER_KEY bits per entry, FILTER_PROBES bits
+ * set per key inside one 64-byte block, so a lookup costs one cache miss per
+ * row -- ~1.2 % false positives. The block comes from the hash's high 32
+ * bits, the bits from a multiplicative remix of it, 9 bits each. */
+#define FILTER_BITS_PER_KEY 10u
+#define FILTER_PROBES 6u
+#define FILTER_BLOCK_WORDS 8u
 
 static inline uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 static inline uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -345,9 +357,48 @@ static rowtable *rt_alloc(pool *p, uint32_t npages)
     return r;
 }
 
+/* ---------------------------------------------------------------- key filter */
+
+/* filter_alloc -- an empty filter sized for n keys. 0 or TKV_NO_MEMORY. */
+static int filter_alloc(rowtable *r, uint64_t n)
+{
+    uint64_t blocks = (n * FILTER_BITS_PER_KEY + 511) / 512;
+    if (blocks == 0) blocks = 1;
+    if (blocks > UINT32_MAX) blocks = UINT32_MAX;
+    r->filter = aligned_alloc(64, blocks * FILTER_BLOCK_WORDS * sizeof(uint64_t));
+    if (!r->filter) return tkv_err(TKV_NO_MEMORY, "out of memory for the key filter of row %llu", (unsigned long long)r->row_id);
+    memset(r->filter, 0, blocks * FILTER_BLOCK_WORDS * sizeof(uint64_t));
+    r->filter_blocks = (uint32_t)blocks;
+    return 0;
+}
+
+static inline uint64_t *filter_block(const rowtable *r, uint64_t h)
+{
+    return r->filter + (((h >> 32) * r->filter_blocks) >> 32) * FILTER_BLOCK_WORDS;
+}
+
+static void filter_add(rowtable *r, uint64_t h)
+{
+    uint64_t *b = filter_block(r, h), g = h * 0x9e3779b97f4a7c15ull;
+    for (unsigned j = 0; j < FILTER_PROBES; j++, g >>= 9) b[(g & 511) >> 6] |= 1ull << (g & 63);
+}
+
+int rowtable_may_contain(const rowtable *r, uint64_t key_hash)
+{
+    if (!r->filter) return 1;
+    const uint64_t *b = filter_block(r, key_hash);
+    uint64_t g = key_hash * 0x9e3779b97f4a7c15ull;
+    for (unsigned j = 0; j < FILTER_PROBES; j++, g >>= 9)
+        if (!(b[(g & 511) >> 6] & (1ull << (g & 63)))) return 0;
+    return 1;
+}
+
+uint64_t rowtable_key_hash(tkv_slice ukey) { return tkv_hash64(ukey.p, ukey.n, 0); }
+
 void rowtable_close(rowtable *r)
 {
     if (!r) return;
+    free(r->filter);
     free(r->pages);
     free(r->addr);
     free(r->released);
@@ -387,7 +438,8 @@ void rowtable_get_props(const rowtable *r, rowtable_props *out)
     out->meta_pages = r->nmeta;
     out->data_pages = r->ndata;
     for (uint32_t j = 0; j < r->npages; j++) out->pages_released += r->released[j];
-    out->dram_bytes = sizeof *r + (size_t)r->npages * (sizeof *r->pages + sizeof *r->addr + 1);
+    out->dram_bytes = sizeof *r + (size_t)r->npages * (sizeof *r->pages + sizeof *r->addr + 1) +
+                      (size_t)r->filter_blocks * FILTER_BLOCK_WORDS * sizeof(uint64_t);
 }
 
 /* ---------------------------------------------------------------- build */
@@ -532,20 +584,34 @@ static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32
     target t;
     probe pr = {older, &t, 0, 0, 0};
     uint32_t i = 0;
+    tkv_slice prev_ukey = {NULL, 0};
+    tkv_buf prev_buf = {0}; /* the previous user key, when it may not stay valid */
     uint8_t me[ROWTABLE_META_ENTRY_SIZE], hdr[20];
     for (it_seek_first(src); it_valid(src); it_next(src), i++) {
         tkv_slice k = it_key(src), v = it_value(src);
         uint64_t esz = entry_size(k.n, v.n), start = entry_place(data.pos, esz, r->page_size);
-        if (i >= r->n || start + esz > r->data_bytes || k.n < IKEY_TRAILER)
+        if (i >= r->n || start + esz > r->data_bytes || k.n < IKEY_TRAILER) {
+            buf_free(&prev_buf);
             return tkv_err(TKV_INVALID, "pool %s: row %llu: the source changed between the two build passes",
                            pool_path(r->pl), (unsigned long long)r->row_id);
+        }
+        tkv_slice uk = ikey_user(k);
+        if (i == 0 || ukey_cmp(uk, prev_ukey) != 0) { /* one filter entry per user key */
+            filter_add(r, rowtable_key_hash(uk));
+            prev_buf.len = 0;
+            if (buf_append(&prev_buf, uk.p, uk.n) < 0) return tkv_err(TKV_NO_MEMORY, "out of memory building a row");
+            prev_ukey = slice(prev_buf.data, prev_buf.len);
+        }
         /* forward pointer: advance through the older row to entry i's lower bound */
         uint32_t fwd = ROWTABLE_NO_FWD;
         if (older) {
             target_init(&t, ikey_user(k), ikey_trailer(k));
             int ueq;
             while (oj < on && cmp_at(&pr, oj, &ueq) < 0) oj++;
-            if (pr.err) return pr.err;
+            if (pr.err) {
+                buf_free(&prev_buf);
+                return pr.err;
+            }
             fwd = oj;
         }
         ps_pad_to(&data, start);
@@ -565,6 +631,7 @@ static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32
         enc_u32(me + ME_KLEN, (uint32_t)ukn);
         ps_write(&mst, me, sizeof me);
     }
+    buf_free(&prev_buf);
     TKV_TRY(it_status(src));
     if (i != r->n || data.pos != r->data_bytes)
         return tkv_err(TKV_INVALID, "pool %s: row %llu: the source changed between the two build passes",
@@ -674,6 +741,8 @@ int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *old
     r->ndata = (uint32_t)ndata;
     r->older_id = older ? older->row_id : 0;
     r->older_n = older ? older->n : 0;
+    rc = filter_alloc(r, tot.n);
+    if (rc < 0) goto fail;
     rc = pool_alloc_pages(p, r->npages, r->pages);
     if (rc < 0) goto fail;
     allocated = 1;
@@ -808,6 +877,35 @@ static int verify_meta(rowtable *r)
     return 0;
 }
 
+/* filter_rebuild -- the key filter of an opened row, from its live entries
+ * (the keys are read from the data stream, verified by verify_pages). */
+static int filter_rebuild(rowtable *r)
+{
+    TKV_TRY(filter_alloc(r, r->n - r->min_cursor));
+    tkv_buf key = {0};
+    for (uint32_t i = r->min_cursor; i < r->n; i++) {
+        meta m;
+        ent_loc e;
+        meta_load(r, i, &m);
+        int rc = entry_decode(r, i, &m, &e);
+        const uint8_t *kp = rc == 0 ? data_ptr(r, e.key_off, m.klen) : NULL;
+        if (rc == 0 && !kp) {
+            key.len = 0;
+            if ((rc = buf_reserve(&key, m.klen)) == 0) {
+                data_copy(r, e.key_off, key.data, m.klen);
+                kp = key.data;
+            }
+        }
+        if (rc < 0) {
+            buf_free(&key);
+            return rc;
+        }
+        filter_add(r, rowtable_key_hash(slice(kp, m.klen))); /* versions of a key add the same bits */
+    }
+    buf_free(&key);
+    return 0;
+}
+
 int rowtable_open(pool *p, uint32_t slot, rowtable **out)
 {
     *out = NULL;
@@ -857,6 +955,7 @@ int rowtable_open(pool *p, uint32_t slot, rowtable **out)
     }
     if ((rc = check_released(r)) < 0 || (rc = verify_pages(r, b)) < 0 || (rc = verify_meta(r)) < 0) goto fail;
     r->cursor = r->min_cursor;
+    if ((rc = filter_rebuild(r)) < 0) goto fail;
     *out = r;
     return 0;
 fail:
@@ -966,12 +1065,13 @@ done:
 
 int rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row_get_result *res, tkv_buf *value)
 {
-    return rows_get_at(rows, NULL, k, ukey, snap, res, value);
+    return rows_get_at(rows, NULL, k, ukey, snap, 0, res, value);
 }
 
 int rows_get_at(rowtable *const *rows, const uint32_t *cursors, size_t k, tkv_slice ukey, uint64_t snap,
-                row_get_result *res, tkv_buf *value)
+                unsigned flags, row_get_result *res, tkv_buf *value)
 {
+    uint64_t h = flags & ROWS_GET_FILTER ? rowtable_key_hash(ukey) : 0;
     row_hint hint = {0, 0, 0};
     int found = 0;
     uint64_t best_seq = 0;
@@ -984,6 +1084,11 @@ int rows_get_at(rowtable *const *rows, const uint32_t *cursors, size_t k, tkv_sl
         uint32_t c = cursors ? cursors[i] : 0;
         if (r->n == 0 || r->min_seq > snap || live_from(r, c) == r->n) {
             hint = (row_hint){0, 0, 0};
+            continue;
+        }
+        if ((flags & ROWS_GET_FILTER) && !rowtable_may_contain(r, h)) {
+            res->rows_filtered++;
+            hint = (row_hint){0, 0, 0}; /* the next row has no window: a binary search if it is searched */
             continue;
         }
         int rc = rowtable_get_at(r, c, ukey, snap, &hint, res, found ? NULL : value, &hint);

@@ -49,8 +49,9 @@
  * pages they give back (the pool does not track readers).
  *
  * DRAM: no key is copied to DRAM. A row handle costs about 200 bytes plus 13
- * bytes per page (page index, mapped address, released flag); per entry that
- * is ~0 (e.g. 32 x 2 MiB pages for a 64 MiB row: ~620 bytes in all).
+ * bytes per page (page index, mapped address, released flag) plus its key
+ * filter, 10 bits (1.25 bytes) per entry, rounded up to 64 bytes (e.g. a
+ * 64 MiB row of 60,000 1 KiB entries in 32 x 2 MiB pages: ~75 KiB).
  *
  * Errors: TKV_* codes; tkv_errmsg() names the pool file and the row id.
  */
@@ -177,6 +178,7 @@ typedef struct row_get_result {
     uint64_t comparisons;  /* key comparisons (target vs an entry), always counted */
     uint64_t media_probes; /* pm_read_delay accesses charged (metadata + data reads) */
     uint32_t rows_searched, hints_used, hints_rejected;
+    uint32_t rows_filtered; /* rows_get_at with ROWS_GET_FILTER: rows the key filter ruled out */
 } row_get_result;
 
 /* rowtable_get -- the newest entry of user key `ukey` with seq <= `snap`
@@ -210,9 +212,20 @@ int rowtable_get_at(const rowtable *r, uint32_t cursor, tkv_slice ukey, uint64_t
 int rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row_get_result *res, tkv_buf *value);
 /* rows_get_at -- rows_get with a view cursor per row (cursors[i] for rows[i],
  * as rowtable_get_at; cursors NULL = each row's own cursor). A row with no
- * live entry in the view is skipped. */
+ * live entry in the view is skipped. With ROWS_GET_FILTER a row whose key
+ * filter rules ukey out is skipped too (res->rows_filtered); the next row
+ * searched then starts without a window. */
+#define ROWS_GET_FILTER 1u
 int rows_get_at(rowtable *const *rows, const uint32_t *cursors, size_t k, tkv_slice ukey, uint64_t snap,
-                row_get_result *res, tkv_buf *value);
+                unsigned flags, row_get_result *res, tkv_buf *value);
+
+/* rowtable_key_hash -- the hash the key filter uses for a user key. */
+uint64_t rowtable_key_hash(tkv_slice ukey);
+/* rowtable_may_contain -- 0 if the row's DRAM key filter says the user key
+ * with this hash is in none of its entries (built over every entry at build,
+ * over the live ones at open; ~1.2 % false positives at 10 bits per key, one
+ * cache miss), 1 if it may be. */
+int rowtable_may_contain(const rowtable *r, uint64_t key_hash);
 
 /* rowtable_iter -- an internal iterator (util/iter.h) over entries [cursor,
  * n) in ikey order: seek_first/seek_last/seek/next/prev. key()/value() point
