@@ -182,8 +182,11 @@ static void matrix_basics(void **state)
     assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK); /* rows stay: no column */
     tkv_db *db = open_ok(dir, o);
     tu_model *m = tu_model_new();
+    put_model(db, m, 99999, 0);
+    const tkv_snapshot *early = tkv_snapshot_new(db);
+    tu_model *at_early = tu_model_copy(m);
     for (uint64_t i = 0; i < 3000; i++) {
-        uint64_t k = tu_rng_below(&r, 1500);
+        uint64_t k = i % 50 == 0 ? 99999 : tu_rng_below(&r, 1500); /* key 99999: a version in every row */
         if (tu_rng_chance(&r, 100000)) del_model(db, m, k);
         else put_model(db, m, k, i);
     }
@@ -196,16 +199,29 @@ static void matrix_basics(void **state)
     assert_true(prop_has(db, "tkv.pmem", "profile: none"));
     assert_true(prop_has(db, "tkv.stats", "matrix: rows="));
     tu_check_db(db, NULL, m, "rows only");
-    /* the hints are used: every lookup over k rows but the newest row's search is hinted */
-    assert_true(prop_u64(db, "tkv.matrix", "hinted=") > 0);
-    assert_int_equal(prop_u64(db, "tkv.matrix", "hint_rejected="), 0);
+    /* most rows are ruled out by their key filters */
+    assert_true(prop_u64(db, "tkv.matrix", "rows_filtered=") > prop_u64(db, "tkv.matrix", "lookups: count="));
+    tkv_snapshot_free(db, early);
+    tu_model_free(at_early);
     check_no_leak(db, "rows only");
     close_ok(db);
 
+    /* without the filters every lookup walks the rows newest first: one
+     * binary search, then the forward-pointer windows, never rejected */
+    assert_int_equal(tkv_options_set(o, "row_filter", "0"), TKV_OK);
     db = open_ok(dir, o); /* the rows come back from the pool, no WAL replay needed */
     assert_int_equal(prop_u64(db, "tkv.matrix", "rows: "), rows);
     assert_int_equal(prop_u64(db, "tkv.stats", "recovery: records="), 0);
     tu_check_db(db, NULL, m, "reopened");
+    uint64_t lookups = prop_u64(db, "tkv.matrix", "lookups: count="), searched = prop_u64(db, "tkv.matrix", "rows_searched=");
+    uint64_t hinted = prop_u64(db, "tkv.matrix", "hinted=");
+    print_message("basics: %llu lookups searched %llu rows, %llu of those searches with a window, %.1f comparisons each\n",
+                  (unsigned long long)lookups, (unsigned long long)searched, (unsigned long long)hinted,
+                  (double)prop_u64(db, "tkv.matrix", "comparisons_per_lookup=")); 
+    assert_int_equal(prop_u64(db, "tkv.matrix", "rows_filtered="), 0);
+    assert_true(hinted > lookups);            /* several rows per lookup, all but the first hinted */
+    assert_true(hinted + lookups >= searched); /* every search after the first of a lookup had a window */
+    assert_int_equal(prop_u64(db, "tkv.matrix", "hint_rejected="), 0);
     /* drain everything: the pool is empty afterwards, L1+ holds it all */
     assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
     assert_int_equal(prop_u64(db, "tkv.matrix", "rows: "), 0);

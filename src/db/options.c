@@ -62,6 +62,7 @@ static const opt_def OPTION_TABLE[] = {
     {"emul_profile", OPT_ENUM, OFF(emul_profile), 0, 1, "none", PROFILE_NAMES},
     {"column_bytes", OPT_SIZE, OFF(column_bytes), 0, UINT64_C(1) << 40, "0", NULL},
     {"matrix_trigger", OPT_INT, OFF(matrix_trigger), 1, 100, "50", NULL},
+    {"row_filter", OPT_BOOL, OFF(row_filter), 0, 1, "1", NULL},
 };
 #define N_OPTIONS (sizeof OPTION_TABLE / sizeof OPTION_TABLE[0])
 

@@ -42,6 +42,7 @@ struct tkv_options {
     int emul_profile;           /* pm_profile: none, optane */
     uint64_t column_bytes;      /* bytes of rows per column compaction; 0 = pool size / 16 */
     int matrix_trigger;         /* percent of the pool's pages in use at which the compactor forms */
+    int row_filter;             /* 1: lookups consult each row's DRAM key filter before searching it */
 };
 
 #define L0_SST 0
