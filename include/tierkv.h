@@ -32,7 +32,10 @@
  *  - tkv_snapshot: immutable; may be shared between threads until freed.
  *  - tkv_strerror/tkv_errmsg/tkv_version: always safe.
  *
- * On-media formats: docs/format-wal.md (write-ahead log). Options: docs/options.md.
+ * On-media formats: docs/format-wal.md (write-ahead log), docs/format-sst.md,
+ * docs/format-manifest.md, docs/format-matrix.md (the persistent-memory pool of
+ * the matrix container, L0 with the default l0=matrix; device modes in
+ * docs/pmem.md). Options and properties: docs/options.md.
  */
 #ifndef TIERKV_H
 #define TIERKV_H
@@ -62,7 +65,7 @@ int tkv_version(void);
 #define TKV_IO_ERROR (-2) /* the operating system reported an I/O error */
 #define TKV_CORRUPTION (-3) /* a checksum or structural check failed on media */
 #define TKV_NO_SPACE (-4) /* the device or a pool is full */
-#define TKV_BUSY (-5) /* the resource is in use (e.g. directory locked) */
+#define TKV_BUSY (-5) /* the resource is in use (e.g. directory or pmem pool file locked) */
 #define TKV_NO_MEMORY (-6) /* an allocation failed */
 
 /* Limits, enforced by every function that takes keys or values. */
@@ -109,17 +112,28 @@ int tkv_options_set(tkv_options *opts, const char *name, const char *value);
 /* tkv_open -- opens (or, with create_if_missing, the default, creates) the
  * database in directory `dir`, recovering any data left by a crash. `opts` may
  * be NULL for defaults; it is copied and may be freed after the call.
+ * With l0=matrix (the default) it also opens, or creates, the pmem pool file
+ * (pmem_path, default <dir>/matrix.pmem) and reconciles it with the MANIFEST
+ * before replaying the WAL (docs/format-matrix.md section 9.3).
  * Returns TKV_OK and *out, or:
  *  TKV_INVALID     NULL argument; dir missing and create_if_missing=0; dir exists
- *                  and error_if_exists=1
- *  TKV_BUSY        another handle (in this or another process) has `dir` open
- *  TKV_CORRUPTION  a checksum failed in the middle of a log or other file
+ *                  and error_if_exists=1; l0=sst while the matrix container
+ *                  still holds rows; a pmem_size other than the existing pool's;
+ *                  a pool too small for 4 memtables; pmem_mode=pmem on memory
+ *                  that is not pmem (docs/options.md)
+ *  TKV_BUSY        another handle (in this or another process) has `dir` or its
+ *                  pool file open
+ *  TKV_CORRUPTION  a checksum failed in the middle of a log or other file; the
+ *                  pool header or a row fails to verify (the message names the
+ *                  pool file and row); the MANIFEST lists rows the pool lacks
  *  TKV_IO_ERROR, TKV_NO_SPACE, TKV_NO_MEMORY
  * On error *out is set to NULL. */
 int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
 
-/* tkv_close -- finishes background work (immutable memtables are flushed),
- * syncs the WAL, releases the directory lock and frees `db`.
+/* tkv_close -- finishes background work (immutable memtables are flushed; with
+ * l0=matrix a flush that needs room waits for column compaction, and if that
+ * keeps failing the memtable's data stays in the WAL for the next open),
+ * syncs the WAL, closes the pmem pool, releases the directory lock and frees `db`.
  * Every iterator of `db` must be freed first: if any is still open, close
  * returns TKV_BUSY and does nothing (the handle stays open and usable).
  * Snapshots still held are released by close (do not use them afterwards).
@@ -128,8 +142,9 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
 int tkv_close(tkv_db *db);
 
 /* tkv_destroy -- removes the database in `dir` (all of tierkv's files, then the
- * directory if it is empty). Returns TKV_BUSY if the database is open,
- * TKV_OK if `dir` does not exist. */
+ * directory if it is empty). The pool file is removed only if it is at the
+ * default path <dir>/matrix.pmem; a pool elsewhere (pmem_path) is left.
+ * Returns TKV_BUSY if the database is open, TKV_OK if `dir` does not exist. */
 int tkv_destroy(const char *dir);
 
 /* tkv_put -- sets key to value. flags: TKV_SYNC, TKV_NO_WAL.
@@ -217,17 +232,23 @@ int tkv_iter_status(const tkv_iter *it);
 /* ---------------------------------------------------------------- maintenance */
 
 /* tkv_flush -- makes every write acknowledged so far durable in the next tier
- * and waits for it. Returns TKV_OK or the error that stopped it. */
+ * (rows of the matrix container with l0=matrix, L0 SSTs with l0=sst) and waits
+ * for it; with a full pool it waits for column compaction to make room.
+ * Returns TKV_OK or the error that stopped it. */
 int tkv_flush(tkv_db *db);
 
 /* tkv_compact_range -- compacts the key range [begin, end] (NULL with length 0 =
  * open end; NULL with a non-zero length is TKV_INVALID)
- * down the tree and waits for it. Returns TKV_OK or the error that stopped it. */
+ * down the tree and waits for it. With l0=matrix it first drains the whole
+ * matrix container (every row that exists at the call, whatever the range)
+ * into L1. Returns TKV_OK or the error that stopped it. */
 int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen);
 
 /* tkv_property -- a text report, freed with tkv_free, or NULL for an unknown
  * name (tkv_errmsg says so). Names: "tkv.stats" (multi-line counters),
- * "tkv.levels" (one line per tier/level), "tkv.options" (effective options),
+ * "tkv.levels" (one line per tier/level), "tkv.matrix" (the matrix container:
+ * rows, pool space, columns, lookups), "tkv.pmem" (the pmem device: mode,
+ * geometry, persists), "tkv.options" (effective options),
  * "tkv.num-entries-active-mem" and other numeric properties documented in
  * docs/options.md. */
 char *tkv_property(tkv_db *db, const char *name);

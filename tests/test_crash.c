@@ -15,7 +15,9 @@
  * Cases: crash_sync (writes with TKV_SYNC; 20 rounds x TKV_TEST_SCALE, some
  * killed while the child is still opening/recovering) and crash_nosync (30
  * rounds x scale, writes without TKV_SYNC: a process crash must not lose
- * acknowledged writes, as they reached the WAL file before the call returned).
+ * acknowledged writes, as they reached the WAL file before the call returned),
+ * both with the default l0=matrix and a 16M pool; crash_nosync_sst (l0=sst)
+ * and crash_nosync_full_pool (a 1M pool: flushes wait for columns).
  * tu_small_options gives 64K memtables, 256K SSTs and a 512K L1 (x4 per
  * level), so background flushes and L0->L1 and deep compactions are running
  * when the kills land; the parent counts the SST files that recovery removes
@@ -447,12 +449,36 @@ static void crash_nosync(void **state)
     crash_rounds(30 * tu_scale(), 0);
 }
 
+/* crash_nosync_sst -- the same with l0=sst (L0 as SST files). The child
+ * reads the same environment, so both sides use the same options. */
+static void crash_nosync_sst(void **state)
+{
+    (void)state;
+    setenv("TKV_TEST_L0", "sst", 1);
+    crash_rounds(20 * tu_scale(), 0);
+    unsetenv("TKV_TEST_L0");
+}
+
+/* crash_nosync_full_pool -- l0=matrix with a 1 MiB pool (15 pages): flushes
+ * wait for columns most of the time, so kills land in both. */
+static void crash_nosync_full_pool(void **state)
+{
+    (void)state;
+    setenv("TKV_TEST_L0", "matrix", 1);
+    setenv("TKV_TEST_PMEM_SIZE", "1M", 1);
+    crash_rounds(20 * tu_scale(), 0);
+    unsetenv("TKV_TEST_PMEM_SIZE");
+    unsetenv("TKV_TEST_L0");
+}
+
 int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(crash_sync),
         cmocka_unit_test(crash_nosync),
+        cmocka_unit_test(crash_nosync_sst),
+        cmocka_unit_test(crash_nosync_full_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -298,10 +298,29 @@ static void matrix_open_errors(void **state)
         tkv_options_free(o4);
         tu_tmpdir_free(d4);
     }
-    expect_open(dir, o, TKV_CORRUPTION, "does not hold", "pool replaced");
+    expect_open(dir, o, TKV_INVALID, "another database", "pool replaced by another database's");
     assert_int_equal(rename(saved, pool), 0);
     db = open_ok(dir, o);
     tu_check_db(db, NULL, m, "pool restored");
+    close_ok(db);
+
+    /* another database pointed at this pool (closed, with rows): refused
+     * before anything is reconciled, so this database keeps every row */
+    {
+        char *d5 = tu_tmpdir("mx-errors5");
+        tkv_options *o5 = matrix_options("16M");
+        assert_int_equal(tkv_options_set(o5, "pmem_path", pool), TKV_OK);
+        expect_open(d5, o5, TKV_INVALID, "never recorded", "a new database on another's pool");
+        tkv_options *o6 = matrix_options("16M");
+        tkv_db *db6 = open_ok(d5, o6); /* d5 now has its own pool (and records its uuid) */
+        close_ok(db6);
+        expect_open(d5, o5, TKV_INVALID, "another database", "a database on another's pool");
+        tkv_options_free(o5);
+        tkv_options_free(o6);
+        tu_tmpdir_free(d5);
+    }
+    db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "after other databases tried the pool");
     close_ok(db);
 
     tkv_options_free(o);
@@ -533,6 +552,48 @@ static void matrix_pinned_views(void **state)
     tkv_options_free(o);
     tu_model_free(m);
     tu_model_free(pinned);
+    tu_tmpdir_free(dir);
+}
+
+/* matrix_writer_holds_iterator -- a thread that holds an iterator and keeps
+ * writing fills a small pool whose pages the iterator's view pins: the
+ * writes must not wait for the view (that would deadlock the thread), so
+ * memtables queue in DRAM until the iterator is freed, then drain. */
+static void matrix_writer_holds_iterator(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("mx-holds-iter");
+    tkv_options *o = matrix_options("1M");
+    assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK); /* rows stay until the pool is full */
+    tkv_db *db = open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    for (uint64_t i = 0; i < 2200; i++) put_model(db, m, i, i); /* ~700K of rows, pinned below */
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    tkv_iter *it = NULL;
+    assert_int_equal(tkv_iter_new(db, NULL, &it), TKV_OK);
+    tkv_iter_seek_first(it);
+    /* ~3 MB through a 1 MB pool while the iterator pins the first rows */
+    for (uint64_t i = 0; i < 10000; i++) {
+        put_model(db, m, i % 2200, 1000 + i);
+        if (i % 100 == 0 && tkv_iter_valid(it)) tkv_iter_next(it);
+    }
+    uint64_t pinned = prop_u64(db, "tkv.matrix", "pinned_switches=");
+    print_message("writer holding an iterator: %llu memtables queued in DRAM while the pool was pinned\n",
+                  (unsigned long long)pinned);
+    assert_true(pinned > 0);
+    assert_int_equal(tkv_iter_status(it), TKV_OK);
+    tkv_iter_free(it);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    tu_check_db(db, NULL, m, "after the iterator was freed");
+    for (uint64_t j = 0; j < 300; j++) put_model(db, m, j, 90000 + j);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    check_no_leak(db, "after unpinning");
+    close_ok(db);
+    db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "reopened");
+    close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
     tu_tmpdir_free(dir);
 }
 
@@ -846,7 +907,7 @@ int main(void)
         cmocka_unit_test(matrix_corruption),   cmocka_unit_test(matrix_mode_switch),
         cmocka_unit_test(matrix_backpressure), cmocka_unit_test(matrix_column_retry),
         cmocka_unit_test(matrix_pinned_views), cmocka_unit_test(matrix_concurrent),
-        cmocka_unit_test(matrix_powercut),
+        cmocka_unit_test(matrix_powercut),     cmocka_unit_test(matrix_writer_holds_iterator),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,10 +5,13 @@
  * see later writes, flush/compact_range, and close/reopen every ~10k operations
  * followed by a full comparison. Small memtables make data move down the tiers.
  *
- * Cases: model_random (100k ops x TKV_TEST_SCALE over ~3000 varied keys) and
- * model_hot_keys (many versions and tombstones of 40 keys across tiers) and
- * model_direct_io (20k ops with direct_io=1). tu_small_options gives 64K
- * memtables, 256K SSTs and a 512K L1 growing x4 per level, so data reaches L3.
+ * Cases: model_random (100k ops x TKV_TEST_SCALE over ~3000 varied keys),
+ * model_hot_keys (many versions and tombstones of 40 keys across tiers),
+ * model_direct_io (20k ops with direct_io=1), model_l0_sst (40k ops with L0
+ * as SST files) and model_full_pool (40k ops, a 1M matrix pool, no
+ * compact_range). tu_small_options gives 64K memtables, the default l0=matrix
+ * with a 16M pool whose compactor forms at 10 % and drains in 256K columns,
+ * 256K SSTs and a 512K L1 growing x4 per level, so data reaches L3.
  * Replay a failure with the printed TKV_TEST_SEED.
  */
 #include <setjmp.h>
@@ -564,6 +567,43 @@ static void model_direct_io(void **state)
     run_model(&p);
 }
 
+/* model_l0_sst -- model_random's mix with L0 as SST files (l0=sst). */
+static void model_l0_sst(void **state)
+{
+    (void)state;
+    static const params p = {
+        .name = "model_l0_sst",
+        .nkeys = 3000,
+        .ops = 40000,
+        .reopen_every = 10000,
+        .flush_ppm = 200,
+        .compact_ppm = 100,
+        .big_ppm = 1000,
+        .opt_name = "l0",
+        .opt_value = "sst",
+    };
+    run_model(&p);
+}
+
+/* model_full_pool -- l0=matrix with a 1 MiB pool and no tkv_compact_range:
+ * flushes wait for columns, rows are read with partly drained cursors. */
+static void model_full_pool(void **state)
+{
+    (void)state;
+    static const params p = {
+        .name = "model_full_pool",
+        .nkeys = 3000,
+        .ops = 40000,
+        .reopen_every = 10000,
+        .flush_ppm = 200,
+        .compact_ppm = 0,
+        .big_ppm = 200,
+        .opt_name = "pmem_size",
+        .opt_value = "1M",
+    };
+    run_model(&p);
+}
+
 int main(void)
 {
     tu_seed();
@@ -571,6 +611,10 @@ int main(void)
         cmocka_unit_test(model_random),
         cmocka_unit_test(model_hot_keys),
         cmocka_unit_test(model_direct_io),
+        cmocka_unit_test(model_l0_sst),
+        cmocka_unit_test(model_full_pool),
     };
+    const char *only = getenv("TKV_TEST_ONLY"); /* run one case: TKV_TEST_ONLY=model_full_pool */
+    if (only && *only) cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -189,6 +189,9 @@ static tkv_options *make_opts(const char *first, ...)
     assert_int_equal(tkv_options_set(o, "sst_size", "64K"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "l1_size", "256K"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "block_cache_size", "0"), TKV_OK);
+    /* These cases inject faults into L0 SST flushes and L0->L1 compactions;
+     * test_matrix_db covers the same faults with l0=matrix. */
+    assert_int_equal(tkv_options_set(o, "l0", "sst"), TKV_OK);
     va_list ap;
     va_start(ap, first);
     for (const char *name = first; name; name = va_arg(ap, const char *)) {

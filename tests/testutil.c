@@ -183,7 +183,8 @@ tkv_options *tu_small_options(void)
     assert_int_equal(tu_opt(o, "memtable_size", mt && *mt ? mt : "64K"), TKV_OK);
     /* Small tiers below the memtable, so data moves down during a test. Options
      * the library does not (yet) have are logged and ignored. */
-    tu_opt(o, "pmem_size", "16M");
+    const char *ps = getenv("TKV_TEST_PMEM_SIZE");
+    tu_opt(o, "pmem_size", ps && *ps ? ps : "16M");
     tu_opt(o, "matrix_trigger", "10");    /* l0=matrix: a compactor forms at 1.6M of rows, */
     tu_opt(o, "column_bytes", "256K");    /* which drains in columns of 256K */
     tu_opt(o, "sst_size", "256K");

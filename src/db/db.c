@@ -270,7 +270,12 @@ static int make_room(tkv_db *db, int force)
         }
         int empty = memtable_num_entries(db->sv->mem) == 0;
         if (force ? empty : memtable_memory_usage(db->sv->mem) < db->opts.memtable_size) return 0;
-        if (db->sv->nimm >= (size_t)db->opts.memtables - 1 || l0 >= (size_t)db->opts.l0_stop_trigger) {
+        int full = db->sv->nimm >= (size_t)db->opts.memtables - 1 || l0 >= (size_t)db->opts.l0_stop_trigger;
+        if (full && mx_pinned_full(db)) {
+            full = 0; /* room is held only by open views: queue in DRAM instead of waiting (mx.h) */
+            ctr_add(&db->mx.ctr.pinned_switches, 1);
+        }
+        if (full) {
             uint64_t t0 = db_now_us();
             ctr_add(&db->ctr.stall_stops, 1);
             pthread_cond_broadcast(&db->bg_cv);

@@ -105,6 +105,7 @@ typedef struct mx_counters {
     uint64_t columns, column_row_bytes, column_row_entries, column_l1_read_bytes, column_write_bytes;
     uint64_t column_failures, compactors;          /* failed (retried) columns, compactors formed */
     uint64_t rows_dropped, pages_released;
+    uint64_t pinned_switches;                      /* memtables queued in DRAM while views pinned a full pool */
 } mx_counters;
 
 /* State of the matrix container (l0=matrix); see mx.h. Fields guarded by

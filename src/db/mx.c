@@ -172,6 +172,39 @@ int mx_open(tkv_db *db)
     pool_row_id *prow;
     size_t np;
     TKV_TRY(pool_rows(mx->pool, &prow, &np));
+    /* The pool must be this database's: reconciling another database's pool
+     * with our MANIFEST would drop its rows. The MANIFEST records the uuid of
+     * the pool it uses (from the first open with l0=matrix on). */
+    uint8_t known[16];
+    int has_known = vset_pool_uuid(db->vs, known);
+    const uint8_t *uuid = pool_uuid(mx->pool);
+    if (has_known && memcmp(known, uuid, 16) != 0 && !(created && v->nrows == 0)) {
+        free(prow);
+        return tkv_err(TKV_INVALID,
+                       "pmem pool %s belongs to another database (its uuid differs from the one the MANIFEST of %s "
+                       "records); nothing was changed -- set pmem_path to this database's pool",
+                       mx->path, db->dir);
+    }
+    if (!has_known && np > v->nrows) {
+        free(prow);
+        return tkv_err(TKV_INVALID,
+                       "pmem pool %s holds %zu rows that database %s never recorded: it belongs to another database; "
+                       "nothing was changed -- set pmem_path to this database's pool",
+                       mx->path, np, db->dir);
+    }
+    if (!has_known || memcmp(known, uuid, 16) != 0) {
+        version_edit e;
+        edit_init(&e);
+        e.has_pool_uuid = 1;
+        memcpy(e.pool_uuid, uuid, 16);
+        int lrc = vset_log_and_apply(db->vs, &e);
+        edit_free(&e);
+        if (lrc < 0) {
+            free(prow);
+            return lrc;
+        }
+        v = vset_current(db->vs);
+    }
     int rc = 0;
     for (size_t i = 0; i < np && rc == 0; i++) {
         uint64_t cur;
@@ -341,6 +374,20 @@ int mx_flush_blocked(tkv_db *db)
         return 0;
     }
     if (db->shutting_down && mx->gave_up) return 0;
+    return 1;
+}
+
+int mx_pinned_full(tkv_db *db)
+{
+    matrix_state *mx = &db->mx;
+    if (!mx->pool || !mx->flush_blocked || __atomic_load_n(&db->open_iterators, __ATOMIC_ACQUIRE) == 0) return 0;
+    version *v = vset_current(db->vs);
+    rowset *rs = db->sv->rows;
+    for (size_t i = 0; rs && i < rs->n; i++) {
+        uint64_t cur;
+        if (!version_row_cursor(v, rowtable_id(rs->rows[i]), &cur)) continue; /* drained and removed */
+        if (cur < rowtable_count(rs->rows[i])) return 0; /* columns still have work: ordinary back-pressure */
+    }
     return 1;
 }
 
@@ -814,7 +861,8 @@ void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom)
         owned += pr.pages - pr.pages_released;
     }
     db_appendf(b, oom, "pages: used=%u owned_by_rows=%llu\n", st.pages_total - st.pages_free, (unsigned long long)owned);
-    db_appendf(b, oom, "reclaim: rows_dropped=%llu pages_released=%llu\n", (unsigned long long)ctr_get(&c->rows_dropped),
-               (unsigned long long)ctr_get(&c->pages_released));
+    db_appendf(b, oom, "reclaim: rows_dropped=%llu pages_released=%llu pinned_switches=%llu\n",
+               (unsigned long long)ctr_get(&c->rows_dropped), (unsigned long long)ctr_get(&c->pages_released),
+               (unsigned long long)ctr_get(&c->pinned_switches));
     db_appendf(b, oom, "dram: handles=%zu bytes (%.4f per entry)\n", dram, entries ? (double)dram / (double)entries : 0.0);
 }

@@ -70,6 +70,14 @@ void mx_stop(tkv_db *db);
  * compaction cannot make room). Caller holds mu. */
 int mx_flush_blocked(tkv_db *db);
 
+/* mx_pinned_full -- 1 if the flush waits for room although the current
+ * version has drained every row: the pages it needs are held only by open
+ * iterators' views (views pin pages, mx.c invariant 2). Writers must not wait
+ * for that -- the iterator may belong to the waiting thread -- so make_room
+ * then queues more immutable memtables in DRAM until the views close (as a
+ * long-lived RocksDB iterator pins memory). Caller holds mu. */
+int mx_pinned_full(tkv_db *db);
+
 /* mx_drain -- tkv_compact_range: waits until every row that exists now has
  * been moved to L1 (or an error). Caller holds mu (released while waiting). */
 int mx_drain(tkv_db *db);

@@ -34,6 +34,8 @@
 #include "util/status.h"
 
 struct version_set {
+    int has_pool_uuid;
+    uint8_t pool_uuid[16]; /* see vset_pool_uuid */
     char *dir;
     io_stats *st;
     uint64_t next_file, last_seq, log_number;
@@ -380,6 +382,8 @@ static int snapshot_edit(const version_set *vs, version_edit *e)
     e->log_number = vs->log_number;
     e->next_file = vs->next_file;
     e->last_seq = vs->last_seq;
+    e->has_pool_uuid = vs->has_pool_uuid;
+    memcpy(e->pool_uuid, vs->pool_uuid, sizeof e->pool_uuid);
     for (int l = 0; l < VERSION_LEVELS; l++) {
         for (size_t i = 0; i < vs->current->nfiles[l]; i++) {
             int rc = edit_add_file(e, l, vs->current->files[l][i]);
@@ -496,6 +500,10 @@ static int replay_record(void *arg, const uint8_t *p, size_t n, uint64_t off)
         r->has_next_file = 1;
     }
     if (e.has_last_seq) r->last_seq = e.last_seq;
+    if (e.has_pool_uuid) {
+        r->vs->has_pool_uuid = 1;
+        memcpy(r->vs->pool_uuid, e.pool_uuid, sizeof e.pool_uuid);
+    }
     edit_free(&e);
     if (r->v) version_free(r->v);
     r->v = nv;
@@ -730,6 +738,11 @@ uint64_t vset_new_file_number(version_set *vs) { return vs->next_file++; }
 uint64_t vset_next_file_number(const version_set *vs) { return vs->next_file; }
 uint64_t vset_log_number(const version_set *vs) { return vs->log_number; }
 uint64_t vset_last_seq(const version_set *vs) { return vs->last_seq; }
+int vset_pool_uuid(const version_set *vs, uint8_t out[16])
+{
+    if (vs->has_pool_uuid) memcpy(out, vs->pool_uuid, sizeof vs->pool_uuid);
+    return vs->has_pool_uuid;
+}
 void vset_set_last_seq(version_set *vs, uint64_t seq) { vs->last_seq = seq; }
 uint64_t vset_manifest_number(const version_set *vs) { return vs->manifest_number; }
 
@@ -784,6 +797,10 @@ int vset_log_and_apply(version_set *vs, version_edit *e)
 
     /* 4. Install: the edit is durable. */
     if (e->has_log_number) vs->log_number = e->log_number;
+    if (e->has_pool_uuid) {
+        vs->has_pool_uuid = 1;
+        memcpy(vs->pool_uuid, e->pool_uuid, sizeof e->pool_uuid);
+    }
     install(vs, v);
     return 0;
 }

@@ -95,6 +95,8 @@ typedef struct version_edit {
     size_t ncursors, nrows_removed;
     row_cursor *cursors;    /* rows whose cursor is set (added if new) */
     uint64_t *rows_removed; /* rows that leave the version */
+    int has_pool_uuid;
+    uint8_t pool_uuid[16];  /* the matrix pool this database's rows live in (l0=matrix) */
 } version_edit;
 
 void edit_init(version_edit *e);
@@ -109,6 +111,10 @@ int edit_remove_row(version_edit *e, uint64_t row_id);
 /* edit_encode / edit_decode -- the MANIFEST record codec. Decode returns
  * TKV_CORRUPTION on any malformed input (never crashes). */
 int edit_encode(const version_edit *e, tkv_buf *out);
+/* vset_pool_uuid -- the pool uuid the MANIFEST records: 1 and *out, or 0 if
+ * none was ever recorded (l0=sst, or a database created before the tag).
+ * An edit with has_pool_uuid replaces it (vset_log_and_apply). */
+int vset_pool_uuid(const version_set *vs, uint8_t out[16]);
 int edit_decode(const uint8_t *p, size_t n, version_edit *e);
 
 /* vset_open -- opens the version set of `dir`: if CURRENT exists, recovers

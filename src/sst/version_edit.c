@@ -32,6 +32,7 @@ enum {
     TAG_ADDED = 5,
     TAG_ROW_CURSOR = 6,
     TAG_ROW_REMOVED = 7,
+    TAG_POOL_UUID = 8,
 };
 
 /* ---------------------------------------------------------------- file_meta */
@@ -212,6 +213,10 @@ int edit_encode(const version_edit *e, tkv_buf *out)
         TKV_TRY(buf_append_varint(out, TAG_ROW_REMOVED));
         TKV_TRY(buf_append_varint(out, e->rows_removed[i]));
     }
+    if (e->has_pool_uuid) {
+        TKV_TRY(buf_append_varint(out, TAG_POOL_UUID));
+        TKV_TRY(buf_append(out, e->pool_uuid, sizeof e->pool_uuid));
+    }
     return buf_append_varint(out, TAG_END);
 }
 
@@ -338,6 +343,13 @@ static int decode_fields(rd *r, version_edit *e)
             TKV_TRY(edit_remove_row(e, row));
             break;
         }
+        case TAG_POOL_UUID:
+            if ((size_t)(r->limit - r->p) < sizeof e->pool_uuid)
+                return tkv_err(TKV_CORRUPTION, "version edit: truncated pool uuid at byte %zu", at);
+            memcpy(e->pool_uuid, r->p, sizeof e->pool_uuid);
+            r->p += sizeof e->pool_uuid;
+            e->has_pool_uuid = 1;
+            break;
         default:
             return tkv_err(TKV_CORRUPTION, "version edit: unknown tag %llu at byte %zu", (unsigned long long)tag, at);
         }
