@@ -43,7 +43,20 @@ struct tkv_options {
     uint64_t column_bytes;      /* bytes of rows per column compaction; 0 = pool size / 16 */
     int matrix_trigger;         /* percent of the pool's pages in use at which the compactor forms */
     int row_filter;             /* 1: lookups consult each row's DRAM key filter before searching it */
+    /* Scheduler (docs/scheduler.md) */
+    int scheduler;              /* SCHED_SILK or SCHED_FIFO */
+    int write_controller;       /* WCTL_MODE_PRL, WCTL_MODE_CLASSIC, WCTL_MODE_OFF (option order) */
+    uint64_t device_bandwidth;  /* T in bytes/s; 0 = probe at open */
+    uint64_t min_internal_bandwidth; /* floor of I for flush and L0->L1 work, bytes/s */
+    uint64_t sched_epsilon;     /* epsilon of I = T - C - epsilon, bytes/s */
+    uint64_t sched_threshold;   /* the published I changes only by more than this, bytes/s */
+    uint64_t deep_reserved_bandwidth; /* deep compactions' guaranteed share of I, bytes/s */
+    int compaction_threads;     /* low-priority pool: threads for deep (L1+) compactions */
+    uint64_t ssd_bandwidth;     /* emul/: cap on every SSD read and write of the engine, bytes/s; 0 = off */
 };
+
+#define SCHED_SILK 0
+#define SCHED_FIFO 1
 
 #define L0_SST 0
 #define L0_MATRIX 1

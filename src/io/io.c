@@ -40,6 +40,13 @@ static int fault(io_op op, const char *path, size_t len)
 
 static void count(uint64_t *ctr, uint64_t n) { __atomic_fetch_add(ctr, n, __ATOMIC_RELAXED); }
 
+/* admit -- passes n bytes of f through the scheduler's gate (may sleep). */
+static int admit(io_file *f, int is_write, size_t n)
+{
+    if (!f->stats || !f->stats->gate || n == 0) return 0;
+    return f->stats->gate(f->stats->gate_arg, f->cls, is_write, n);
+}
+
 /* Bytes staged before a direct append file writes to the device. */
 #define IO_DIRECT_STAGE (1u << 20)
 
@@ -196,6 +203,7 @@ int io_append(io_file *f, const void *p, size_t n)
     int e = fault(IO_OP_WRITE, f->path, n);
     if (e > 0) return tkv_err_errno(e, "write %s", f->path);
     if (e < 0) limit = (size_t)-e < n ? (size_t)-e : n;
+    TKV_TRY(admit(f, 1, limit));
     if (f->flags & IO_DIRECT) {
         int rc = direct_append(f, p, limit);
         if (f->stats) count(&f->stats->write_bytes[f->cls], limit);
@@ -309,6 +317,7 @@ int io_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *got)
 {
     int e = fault(IO_OP_READ, f->path, n);
     if (e > 0) return tkv_err_errno(e, "read %s at offset %llu", f->path, (unsigned long long)off);
+    TKV_TRY(admit(f, 0, n));
     if (f->flags & IO_DIRECT) return direct_pread(f, off, buf, n, got);
     size_t done = 0;
     while (done < n) {

@@ -28,11 +28,20 @@ typedef enum io_class {
 
 const char *io_class_name(io_class c);
 
-/* Per-database byte counters, updated atomically (relaxed). */
+/* io_gate_fn -- the scheduler's admission hook (src/db/silk.c): called
+ * before every read or write of n bytes on a file opened with these stats,
+ * on the calling thread. It may sleep (rate limiting, the emulated SSD
+ * throttle, a paused compaction) and may refuse with a TKV_* error (an
+ * aborted compaction), which the I/O call then returns untouched. */
+typedef int (*io_gate_fn)(void *arg, io_class cls, int is_write, size_t n);
+
+/* Per-database byte counters, updated atomically (relaxed), and the gate. */
 typedef struct io_stats {
     uint64_t read_bytes[IO_NCLASSES];
     uint64_t write_bytes[IO_NCLASSES];
     uint64_t syncs[IO_NCLASSES];
+    io_gate_fn gate; /* NULL = no admission control; set before files are opened, never changed after */
+    void *gate_arg;
 } io_stats;
 
 /* Open flags. */
