@@ -1,0 +1,153 @@
+/*
+ * wctl.h -- the write controller: how long a client write waits so that the
+ * memtables never all fill up while a flush can still drain them (after the
+ * Pliops Rate Limiter, "PRL").
+ *
+ * State, from the engine's memtable picture (wctl_input):
+ *
+ *   NORMAL    mutable_left >= 2 and the container is below near_full
+ *   SLOWDOWN  mutable_left == 1 (only the active memtable can take writes),
+ *             or container_fill >= near_full (default 0.9)
+ *   STOP      mutable_left == 0: every memtable is full; writes wait until a
+ *             flush frees one (physical: there is nowhere to put them)
+ *
+ *        NORMAL --(memtable switch leaves 1 mutable / container near full)--> SLOWDOWN
+ *        SLOWDOWN --(active memtable full, no free slot)--> STOP
+ *        STOP --(flush frees a memtable)--> SLOWDOWN or NORMAL
+ *
+ * The state depends on the inputs only, not on the mode. What the mode does
+ * in SLOWDOWN:
+ *   WCTL_PRL      pace writers at the MINIMUM of the last WCTL_SAMPLES flush
+ *                 bandwidths (wctl_flush_sample); before any sample, at
+ *                 initial_rate (16 MiB/s, conservative). Never below min_rate.
+ *   WCTL_CLASSIC  pace at the fixed classic_rate (RocksDB's
+ *                 delayed_write_rate, 16 MiB/s).
+ *   WCTL_OFF      no pacing.
+ * Every mode reports STOP when mutable_left == 0.
+ *
+ * Pacing is a virtual clock `vt` (the time at which the bytes charged so far
+ * have been "paid for" at the pace rate; nanoseconds). A write of b bytes
+ * charges b/rate: vt = max(vt, now - slack) + b / rate, and the write may
+ * proceed at time vt (its `until`). The writer sleeps in steps of at most
+ * max_step_us (1 ms), re-evaluating the state between steps (so a flush that
+ * ends the slowdown releases it at once). A debt smaller than min_step_us is
+ * not slept but carried in vt and paid by a later write, so small writes are
+ * paced smoothly in aggregate (sum of sleeps ~ bytes / rate) instead of by
+ * one long stop. `slack` = max_step_us lets writers that overslept a step
+ * catch up; entering SLOWDOWN from another state starts vt at now.
+ *
+ * Protocol (one wctl_write ticket per write, e.g. on the writer's stack):
+ *
+ *     wctl_write t = WCTL_WRITE_INIT;
+ *     uint64_t d = wctl_delay_us(w, &t, &in, bytes, now);
+ *     while (d > 0) {
+ *         if (t.state == WCTL_STOP) wait on the flush-done condvar, at most d
+ *         else sleep d
+ *         refresh `in`; d = wctl_delay_us(w, &t, &in, 0, now);
+ *     }
+ *     ... do the write ...
+ *
+ * Counters: writes (tickets started), stalled writes (tickets paced with
+ * a delay > 0), stopped writes (tickets that saw STOP), stall_us (the sum of
+ * all delays returned, pacing and STOP; a STOP wait woken early by a flush is
+ * counted for the full step returned).
+ *
+ * Thread safety: a wctl is safe for concurrent use (one mutex). A ticket
+ * belongs to one writer.
+ */
+#ifndef TKV_SCHED_WCTL_H
+#define TKV_SCHED_WCTL_H
+
+#include <stdint.h>
+
+#define WCTL_SAMPLES 8 /* K: flush-bandwidth samples kept */
+
+typedef enum wctl_mode { WCTL_PRL = 0, WCTL_CLASSIC = 1, WCTL_OFF = 2 } wctl_mode;
+typedef enum wctl_state { WCTL_NORMAL = 0, WCTL_SLOWDOWN = 1, WCTL_STOP = 2 } wctl_state;
+
+typedef struct wctl_options {
+    wctl_mode mode;            /* default WCTL_PRL. Run time: wctl_set_mode */
+    double near_full;          /* container fill fraction that means SLOWDOWN, (0, 1]; > 1
+                                * disables. Default 0.9 */
+    uint64_t classic_rate;     /* CLASSIC pace, bytes/s (> 0). Default 16 MiB/s */
+    uint64_t initial_rate;     /* PRL pace before any flush sample, bytes/s (> 0). Default 16 MiB/s */
+    uint64_t min_rate;         /* PRL pace floor, bytes/s. Default 1 MiB/s */
+    uint64_t min_sample_bytes; /* flushes smaller than this are not sampled (their fixed
+                                * costs make the bandwidth meaningless). Default 1 MiB */
+    uint64_t max_step_us;      /* longest single delay, 1..1000. Default 1000 */
+    uint64_t min_step_us;      /* debts below this are carried, not slept; < max_step_us.
+                                * Default 100 */
+} wctl_options;
+
+/* What the engine tells the controller, per call. */
+typedef struct wctl_input {
+    unsigned mutable_left;  /* memtables that can still take writes: the active one if
+                             * not full, plus free slots (memtables - immutables) */
+    unsigned max_memtables; /* total memtables (informational; >= mutable_left) */
+    double container_fill;  /* L0 container fill fraction 0..1 (0 without one) */
+} wctl_input;
+
+/* A write's ticket; initialise with WCTL_WRITE_INIT. `state` is the state at
+ * the last call (the caller reads it to tell a STOP from a pacing delay);
+ * the other fields are the controller's. */
+typedef struct wctl_write {
+    wctl_state state;
+    unsigned flags;
+    uint64_t bytes;
+    uint64_t until_ns; /* pacing: the write may proceed at this time (ns) */
+} wctl_write;
+#define WCTL_WRITE_INIT {WCTL_NORMAL, 0, 0, 0}
+
+typedef struct wctl_stats {
+    wctl_mode mode;
+    wctl_state state;         /* at the last call */
+    uint64_t pace_rate;       /* bytes/s SLOWDOWN would pace at now (0 in OFF mode) */
+    uint64_t min_sample;      /* min of the samples (0 if none) */
+    unsigned nsamples;        /* samples held, <= WCTL_SAMPLES */
+    uint64_t samples_total;   /* samples accepted */
+    uint64_t writes;          /* tickets started */
+    uint64_t stalled_writes;  /* tickets delayed by pacing */
+    uint64_t stopped_writes;  /* tickets that saw STOP */
+    uint64_t stall_us;        /* sum of returned delays */
+} wctl_stats;
+
+typedef struct wctl wctl;
+
+/* wctl_options_default -- fills the defaults above. */
+void wctl_options_default(wctl_options *o);
+
+/* wctl_create -- TKV_OK and *out, TKV_INVALID (NULL argument, bad mode, a
+ * zero rate, steps out of range) or TKV_NO_MEMORY. */
+int wctl_create(const wctl_options *o, wctl **out);
+
+/* wctl_free -- NULL is a no-op. */
+void wctl_free(wctl *w);
+
+/* wctl_set_mode -- switches the mode (ablation); TKV_INVALID for an unknown
+ * one. */
+int wctl_set_mode(wctl *w, wctl_mode mode);
+
+/* wctl_flush_sample -- a flush moved `bytes` (memtable bytes, the unit
+ * writers are charged in) in `duration_us`. Keeps the last WCTL_SAMPLES.
+ * Returns 1 if the sample was kept, 0 if ignored (bytes < min_sample_bytes). */
+int wctl_flush_sample(wctl *w, uint64_t bytes, uint64_t duration_us);
+
+/* wctl_classify -- the state for `in` (pure function of the inputs and
+ * near_full). */
+wctl_state wctl_classify(const wctl *w, const wctl_input *in);
+
+/* wctl_delay_us -- the deterministic core (never sleeps). For a new ticket
+ * `bytes` is the write's size; later calls for the same ticket pass 0 (it is
+ * ignored). Returns the microseconds to wait before calling again
+ * (<= max_step_us), or 0 when the write may proceed now (the ticket is then
+ * finished; a finished ticket passed again starts a new write). Sets
+ * t->state. */
+uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t bytes, uint64_t now_us);
+
+/* wctl_pace_rate -- the rate SLOWDOWN paces at now (0 = no pacing, OFF). */
+uint64_t wctl_pace_rate(wctl *w);
+
+/* wctl_get_stats -- a consistent snapshot. */
+void wctl_get_stats(wctl *w, wctl_stats *st);
+
+#endif

@@ -1,0 +1,929 @@
+/*
+ * test_sched.c -- the scheduler primitives of src/sched/: the fake clock, the
+ * SILK control law (monitor), the two-priority token bucket (ratelimit) and
+ * the PRL write controller (wctl).
+ *
+ * Everything runs on a fake clock and the deterministic cores (which take
+ * `now_us` and never sleep), except three short real-thread tests: a
+ * blocked rl_request is woken by rl_cancel and rl_shutdown, a blocking
+ * rl_request on a fake clock advances when the test advances the clock, and
+ * the monitor's ticker thread ticks and stops. Random loads use a fixed-seed
+ * xoshiro256** so that every run sees the same numbers.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sched/clock.h"
+#include "sched/monitor.h"
+#include "sched/ratelimit.h"
+#include "sched/wctl.h"
+#include "tierkv.h"
+#include "util/rng.h"
+
+#define MiB (1ull << 20)
+#define KiB (1ull << 10)
+
+/* ---- helpers ---- */
+
+/* rng_seed -- a fixed-seed xoshiro256** state (splitmix64 expansion). */
+static void rng_seed(uint64_t s[4], uint64_t seed)
+{
+    for (int i = 0; i < 4; i++) {
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        s[i] = z ^ (z >> 31);
+    }
+}
+
+/* rng_unit -- uniform in [-1, 1). */
+static double rng_unit(uint64_t s[4]) { return (double)(xoshiro256ss_next(s) >> 11) / (double)(1ull << 52) - 1.0; }
+
+static uint64_t absdiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
+/* ---- clock ---- */
+
+static void test_clock(void **state)
+{
+    (void)state;
+    sched_clock c;
+    sched_clock_init_fake(&c, 1000);
+    assert_true(sched_clock_is_fake(&c));
+    assert_int_equal(sched_clock_now_us(&c), 1000);
+    sched_clock_advance_us(&c, 500);
+    assert_int_equal(sched_clock_now_us(&c), 1500);
+    sched_clock_set_us(&c, 1200); /* backwards: ignored */
+    assert_int_equal(sched_clock_now_us(&c), 1500);
+    sched_clock_set_us(&c, 9000);
+    assert_int_equal(sched_clock_now_us(&c), 9000);
+    assert_int_equal(sched_wait_budget_us(&c, 50000), SCHED_FAKE_POLL_US);
+    assert_int_equal(sched_wait_budget_us(&c, 0), 1);
+
+    sched_clock *r = sched_clock_real();
+    assert_false(sched_clock_is_fake(r));
+    assert_false(sched_clock_is_fake(NULL));
+    assert_int_equal(sched_wait_budget_us(r, 50000), 50000);
+    uint64_t t0 = sched_clock_now_us(r);
+    sched_sleep_us(2000);
+    uint64_t t1 = sched_clock_now_us(NULL);
+    assert_true(t1 >= t0 + 2000);
+    sched_clock_advance_us(r, 1ull << 40); /* no-op on the real clock */
+    assert_true(sched_clock_now_us(r) < t1 + 10000000u);
+}
+
+/* ---- monitor ---- */
+
+#define PERIOD 10000u /* 10 ms windows */
+
+/* mon_defaults -- T 500, floor 50, epsilon 10, threshold 10 (MiB/s). */
+static monitor *mon_new(unsigned noise_mult, uint64_t t0)
+{
+    monitor_options o;
+    monitor_options_default(&o);
+    assert_int_equal(o.device_bw, 500 * MiB);
+    assert_int_equal(o.threshold, 10 * MiB);
+    o.noise_mult = noise_mult;
+    monitor *m = NULL;
+    assert_int_equal(monitor_create(&o, t0, &m), TKV_OK);
+    return m;
+}
+
+/* target -- max(floor, T - C - eps) for the defaults. */
+static uint64_t target_for(uint64_t c)
+{
+    return 500 * MiB > c + 10 * MiB + 50 * MiB ? 500 * MiB - c - 10 * MiB : 50 * MiB;
+}
+
+/* feed -- one window of `bw` bytes/s lasting dt; returns monitor_sample's. */
+static int feed(monitor *m, uint64_t *now, double bw, uint64_t dt)
+{
+    *now += dt;
+    return monitor_sample(m, (uint64_t)(bw * (double)dt / 1e6), *now);
+}
+
+/* The published I reaches the new target (within the threshold) within 2
+ * periods of a step in client load, up and down, and then stays put. */
+static void test_monitor_step_response(void **state)
+{
+    (void)state;
+    uint64_t now = 0;
+    monitor *m = mon_new(5, now);
+    assert_int_equal(monitor_internal_bw(m), 490 * MiB); /* before any sample: T - eps */
+    const uint64_t levels[] = {100 * MiB, 300 * MiB, 50 * MiB, 70 * MiB, 400 * MiB, 0};
+    for (size_t li = 0; li < sizeof levels / sizeof levels[0]; li++) {
+        uint64_t c = levels[li];
+        for (int k = 0; k < 60; k++) {
+            feed(m, &now, (double)c, PERIOD);
+            monitor_stats st;
+            monitor_get_stats(m, &st);
+            if (k >= 1) { /* settled by the end of the 2nd period after the step */
+                assert_true(absdiff(st.internal_bw, target_for(c)) <= 10 * MiB);
+                assert_true(absdiff(st.client_bw, c) <= 200); /* byte rounding of the windows */
+            }
+            if (k == 2) {
+                uint64_t changes = st.changes;
+                for (int j = 0; j < 50; j++) feed(m, &now, (double)c, PERIOD);
+                monitor_get_stats(m, &st);
+                assert_int_equal(st.changes, changes); /* and stays there */
+                break;
+            }
+        }
+    }
+    /* with noise of +-5% the step still settles within 2 periods (to within
+     * the threshold plus the noise itself) */
+    uint64_t s[4];
+    rng_seed(s, 7);
+    for (int k = 0; k < 100; k++) feed(m, &now, 100.0 * MiB * (1 + 0.05 * rng_unit(s)), PERIOD);
+    for (int k = 0; k < 30; k++) {
+        feed(m, &now, 300.0 * MiB * (1 + 0.05 * rng_unit(s)), PERIOD);
+        if (k >= 1) assert_true(absdiff(monitor_internal_bw(m), target_for(300 * MiB)) <= 10 * MiB + 15 * MiB);
+    }
+    for (int k = 0; k < 30; k++) {
+        feed(m, &now, 60.0 * MiB * (1 + 0.05 * rng_unit(s)), PERIOD);
+        if (k >= 1) assert_true(absdiff(monitor_internal_bw(m), target_for(60 * MiB)) <= 10 * MiB + 15 * MiB);
+    }
+    /* and with more smoothing it would not: 4 windows settle in 4 periods */
+    monitor_options o;
+    monitor_options_default(&o);
+    o.smooth_windows = 4;
+    monitor *slow = NULL;
+    now = 0;
+    assert_int_equal(monitor_create(&o, now, &slow), TKV_OK);
+    for (int k = 0; k < 50; k++) feed(slow, &now, 100.0 * MiB, PERIOD);
+    feed(slow, &now, 300.0 * MiB, PERIOD);
+    feed(slow, &now, 300.0 * MiB, PERIOD);
+    assert_true(absdiff(monitor_internal_bw(slow), target_for(300 * MiB)) > 10 * MiB);
+    feed(slow, &now, 300.0 * MiB, PERIOD);
+    feed(slow, &now, 300.0 * MiB, PERIOD);
+    assert_true(absdiff(monitor_internal_bw(slow), target_for(300 * MiB)) <= 10 * MiB);
+    monitor_free(slow);
+    monitor_free(m);
+}
+
+/* noise_sample -- a noise value in about [-1, 1]: uniform (shape 0), or a
+ * bell of three uniforms with the same standard deviation (shape 1, tails
+ * to +-1.7). */
+static double noise_sample(uint64_t s[4], int shape)
+{
+    if (shape == 0) return rng_unit(s);
+    return (rng_unit(s) + rng_unit(s) + rng_unit(s)) / 3 * 1.7;
+}
+
+/* max_changes_per_second -- feeds 10.4 s of load c * (1 + noise * x) in
+ * windows of 9..11 ms (a thread that wakes late or early) and returns the
+ * most changes of I seen in any one second, after 0.4 s in which the
+ * monitor learns the noise level (and makes the initial step from "no load
+ * seen"). */
+static uint64_t max_changes_per_second(unsigned noise_mult, double c, double noise, int shape, uint64_t seed)
+{
+    uint64_t s[4];
+    rng_seed(s, seed);
+    uint64_t now = 0;
+    monitor *m = mon_new(noise_mult, now);
+    monitor_stats st;
+    uint64_t worst = 0, base = 0;
+    for (int k = 0; k < 1040; k++) {
+        double x = noise_sample(s, shape);
+        uint64_t dt = 9000 + (uint64_t)(1000 * (1 + rng_unit(s)));
+        feed(m, &now, c * (1 + noise * x), dt);
+        monitor_get_stats(m, &st);
+        assert_true(st.internal_bw >= 50 * MiB);
+        if (k == 39) base = st.changes;
+        if (k > 39 && (k - 39) % 100 == 0) {
+            if (st.changes - base > worst) worst = st.changes - base;
+            base = st.changes;
+        }
+    }
+    monitor_free(m);
+    return worst;
+}
+
+/* Under steady load with +-5% noise, I changes at most twice per second, at
+ * every load level and for two noise shapes; the plain SILK rule (deadband =
+ * threshold only) fails that bound at high load, which shows the test can
+ * tell. */
+static void test_monitor_noise(void **state)
+{
+    (void)state;
+    uint64_t worst[2] = {0, 0};
+    for (int load = 20; load <= 480; load += 20) {
+        for (int shape = 0; shape < 2; shape++) {
+            for (uint64_t seed = 1; seed <= 4; seed++) {
+                uint64_t w = max_changes_per_second(5, load * (double)MiB, 0.05, shape, seed * 1000 + (uint64_t)load);
+                if (w > worst[shape]) worst[shape] = w;
+                if (w > 2) print_message("load %d MiB/s shape %d seed %llu: %llu changes/s\n", load, shape,
+                                         (unsigned long long)seed, (unsigned long long)w);
+                assert_true(w <= 2);
+            }
+        }
+    }
+    print_message("most changes in a second: %llu (uniform), %llu (bell)\n", (unsigned long long)worst[0],
+                  (unsigned long long)worst[1]);
+    uint64_t plain = max_changes_per_second(0, 400.0 * MiB, 0.05, 0, 99);
+    print_message("plain SILK rule at 400 MiB/s: max %llu changes/s\n", (unsigned long long)plain);
+    assert_true(plain > 2);
+}
+
+/* I never drops below the floor nor exceeds T - epsilon, whatever the load
+ * (including loads above T), and the counters count. */
+static void test_monitor_floor_and_stats(void **state)
+{
+    (void)state;
+    uint64_t s[4];
+    rng_seed(s, 3);
+    uint64_t now = 0;
+    monitor *m = mon_new(5, now);
+    uint64_t changes = 0;
+    for (int k = 0; k < 2000; k++) {
+        double bw = (1 + rng_unit(s)) * 400.0 * MiB; /* 0 .. 800 MiB/s */
+        if ((k / 100) % 2) bw = 700.0 * MiB;         /* long periods above T */
+        changes += (uint64_t)feed(m, &now, bw, PERIOD);
+        uint64_t i = monitor_internal_bw(m);
+        assert_true(i >= 50 * MiB);
+        assert_true(i <= 490 * MiB);
+    }
+    monitor_stats st;
+    monitor_get_stats(m, &st);
+    assert_int_equal(st.samples, 2000);
+    assert_int_equal(st.changes, changes);
+    assert_int_equal(st.internal_bw, 50 * MiB); /* ended on a 700 MiB/s stretch */
+    assert_int_equal(st.candidate, 50 * MiB);
+    assert_int_equal(st.device_bw, 500 * MiB);
+    assert_true(st.deadband >= 10 * MiB);
+
+    /* a zero-length window is merged into the next one */
+    uint64_t before = st.samples;
+    assert_int_equal(monitor_sample(m, 123, now), 0);
+    feed(m, &now, 0, PERIOD);
+    monitor_get_stats(m, &st);
+    assert_int_equal(st.samples, before + 1);
+    assert_int_equal(st.client_raw, 12300); /* 123 bytes over 10 ms */
+
+    /* a new T is published at the next sample even inside the deadband */
+    for (int k = 0; k < 5; k++) feed(m, &now, 100.0 * MiB, PERIOD);
+    assert_int_equal(monitor_internal_bw(m), 390 * MiB);
+    monitor_set_device_bw(m, 505 * MiB);
+    assert_int_equal(feed(m, &now, 100.0 * MiB, PERIOD), 1);
+    assert_int_equal(monitor_internal_bw(m), 395 * MiB);
+
+    monitor_options o;
+    monitor_options_default(&o);
+    monitor *bad = NULL;
+    o.smooth_windows = 0;
+    assert_int_equal(monitor_create(&o, 0, &bad), TKV_INVALID);
+    monitor_options_default(&o);
+    o.device_bw = 0;
+    assert_int_equal(monitor_create(&o, 0, &bad), TKV_INVALID);
+    monitor_free(NULL);
+    monitor_free(m);
+}
+
+static void tick_count(void *arg, uint64_t now_us)
+{
+    (void)now_us;
+    atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/* The optional ticker thread ticks on the real clock and stops promptly. */
+static void test_monitor_thread(void **state)
+{
+    (void)state;
+    atomic_int n = 0;
+    monitor_thread *t = NULL;
+    uint64_t start = sched_mono_us();
+    assert_int_equal(monitor_thread_start(2000, tick_count, &n, &t), TKV_OK);
+    sched_sleep_us(40000);
+    uint64_t t0 = sched_mono_us();
+    monitor_thread_stop(t);
+    uint64_t stop_us = sched_mono_us() - t0;
+    int ticks = atomic_load(&n);
+    uint64_t ran = sched_mono_us() - start;
+    print_message("ticker: %d ticks in %llu us at 2 ms; stop took %llu us\n", ticks, (unsigned long long)ran,
+                  (unsigned long long)stop_us);
+    assert_true(stop_us < 200000);
+    assert_true(ticks >= 5 && (uint64_t)ticks <= ran / 2000 + 1);
+    sched_sleep_us(5000);
+    assert_int_equal(atomic_load(&n), ticks); /* no tick after stop */
+    monitor_thread_stop(NULL);
+    assert_int_equal(monitor_thread_start(0, tick_count, &n, &t), TKV_INVALID);
+}
+
+/* ---- ratelimit ---- */
+
+#define REFILL 5000u
+
+static ratelimit *rl_new(sched_clock *c, uint64_t rate, uint64_t low_reserved)
+{
+    rl_options o;
+    rl_options_default(&o);
+    assert_int_equal(o.refill_us, REFILL);
+    o.rate = rate;
+    o.low_reserved = low_reserved;
+    ratelimit *rl = NULL;
+    assert_int_equal(rl_create(&o, c, &rl), TKV_OK);
+    return rl;
+}
+
+/* A simulated requester: wants `left` bytes, asks through its ticket. */
+typedef struct sim_req {
+    rl_req t;
+    rl_prio prio;
+    uint64_t left, got, max_piece;
+    int infinite;
+} sim_req;
+
+/* sim_poll -- drives one requester at time now: collects grants and asks
+ * again until it has to wait (or is done). */
+static void sim_poll(ratelimit *rl, sim_req *r, uint64_t now)
+{
+    while (r->infinite || r->left > 0) {
+        uint64_t until = 0;
+        int64_t g = rl_try_acquire(rl, &r->t, r->prio, r->infinite ? 1 * MiB : r->left, now, &until);
+        assert_true(g >= 0);
+        if (g == 0) {
+            assert_true(until > now);
+            return;
+        }
+        if ((uint64_t)g > r->max_piece) r->max_piece = (uint64_t)g;
+        r->got += (uint64_t)g;
+        if (!r->infinite) r->left -= (uint64_t)g;
+    }
+}
+
+/* drain -- empties the bucket at time now (a HIGH grab of one burst). */
+static void drain(ratelimit *rl, uint64_t now)
+{
+    rl_req t = RL_REQ_INIT;
+    int64_t g = rl_try_acquire(rl, &t, RL_HIGH, rl_burst(rl), now, NULL);
+    assert_int_equal(g, (int64_t)rl_burst(rl));
+}
+
+/* Rate 0 is unlimited: requests of any size are granted in full at once, and
+ * switching to 0 grants the queued ones in full. */
+static void test_rl_unlimited(void **state)
+{
+    (void)state;
+    sched_clock c;
+    sched_clock_init_fake(&c, 1000000);
+    ratelimit *rl = rl_new(&c, 0, 0);
+    rl_req t = RL_REQ_INIT;
+    assert_int_equal(rl_try_acquire(rl, &t, RL_LOW, 5000 * MiB, 1000000, NULL), (int64_t)(5000 * MiB));
+    assert_int_equal(rl_request(rl, RL_HIGH, 1ull << 40, NULL), TKV_OK);
+    assert_int_equal(rl_burst(rl), 0);
+
+    rl_set_rate(rl, 1 * MiB);
+    drain(rl, 1000000);
+    sim_req a = {.t = RL_REQ_INIT, .prio = RL_LOW, .left = 100 * MiB};
+    sim_poll(rl, &a, 1000000);
+    assert_int_equal(a.got, 0);
+    rl_set_rate(rl, 0);
+    sim_poll(rl, &a, 1000001);
+    assert_int_equal(a.got, 100 * MiB);
+    rl_stats st;
+    rl_get_stats(rl, &st);
+    assert_int_equal(st.waits[RL_LOW], 1);
+    assert_int_equal(st.queued[RL_LOW], 0);
+    assert_int_equal(st.granted[RL_LOW], 5100 * MiB);
+    rl_free(rl);
+    rl_free(NULL);
+}
+
+/* poll_all -- polls every requester at time now. */
+static void poll_all(ratelimit *rl, sim_req **rs, int n, uint64_t now)
+{
+    for (int i = 0; i < n; i++) sim_poll(rl, rs[i], now);
+}
+
+/* run -- polls every requester at every refill time in [*now, *now + us);
+ * *now ends at *now + us. */
+static void run(ratelimit *rl, sim_req **rs, int n, uint64_t *now, uint64_t us)
+{
+    uint64_t end = *now + us;
+    for (; *now < end; *now += REFILL) poll_all(rl, rs, n, *now);
+}
+
+/* The granted bandwidth follows the rate, and a rate change takes effect at
+ * the next refill; no piece exceeds one burst. */
+static void test_rl_rate_and_change(void **state)
+{
+    (void)state;
+    uint64_t now = 1000000;
+    sched_clock c;
+    sched_clock_init_fake(&c, now);
+    ratelimit *rl = rl_new(&c, 10 * MiB, 0);
+    assert_int_equal(rl_burst(rl), (10 * MiB * REFILL + 999999) / 1000000);
+    sim_req a = {.t = RL_REQ_INIT, .prio = RL_HIGH, .infinite = 1};
+    sim_req *rs[] = {&a};
+    run(rl, rs, 1, &now, 1000000);
+    print_message("1 s at 10 MiB/s: %llu bytes\n", (unsigned long long)a.got);
+    assert_true(absdiff(a.got, 10 * MiB) <= rl_burst(rl) + 1);
+    assert_true(a.max_piece <= rl_burst(rl));
+
+    sched_clock_set_us(&c, now);
+    rl_set_rate(rl, 40 * MiB);
+    assert_int_equal(rl_get_rate(rl), 40 * MiB);
+    uint64_t before = a.got;
+    run(rl, rs, 1, &now, 1000000);
+    print_message("1 s at 40 MiB/s: %llu bytes\n", (unsigned long long)(a.got - before));
+    assert_true(absdiff(a.got - before, 40 * MiB) <= 2 * rl_burst(rl));
+    assert_true(a.max_piece <= rl_burst(rl));
+
+    sched_clock_set_us(&c, now);
+    uint64_t old_burst = rl_burst(rl);
+    rl_set_rate(rl, 2 * MiB); /* the refill due at `now` is still at 40 MiB/s */
+    before = a.got;
+    run(rl, rs, 1, &now, 1000000);
+    print_message("1 s at 2 MiB/s: %llu bytes\n", (unsigned long long)(a.got - before));
+    assert_true(absdiff(a.got - before, 2 * MiB + old_burst) <= 2 * rl_burst(rl) + 1);
+    rl_withdraw(rl, &a.t);
+    rl_free(rl);
+}
+
+/* When both wait, HIGH is served before LOW (no reserve): LOW gets nothing
+ * until HIGH's demand is met, then everything. */
+static void test_rl_high_before_low(void **state)
+{
+    (void)state;
+    uint64_t now = 1000000;
+    sched_clock c;
+    sched_clock_init_fake(&c, now);
+    ratelimit *rl = rl_new(&c, 10 * MiB, 0);
+    uint64_t b = rl_burst(rl);
+    drain(rl, now);
+    sim_req lo = {.t = RL_REQ_INIT, .prio = RL_LOW, .left = 3 * b};
+    sim_req hi = {.t = RL_REQ_INIT, .prio = RL_HIGH, .left = 3 * b};
+    sim_poll(rl, &lo, now); /* LOW queued first */
+    sim_poll(rl, &hi, now);
+    assert_int_equal(lo.got + hi.got, 0);
+    sim_req *rs[] = {&lo, &hi};
+    int refills = 0;
+    while (hi.left > 0) {
+        now += REFILL;
+        poll_all(rl, rs, 2, now);
+        refills++;
+        if (hi.left > 0) assert_int_equal(lo.got, 0);
+    }
+    assert_true(refills <= 4);
+    assert_true(lo.got < b); /* at most the leftover of HIGH's last refill */
+    now += 3 * REFILL;
+    poll_all(rl, rs, 2, now);
+    assert_true(lo.got >= 2 * b);
+
+    /* a late poller keeps its priority: HIGH polls only every 3 refills, yet
+     * LOW (queued the whole time) gets nothing while HIGH still wants bytes */
+    hi.left = 6 * b;
+    lo.left = 100 * b;
+    sim_poll(rl, &hi, now); /* may take what is in the bucket, then queues */
+    sim_poll(rl, &lo, now);
+    lo.got = 0;
+    for (int i = 0; i < 3; i++) {
+        now += 3 * REFILL;
+        sim_poll(rl, &hi, now);
+        sim_poll(rl, &lo, now);
+        if (hi.left > 0) assert_int_equal(lo.got, 0);
+    }
+    assert_int_equal(hi.left, 0);
+
+    rl_stats st;
+    rl_get_stats(rl, &st);
+    assert_true(st.waits[RL_LOW] >= 1 && st.waits[RL_HIGH] >= 1);
+    assert_true(st.wait_us[RL_LOW] > st.wait_us[RL_HIGH]);
+    rl_withdraw(rl, &lo.t);
+    rl_free(rl);
+}
+
+/* Under an endless HIGH peak LOW still gets its reserved share, HIGH the
+ * rest; with no reserve LOW starves; the reserve is capped at rate/2. */
+static void test_rl_low_reserved(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 3; variant++) {
+        uint64_t now = 1000000;
+        sched_clock c;
+        sched_clock_init_fake(&c, now);
+        uint64_t rate = variant == 2 ? 4 * MiB : 100 * MiB;
+        uint64_t res = variant == 1 ? 0 : 4 * MiB;
+        ratelimit *rl = rl_new(&c, rate, res);
+        drain(rl, now);
+        sim_req h1 = {.t = RL_REQ_INIT, .prio = RL_HIGH, .infinite = 1};
+        sim_req h2 = {.t = RL_REQ_INIT, .prio = RL_HIGH, .infinite = 1};
+        sim_req lo = {.t = RL_REQ_INIT, .prio = RL_LOW, .infinite = 1};
+        sim_req *rs[] = {&h1, &lo, &h2};
+        run(rl, rs, 3, &now, 2000000); /* 2 s */
+        uint64_t high = h1.got + h2.got;
+        print_message("rate %llu MiB/s reserve %llu MiB/s: high %llu low %llu\n", (unsigned long long)(rate / MiB),
+                      (unsigned long long)(res / MiB), (unsigned long long)high, (unsigned long long)lo.got);
+        uint64_t want_low = variant == 0 ? 8 * MiB : variant == 1 ? 0 : 4 * MiB; /* 2 s of min(res, rate/2) */
+        assert_true(absdiff(lo.got, want_low) <= want_low / 50 + rl_burst(rl));
+        assert_true(absdiff(high + lo.got, 2 * rate) <= 2 * rl_burst(rl));
+        rl_stats st;
+        rl_get_stats(rl, &st);
+        assert_int_equal(st.low_reserved, variant == 0 ? 4 * MiB : variant == 1 ? 0 : 2 * MiB);
+        for (int i = 0; i < 3; i++) rl_withdraw(rl, &rs[i]->t);
+        rl_free(rl);
+    }
+}
+
+/* A request larger than one refill is granted in pieces of at most a burst
+ * and does not hold the queue: a small request queued behind it is served at
+ * most one refill after the large one's first piece. */
+static void test_rl_split_large(void **state)
+{
+    (void)state;
+    for (int prio = 0; prio < 2; prio++) {
+        uint64_t now = 1000000;
+        sched_clock c;
+        sched_clock_init_fake(&c, now);
+        ratelimit *rl = rl_new(&c, 10 * MiB, 0);
+        uint64_t b = rl_burst(rl);
+        drain(rl, now);
+        sim_req big = {.t = RL_REQ_INIT, .prio = (rl_prio)prio, .left = 10 * MiB};
+        sim_req small = {.t = RL_REQ_INIT, .prio = (rl_prio)prio, .left = 4 * KiB};
+        sim_poll(rl, &big, now);
+        sim_poll(rl, &small, now + 1);
+        sim_req *rs[] = {&big, &small};
+        now += REFILL;
+        poll_all(rl, rs, 2, now); /* refill 1: the big one's first piece */
+        assert_true(big.got >= b - 1 && big.got <= b);
+        assert_int_equal(small.got, 0);
+        now += REFILL;
+        poll_all(rl, rs, 2, now); /* refill 2: the small one, one refill later */
+        assert_int_equal(small.left, 0);
+        while (big.left > 0) run(rl, rs, 2, &now, REFILL);
+        assert_true(big.max_piece <= b);
+        rl_stats st;
+        rl_get_stats(rl, &st);
+        assert_true(st.grants[prio] >= 10 * MiB / b);
+        rl_free(rl);
+    }
+}
+
+typedef struct waiter_arg {
+    ratelimit *rl;
+    rl_prio prio;
+    uint64_t n;
+    atomic_int *flag;
+    int rc;
+    atomic_int done;
+} waiter_arg;
+
+static void *waiter_main(void *p)
+{
+    waiter_arg *a = p;
+    a->rc = rl_request(a->rl, a->prio, a->n, a->flag);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+/* wait_done -- waits (real time, at most 2 s) for a waiter to return. */
+static int wait_done(waiter_arg *a)
+{
+    for (int i = 0; i < 2000 && !atomic_load(&a->done); i++) sched_sleep_us(1000);
+    return atomic_load(&a->done);
+}
+
+/* rl_cancel wakes the cancelled waiter at once (not the others), and
+ * rl_shutdown wakes everyone; both return TKV_BUSY. Real threads, real
+ * clock, a rate so low the requests could never finish. */
+static void test_rl_cancel_shutdown(void **state)
+{
+    (void)state;
+    ratelimit *rl = rl_new(NULL, RL_MIN_RATE, 0);
+    atomic_int f1 = 0, f2 = 0;
+    waiter_arg a1 = {.rl = rl, .prio = RL_LOW, .n = 100 * MiB, .flag = &f1};
+    waiter_arg a2 = {.rl = rl, .prio = RL_HIGH, .n = 100 * MiB, .flag = &f2};
+    pthread_t t1, t2;
+    assert_int_equal(pthread_create(&t1, NULL, waiter_main, &a1), 0);
+    assert_int_equal(pthread_create(&t2, NULL, waiter_main, &a2), 0);
+    sched_sleep_us(20000);
+    assert_false(atomic_load(&a1.done));
+    uint64_t t0 = sched_mono_us();
+    rl_cancel(rl, &f1);
+    assert_true(wait_done(&a1));
+    print_message("cancel woke the waiter in %llu us\n", (unsigned long long)(sched_mono_us() - t0));
+    assert_true(sched_mono_us() - t0 < 500000);
+    assert_int_equal(a1.rc, TKV_BUSY);
+    sched_sleep_us(10000);
+    assert_false(atomic_load(&a2.done));
+    rl_shutdown(rl);
+    assert_true(wait_done(&a2));
+    assert_int_equal(a2.rc, TKV_BUSY);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    assert_int_equal(rl_request(rl, RL_HIGH, 1, NULL), TKV_BUSY);
+    rl_req t = RL_REQ_INIT;
+    assert_int_equal(rl_try_acquire(rl, &t, RL_LOW, 1, sched_mono_us(), NULL), TKV_BUSY);
+    rl_stats st;
+    rl_get_stats(rl, &st);
+    assert_int_equal(st.cancelled, 3);
+    assert_int_equal(st.queued[RL_HIGH] + st.queued[RL_LOW], 0);
+    rl_free(rl);
+}
+
+/* The blocking rl_request: on a fake clock it completes exactly when the
+ * test has advanced the clock far enough; on the real clock it takes about
+ * n / rate. */
+static void test_rl_request_blocking(void **state)
+{
+    (void)state;
+    sched_clock c;
+    sched_clock_init_fake(&c, 1000000);
+    ratelimit *rl = rl_new(&c, 1000000, 0);
+    uint64_t b = rl_burst(rl);
+    assert_int_equal(b, 5000);
+    drain(rl, 1000000);
+    waiter_arg a = {.rl = rl, .prio = RL_LOW, .n = 4 * b};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, waiter_main, &a), 0);
+    rl_stats st;
+    do { /* from the moment it is queued its ticket stays queued (pieces
+          * accumulate in it), so each refill below gives it exactly 5000 */
+        sched_sleep_us(500);
+        rl_get_stats(rl, &st);
+    } while (st.queued[RL_LOW] == 0);
+    for (int i = 0; i < 3; i++) {
+        sched_sleep_us(3000);
+        assert_false(atomic_load(&a.done));
+        sched_clock_advance_us(&c, REFILL);
+    }
+    sched_sleep_us(3000);
+    assert_false(atomic_load(&a.done)); /* 3 refills: 3 bursts of 4 */
+    sched_clock_advance_us(&c, REFILL);
+    assert_true(wait_done(&a));
+    assert_int_equal(a.rc, TKV_OK);
+    pthread_join(th, NULL);
+    rl_free(rl);
+
+    rl = rl_new(NULL, 20 * MiB, 0);
+    uint64_t t0 = sched_mono_us();
+    assert_int_equal(rl_request(rl, RL_HIGH, 2 * MiB, NULL), TKV_OK);
+    uint64_t el = sched_mono_us() - t0;
+    print_message("2 MiB at 20 MiB/s took %llu us\n", (unsigned long long)el);
+    assert_true(el >= 90000 && el < 1000000); /* 100 ms less the initial burst */
+    rl_free(rl);
+
+    rl_options o;
+    rl_options_default(&o);
+    o.refill_us = 20000;
+    assert_int_equal(rl_create(&o, NULL, &rl), TKV_INVALID);
+}
+
+/* ---- wctl ---- */
+
+static wctl *wctl_new(wctl_mode mode)
+{
+    wctl_options o;
+    wctl_options_default(&o);
+    o.mode = mode;
+    wctl *w = NULL;
+    assert_int_equal(wctl_create(&o, &w), TKV_OK);
+    return w;
+}
+
+typedef struct pace_result {
+    uint64_t total_us, steps, max_step;
+    wctl_state first_state;
+} pace_result;
+
+/* pace -- one write through the ticket protocol on fake time *now: sums
+ * the delays (advancing *now by each) until the write may proceed. */
+static pace_result pace(wctl *w, const wctl_input *in, uint64_t bytes, uint64_t *now)
+{
+    pace_result r = {0};
+    wctl_write t = WCTL_WRITE_INIT;
+    uint64_t d = wctl_delay_us(w, &t, in, bytes, *now);
+    r.first_state = t.state;
+    while (d > 0) {
+        assert_true(t.state != WCTL_STOP);
+        r.total_us += d;
+        r.steps++;
+        if (d > r.max_step) r.max_step = d;
+        *now += d;
+        d = wctl_delay_us(w, &t, in, 0, *now);
+    }
+    return r;
+}
+
+/* pace_many -- n writes of `bytes` back to back; returns the total delay and
+ * checks every step is at most 1 ms. */
+static uint64_t pace_many(wctl *w, const wctl_input *in, uint64_t n, uint64_t bytes, uint64_t *now)
+{
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        pace_result r = pace(w, in, bytes, now);
+        assert_true(r.max_step <= 1000);
+        total += r.total_us;
+    }
+    return total;
+}
+
+static void test_wctl_classify(void **state)
+{
+    (void)state;
+    wctl *w = wctl_new(WCTL_PRL);
+    wctl_input in = {.mutable_left = 4, .max_memtables = 4, .container_fill = 0.5};
+    assert_int_equal(wctl_classify(w, &in), WCTL_NORMAL);
+    in.mutable_left = 2;
+    assert_int_equal(wctl_classify(w, &in), WCTL_NORMAL);
+    in.mutable_left = 1;
+    assert_int_equal(wctl_classify(w, &in), WCTL_SLOWDOWN);
+    in.mutable_left = 0;
+    assert_int_equal(wctl_classify(w, &in), WCTL_STOP);
+    in.container_fill = 1.0;
+    assert_int_equal(wctl_classify(w, &in), WCTL_STOP);
+    in.mutable_left = 3;
+    in.container_fill = 0.9;
+    assert_int_equal(wctl_classify(w, &in), WCTL_SLOWDOWN);
+    in.container_fill = 0.89;
+    assert_int_equal(wctl_classify(w, &in), WCTL_NORMAL);
+    wctl_free(w);
+    wctl_free(NULL);
+
+    wctl_options o;
+    wctl_options_default(&o);
+    o.max_step_us = 2000;
+    assert_int_equal(wctl_create(&o, &w), TKV_INVALID);
+    wctl_options_default(&o);
+    o.mode = (wctl_mode)7;
+    assert_int_equal(wctl_create(&o, &w), TKV_INVALID);
+}
+
+/* NORMAL never delays, in any mode. */
+static void test_wctl_normal(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 3; mode++) {
+        wctl *w = wctl_new((wctl_mode)mode);
+        wctl_flush_sample(w, 64 * MiB, 1000000);
+        wctl_input in = {.mutable_left = 2, .max_memtables = 2};
+        uint64_t now = 0;
+        assert_int_equal(pace_many(w, &in, 10000, 64 * KiB, &now), 0);
+        wctl_stats st;
+        wctl_get_stats(w, &st);
+        assert_int_equal(st.writes, 10000);
+        assert_int_equal(st.stalled_writes + st.stopped_writes + st.stall_us, 0);
+        assert_int_equal(st.state, WCTL_NORMAL);
+        wctl_free(w);
+    }
+}
+
+/* PRL in SLOWDOWN paces at the minimum of the last 8 flush samples: N bytes
+ * take N / min within 10%, for tiny, small and large writes, in steps of at
+ * most 1 ms; and the counters add up. */
+static void test_wctl_prl_pacing(void **state)
+{
+    (void)state;
+    wctl *w = wctl_new(WCTL_PRL);
+    /* 9 samples: the 5 MiB/s one is the oldest and falls out of the 8 kept */
+    assert_int_equal(wctl_flush_sample(w, 5 * MiB, 1000000), 1);
+    const uint64_t bw[] = {100, 40, 80, 120, 90, 60, 150, 70};
+    for (int i = 0; i < 8; i++) assert_int_equal(wctl_flush_sample(w, bw[i] * MiB, 1000000), 1);
+    assert_int_equal(wctl_flush_sample(w, 4 * KiB, 1), 0); /* too small to be a sample */
+    assert_int_equal(wctl_pace_rate(w), 40 * MiB);
+    wctl_input in = {.mutable_left = 1, .max_memtables = 2};
+    uint64_t now = 1000000, sum = 0;
+    const uint64_t sizes[] = {100, 4 * KiB, 1 * MiB};
+    const uint64_t counts[] = {83886, 2048, 8};
+    for (int i = 0; i < 3; i++) {
+        uint64_t n = counts[i] * sizes[i];
+        uint64_t total = pace_many(w, &in, counts[i], sizes[i], &now);
+        double want = (double)n * 1e6 / (double)(40 * MiB);
+        print_message("PRL: %llu writes of %llu B: %llu us (ideal %.0f)\n", (unsigned long long)counts[i],
+                      (unsigned long long)sizes[i], (unsigned long long)total, want);
+        assert_true((double)total >= 0.9 * want && (double)total <= 1.1 * want);
+        sum += total;
+        now += 100000; /* a pause between the series */
+        in.mutable_left = 2;
+        pace(w, &in, 1, &now); /* back to NORMAL, ends the episode */
+        in.mutable_left = 1;
+    }
+    wctl_stats st;
+    wctl_get_stats(w, &st);
+    assert_int_equal(st.stall_us, sum);
+    assert_int_equal(st.writes, 83886 + 2048 + 8 + 3);
+    assert_true(st.stalled_writes >= 2048 + 8 && st.stalled_writes <= 83886 + 2048 + 8);
+    assert_int_equal(st.stopped_writes, 0);
+    assert_int_equal(st.nsamples, 8);
+    assert_int_equal(st.samples_total, 9);
+    assert_int_equal(st.min_sample, 40 * MiB);
+
+    /* with no samples yet PRL paces at the conservative 16 MiB/s */
+    wctl *w2 = wctl_new(WCTL_PRL);
+    assert_int_equal(wctl_pace_rate(w2), 16 * MiB);
+    uint64_t t = pace_many(w2, &in, 1024, 4 * KiB, &now);
+    assert_true(t >= 225000 && t <= 275000); /* 4 MiB at 16 MiB/s = 250 ms */
+    wctl_free(w2);
+    wctl_free(w);
+}
+
+/* STOP when every memtable is full, in every mode: the write waits in steps
+ * of at most 1 ms, counts once as stopped however long it waits, and
+ * proceeds (paced) once a flush frees a memtable. */
+static void test_wctl_stop(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 3; mode++) {
+        wctl *w = wctl_new((wctl_mode)mode);
+        wctl_flush_sample(w, 64 * MiB, 1000000);
+        wctl_input in = {.mutable_left = 0, .max_memtables = 2};
+        uint64_t now = 0, waited = 0;
+        wctl_write t = WCTL_WRITE_INIT;
+        uint64_t d = wctl_delay_us(w, &t, &in, 64 * KiB, now);
+        for (int i = 0; i < 50; i++) {
+            assert_int_equal(t.state, WCTL_STOP);
+            assert_true(d > 0 && d <= 1000);
+            waited += d;
+            now += d;
+            d = wctl_delay_us(w, &t, &in, 0, now);
+        }
+        in.mutable_left = 1; /* the flush freed one memtable */
+        uint64_t paced = 0;
+        while (d > 0) {
+            waited += d;
+            now += d;
+            d = wctl_delay_us(w, &t, &in, 0, now);
+            if (d && t.state == WCTL_SLOWDOWN) paced += d;
+        }
+        wctl_stats st;
+        wctl_get_stats(w, &st);
+        assert_int_equal(st.writes, 1);
+        assert_int_equal(st.stopped_writes, 1);
+        assert_int_equal(st.stall_us, waited);
+        if (mode == WCTL_OFF) assert_int_equal(paced, 0);
+        else assert_true(paced > 0); /* 64 KiB at 16 or 64 MiB/s */
+        assert_int_equal(st.stalled_writes, mode == WCTL_OFF ? 0 : 1);
+        wctl_free(w);
+    }
+}
+
+/* The three modes in SLOWDOWN with a fast flush (200 MiB/s): PRL paces at
+ * the flush rate, CLASSIC at its fixed 16 MiB/s whatever the flush does,
+ * OFF not at all. Near-full container triggers the same. */
+static void test_wctl_modes(void **state)
+{
+    (void)state;
+    const double want[] = {8.0 / 200 * 1e6, 8.0 / 16 * 1e6, 0};
+    for (int mode = 0; mode < 3; mode++) {
+        wctl *w = wctl_new((wctl_mode)mode);
+        for (int i = 0; i < 8; i++) wctl_flush_sample(w, 200 * MiB, 1000000);
+        wctl_input in = {.mutable_left = 3, .max_memtables = 4, .container_fill = 0.95};
+        uint64_t now = 0;
+        uint64_t total = pace_many(w, &in, 2048, 4 * KiB, &now); /* 8 MiB */
+        print_message("mode %d: 8 MiB in %llu us of delay (ideal %.0f)\n", mode, (unsigned long long)total,
+                      want[mode]);
+        if (mode == WCTL_OFF) assert_int_equal(total, 0);
+        else assert_true((double)total >= 0.9 * want[mode] && (double)total <= 1.1 * want[mode]);
+        wctl_stats st;
+        wctl_get_stats(w, &st);
+        assert_int_equal(st.mode, mode);
+        assert_int_equal(st.state, WCTL_SLOWDOWN);
+        assert_int_equal(st.pace_rate, mode == WCTL_PRL ? 200 * MiB : mode == WCTL_CLASSIC ? 16 * MiB : 0);
+        wctl_free(w);
+    }
+    wctl *w = wctl_new(WCTL_OFF);
+    assert_int_equal(wctl_set_mode(w, WCTL_CLASSIC), TKV_OK);
+    assert_int_equal(wctl_pace_rate(w), 16 * MiB);
+    assert_int_equal(wctl_set_mode(w, (wctl_mode)9), TKV_INVALID);
+    wctl_free(w);
+}
+
+int main(void)
+{
+    const char *filter = getenv("TKV_TEST_FILTER");
+    char pattern[256];
+    if (filter && *filter) {
+        if (strchr(filter, '*'))
+            snprintf(pattern, sizeof pattern, "%s", filter);
+        else
+            snprintf(pattern, sizeof pattern, "*%s*", filter);
+        cmocka_set_test_filter(pattern);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clock),
+        cmocka_unit_test(test_monitor_step_response),
+        cmocka_unit_test(test_monitor_noise),
+        cmocka_unit_test(test_monitor_floor_and_stats),
+        cmocka_unit_test(test_monitor_thread),
+        cmocka_unit_test(test_rl_unlimited),
+        cmocka_unit_test(test_rl_rate_and_change),
+        cmocka_unit_test(test_rl_high_before_low),
+        cmocka_unit_test(test_rl_low_reserved),
+        cmocka_unit_test(test_rl_split_large),
+        cmocka_unit_test(test_rl_cancel_shutdown),
+        cmocka_unit_test(test_rl_request_blocking),
+        cmocka_unit_test(test_wctl_classify),
+        cmocka_unit_test(test_wctl_normal),
+        cmocka_unit_test(test_wctl_prl_pacing),
+        cmocka_unit_test(test_wctl_stop),
+        cmocka_unit_test(test_wctl_modes),
+    };
+    return cmocka_run_group_tests_name("sched", tests, NULL, NULL);
+}
