@@ -301,6 +301,12 @@ static int tree_busy(const engine *e, const char *stats)
             return 1;
         }
     }
+    /* l0=matrix: a running column or a compactor still to drain */
+    p = strstr(stats, "\nmatrix: ");
+    if (p) {
+        const char *bz = strstr(p, "busy=");
+        if (bz && bz[5] == '1') return 1;
+    }
     return seen_l0 ? 0 : -1;
 }
 
@@ -371,7 +377,7 @@ static int t_stats(engine *e, engine_stats *out)
         out->stall_count = (int64_t)(slow + stops);
         out->stall_micros = (int64_t)micros;
     }
-    /* No pmem tier yet: only a future "pmem...: ... write_bytes=N" line counts. */
+    /* l0=matrix: bytes persisted to the pool ("pmem: write_bytes=N"). */
     const char *pm = strstr(s, "\npmem");
     if (pm) {
         const char *nl = strchr(pm + 1, '\n');

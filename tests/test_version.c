@@ -399,7 +399,7 @@ static void test_edit_malformed(void **state)
         }
         /* Every tag replaced by unknown values, and by END (trailing bytes). */
         size_t nt = tag_offsets(b.data, b.len, offs);
-        static const uint8_t bad[] = {8, 9, 100, 0x7f};
+        static const uint8_t bad[] = {9, 10, 100, 0x7f}; /* 8 = pool uuid */
         for (size_t i = 0; i < nt; i++) {
             for (size_t j = 0; j < sizeof bad; j++) {
                 memcpy(c, b.data, b.len);
@@ -1310,12 +1310,34 @@ static void test_row_cursors(void **state)
     buf_free(&s1);
 }
 
+/* test_edit_pool_uuid -- the pool uuid tag round-trips and a truncated one is
+ * corruption. */
+static void test_edit_pool_uuid(void **state)
+{
+    (void)state;
+    version_edit e, d;
+    edit_init(&e);
+    e.has_pool_uuid = 1;
+    for (int i = 0; i < 16; i++) e.pool_uuid[i] = (uint8_t)(i * 7 + 1);
+    tkv_buf b = {0};
+    assert_int_equal(edit_encode(&e, &b), 0);
+    assert_int_equal(edit_decode(b.data, b.len, &d), 0);
+    assert_true(d.has_pool_uuid);
+    assert_memory_equal(d.pool_uuid, e.pool_uuid, 16);
+    edit_free(&d);
+    /* cut inside the uuid: tag 8 is followed by fewer than 16 bytes */
+    assert_int_equal(edit_decode(b.data, 1 + 10, &d), TKV_CORRUPTION);
+    buf_free(&b);
+    edit_free(&e);
+}
+
 int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edit_exact_bytes),
         cmocka_unit_test(test_edit_round_trip),
+        cmocka_unit_test(test_edit_pool_uuid),
         cmocka_unit_test(test_edit_malformed),
         cmocka_unit_test(test_overlapping_and_find),
         cmocka_unit_test_setup_teardown(test_fresh_open, setup, teardown),

@@ -1,10 +1,10 @@
 /*
- * bg.c -- background work of the SSD tier: a flush thread (high priority:
- * immutable memtables -> L0 SSTs) and a compaction thread (leveled
- * compaction by score). Each job is described by a bg_job-like unit (kind,
- * level, estimated bytes, see compact.h) so the scheduler can later own the
- * policy; here the policy is: flush whenever an immutable memtable exists,
- * compact whenever a level scores >= 1, one job of each kind at a time.
+ * bg.c -- background work: the flush thread (high priority: immutable
+ * memtables -> rows of the matrix container, or L0 SSTs with l0=sst), the
+ * high pool's L0 worker (L0 SST -> L1 compactions; with l0=matrix the column
+ * thread of mx.c is the L0->L1 worker) and the low pool (compaction_threads
+ * workers, leveled L1+ compactions only). silk.h decides how fast each may
+ * do I/O and pauses or aborts deep work; here is only which job runs where.
  *
  * State changes (imm list, versions, bg_error) are signalled on db->bg_cv.
  */
@@ -13,6 +13,7 @@
 
 #include "db/compact.h"
 #include "db/mx.h"
+#include "db/silk.h"
 #include "util/status.h"
 
 int db_add_pending(tkv_db *db, uint64_t number)
@@ -97,10 +98,15 @@ static void *flush_main(void *arg)
     pthread_setname_np(pthread_self(), "tkv-flush"); /* for top and perf */
     tkv_db *db = arg;
     pthread_mutex_lock(&db->mu);
-    uint64_t blocked_since = 0;
+    uint64_t blocked_since = 0, started = 0, bytes = 0;
     while (!db->shutting_down || (db->sv->nimm > 0 && !db->bg_error)) {
         if (db->sv->nimm > 0 && !db->bg_error) {
-            if (flush_one(db) == MX_NO_SPACE) {
+            if (!started) { /* a flush sample spans waits for pool room: its bandwidth is what writers can get */
+                started = db_now_us();
+                bytes = memtable_memory_usage(db->sv->imm[0]);
+            }
+            int frc = flush_one(db);
+            if (frc == MX_NO_SPACE) {
                 /* The pool is full: wait for column compaction to make room
                  * (writers wait in make_room meanwhile: back-pressure). */
                 if (!blocked_since) {
@@ -119,6 +125,8 @@ static void *flush_main(void *arg)
                 blocked_since = 0;
             }
             db->mx.flush_blocked = 0;
+            if (frc == 0) silk_flush_sample(db, bytes, db_now_us() - started);
+            started = 0;
             continue;
         }
         pthread_cond_wait(&db->bg_cv, &db->mu);
@@ -129,42 +137,94 @@ static void *flush_main(void *arg)
     return NULL;
 }
 
-static void *compact_main(void *arg)
+/* compact_worker -- one thread of a compaction pool. The high pool's L0
+ * worker (deep = 0) takes only L0 SST -> L1 compactions; the low pool's
+ * workers (deep = 1) only L1+ (SILK: the high pool never runs deep work).
+ * With scheduler=silk an L0 pick blocked by L1 files a deep job holds
+ * aborts that job (silk_abort_l1). */
+static void compact_worker(tkv_db *db, int deep)
 {
-    pthread_setname_np(pthread_self(), "tkv-compact"); /* for top and perf */
-    tkv_db *db = arg;
     pthread_mutex_lock(&db->mu);
     while (!db->shutting_down) {
         compaction *c = NULL;
-        if (!db->bg_error && !db->compaction_running && !db->manual_waiting)
-            c = pick_compaction(db, vset_current(db->vs));
+        int busy = 0;
+        if (!db->bg_error && !db->manual_waiting)
+            c = deep ? pick_compaction_in(db, vset_current(db->vs), 1, VERSION_LEVELS - 2, NULL)
+                     : pick_compaction_in(db, vset_current(db->vs), 0, 0, &busy);
         if (!c) {
+            if (busy) {
+                version *v = vset_current(db->vs);
+                silk_abort_l1(db, v->files[1], v->nfiles[1]);
+            }
             pthread_cond_wait(&db->bg_cv, &db->mu);
             continue;
         }
-        db->compaction_running = 1;
+        if (deep != (c->level >= 1)) abort(); /* pool discipline: never a deep job in the high pool */
+        db->compactions_running++;
         pthread_mutex_unlock(&db->mu);
-        run_compaction(db, c); /* errors become bg_error */
+        if (deep) {
+            silk_job job;
+            silk_job_begin(db, &job, c);
+            run_compaction(db, c); /* errors become bg_error; an abort does not */
+            silk_job_end(db, &job);
+        } else {
+            run_compaction(db, c);
+        }
         compaction_free(c);
         pthread_mutex_lock(&db->mu);
-        db->compaction_running = 0;
+        db->compactions_running--;
         pthread_cond_broadcast(&db->bg_cv);
     }
     pthread_mutex_unlock(&db->mu);
+}
+
+static void *l0_main(void *arg)
+{
+    pthread_setname_np(pthread_self(), "tkv-l0");
+    compact_worker(arg, 0);
     return NULL;
+}
+
+static void *deep_main(void *arg)
+{
+    pthread_setname_np(pthread_self(), "tkv-deep");
+    compact_worker(arg, 1);
+    return NULL;
+}
+
+/* stop_threads -- shuts the pools down and joins what was started. */
+static void stop_threads(tkv_db *db, int flush, int l0)
+{
+    pthread_mutex_lock(&db->mu);
+    db->shutting_down = 1;
+    pthread_cond_broadcast(&db->bg_cv);
+    pthread_mutex_unlock(&db->mu);
+    silk_abort_all(db); /* running deep compactions stop at their next pause point (redone after reopen) */
+    for (int i = 0; i < db->ndeep_threads; i++) pthread_join(db->deep_threads[i], NULL);
+    free(db->deep_threads);
+    db->deep_threads = NULL;
+    db->ndeep_threads = 0;
+    if (l0) pthread_join(db->l0_thread, NULL);
+    if (flush) pthread_join(db->flush_thread, NULL);
 }
 
 int db_start_background(tkv_db *db)
 {
     if (pthread_create(&db->flush_thread, NULL, flush_main, db) != 0)
         return tkv_err(TKV_NO_MEMORY, "cannot start the flush thread");
-    if (pthread_create(&db->compact_thread, NULL, compact_main, db) != 0) {
-        pthread_mutex_lock(&db->mu);
-        db->shutting_down = 1;
-        pthread_cond_broadcast(&db->bg_cv);
-        pthread_mutex_unlock(&db->mu);
-        pthread_join(db->flush_thread, NULL);
-        return tkv_err(TKV_NO_MEMORY, "cannot start the compaction thread");
+    if (pthread_create(&db->l0_thread, NULL, l0_main, db) != 0) {
+        stop_threads(db, 1, 0);
+        return tkv_err(TKV_NO_MEMORY, "cannot start the L0 compaction thread");
+    }
+    int n = db->opts.compaction_threads;
+    db->deep_threads = calloc((size_t)n, sizeof *db->deep_threads);
+    for (int i = 0; db->deep_threads && i < n; i++) {
+        if (pthread_create(&db->deep_threads[i], NULL, deep_main, db) != 0) break;
+        db->ndeep_threads++;
+    }
+    if (db->ndeep_threads != n) {
+        stop_threads(db, 1, 1);
+        return tkv_err(TKV_NO_MEMORY, "cannot start %d compaction threads", n);
     }
     db->threads_started = 1;
     return 0;
@@ -173,12 +233,7 @@ int db_start_background(tkv_db *db)
 void db_stop_background(tkv_db *db)
 {
     if (!db->threads_started) return;
-    pthread_mutex_lock(&db->mu);
-    db->shutting_down = 1;
-    pthread_cond_broadcast(&db->bg_cv);
-    pthread_mutex_unlock(&db->mu);
-    pthread_join(db->compact_thread, NULL);
-    pthread_join(db->flush_thread, NULL);
+    stop_threads(db, 1, 1);
     db->threads_started = 0;
 }
 
@@ -222,7 +277,7 @@ int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *en
     }
     for (int level = 0; rc == 0 && level < last; level++) {
         for (;;) {
-            while (db->compaction_running && !db->bg_error) pthread_cond_wait(&db->bg_cv, &db->mu);
+            while (db->compactions_running && !db->bg_error) pthread_cond_wait(&db->bg_cv, &db->mu);
             if (db->bg_error) {
                 rc = tkv_err(db->bg_error, "%s", db->bg_errmsg);
                 break;
@@ -237,12 +292,12 @@ int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *en
                 }
                 break;
             }
-            db->compaction_running = 1;
+            db->compactions_running++;
             pthread_mutex_unlock(&db->mu);
             rc = run_compaction(db, c);
             compaction_free(c);
             pthread_mutex_lock(&db->mu);
-            db->compaction_running = 0;
+            db->compactions_running--;
             pthread_cond_broadcast(&db->bg_cv);
             break;
         }

@@ -43,12 +43,20 @@ void compaction_free(compaction *c)
 
 double compaction_score(const version *v, const struct tkv_options *o, int *level)
 {
-    double best = (double)v->nfiles[0] / (double)o->l0_compaction_trigger;
-    /* l0=matrix: L0 SST files are left from an l0=sst past and go to L1
-     * before any column may (mx.c invariant 4) */
-    if (o->l0 == L0_MATRIX && v->nfiles[0] > 0 && best < 1.0) best = 1.0;
-    *level = 0;
-    for (int l = 1; l < VERSION_LEVELS - 1; l++) {
+    return compaction_score_in(v, o, 0, VERSION_LEVELS - 2, level);
+}
+
+double compaction_score_in(const version *v, const struct tkv_options *o, int lo, int hi, int *level)
+{
+    double best = -1.0;
+    *level = lo;
+    if (lo == 0) {
+        best = (double)v->nfiles[0] / (double)o->l0_compaction_trigger;
+        /* l0=matrix: L0 SST files are left from an l0=sst past and go to L1
+         * before any column may (mx.c invariant 4) */
+        if (o->l0 == L0_MATRIX && v->nfiles[0] > 0 && best < 1.0) best = 1.0;
+    }
+    for (int l = lo > 1 ? lo : 1; l <= hi && l < VERSION_LEVELS - 1; l++) {
         double s = (double)version_level_bytes(v, l) / (double)level_target_bytes(o, l);
         if (s > best) {
             best = s;
@@ -129,15 +137,17 @@ static compaction *finish_pick(tkv_db *db, version *v, int level, file_meta **in
     return c;
 }
 
-compaction *pick_compaction(tkv_db *db, version *v)
+compaction *pick_compaction(tkv_db *db, version *v) { return pick_compaction_in(db, v, 0, VERSION_LEVELS - 2, NULL); }
+
+compaction *pick_compaction_in(tkv_db *db, version *v, int lo, int hi, int *busy)
 {
     int level;
-    if (compaction_score(v, &db->opts, &level) < 1.0) return NULL;
+    if (compaction_score_in(v, &db->opts, lo, hi, &level) < 1.0) return NULL;
     if (level == 0) {
         file_meta **in = malloc(v->nfiles[0] * sizeof *in);
         if (!in) return NULL;
         memcpy(in, v->files[0], v->nfiles[0] * sizeof *in);
-        return finish_pick(db, v, 0, in, v->nfiles[0], NULL);
+        return finish_pick(db, v, 0, in, v->nfiles[0], busy);
     }
     /* Leveled: the first non-busy file after the level's compaction cursor
      * (round robin over the key space, as LevelDB's compact pointer). */
@@ -149,8 +159,8 @@ compaction *pick_compaction(tkv_db *db, version *v)
         file_meta **in = malloc(sizeof *in);
         if (!in) return NULL;
         in[0] = v->files[level][i];
-        int busy = 0;
-        compaction *c = finish_pick(db, v, level, in, 1, &busy);
+        int file_busy = 0;
+        compaction *c = finish_pick(db, v, level, in, 1, &file_busy);
         if (c) {
             db->compact_cursor[level] = i + 1;
             return c;
@@ -444,7 +454,7 @@ int run_compaction(tkv_db *db, compaction *c)
     pthread_mutex_lock(&db->mu);
     uint64_t smallest_snapshot = db_smallest_snapshot(db);
     version *v = vset_current(db->vs);
-    version_ref(v);
+    version_ref_files(v); /* SST levels only: pins no matrix rows while it runs (or is paused) */
     pthread_mutex_unlock(&db->mu);
 
     file_meta **done = NULL;
@@ -454,7 +464,7 @@ int run_compaction(tkv_db *db, compaction *c)
     it_destroy(in);
     for (size_t i = 0; i < n; i++) table_close(tables[i]);
     free(tables);
-    version_unref(v);
+    version_unref_files(v);
 
     uint64_t written = 0;
     for (size_t i = 0; i < ndone; i++) written += done[i]->size;
@@ -485,8 +495,10 @@ done_locked:
     /* Holding mu. */
     for (int w = 0; w < 2; w++)
         for (size_t i = 0; i < c->ninputs[w]; i++) c->inputs[w][i]->being_compacted = 0;
-    if (rc < 0) db_set_bg_error(db, rc);
-    else delete_obsolete_files(db);
+    /* An abort (silk.h) is no error: the inputs are untouched and the
+     * compaction is picked again later. */
+    if (rc < 0 && rc != SILK_ABORTED) db_set_bg_error(db, rc);
+    else if (rc == 0) delete_obsolete_files(db);
     pthread_cond_broadcast(&db->bg_cv);
     pthread_mutex_unlock(&db->mu);
     edit_free(&e);

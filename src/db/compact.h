@@ -39,6 +39,11 @@ double compaction_score(const version *v, const struct tkv_options *o, int *leve
  * already being compacted. Caller holds db->mu; the inputs are marked
  * being_compacted (and ref'd) on return. */
 compaction *pick_compaction(tkv_db *db, version *v);
+/* compaction_score_in / pick_compaction_in -- the same restricted to input
+ * levels lo..hi (the high pool takes level 0, the low pool 1..). *busy (may
+ * be NULL) is set when the best level's L0 pick found busy files. */
+double compaction_score_in(const version *v, const struct tkv_options *o, int lo, int hi, int *level);
+compaction *pick_compaction_in(tkv_db *db, version *v, int lo, int hi, int *busy);
 
 /* pick_range_compaction -- a compaction of every file of `level` overlapping
  * [lo, hi] with the overlapping files of level+1 (tkv_compact_range). NULL if

@@ -246,47 +246,95 @@ static writer *build_group(tkv_db *db, const uint8_t **rep, size_t *len)
 }
 
 
-/* make_room -- called by the write leader with mu held: makes sure the active
- * memtable has room (or, with force, switches a non-empty one). Write
- * control (l0=sst, RocksDB-like triggers): at l0_slowdown_trigger L0 files
- * each group is delayed once by 1 ms; writes wait while every memtable is
- * full or L0 holds l0_stop_trigger files. Waiting releases mu. */
-static int make_room(tkv_db *db, int force)
+/* container_fill -- the write controller's "container" fill fraction:
+ * the matrix pool's pages in use, or with l0=sst 1.0 once L0 holds
+ * l0_slowdown_trigger files (0 below). Caller holds mu. */
+static double container_fill(tkv_db *db, size_t l0)
 {
-    int delayed = 0;
+    if (db->mx.pool) {
+        pool_stats st;
+        pool_get_stats(db->mx.pool, &st);
+        return st.pages_total ? (double)(st.pages_total - st.pages_free) / (double)st.pages_total : 0.0;
+    }
+    return l0 >= (size_t)db->opts.l0_slowdown_trigger ? 1.0 : 0.0;
+}
+
+/* make_room -- called by the write leader with mu held before it writes a
+ * group of `bytes`: makes sure the active memtable has room (or, with force,
+ * switches a non-empty one), and lets the write controller (sched/wctl.h)
+ * pace or stop the leader -- and so every writer queued behind it:
+ *   - a full active memtable is switched while a memtable slot is free
+ *     (memtables - 1 immutables at most; more while only open views pin a
+ *     full pool, mx_pinned_full);
+ *   - SLOWDOWN (one memtable left, or the container >= 90 % full): paced
+ *     in steps of <= 1 ms at the minimum recent flush bandwidth (prl), at
+ *     16 MiB/s (classic) or not at all (off);
+ *   - STOP: the active memtable is full and no slot is free, or (l0=sst)
+ *     L0 holds l0_stop_trigger files: wait for a flush or compaction.
+ * Sleeping releases mu. Waits are counted in tkv.stats (stalls:) and
+ * tkv.sched (write_controller:). */
+static int make_room(tkv_db *db, int force, size_t bytes)
+{
+    wctl_write t = WCTL_WRITE_INIT;
+    int first = 1, paced = 0, stopped = 0, rc = 0;
+    uint64_t waited_from = 0;
     for (;;) {
-        if (db->bg_error)
-            return tkv_err(db->bg_error, "database is read-only after an earlier error: %s", db->bg_errmsg);
-        size_t l0 = vset_current(db->vs)->nfiles[0];
-        if (!delayed && l0 >= (size_t)db->opts.l0_slowdown_trigger) {
-            uint64_t t0 = db_now_us();
-            pthread_mutex_unlock(&db->mu);
-            usleep(1000);
-            pthread_mutex_lock(&db->mu);
-            delayed = 1;
-            ctr_add(&db->ctr.stall_slowdowns, 1);
-            ctr_add(&db->ctr.stall_micros, db_now_us() - t0);
-            continue;
+        if (db->bg_error) {
+            rc = tkv_err(db->bg_error, "database is read-only after an earlier error: %s", db->bg_errmsg);
+            break;
         }
+        size_t l0 = vset_current(db->vs)->nfiles[0];
         int empty = memtable_num_entries(db->sv->mem) == 0;
-        if (force ? empty : memtable_memory_usage(db->sv->mem) < db->opts.memtable_size) return 0;
-        int full = db->sv->nimm >= (size_t)db->opts.memtables - 1 || l0 >= (size_t)db->opts.l0_stop_trigger;
-        if (full && mx_pinned_full(db)) {
-            full = 0; /* room is held only by open views: queue in DRAM instead of waiting (mx.h) */
+        int active_full = force ? !empty : memtable_memory_usage(db->sv->mem) >= db->opts.memtable_size;
+        int stop_l0 = l0 >= (size_t)db->opts.l0_stop_trigger;
+        size_t max_imm = (size_t)db->opts.memtables - 1;
+        size_t slots = db->sv->nimm < max_imm ? max_imm - db->sv->nimm : 0;
+        if (active_full && !slots && !stop_l0 && mx_pinned_full(db)) {
+            slots = 1; /* room is held only by open views: queue in DRAM instead of waiting (mx.h) */
             ctr_add(&db->mx.ctr.pinned_switches, 1);
         }
-        if (full) {
-            uint64_t t0 = db_now_us();
-            ctr_add(&db->ctr.stall_stops, 1);
-            pthread_cond_broadcast(&db->bg_cv);
-            pthread_cond_wait(&db->bg_cv, &db->mu);
-            ctr_add(&db->ctr.stall_micros, db_now_us() - t0);
+        if (active_full && slots && !stop_l0) {
+            rc = switch_memtable(db);
+            pthread_cond_broadcast(&db->bg_cv); /* wake the flush thread */
+            if (rc < 0 || force) break;
             continue;
         }
-        int rc = switch_memtable(db);
-        pthread_cond_broadcast(&db->bg_cv); /* wake the flush thread */
-        return rc;
+        if (force && !active_full) break; /* nothing to switch */
+        wctl_input in;
+        in.max_memtables = (unsigned)db->opts.memtables;
+        in.mutable_left = (active_full || stop_l0) ? 0 : 1 + (unsigned)slots;
+        in.container_fill = container_fill(db, l0);
+        uint64_t now = db_now_us();
+        uint64_t d = wctl_delay_us(db->silk.wc, &t, &in, first ? bytes : 0, now);
+        first = 0;
+        if (d == 0 && in.mutable_left == 0) d = 1000; /* never write past a full memtable */
+        if (d == 0) break;
+        if (!waited_from) waited_from = now;
+        if (in.mutable_left == 0) {
+            stopped = 1;
+            __atomic_store_n(&db->write_stopped, 1, __ATOMIC_RELAXED); /* the monitor pauses deep work */
+            pthread_cond_broadcast(&db->bg_cv);
+            db_timed_wait(db, d);
+        } else {
+            paced = 1;
+            pthread_mutex_unlock(&db->mu);
+            sched_sleep_us(d);
+            pthread_mutex_lock(&db->mu);
+        }
     }
+    if (stopped) __atomic_store_n(&db->write_stopped, 0, __ATOMIC_RELAXED);
+    if (waited_from) {
+        uint64_t w = db_now_us() - waited_from;
+        if (paced) ctr_add(&db->ctr.stall_slowdowns, 1);
+        if (stopped) ctr_add(&db->ctr.stall_stops, 1);
+        ctr_add(&db->ctr.stall_micros, w);
+        if (w > 10000) ctr_add(&db->silk.ctr.stalls_over_10ms, 1);
+        uint64_t m = ctr_get(&db->silk.ctr.max_stall_us);
+        while (w > m && !__atomic_compare_exchange_n(&db->silk.ctr.max_stall_us, &m, w, 0, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED)) {
+        }
+    }
+    return rc;
 }
 
 /* db_write -- queues a batch, and if this thread becomes the leader writes its
@@ -308,7 +356,9 @@ static int db_write(tkv_db *db, struct tkv_batch *b, unsigned flags)
     }
 
     /* This thread leads a group. */
-    int rc = make_room(db, b == NULL);
+    size_t group_bytes = 0; /* the controller charges what the group will write (about: the queue) */
+    for (writer *x = &w; b && x; x = x->next) group_bytes += x->batch ? x->batch->rep.len : 0;
+    int rc = make_room(db, b == NULL, group_bytes);
     memtable *mem = db->sv->mem;
     const uint8_t *rep = NULL;
     size_t len = 0;
@@ -606,6 +656,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* db_timed_wait */
     pthread_cond_init(&db->bg_cv, &ca);
     pthread_condattr_destroy(&ca);
+    if (rc == 0) rc = silk_open(db); /* installs the I/O gate before any data file is opened */
     if (rc == 0) rc = vset_open(dir, &db->io, &db->vs);
     if (rc == 0) rc = mx_open(db); /* before WAL replay: rows the MANIFEST does not list go first */
     if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, 4)))
@@ -628,6 +679,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
         pthread_mutex_unlock(&db->mu);
         rc = db_start_background(db);
         if (rc == 0) rc = mx_start(db);
+        if (rc == 0) rc = silk_start(db);
     }
     if (rc < 0) {
         char msg[512];
@@ -644,6 +696,7 @@ int tkv_close(tkv_db *db)
     if (!db) return TKV_OK;
     uint64_t its = __atomic_load_n(&db->open_iterators, __ATOMIC_ACQUIRE);
     if (its) return tkv_err(TKV_BUSY, "tkv_close: %llu iterator(s) still open; free them first", (unsigned long long)its);
+    silk_stop(db);          /* no more pauses: paused deep jobs resume (and are aborted next) */
     db_stop_background(db); /* finishes flushing immutable memtables */
     mx_stop(db);            /* after the flush thread: it may need columns to make room */
     int rc = 0;
@@ -662,6 +715,7 @@ int tkv_close(tkv_db *db)
     table_cache_free(db->tc);
     if (db->vs) vset_close(db->vs);
     mx_close(db); /* after every rowset is gone */
+    silk_close(db); /* after every thread that passes the gate has ended */
     cache_free(db->block_cache);
     free(db->pending);
     pthread_cond_destroy(&db->bg_cv);

@@ -28,6 +28,7 @@
 #include "mem/batch.h"
 #include "mem/memtable.h"
 #include "mem/wal.h"
+#include "db/silk.h"
 #include "sst/cache.h"
 #include "sst/table_cache.h"
 #include "sst/version.h"
@@ -155,15 +156,22 @@ struct tkv_db {
     uint64_t *pending;           /* file numbers being written (not yet in a version) */
     size_t npending, pending_cap;
     pthread_cond_t bg_cv;        /* signalled on every background state change */
-    pthread_t flush_thread, compact_thread;
+    pthread_t flush_thread;
     int threads_started;
     int shutting_down;
-    int compaction_running;      /* one compaction at a time (bg or manual) */
-    int manual_waiting;          /* a tkv_compact_range wants the compaction slot */
+    int manual_waiting;          /* a tkv_compact_range waits for every compaction to end; no new picks */
     uint64_t compact_cursor[VERSION_LEVELS]; /* round-robin file index per level */
 
     /* NVM tier (l0=matrix) */
     matrix_state mx;
+
+    /* Scheduler (silk.h) and the low-priority pool */
+    silk_state silk;
+    int write_stopped;           /* atomic: a writer waits for a memtable (STOP) */
+    pthread_t *deep_threads;     /* compaction_threads threads: deep (L1+) compactions only */
+    int ndeep_threads;
+    pthread_t l0_thread;         /* high pool: L0 SST -> L1 compactions */
+    int compactions_running;     /* deep + L0 compactions in flight (mu) */
 };
 
 /* db_add_pending / db_remove_pending -- protect an output file number from

@@ -14,6 +14,7 @@
 #include "db/compact.h"
 #include "db/db_iter.h"
 #include "db/mx.h"
+#include "db/silk.h"
 #include "util/iter.h"
 #include "util/status.h"
 
@@ -400,6 +401,8 @@ char *tkv_property(tkv_db *db, const char *name)
         pthread_mutex_lock(&db->mu);
         mx_report(db, !strcmp(name, "tkv.pmem"), &b, &oom);
         pthread_mutex_unlock(&db->mu);
+    } else if (!strcmp(name, "tkv.sched")) {
+        silk_report(db, &b, &oom);
     } else if (!strcmp(name, "tkv.num-entries-active-mem")) {
         db_appendf(&b, &oom, "%llu", (unsigned long long)memtable_num_entries(sv->mem));
     } else if (!strcmp(name, "tkv.num-immutable-mem")) {

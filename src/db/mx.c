@@ -46,6 +46,7 @@
  *       (re-applied cursors, dropped rows).
  */
 #include "db/mx.h"
+#include "db/silk.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -551,6 +552,10 @@ static column_job *pick_column(tkv_db *db, int *busy, int *err)
     memcpy(j->to, j->plan.new_cursors, j->k * sizeof *j->to);
     for (size_t i = j->plan.l1_first; i < j->plan.l1_end; i++)
         if (v->files[1][i]->being_compacted) {
+            /* A deep (L1->L2) compaction holds them: with scheduler=silk it
+             * is aborted (outputs deleted, inputs untouched) and the column
+             * runs as soon as it has let go; fifo waits for it to finish. */
+            silk_abort_l1(db, &v->files[1][j->plan.l1_first], j->plan.l1_end - j->plan.l1_first);
             *busy = 1;
             goto fail;
         }
@@ -783,9 +788,16 @@ void mx_stats_line(tkv_db *db, tkv_buf *b, int *oom)
     if (!mx->pool) return;
     pool_stats st;
     pool_get_stats(mx->pool, &st);
-    db_appendf(b, oom, "matrix: rows=%zu pages_used=%u pages_free=%u columns=%llu flush_no_space=%llu\n",
+    pm_stats ps;
+    pm_get_stats(pool_region(mx->pool), &ps);
+    /* busy: a column is running or a compactor waits to be drained (the
+     * container is above its trigger) -- benchmarks wait for busy=0. */
+    db_appendf(b, oom, "matrix: rows=%zu pages_used=%u pages_free=%u columns=%llu flush_no_space=%llu busy=%d\n",
                current_rows(db)->n, st.pages_total - st.pages_free, st.pages_free,
-               (unsigned long long)ctr_get(&mx->ctr.columns), (unsigned long long)ctr_get(&mx->ctr.flush_no_space));
+               (unsigned long long)ctr_get(&mx->ctr.columns), (unsigned long long)ctr_get(&mx->ctr.flush_no_space),
+               mx->column_running || mx->compactor_max_id != 0);
+    db_appendf(b, oom, "pmem: write_bytes=%llu persist_calls=%llu\n", (unsigned long long)ps.bytes_persisted,
+               (unsigned long long)ps.persist_calls);
 }
 
 void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom)

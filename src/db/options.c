@@ -33,6 +33,8 @@ static const char *const L0_NAMES[] = {"sst", "matrix", NULL};
  * (a power cut at the N-th persist, docs/pmem.md). */
 static const char *const PMEM_MODE_NAMES[] = {"auto", "pmem", "emulated", "msync", "crashsim", NULL};
 static const char *const PROFILE_NAMES[] = {"none", "optane", NULL};
+static const char *const SCHED_NAMES[] = {"silk", "fifo", NULL};
+static const char *const WCTL_NAMES[] = {"prl", "classic", "off", NULL};
 
 #define OFF(f) offsetof(struct tkv_options, f)
 static const opt_def OPTION_TABLE[] = {
@@ -63,6 +65,15 @@ static const opt_def OPTION_TABLE[] = {
     {"column_bytes", OPT_SIZE, OFF(column_bytes), 0, UINT64_C(1) << 40, "0", NULL},
     {"matrix_trigger", OPT_INT, OFF(matrix_trigger), 1, 100, "50", NULL},
     {"row_filter", OPT_BOOL, OFF(row_filter), 0, 1, "1", NULL},
+    {"scheduler", OPT_ENUM, OFF(scheduler), 0, 1, "silk", SCHED_NAMES},
+    {"write_controller", OPT_ENUM, OFF(write_controller), 0, 2, "prl", WCTL_NAMES},
+    {"device_bandwidth", OPT_SIZE, OFF(device_bandwidth), 0, UINT64_C(1) << 40, "500M", NULL},
+    {"min_internal_bandwidth", OPT_SIZE, OFF(min_internal_bandwidth), 1u << 20, UINT64_C(1) << 40, "32M", NULL},
+    {"sched_epsilon", OPT_SIZE, OFF(sched_epsilon), 0, UINT64_C(1) << 40, "10M", NULL},
+    {"sched_threshold", OPT_SIZE, OFF(sched_threshold), 0, UINT64_C(1) << 40, "10M", NULL},
+    {"deep_reserved_bandwidth", OPT_SIZE, OFF(deep_reserved_bandwidth), 0, UINT64_C(1) << 40, "4M", NULL},
+    {"compaction_threads", OPT_INT, OFF(compaction_threads), 1, 16, "2", NULL},
+    {"ssd_bandwidth", OPT_SIZE, OFF(ssd_bandwidth), 0, UINT64_C(1) << 40, "0", NULL},
 };
 #define N_OPTIONS (sizeof OPTION_TABLE / sizeof OPTION_TABLE[0])
 

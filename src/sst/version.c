@@ -116,6 +116,21 @@ static void link_version(version_set *vs, version *v)
 
 void version_ref(version *v) { __atomic_fetch_add(&v->refs, 1, __ATOMIC_RELAXED); }
 
+/* Order: refs up before file_refs, file_refs down before refs, so that
+ * refs == file_refs never holds while a row reader is among the refs. */
+void version_ref_files(version *v)
+{
+    version_ref(v);
+    __atomic_fetch_add(&v->file_refs, 1, __ATOMIC_RELEASE);
+}
+
+void version_unref_files(version *v)
+{
+    if (!v) return;
+    __atomic_fetch_sub(&v->file_refs, 1, __ATOMIC_RELEASE);
+    version_unref(v);
+}
+
 /* version_unref -- at 0 unlinks v from the live list (under its lock) and frees it. */
 void version_unref(version *v)
 {
@@ -845,6 +860,10 @@ int vset_row_floor(version_set *vs, uint64_t row_id, uint64_t *floor)
     pthread_mutex_lock(&vs->live_mu);
     for (version *v = vs->live.next; v != &vs->live; v = v->next) {
         uint64_t c;
+        /* A non-current version gains no new refs (readers pin the current
+         * one), so one held only by file readers reads no row. */
+        if (v != vs->current && __atomic_load_n(&v->file_refs, __ATOMIC_ACQUIRE) == __atomic_load_n(&v->refs, __ATOMIC_ACQUIRE))
+            continue;
         if (version_row_cursor(v, row_id, &c)) {
             found = 1;
             if (c < min) min = c;

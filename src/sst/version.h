@@ -56,6 +56,7 @@ typedef struct row_cursor {
 
 typedef struct version {
     uint32_t refs;                       /* atomic */
+    uint32_t file_refs;                  /* atomic: the refs taken by version_ref_files (they pin no rows) */
     version_set *vs;
     file_meta **files[VERSION_LEVELS];   /* refs held */
     size_t nfiles[VERSION_LEVELS];
@@ -69,7 +70,13 @@ typedef struct version {
 int version_row_cursor(const version *v, uint64_t row_id, uint64_t *cursor);
 
 void version_ref(version *v);
-void version_unref(version *v); /* thread-safe: the live-version list has its own lock */
+void version_unref(version *v);
+/* version_ref_files / version_unref_files -- a ref for a reader of the SST
+ * levels only (a leveled compaction): a version that is not current and
+ * holds no other refs pins no matrix rows (vset_row_floor skips it), so a
+ * long -- or paused -- deep compaction does not keep pool pages. */
+void version_ref_files(version *v);
+void version_unref_files(version *v); /* thread-safe: the live-version list has its own lock */
 
 /* version_level_bytes -- total file bytes at a level. */
 uint64_t version_level_bytes(const version *v, int level);

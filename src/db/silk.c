@@ -1,0 +1,383 @@
+/*
+ * silk.c -- the SILK scheduler inside the engine: the monitor thread, the
+ * I/O gate (internal rate limiter + emulated SSD throttle + deep-compaction
+ * pause points), aborts of deep jobs for L0->L1 work, the tkv.sched report.
+ * Interface and locking: silk.h. Policy and parameters: docs/scheduler.md.
+ */
+#include "db/silk.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "db/compact.h"
+#include "db/db_impl.h"
+#include "util/status.h"
+
+#define SILK_PERIOD_US 10000u        /* monitor window */
+#define SILK_URGENT_SCORE 2.0        /* a deep level this far over target is never paused */
+#define SILK_URGENT_CHECK_US 100000u /* how often the monitor recomputes the deep backlog */
+#define PROBE_BYTES (8u << 20)       /* device_bandwidth=0: sequential write probe size */
+
+/* The deep job running on this thread (between silk_job_begin and _end). */
+static __thread silk_job *tls_job;
+
+static int is_internal(io_class c) { return c == IO_FLUSH || c == IO_COMPACT_L0 || c == IO_COMPACT_DEEP; }
+
+/* probe_bandwidth -- T from a short O_DIRECT sequential write + fdatasync in
+ * dir (falls back to buffered I/O if O_DIRECT is refused). 0 on failure. */
+static uint64_t probe_bandwidth(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bandwidth-probe.tmp", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+    if (fd < 0) fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return 0;
+    void *buf = NULL;
+    uint64_t bw = 0;
+    if (posix_memalign(&buf, 4096, 1u << 20) == 0) {
+        memset(buf, 0x5a, 1u << 20);
+        uint64_t t0 = sched_mono_us();
+        size_t done = 0;
+        while (done < PROBE_BYTES) {
+            ssize_t w = pwrite(fd, buf, 1u << 20, (off_t)done);
+            if (w <= 0) break;
+            done += (size_t)w;
+        }
+        if (done == PROBE_BYTES && fdatasync(fd) == 0) {
+            uint64_t us = sched_mono_us() - t0;
+            bw = (uint64_t)((double)PROBE_BYTES * 1e6 / (double)(us ? us : 1));
+        }
+        free(buf);
+    }
+    close(fd);
+    unlink(path);
+    return bw;
+}
+
+int silk_open(tkv_db *db)
+{
+    silk_state *s = &db->silk;
+    const struct tkv_options *o = &db->opts;
+    pthread_mutex_init(&s->mu, NULL);
+    sched_cond_init(&s->cv);
+    s->fifo = o->scheduler == SCHED_FIFO;
+    s->T = o->device_bandwidth;
+    if (!s->T && o->ssd_bandwidth) s->T = o->ssd_bandwidth; /* the emulated device is the device */
+    if (!s->T) {
+        s->T = probe_bandwidth(db->dir);
+        s->T_probed = s->T != 0;
+        if (!s->T) s->T = 500u << 20;
+    }
+    monitor_options mo;
+    monitor_options_default(&mo);
+    mo.device_bw = s->T;
+    mo.min_internal_bw = o->min_internal_bandwidth;
+    mo.epsilon = o->sched_epsilon;
+    mo.threshold = o->sched_threshold;
+    mo.period_us = SILK_PERIOD_US;
+    TKV_TRY(monitor_create(&mo, sched_mono_us(), &s->mon));
+    if (!s->fifo) {
+        rl_options ro;
+        rl_options_default(&ro);
+        ro.rate = monitor_internal_bw(s->mon);
+        ro.low_reserved = o->deep_reserved_bandwidth;
+        TKV_TRY(rl_create(&ro, NULL, &s->rl));
+    }
+    if (o->ssd_bandwidth) {
+        rl_options ro;
+        rl_options_default(&ro);
+        ro.rate = o->ssd_bandwidth;
+        ro.low_reserved = 0;
+        TKV_TRY(rl_create(&ro, NULL, &s->ssd));
+    }
+    wctl_options wo;
+    wctl_options_default(&wo);
+    wo.mode = (wctl_mode)o->write_controller;
+    TKV_TRY(wctl_create(&wo, &s->wc));
+    db->io.gate_arg = db;
+    db->io.gate = silk_gate;
+    return 0;
+}
+
+/* deep_urgent -- 1 if a level L1+ is at SILK_URGENT_SCORE times its target
+ * (deep work must go on even in a peak). Takes db->mu. */
+static int deep_urgent(tkv_db *db)
+{
+    pthread_mutex_lock(&db->mu);
+    version *v = vset_current(db->vs);
+    int urgent = 0;
+    for (int l = 1; l < VERSION_LEVELS - 1 && !urgent; l++)
+        urgent = (double)version_level_bytes(v, l) >= SILK_URGENT_SCORE * (double)level_target_bytes(&db->opts, l);
+    pthread_mutex_unlock(&db->mu);
+    return urgent;
+}
+
+/* tick -- one monitor window: per-class bytes, the control law, the pause
+ * decision. */
+static void tick(void *arg, uint64_t now_us)
+{
+    tkv_db *db = arg;
+    silk_state *s = &db->silk;
+    uint64_t cls_bytes[IO_NCLASSES];
+    for (int c = 0; c < IO_NCLASSES; c++) {
+        uint64_t t = ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c]);
+        cls_bytes[c] = t - s->last_bytes[c];
+        s->last_bytes[c] = t;
+        __atomic_store_n(&s->ctr.window_bytes[c], cls_bytes[c], __ATOMIC_RELAXED);
+    }
+    uint64_t client = cls_bytes[IO_WAL] + cls_bytes[IO_USER_READ];
+    if (monitor_sample(s->mon, client, now_us) && s->rl) rl_set_rate(s->rl, monitor_internal_bw(s->mon));
+    if (s->fifo) return;
+
+    if (now_us - s->last_urgent_check_us >= SILK_URGENT_CHECK_US) {
+        s->last_urgent_check_us = now_us;
+        int u = deep_urgent(db);
+        pthread_mutex_lock(&s->mu);
+        s->urgent = u;
+        pthread_mutex_unlock(&s->mu);
+    }
+    /* Pause deep work in a client peak (the budget is at its floor: what is
+     * left belongs to flushes and columns) and while writers wait on a
+     * flush (all memtables full, or the container full). */
+    monitor_stats ms;
+    monitor_get_stats(s->mon, &ms);
+    /* a peak: clients use enough of T that the budget is down to its floor
+     * (T - C - epsilon <= floor) -- and they do use the device (C above the
+     * threshold: an idle database is never "in a peak", whatever T) */
+    int peak = ms.client_bw > db->opts.sched_threshold && ms.candidate <= db->opts.min_internal_bandwidth;
+    int writers_wait = __atomic_load_n(&db->write_stopped, __ATOMIC_RELAXED) != 0 ||
+                       __atomic_load_n(&db->mx.flush_blocked, __ATOMIC_RELAXED) != 0;
+    pthread_mutex_lock(&s->mu);
+    int pause = (peak || writers_wait) && !s->urgent;
+    if (pause != s->deep_paused) {
+        s->deep_paused = pause;
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+int silk_start(tkv_db *db)
+{
+    silk_state *s = &db->silk;
+    for (int c = 0; c < IO_NCLASSES; c++) s->last_bytes[c] = ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c]);
+    return monitor_thread_start(SILK_PERIOD_US, tick, db, &s->thread);
+}
+
+void silk_stop(tkv_db *db)
+{
+    silk_state *s = &db->silk;
+    if (!s->mon) return;
+    monitor_thread_stop(s->thread);
+    s->thread = NULL;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    s->deep_paused = 0;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void silk_close(tkv_db *db)
+{
+    silk_state *s = &db->silk;
+    if (!s->mon && !s->wc) return;
+    db->io.gate = NULL;
+    if (s->rl) rl_shutdown(s->rl);
+    if (s->ssd) rl_shutdown(s->ssd);
+    rl_free(s->rl);
+    rl_free(s->ssd);
+    monitor_free(s->mon);
+    wctl_free(s->wc);
+    s->rl = s->ssd = NULL;
+    s->mon = NULL;
+    s->wc = NULL;
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+}
+
+void silk_job_begin(tkv_db *db, silk_job *j, struct compaction *c)
+{
+    silk_state *s = &db->silk;
+    memset(j, 0, sizeof *j);
+    j->c = c;
+    atomic_store(&j->abort, 0);
+    pthread_mutex_lock(&s->mu);
+    j->next = s->jobs;
+    s->jobs = j;
+    pthread_mutex_unlock(&s->mu);
+    ctr_add(&s->ctr.deep_started, 1);
+    tls_job = j;
+}
+
+void silk_job_end(tkv_db *db, silk_job *j)
+{
+    silk_state *s = &db->silk;
+    tls_job = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (silk_job **p = &s->jobs; *p; p = &(*p)->next)
+        if (*p == j) {
+            *p = j->next;
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
+    ctr_add(&s->ctr.deep_done, 1);
+}
+
+int silk_abort_l1(tkv_db *db, file_meta *const *f, size_t n)
+{
+    silk_state *s = &db->silk;
+    if (s->fifo) return 0;
+    int told = 0;
+    pthread_mutex_lock(&s->mu);
+    for (silk_job *j = s->jobs; j; j = j->next) {
+        const struct compaction *c = j->c;
+        if (c->level != 1 || atomic_load(&j->abort)) continue; /* only L1->L2 jobs hold L1 files */
+        int hit = 0;
+        for (size_t i = 0; i < c->ninputs[0] && !hit; i++)
+            for (size_t k = 0; k < n && !hit; k++) hit = c->inputs[0][i] == f[k];
+        if (!hit) continue;
+        if (s->rl) rl_cancel(s->rl, &j->abort); /* sets abort and wakes its token wait */
+        else atomic_store(&j->abort, 1);
+        if (s->ssd) rl_cancel(s->ssd, &j->abort);
+        told++;
+        ctr_add(&s->ctr.aborts, 1);
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return told;
+}
+
+void silk_abort_all(tkv_db *db)
+{
+    silk_state *s = &db->silk;
+    if (!s->mon) return;
+    pthread_mutex_lock(&s->mu);
+    for (silk_job *j = s->jobs; j; j = j->next) {
+        if (s->rl) rl_cancel(s->rl, &j->abort);
+        else atomic_store(&j->abort, 1);
+        if (s->ssd) rl_cancel(s->ssd, &j->abort);
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* pause_point -- a deep job passes here before each read and write: waits
+ * while deep work is paused; SILK_ABORTED once it is told to abort. */
+static int pause_point(silk_state *s, silk_job *j)
+{
+    if (atomic_load(&j->abort)) return SILK_ABORTED;
+    if (!__atomic_load_n(&s->deep_paused, __ATOMIC_RELAXED)) return 0;
+    pthread_mutex_lock(&s->mu);
+    uint64_t t0 = 0;
+    while (s->deep_paused && !s->stopping && !atomic_load(&j->abort)) {
+        if (!j->paused) {
+            j->paused = 1;
+            j->pauses++;
+            ctr_add(&s->ctr.pauses, 1);
+            t0 = sched_mono_us();
+        }
+        sched_cond_wait_us(&s->cv, &s->mu, SILK_PERIOD_US * 10);
+    }
+    if (j->paused) {
+        j->paused = 0;
+        j->resumes++;
+        ctr_add(&s->ctr.resumes, 1);
+        ctr_add(&s->ctr.pause_micros, sched_mono_us() - t0);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return atomic_load(&j->abort) ? SILK_ABORTED : 0;
+}
+
+int silk_gate(void *arg, io_class cls, int is_write, size_t n)
+{
+    (void)is_write;
+    tkv_db *db = arg;
+    silk_state *s = &db->silk;
+    silk_job *j = cls == IO_COMPACT_DEEP ? tls_job : NULL;
+    if (j) {
+        int rc = pause_point(s, j);
+        if (rc) return rc;
+    }
+    if (s->rl && is_internal(cls)) {
+        int rc = rl_request(s->rl, cls == IO_COMPACT_DEEP ? RL_LOW : RL_HIGH, n, j ? &j->abort : NULL);
+        if (rc) return j && atomic_load(&j->abort) ? SILK_ABORTED : 0; /* shut down: let the I/O go */
+    }
+    if (s->ssd && cls != IO_META) {
+        int rc = rl_request(s->ssd, RL_HIGH, n, j ? &j->abort : NULL);
+        if (rc && j && atomic_load(&j->abort)) return SILK_ABORTED;
+    }
+    return 0;
+}
+
+void silk_flush_sample(tkv_db *db, uint64_t bytes, uint64_t us)
+{
+    if (db->silk.wc) wctl_flush_sample(db->silk.wc, bytes, us ? us : 1);
+}
+
+void silk_report(tkv_db *db, tkv_buf *b, int *oom)
+{
+    silk_state *s = &db->silk;
+    static const char *const wnames[] = {"prl", "classic", "off"};
+    monitor_stats ms;
+    monitor_get_stats(s->mon, &ms);
+    db_appendf(b, oom, "scheduler: %s write_controller: %s\n", s->fifo ? "fifo" : "silk",
+               wnames[db->opts.write_controller % 3]);
+    db_appendf(b, oom, "bandwidth: T=%llu%s C=%llu I=%llu floor=%llu epsilon=%llu threshold=%llu rate_changes=%llu samples=%llu\n",
+               (unsigned long long)s->T, s->T_probed ? " (probed)" : "", (unsigned long long)ms.client_bw,
+               (unsigned long long)(s->rl ? ms.internal_bw : 0), (unsigned long long)db->opts.min_internal_bandwidth,
+               (unsigned long long)db->opts.sched_epsilon, (unsigned long long)db->opts.sched_threshold,
+               (unsigned long long)ms.changes, (unsigned long long)ms.samples);
+    db_appendf(b, oom, "window_bytes:");
+    for (int c = 0; c < IO_NCLASSES; c++)
+        db_appendf(b, oom, " %s=%llu", io_class_name((io_class)c), (unsigned long long)ctr_get(&s->ctr.window_bytes[c]));
+    db_appendf(b, oom, "\ntotal_bytes:");
+    for (int c = 0; c < IO_NCLASSES; c++)
+        db_appendf(b, oom, " %s=%llu", io_class_name((io_class)c),
+                   (unsigned long long)(ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c])));
+    db_appendf(b, oom, "\n");
+    if (s->rl) {
+        rl_stats rs;
+        rl_get_stats(s->rl, &rs);
+        db_appendf(b, oom,
+                   "limiter: rate=%llu high_granted=%llu low_granted=%llu high_waits=%llu low_waits=%llu "
+                   "high_wait_us=%llu low_wait_us=%llu low_reserved=%llu\n",
+                   (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
+                   (unsigned long long)rs.granted[RL_LOW], (unsigned long long)rs.waits[RL_HIGH],
+                   (unsigned long long)rs.waits[RL_LOW], (unsigned long long)rs.wait_us[RL_HIGH],
+                   (unsigned long long)rs.wait_us[RL_LOW], (unsigned long long)rs.low_reserved);
+    }
+    if (s->ssd) {
+        rl_stats rs;
+        rl_get_stats(s->ssd, &rs);
+        db_appendf(b, oom, "ssd_throttle: rate=%llu granted=%llu waits=%llu wait_us=%llu\n",
+                   (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
+                   (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.wait_us[RL_HIGH]);
+    }
+    pthread_mutex_lock(&s->mu);
+    int paused = s->deep_paused, urgent = s->urgent, running = 0, paused_now = 0;
+    for (silk_job *j = s->jobs; j; j = j->next) {
+        running++;
+        paused_now += j->paused;
+    }
+    pthread_mutex_unlock(&s->mu);
+    const silk_counters *c = &s->ctr;
+    db_appendf(b, oom,
+               "deep: running=%d paused_now=%d pause_requested=%d urgent=%d started=%llu done=%llu pauses=%llu "
+               "resumes=%llu pause_micros=%llu aborts=%llu\n",
+               running, paused_now, paused, urgent, (unsigned long long)ctr_get(&c->deep_started),
+               (unsigned long long)ctr_get(&c->deep_done), (unsigned long long)ctr_get(&c->pauses),
+               (unsigned long long)ctr_get(&c->resumes), (unsigned long long)ctr_get(&c->pause_micros),
+               (unsigned long long)ctr_get(&c->aborts));
+    wctl_stats ws;
+    wctl_get_stats(s->wc, &ws);
+    db_appendf(b, oom,
+               "write_controller: state=%s pace_rate=%llu min_flush_sample=%llu samples=%u writes=%llu "
+               "stalled_writes=%llu stopped_writes=%llu stall_micros=%llu stalls_over_10ms=%llu max_stall_us=%llu\n",
+               ws.state == WCTL_NORMAL ? "normal" : ws.state == WCTL_SLOWDOWN ? "slowdown" : "stop",
+               (unsigned long long)ws.pace_rate, (unsigned long long)ws.min_sample, ws.nsamples,
+               (unsigned long long)ws.writes, (unsigned long long)ws.stalled_writes,
+               (unsigned long long)ws.stopped_writes, (unsigned long long)ws.stall_us,
+               (unsigned long long)ctr_get(&c->stalls_over_10ms), (unsigned long long)ctr_get(&c->max_stall_us));
+}

@@ -1,0 +1,123 @@
+/*
+ * silk.h -- the SILK scheduler inside the engine (docs/scheduler.md): the
+ * glue between the primitives of src/sched/ and the engine's threads.
+ *
+ *  - Accounting: io/io.c counts every byte per class where it happens; the
+ *    monitor thread (tkv-monitor, 10 ms) turns the deltas into windows: client
+ *    bytes (IO_WAL writes + IO_USER_READ reads) feed the control law
+ *    I = max(floor, T - C - epsilon) (sched/monitor.h), whose published
+ *    changes set the internal rate limiter (sched/ratelimit.h).
+ *  - Admission: silk_gate is io_stats' gate. Internal classes pass the
+ *    limiter (flush and L0->L1 column compaction at high priority, deep
+ *    compactions at low), then -- when ssd_bandwidth is set -- every class
+ *    passes the emulated device's token bucket.
+ *  - Deep compactions (the low pool) register a silk_job; the gate is their
+ *    pause point (every read or write, i.e. at least once per output block).
+ *    The monitor pauses them during a client peak (I at its floor) or while
+ *    writers wait for a flush, unless the deep backlog is urgent (a level at
+ *    twice its target: the ageing rule that bounds sorted runs). A column or
+ *    L0->L1 compaction that needs L1 files a deep job holds aborts it: the
+ *    job stops at its next pause point with SILK_ABORTED, its outputs are
+ *    deleted, its inputs untouched, and it is picked again later.
+ *  - scheduler=fifo: no limiter, no pause, no abort (stock RocksDB); the
+ *    device throttle and the write controller are independent switches.
+ *
+ * Locking: silk_state.mu guards the job list and pause state; it is never
+ * taken while waiting on anything but its own condvar. db->mu may be held
+ * when calling silk_abort_l1 / silk_report (they take silk.mu inside it:
+ * order db->mu -> silk.mu); the gate never takes db->mu.
+ */
+#ifndef TKV_DB_SILK_H
+#define TKV_DB_SILK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "io/io.h"
+#include "sched/monitor.h"
+#include "sched/ratelimit.h"
+#include "sched/wctl.h"
+#include "sst/version.h"
+#include "util/coding.h"
+
+struct tkv_db;
+struct compaction;
+
+/* Internal status of an aborted deep compaction: never returned to users. */
+#define SILK_ABORTED (-1000)
+
+/* A running deep compaction, as the scheduler sees it. */
+typedef struct silk_job {
+    struct compaction *c;
+    atomic_int abort;      /* 1: stop at the next pause point (rl_cancel also wakes a token wait) */
+    int paused;            /* waiting at a pause point now (silk.mu) */
+    uint64_t pauses, resumes;
+    struct silk_job *next;
+} silk_job;
+
+typedef struct silk_counters {
+    uint64_t pauses, resumes, pause_micros; /* deep-job pause episodes and their time */
+    uint64_t aborts;                        /* deep jobs aborted for L0->L1 work */
+    uint64_t deep_started, deep_done;
+    uint64_t stalls_over_10ms, max_stall_us; /* writes that waited (pacing + stop) > 10 ms */
+    uint64_t window_bytes[IO_NCLASSES];     /* bytes (read + write) in the last window */
+} silk_counters;
+
+typedef struct silk_state {
+    int fifo;              /* scheduler=fifo */
+    uint64_t T;            /* device bandwidth in use */
+    int T_probed;
+    ratelimit *rl;         /* internal budget I (silk only) */
+    ratelimit *ssd;        /* emulated device (ssd_bandwidth), NULL = off */
+    monitor *mon;
+    wctl *wc;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;     /* pause state changes */
+    int deep_paused;       /* the monitor's decision (mu) */
+    int urgent;            /* deep backlog urgent: never paused (mu) */
+    int stopping;
+    silk_job *jobs;        /* running deep compactions (mu) */
+    monitor_thread *thread;
+    uint64_t last_bytes[IO_NCLASSES]; /* totals at the previous window (monitor thread only) */
+    uint64_t last_urgent_check_us;
+    silk_counters ctr;
+} silk_state;
+
+/* silk_open -- creates the scheduler of db (after options are final, before
+ * any data file is opened) and installs the gate on db->io. Probes T when
+ * device_bandwidth=0. */
+int silk_open(struct tkv_db *db);
+/* silk_start / silk_stop -- the monitor thread. silk_stop also wakes every
+ * waiter (paused jobs and token waits end with SILK_ABORTED). */
+int silk_start(struct tkv_db *db);
+void silk_stop(struct tkv_db *db);
+/* silk_close -- frees everything (after silk_stop and after every thread
+ * that could pass the gate has ended). */
+void silk_close(struct tkv_db *db);
+
+/* silk_job_begin / silk_job_end -- a deep compaction runs on this thread
+ * between the two calls (the gate finds it through a thread-local). */
+void silk_job_begin(struct tkv_db *db, silk_job *j, struct compaction *c);
+void silk_job_end(struct tkv_db *db, silk_job *j);
+
+/* silk_abort_l1 -- L0->L1 work needs the L1 files f[0..n) and some are busy:
+ * aborts the deep jobs that hold any of them (silk only). Returns the number
+ * of jobs told to abort (0 with scheduler=fifo). Caller holds db->mu. */
+int silk_abort_l1(struct tkv_db *db, file_meta *const *f, size_t n);
+
+/* silk_abort_all -- shutdown: every running deep job stops at its next
+ * pause point (its work is redone after reopen). */
+void silk_abort_all(struct tkv_db *db);
+
+/* silk_flush_sample -- a flush moved `bytes` of memtable in `us` (the write
+ * controller's bandwidth samples). */
+void silk_flush_sample(struct tkv_db *db, uint64_t bytes, uint64_t us);
+
+/* silk_report -- the tkv.sched property text. Caller holds nothing. */
+void silk_report(struct tkv_db *db, tkv_buf *b, int *oom);
+
+/* silk_gate -- io_gate_fn (arg = db). */
+int silk_gate(void *arg, io_class cls, int is_write, size_t n);
+
+#endif

@@ -1,0 +1,244 @@
+/*
+ * test_sched_db.c -- the SILK scheduler inside the engine (src/db/silk.c),
+ * end to end:
+ *  - sched_burst: a device of T = 24 MB/s with deep compactions running;
+ *    a write burst above T puts I at its floor, so deep compactions pause
+ *    (pauses > 0) while flushes and columns go on; when the burst ends every
+ *    pause has been resumed (pauses == resumes); the data matches the model.
+ *  - sched_abort_cleanup: small L1 files and many column compactions that
+ *    need L1 files deep compactions hold: aborted deep jobs leave no output
+ *    file behind (every .sst in the directory is in the current version) and
+ *    lose nothing (model check, reopen).
+ *  - sched_fifo_and_switches: scheduler=fifo, write_controller=classic/off,
+ *    ssd_bandwidth: the same workload stays correct, tkv.sched reports the
+ *    modes, fifo never pauses or aborts, the SSD throttle meters bytes.
+ */
+#include <dirent.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+static tkv_db *open_ok(const char *dir, const tkv_options *o)
+{
+    tkv_db *db = NULL;
+    int rc = tkv_open(dir, o, &db);
+    if (rc != TKV_OK) fail_msg("tkv_open %s: %s: %s", dir, tkv_strerror(rc), tkv_errmsg());
+    return db;
+}
+
+static void close_ok(tkv_db *db)
+{
+    int rc = tkv_close(db);
+    if (rc != TKV_OK) fail_msg("tkv_close: %s: %s", tkv_strerror(rc), tkv_errmsg());
+}
+
+static uint64_t prop_u64(tkv_db *db, const char *name, const char *field)
+{
+    char *p = tkv_property(db, name);
+    if (!p) fail_msg("tkv_property %s: %s", name, tkv_errmsg());
+    const char *at = strstr(p, field);
+    if (!at) fail_msg("property %s has no \"%s\":\n%s", name, field, p);
+    unsigned long long v = strtoull(at + strlen(field), NULL, 10);
+    tkv_free(p);
+    return v;
+}
+
+/* options -- small tiers so deep compactions run all the time. */
+static tkv_options *sched_options(const char *first, ...)
+{
+    tkv_options *o = tu_small_options();
+    assert_int_equal(tkv_options_set(o, "l1_size", "256K"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "sst_size", "64K"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "level_multiplier", "2"), TKV_OK);
+    va_list ap;
+    va_start(ap, first);
+    for (const char *name = first; name; name = va_arg(ap, const char *)) {
+        const char *value = va_arg(ap, const char *);
+        if (tkv_options_set(o, name, value) != TKV_OK) fail_msg("option %s=%s: %s", name, value, tkv_errmsg());
+    }
+    va_end(ap);
+    return o;
+}
+
+static void put_model(tkv_db *db, tu_model *m, tu_rng *r, uint64_t k, size_t vlen)
+{
+    char key[32], val[2048];
+    size_t kn = (size_t)sprintf(key, "key%08llu", (unsigned long long)k);
+    tu_rng_fill(r, val, vlen);
+    int rc = tkv_put(db, key, kn, val, vlen, 0);
+    if (rc != TKV_OK) fail_msg("put: %s: %s", tkv_strerror(rc), tkv_errmsg());
+    tu_model_put(m, key, kn, val, vlen);
+}
+
+/* wait_quiet -- flush, then wait (<= 60 s) until no deep job runs and the
+ * matrix container is not busy, twice in a row 50 ms apart. */
+static void wait_quiet(tkv_db *db)
+{
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    int quiet = 0;
+    for (int i = 0; i < 1200 && quiet < 2; i++) {
+        int q = prop_u64(db, "tkv.sched", "deep: running=") == 0 && prop_u64(db, "tkv.stats", " busy=") == 0;
+        quiet = q ? quiet + 1 : 0;
+        usleep(50000);
+    }
+    if (quiet < 2) {
+        char *a = tkv_property(db, "tkv.sched"), *b = tkv_property(db, "tkv.stats");
+        fail_msg("background work still running after 60 s:\n%s\n%s", a ? a : "", b ? b : "");
+    }
+}
+
+/* sst_orphans -- .sst files in dir that tkv.levels does not count. */
+static long sst_orphans(tkv_db *db, const char *dir)
+{
+    long on_disk = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        on_disk += n > 4 && !strcmp(e->d_name + n - 4, ".sst");
+    }
+    closedir(d);
+    char *p = tkv_property(db, "tkv.levels");
+    assert_non_null(p);
+    long listed = 0;
+    for (const char *q = strstr(p, "files="); q; q = strstr(q + 1, "files=")) listed += strtol(q + 6, NULL, 10);
+    tkv_free(p);
+    return on_disk - listed;
+}
+
+static void sched_burst(void **state)
+{
+    (void)state;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 11);
+    char *dir = tu_tmpdir("sched-burst");
+    tkv_options *o = sched_options("device_bandwidth", "24M", "min_internal_bandwidth", "4M", "sched_epsilon", "1M",
+                                   "sched_threshold", "1M", NULL);
+    tkv_db *db = open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    /* valley: build deep levels */
+    for (uint64_t i = 0; i < 6000; i++) put_model(db, m, &r, tu_rng_below(&r, 4000), 200);
+    wait_quiet(db);
+    uint64_t p0 = prop_u64(db, "tkv.sched", "pauses="), f0 = prop_u64(db, "tkv.matrix", "flush: rows=");
+    uint64_t c0 = prop_u64(db, "tkv.matrix", "columns: count=");
+    /* peak: writes well above T for ~2 s */
+    double t0 = tu_now_ms();
+    uint64_t n = 0;
+    while (tu_now_ms() - t0 < 2000) {
+        put_model(db, m, &r, tu_rng_below(&r, 4000), 1000);
+        n++;
+    }
+    uint64_t pauses = prop_u64(db, "tkv.sched", "pauses=") - p0;
+    uint64_t flushes = prop_u64(db, "tkv.matrix", "flush: rows=") - f0;
+    uint64_t columns = prop_u64(db, "tkv.matrix", "columns: count=") - c0;
+    char *s = tkv_property(db, "tkv.sched");
+    print_message("burst: %llu puts in 2 s; %llu deep pauses, %llu flushes, %llu columns during it\n%s",
+                  (unsigned long long)n, (unsigned long long)pauses, (unsigned long long)flushes,
+                  (unsigned long long)columns, s);
+    tkv_free(s);
+    assert_true(pauses > 0);  /* deep work gave way to the peak */
+    assert_true(flushes > 0); /* while flushes went on */
+    wait_quiet(db);
+    /* pause/resume balance: every pause was resumed */
+    uint64_t pz = prop_u64(db, "tkv.sched", "pauses="), rz = prop_u64(db, "tkv.sched", "resumes=");
+    if (pz != rz) fail_msg("pauses=%llu resumes=%llu after the burst", (unsigned long long)pz, (unsigned long long)rz);
+    tu_check_db(db, NULL, m, "after the burst");
+    close_ok(db);
+    db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "reopened");
+    close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+}
+
+static void sched_abort_cleanup(void **state)
+{
+    (void)state;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 12);
+    char *dir = tu_tmpdir("sched-abort");
+    /* a slow device keeps deep jobs running long; small columns need L1 files often */
+    tkv_options *o = sched_options("device_bandwidth", "12M", "min_internal_bandwidth", "2M", "column_bytes", "64K",
+                                   "deep_reserved_bandwidth", "512K", "l1_size", "1M", NULL);
+    tkv_db *db = open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    uint64_t aborts = 0;
+    for (int round = 0; round < 4; round++) {
+        for (uint64_t i = 0; i < 6000; i++) put_model(db, m, &r, tu_rng_below(&r, 20000), 600);
+        aborts = prop_u64(db, "tkv.sched", "aborts=");
+    }
+    wait_quiet(db);
+    long orphans = sst_orphans(db, dir);
+    print_message("abort: %llu deep jobs aborted for columns; %ld orphan .sst files\n", (unsigned long long)aborts,
+                  orphans);
+    assert_int_equal(orphans, 0);
+    tu_check_db(db, NULL, m, "after aborts");
+    close_ok(db);
+    db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "reopened after aborts");
+    close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+}
+
+static void run_switches(const char *sched, const char *wc, const char *ssd)
+{
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 13);
+    char *dir = tu_tmpdir("sched-switch");
+    tkv_options *o = sched_options("scheduler", sched, "write_controller", wc, "ssd_bandwidth", ssd, NULL);
+    tkv_db *db = open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    for (uint64_t i = 0; i < 8000; i++) put_model(db, m, &r, tu_rng_below(&r, 3000), 300);
+    wait_quiet(db);
+    char *s = tkv_property(db, "tkv.sched");
+    assert_non_null(s);
+    char want[64];
+    snprintf(want, sizeof want, "scheduler: %s write_controller: %s", sched, wc);
+    if (!strstr(s, want)) fail_msg("tkv.sched lacks \"%s\":\n%s", want, s);
+    if (strcmp(ssd, "0") != 0 && !strstr(s, "ssd_throttle: ")) fail_msg("no ssd_throttle line:\n%s", s);
+    tkv_free(s);
+    if (!strcmp(sched, "fifo")) {
+        assert_int_equal(prop_u64(db, "tkv.sched", "pauses="), 0);
+        assert_int_equal(prop_u64(db, "tkv.sched", "aborts="), 0);
+    }
+    if (strcmp(ssd, "0") != 0) assert_true(prop_u64(db, "tkv.sched", "ssd_throttle: rate=") > 0);
+    tu_check_db(db, NULL, m, want);
+    close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+}
+
+static void sched_fifo_and_switches(void **state)
+{
+    (void)state;
+    run_switches("fifo", "classic", "0");
+    run_switches("silk", "off", "64M");
+    run_switches("fifo", "prl", "32M");
+}
+
+int main(void)
+{
+    tu_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sched_burst),
+        cmocka_unit_test(sched_abort_cleanup),
+        cmocka_unit_test(sched_fifo_and_switches),
+    };
+    const char *only = getenv("TKV_TEST_ONLY");
+    if (only && *only) cmocka_set_test_filter(only);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
