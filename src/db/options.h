@@ -30,7 +30,7 @@ struct tkv_options {
     uint64_t l1_size;           /* target bytes of L1 */
     int level_multiplier;       /* each level below L1 is this many times larger */
     int l0_compaction_trigger;  /* L0 files that start an L0->L1 compaction */
-    int l0_slowdown_trigger;    /* L0 files at which each write is delayed 1 ms */
+    int l0_slowdown_trigger;    /* l0=sst: L0 files at which the write controller slows writers */
     int l0_stop_trigger;        /* L0 files at which writes wait for compaction */
     int max_open_files;         /* SST tables kept open */
     int direct_io;              /* 1: SST reads and flush/compaction writes use O_DIRECT */
