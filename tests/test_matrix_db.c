@@ -59,32 +59,6 @@ static tkv_options *matrix_options(const char *pmem_size)
     return o;
 }
 
-static tkv_db *open_ok(const char *dir, const tkv_options *o)
-{
-    tkv_db *db = NULL;
-    int rc = tkv_open(dir, o, &db);
-    if (rc != TKV_OK) fail_msg("tkv_open %s: %s: %s", dir, tkv_strerror(rc), tkv_errmsg());
-    return db;
-}
-
-static void close_ok(tkv_db *db)
-{
-    int rc = tkv_close(db);
-    if (rc != TKV_OK) fail_msg("tkv_close: %s: %s", tkv_strerror(rc), tkv_errmsg());
-}
-
-/* prop_u64 -- the number after `field` (e.g. "columns: count=") in property `name`. */
-static uint64_t prop_u64(tkv_db *db, const char *name, const char *field)
-{
-    char *p = tkv_property(db, name);
-    if (!p) fail_msg("tkv_property %s: %s", name, tkv_errmsg());
-    const char *at = strstr(p, field);
-    if (!at) fail_msg("property %s has no \"%s\":\n%s", name, field, p);
-    unsigned long long v = strtoull(at + strlen(field), NULL, 10);
-    tkv_free(p);
-    return v;
-}
-
 static int prop_has(tkv_db *db, const char *name, const char *needle)
 {
     char *p = tkv_property(db, name);
@@ -146,7 +120,7 @@ static uint64_t wait_for(tkv_db *db, const char *name, const char *field, uint64
 {
     uint64_t v = 0;
     for (int i = 0; i < 1000; i++) {
-        v = prop_u64(db, name, field);
+        v = tu_prop_u64(db, name, field);
         if (v >= want) return v;
         usleep(10000);
     }
@@ -159,7 +133,7 @@ static void wait_pool_empty(tkv_db *db, const char *what)
 {
     uint64_t used = 0;
     for (int i = 0; i < 1000; i++) {
-        if ((used = prop_u64(db, "tkv.matrix", "pages: used=")) == 0) return;
+        if ((used = tu_prop_u64(db, "tkv.matrix", "pages: used=")) == 0) return;
         usleep(10000);
     }
     fail_msg("%s: %llu pool pages still used after every row drained", what, (unsigned long long)used);
@@ -186,7 +160,7 @@ static void matrix_basics(void **state)
     char *dir = tu_tmpdir("mx-basics");
     tkv_options *o = matrix_options("16M");
     assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK); /* rows stay: no column */
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     put_model(db, m, 99999, 0);
     const tkv_snapshot *early = tkv_snapshot_new(db);
@@ -197,44 +171,44 @@ static void matrix_basics(void **state)
         else put_model(db, m, k, i);
     }
     assert_int_equal(tkv_flush(db), TKV_OK);
-    uint64_t rows = prop_u64(db, "tkv.matrix", "rows: ");
+    uint64_t rows = tu_prop_u64(db, "tkv.matrix", "rows: ");
     assert_true(rows >= 5); /* ~1 MB of values in 64K memtables */
-    assert_int_equal(prop_u64(db, "tkv.matrix", "columns: count="), 0);
-    assert_int_equal(prop_u64(db, "tkv.levels", "L1: files="), 0);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "columns: count="), 0);
+    assert_int_equal(tu_prop_u64(db, "tkv.levels", "L1: files="), 0);
     assert_true(prop_has(db, "tkv.pmem", "mode: emulated"));
     assert_true(prop_has(db, "tkv.pmem", "profile: none"));
     assert_true(prop_has(db, "tkv.stats", "matrix: rows="));
     tu_check_db(db, NULL, m, "rows only");
     /* most rows are ruled out by their key filters */
-    assert_true(prop_u64(db, "tkv.matrix", "rows_filtered=") > prop_u64(db, "tkv.matrix", "lookups: count="));
+    assert_true(tu_prop_u64(db, "tkv.matrix", "rows_filtered=") > tu_prop_u64(db, "tkv.matrix", "lookups: count="));
     tkv_snapshot_free(db, early);
     tu_model_free(at_early);
     check_no_leak(db, "rows only");
-    close_ok(db);
+    tu_close_ok(db);
 
     /* without the filters every lookup walks the rows newest first: one
      * binary search, then the forward-pointer windows, never rejected */
     assert_int_equal(tkv_options_set(o, "row_filter", "0"), TKV_OK);
-    db = open_ok(dir, o); /* the rows come back from the pool, no WAL replay needed */
-    assert_int_equal(prop_u64(db, "tkv.matrix", "rows: "), rows);
-    assert_int_equal(prop_u64(db, "tkv.stats", "recovery: records="), 0);
+    db = tu_open_ok(dir, o); /* the rows come back from the pool, no WAL replay needed */
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "rows: "), rows);
+    assert_int_equal(tu_prop_u64(db, "tkv.stats", "recovery: records="), 0);
     tu_check_db(db, NULL, m, "reopened");
-    uint64_t lookups = prop_u64(db, "tkv.matrix", "lookups: count="), searched = prop_u64(db, "tkv.matrix", "rows_searched=");
-    uint64_t hinted = prop_u64(db, "tkv.matrix", "hinted=");
+    uint64_t lookups = tu_prop_u64(db, "tkv.matrix", "lookups: count="), searched = tu_prop_u64(db, "tkv.matrix", "rows_searched=");
+    uint64_t hinted = tu_prop_u64(db, "tkv.matrix", "hinted=");
     print_message("basics: %llu lookups searched %llu rows, %llu of those searches with a window, %.1f comparisons each\n",
                   (unsigned long long)lookups, (unsigned long long)searched, (unsigned long long)hinted,
-                  (double)prop_u64(db, "tkv.matrix", "comparisons_per_lookup=")); 
-    assert_int_equal(prop_u64(db, "tkv.matrix", "rows_filtered="), 0);
+                  (double)tu_prop_u64(db, "tkv.matrix", "comparisons_per_lookup=")); 
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "rows_filtered="), 0);
     assert_true(hinted > lookups);            /* several rows per lookup, all but the first hinted */
     assert_true(hinted + lookups >= searched); /* every search after the first of a lookup had a window */
-    assert_int_equal(prop_u64(db, "tkv.matrix", "hint_rejected="), 0);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "hint_rejected="), 0);
     /* drain everything: the pool is empty afterwards, L1+ holds it all */
     assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
-    assert_int_equal(prop_u64(db, "tkv.matrix", "rows: "), 0);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "rows: "), 0);
     wait_pool_empty(db, "basics");
-    assert_true(prop_u64(db, "tkv.matrix", "columns: count=") >= 1);
+    assert_true(tu_prop_u64(db, "tkv.matrix", "columns: count=") >= 1);
     tu_check_db(db, NULL, m, "drained");
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_model_free(m);
     assert_int_equal(tkv_destroy(dir), TKV_OK);
@@ -261,7 +235,7 @@ static void matrix_open_errors(void **state)
     char *dir = tu_tmpdir("mx-errors");
     char *pool = tu_path(dir, "matrix.pmem");
     tkv_options *o = matrix_options("16M");
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     for (uint64_t i = 0; i < 800; i++) put_model(db, m, i, i);
     assert_int_equal(tkv_flush(db), TKV_OK);
@@ -271,13 +245,13 @@ static void matrix_open_errors(void **state)
     tkv_options *o2 = matrix_options("16M");
     assert_int_equal(tkv_options_set(o2, "pmem_path", pool), TKV_OK);
     expect_open(dir2, o2, TKV_BUSY, "in use", "shared pool");
-    close_ok(db);
+    tu_close_ok(db);
 
     /* pmem_size is read from the pool: 0 reopens any size, another size is refused */
     tkv_options *o0 = matrix_options("0");
-    db = open_ok(dir, o0);
+    db = tu_open_ok(dir, o0);
     tu_check_db(db, NULL, m, "pmem_size=0");
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options *o32 = matrix_options("32M");
     expect_open(dir, o32, TKV_INVALID, "pmem_size", "other pmem_size");
 
@@ -299,16 +273,16 @@ static void matrix_open_errors(void **state)
         char *d4 = tu_tmpdir("mx-errors4");
         tkv_options *o4 = matrix_options("16M");
         assert_int_equal(tkv_options_set(o4, "pmem_path", pool), TKV_OK);
-        tkv_db *db4 = open_ok(d4, o4); /* creates a fresh, empty pool at that path */
-        close_ok(db4);
+        tkv_db *db4 = tu_open_ok(d4, o4); /* creates a fresh, empty pool at that path */
+        tu_close_ok(db4);
         tkv_options_free(o4);
         tu_tmpdir_free(d4);
     }
     expect_open(dir, o, TKV_INVALID, "another database", "pool replaced by another database's");
     assert_int_equal(rename(saved, pool), 0);
-    db = open_ok(dir, o);
+    db = tu_open_ok(dir, o);
     tu_check_db(db, NULL, m, "pool restored");
-    close_ok(db);
+    tu_close_ok(db);
 
     /* another database pointed at this pool (closed, with rows): refused
      * before anything is reconciled, so this database keeps every row */
@@ -318,16 +292,16 @@ static void matrix_open_errors(void **state)
         assert_int_equal(tkv_options_set(o5, "pmem_path", pool), TKV_OK);
         expect_open(d5, o5, TKV_INVALID, "never recorded", "a new database on another's pool");
         tkv_options *o6 = matrix_options("16M");
-        tkv_db *db6 = open_ok(d5, o6); /* d5 now has its own pool (and records its uuid) */
-        close_ok(db6);
+        tkv_db *db6 = tu_open_ok(d5, o6); /* d5 now has its own pool (and records its uuid) */
+        tu_close_ok(db6);
         expect_open(d5, o5, TKV_INVALID, "another database", "a database on another's pool");
         tkv_options_free(o5);
         tkv_options_free(o6);
         tu_tmpdir_free(d5);
     }
-    db = open_ok(dir, o);
+    db = tu_open_ok(dir, o);
     tu_check_db(db, NULL, m, "after other databases tried the pool");
-    close_ok(db);
+    tu_close_ok(db);
 
     tkv_options_free(o);
     tkv_options_free(o0);
@@ -352,11 +326,11 @@ static void matrix_corruption(void **state)
     char *pool = tu_path(dir, "matrix.pmem");
     tkv_options *o = matrix_options("16M");
     assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK);
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     for (uint64_t i = 0; i < 600; i++) put_model(db, m, i, i);
     assert_int_equal(tkv_flush(db), TKV_OK);
-    close_ok(db);
+    tu_close_ok(db);
     char *copy = tu_path(dir, "pool.copy");
     {
         char cmd[8192];
@@ -391,28 +365,28 @@ static void matrix_mode_switch(void **state)
     assert_int_equal(tkv_options_set(sst, "l0_compaction_trigger", "1000"), TKV_OK); /* L0 files stay */
     assert_int_equal(tkv_options_set(sst, "l0_slowdown_trigger", "1000"), TKV_OK);
     assert_int_equal(tkv_options_set(sst, "l0_stop_trigger", "1000"), TKV_OK);
-    tkv_db *db = open_ok(dir, sst);
+    tkv_db *db = tu_open_ok(dir, sst);
     tu_model *m = tu_model_new();
     for (uint64_t i = 0; i < 1500; i++) put_model(db, m, i % 700, i);
     assert_int_equal(tkv_flush(db), TKV_OK);
-    assert_true(prop_u64(db, "tkv.levels", "L0: files=") >= 3);
-    close_ok(db);
+    assert_true(tu_prop_u64(db, "tkv.levels", "L0: files=") >= 3);
+    tu_close_ok(db);
 
     tkv_options *mx = matrix_options("16M");
-    db = open_ok(dir, mx);
+    db = tu_open_ok(dir, mx);
     tu_check_db(db, NULL, m, "sst -> matrix");
     for (uint64_t i = 1500; i < 4000; i++) put_model(db, m, i % 900, i); /* newer versions go to rows */
     assert_int_equal(tkv_flush(db), TKV_OK);
     tu_check_db(db, NULL, m, "rows over L0 SSTs");
     assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
-    assert_int_equal(prop_u64(db, "tkv.levels", "L0: files="), 0);
-    assert_int_equal(prop_u64(db, "tkv.matrix", "rows: "), 0);
+    assert_int_equal(tu_prop_u64(db, "tkv.levels", "L0: files="), 0);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "rows: "), 0);
     tu_check_db(db, NULL, m, "drained");
-    close_ok(db);
+    tu_close_ok(db);
 
-    db = open_ok(dir, sst); /* no rows left: l0=sst may open it again */
+    db = tu_open_ok(dir, sst); /* no rows left: l0=sst may open it again */
     tu_check_db(db, NULL, m, "matrix -> sst");
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(sst);
     tkv_options_free(mx);
     tu_model_free(m);
@@ -432,22 +406,22 @@ static void matrix_backpressure(void **state)
     tkv_options *o = matrix_options("512K");
     assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "column_bytes", "64K"), TKV_OK);
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     unsigned n = 20000 * tu_scale();
     for (uint64_t i = 0; i < n; i++) put_model(db, m, tu_rng_below(&r, 5000), i);
     assert_int_equal(tkv_flush(db), TKV_OK);
-    uint64_t waits = prop_u64(db, "tkv.matrix", "no_space=");
+    uint64_t waits = tu_prop_u64(db, "tkv.matrix", "no_space=");
     print_message("backpressure: %u puts, %llu flushes found the pool full, %llu columns\n", n,
-                  (unsigned long long)waits, (unsigned long long)prop_u64(db, "tkv.matrix", "columns: count="));
+                  (unsigned long long)waits, (unsigned long long)tu_prop_u64(db, "tkv.matrix", "columns: count="));
     assert_true(waits > 0);
     assert_true(prop_has(db, "tkv.stats", "background_error: none"));
     tu_check_db(db, NULL, m, "after back-pressure");
     check_no_leak(db, "after back-pressure");
-    close_ok(db);
-    db = open_ok(dir, o);
+    tu_close_ok(db);
+    db = tu_open_ok(dir, o);
     tu_check_db(db, NULL, m, "reopened");
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -476,7 +450,7 @@ static void matrix_column_retry(void **state)
     char *dir = tu_tmpdir("mx-retry");
     tkv_options *o = matrix_options("16M");
     assert_int_equal(tkv_options_set(o, "l1_size", "1G"), TKV_OK); /* no deep compaction writes SSTs */
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     __atomic_store_n(&g_fail_sst_writes, 4, __ATOMIC_RELEASE);
     io_set_fault_hook(fail_sst_writes, NULL);
@@ -485,7 +459,7 @@ static void matrix_column_retry(void **state)
     assert_int_equal(tkv_flush(db), TKV_OK);
     uint64_t cols = wait_for(db, "tkv.matrix", "columns: count=", 3);
     io_set_fault_hook(NULL, NULL);
-    uint64_t failures = prop_u64(db, "tkv.matrix", "failures=");
+    uint64_t failures = tu_prop_u64(db, "tkv.matrix", "failures=");
     print_message("column retry: %llu failed columns, %llu columns done\n", (unsigned long long)failures,
                   (unsigned long long)cols);
     assert_int_equal(__atomic_load_n(&g_fail_sst_writes, __ATOMIC_ACQUIRE), 0);
@@ -495,10 +469,10 @@ static void matrix_column_retry(void **state)
     for (uint64_t i = 0; i < 100; i++) put_model(db, m, i, 100000 + i); /* still writable */
     tu_check_db(db, NULL, m, "after failed columns");
     check_no_leak(db, "after failed columns");
-    close_ok(db);
-    db = open_ok(dir, o);
+    tu_close_ok(db);
+    db = tu_open_ok(dir, o);
     tu_check_db(db, NULL, m, "reopened");
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -515,7 +489,7 @@ static void matrix_pinned_views(void **state)
     tkv_options *o = matrix_options("4M");
     assert_int_equal(tkv_options_set(o, "matrix_trigger", "20"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "column_bytes", "64K"), TKV_OK);
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     for (uint64_t i = 0; i < 3000; i++) put_model(db, m, tu_rng_below(&r, 2000), i);
     assert_int_equal(tkv_flush(db), TKV_OK);
@@ -524,13 +498,13 @@ static void matrix_pinned_views(void **state)
     const tkv_snapshot *snap = tkv_snapshot_new(db);
     tkv_iter *it = NULL;
     assert_int_equal(tkv_iter_new(db, NULL, &it), TKV_OK);
-    uint64_t cols0 = prop_u64(db, "tkv.matrix", "columns: count="), drop0 = prop_u64(db, "tkv.matrix", "rows_dropped=");
+    uint64_t cols0 = tu_prop_u64(db, "tkv.matrix", "columns: count="), drop0 = tu_prop_u64(db, "tkv.matrix", "rows_dropped=");
     /* overwrite everything several times: columns move rows to L1, rows drain and drop, pages are reused */
     for (uint64_t i = 0; i < 24000; i++) put_model(db, m, tu_rng_below(&r, 2000), 10000 + i);
     assert_int_equal(tkv_flush(db), TKV_OK);
-    uint64_t cols = prop_u64(db, "tkv.matrix", "columns: count=") - cols0;
+    uint64_t cols = tu_prop_u64(db, "tkv.matrix", "columns: count=") - cols0;
     print_message("pinned views: %llu columns and %llu dropped rows while pinned\n", (unsigned long long)cols,
-                  (unsigned long long)(prop_u64(db, "tkv.matrix", "rows_dropped=") - drop0));
+                  (unsigned long long)(tu_prop_u64(db, "tkv.matrix", "rows_dropped=") - drop0));
     assert_true(cols >= 5);
     /* the iterator created before all that */
     size_t i = 0;
@@ -554,7 +528,7 @@ static void matrix_pinned_views(void **state)
     for (uint64_t j = 0; j < 500; j++) put_model(db, m, j, 90000 + j);
     assert_int_equal(tkv_flush(db), TKV_OK);
     check_no_leak(db, "after unpinning");
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_model_free(m);
     tu_model_free(pinned);
@@ -571,7 +545,7 @@ static void matrix_writer_holds_iterator(void **state)
     char *dir = tu_tmpdir("mx-holds-iter");
     tkv_options *o = matrix_options("1M");
     assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK); /* rows stay until the pool is full */
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     for (uint64_t i = 0; i < 2200; i++) put_model(db, m, i, i); /* ~700K of rows, pinned below */
     assert_int_equal(tkv_flush(db), TKV_OK);
@@ -583,7 +557,7 @@ static void matrix_writer_holds_iterator(void **state)
         put_model(db, m, i % 2200, 1000 + i);
         if (i % 100 == 0 && tkv_iter_valid(it)) tkv_iter_next(it);
     }
-    uint64_t pinned = prop_u64(db, "tkv.matrix", "pinned_switches=");
+    uint64_t pinned = tu_prop_u64(db, "tkv.matrix", "pinned_switches=");
     print_message("writer holding an iterator: %llu memtables queued in DRAM while the pool was pinned\n",
                   (unsigned long long)pinned);
     assert_true(pinned > 0);
@@ -594,10 +568,10 @@ static void matrix_writer_holds_iterator(void **state)
     for (uint64_t j = 0; j < 300; j++) put_model(db, m, j, 90000 + j);
     assert_int_equal(tkv_flush(db), TKV_OK);
     check_no_leak(db, "after unpinning");
-    close_ok(db);
-    db = open_ok(dir, o);
+    tu_close_ok(db);
+    db = tu_open_ok(dir, o);
     tu_check_db(db, NULL, m, "reopened");
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -691,7 +665,7 @@ static void matrix_concurrent(void **state)
     tkv_options *o = matrix_options("2M");
     assert_int_equal(tkv_options_set(o, "matrix_trigger", "30"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "column_bytes", "64K"), TKV_OK);
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     int stop = 0;
     static cw_ctx ctx[CW_WRITERS + CW_READERS];
     pthread_t th[CW_WRITERS + CW_READERS];
@@ -707,8 +681,8 @@ static void matrix_concurrent(void **state)
     for (int i = CW_WRITERS; i < CW_WRITERS + CW_READERS; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < CW_WRITERS + CW_READERS; i++)
         if (ctx[i].errors) fail_msg("thread %d: %s", i, ctx[i].msg);
-    print_message("concurrent: %llu columns\n", (unsigned long long)prop_u64(db, "tkv.matrix", "columns: count="));
-    assert_true(prop_u64(db, "tkv.matrix", "columns: count=") >= 3);
+    print_message("concurrent: %llu columns\n", (unsigned long long)tu_prop_u64(db, "tkv.matrix", "columns: count="));
+    assert_true(tu_prop_u64(db, "tkv.matrix", "columns: count=") >= 3);
     /* the final state: the last version of every key */
     tu_model *m = tu_model_new();
     for (uint64_t k = 0; k < CW_KEYS; k++) {
@@ -719,11 +693,11 @@ static void matrix_concurrent(void **state)
         tu_model_put(m, kb, kn, vb, vn);
     }
     tu_check_db(db, NULL, m, "after the threads");
-    close_ok(db);
-    db = open_ok(dir, o);
+    tu_close_ok(db);
+    db = tu_open_ok(dir, o);
     tu_check_db(db, NULL, m, "reopened");
     check_no_leak(db, "reopened");
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -847,7 +821,7 @@ static int pc_run(uint64_t cut, const char *what)
     assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
     wait_pool_empty(db, label);
     tu_check_db(db, NULL, m, label);
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -861,7 +835,7 @@ static void matrix_powercut(void **state)
      * once, in-process, and read tkv.pmem */
     char *dir = tu_tmpdir("mx-powercut-count");
     tkv_options *o = pc_options("crashsim");
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tkv_batch *b = tkv_batch_new();
     for (uint32_t i = 0; i < PC_OPS; i++) {
         char kb[32], vb[700], lb[32];
@@ -873,9 +847,9 @@ static void matrix_powercut(void **state)
         assert_int_equal(tkv_write(db, b, 0), TKV_OK);
         if (i % 700 == 699) assert_int_equal(tkv_flush(db), TKV_OK);
     }
-    uint64_t total = prop_u64(db, "tkv.pmem", "persist: calls="), cols = prop_u64(db, "tkv.matrix", "columns: count=");
+    uint64_t total = tu_prop_u64(db, "tkv.pmem", "persist: calls="), cols = tu_prop_u64(db, "tkv.matrix", "columns: count=");
     tkv_batch_free(b);
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_tmpdir_free(dir);
     print_message("powercut: an uncut run makes %llu persists (%llu columns)\n", (unsigned long long)total,

@@ -27,31 +27,6 @@
 
 #include "testutil.h"
 
-static tkv_db *open_ok(const char *dir, const tkv_options *o)
-{
-    tkv_db *db = NULL;
-    int rc = tkv_open(dir, o, &db);
-    if (rc != TKV_OK) fail_msg("tkv_open %s: %s: %s", dir, tkv_strerror(rc), tkv_errmsg());
-    return db;
-}
-
-static void close_ok(tkv_db *db)
-{
-    int rc = tkv_close(db);
-    if (rc != TKV_OK) fail_msg("tkv_close: %s: %s", tkv_strerror(rc), tkv_errmsg());
-}
-
-static uint64_t prop_u64(tkv_db *db, const char *name, const char *field)
-{
-    char *p = tkv_property(db, name);
-    if (!p) fail_msg("tkv_property %s: %s", name, tkv_errmsg());
-    const char *at = strstr(p, field);
-    if (!at) fail_msg("property %s has no \"%s\":\n%s", name, field, p);
-    unsigned long long v = strtoull(at + strlen(field), NULL, 10);
-    tkv_free(p);
-    return v;
-}
-
 /* options -- small tiers so deep compactions run all the time. */
 static tkv_options *sched_options(const char *first, ...)
 {
@@ -86,7 +61,7 @@ static void wait_quiet(tkv_db *db)
     assert_int_equal(tkv_flush(db), TKV_OK);
     int quiet = 0;
     for (int i = 0; i < 1200 && quiet < 2; i++) {
-        int q = prop_u64(db, "tkv.sched", "deep: running=") == 0 && prop_u64(db, "tkv.stats", " busy=") == 0;
+        int q = tu_prop_u64(db, "tkv.sched", "deep: running=") == 0 && tu_prop_u64(db, "tkv.stats", " busy=") == 0;
         quiet = q ? quiet + 1 : 0;
         usleep(50000);
     }
@@ -124,13 +99,13 @@ static void sched_burst(void **state)
     char *dir = tu_tmpdir("sched-burst");
     tkv_options *o = sched_options("device_bandwidth", "24M", "min_internal_bandwidth", "4M", "sched_epsilon", "1M",
                                    "sched_threshold", "1M", NULL);
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     /* valley: build deep levels */
     for (uint64_t i = 0; i < 6000; i++) put_model(db, m, &r, tu_rng_below(&r, 4000), 200);
     wait_quiet(db);
-    uint64_t p0 = prop_u64(db, "tkv.sched", "pauses="), f0 = prop_u64(db, "tkv.matrix", "flush: rows=");
-    uint64_t c0 = prop_u64(db, "tkv.matrix", "columns: count=");
+    uint64_t p0 = tu_prop_u64(db, "tkv.sched", "pauses="), f0 = tu_prop_u64(db, "tkv.matrix", "flush: rows=");
+    uint64_t c0 = tu_prop_u64(db, "tkv.matrix", "columns: count=");
     /* peak: writes well above T for ~2 s */
     double t0 = tu_now_ms();
     uint64_t n = 0;
@@ -138,9 +113,9 @@ static void sched_burst(void **state)
         put_model(db, m, &r, tu_rng_below(&r, 4000), 1000);
         n++;
     }
-    uint64_t pauses = prop_u64(db, "tkv.sched", "pauses=") - p0;
-    uint64_t flushes = prop_u64(db, "tkv.matrix", "flush: rows=") - f0;
-    uint64_t columns = prop_u64(db, "tkv.matrix", "columns: count=") - c0;
+    uint64_t pauses = tu_prop_u64(db, "tkv.sched", "pauses=") - p0;
+    uint64_t flushes = tu_prop_u64(db, "tkv.matrix", "flush: rows=") - f0;
+    uint64_t columns = tu_prop_u64(db, "tkv.matrix", "columns: count=") - c0;
     char *s = tkv_property(db, "tkv.sched");
     print_message("burst: %llu puts in 2 s; %llu deep pauses, %llu flushes, %llu columns during it\n%s",
                   (unsigned long long)n, (unsigned long long)pauses, (unsigned long long)flushes,
@@ -150,13 +125,13 @@ static void sched_burst(void **state)
     assert_true(flushes > 0); /* while flushes went on */
     wait_quiet(db);
     /* pause/resume balance: every pause was resumed */
-    uint64_t pz = prop_u64(db, "tkv.sched", "pauses="), rz = prop_u64(db, "tkv.sched", "resumes=");
+    uint64_t pz = tu_prop_u64(db, "tkv.sched", "pauses="), rz = tu_prop_u64(db, "tkv.sched", "resumes=");
     if (pz != rz) fail_msg("pauses=%llu resumes=%llu after the burst", (unsigned long long)pz, (unsigned long long)rz);
     tu_check_db(db, NULL, m, "after the burst");
-    close_ok(db);
-    db = open_ok(dir, o);
+    tu_close_ok(db);
+    db = tu_open_ok(dir, o);
     tu_check_db(db, NULL, m, "reopened");
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -171,12 +146,12 @@ static void sched_abort_cleanup(void **state)
     /* a slow device keeps deep jobs running long; small columns need L1 files often */
     tkv_options *o = sched_options("device_bandwidth", "12M", "min_internal_bandwidth", "2M", "column_bytes", "64K",
                                    "deep_reserved_bandwidth", "512K", "l1_size", "1M", NULL);
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     uint64_t aborts = 0;
     for (int round = 0; round < 4; round++) {
         for (uint64_t i = 0; i < 6000; i++) put_model(db, m, &r, tu_rng_below(&r, 20000), 600);
-        aborts = prop_u64(db, "tkv.sched", "aborts=");
+        aborts = tu_prop_u64(db, "tkv.sched", "aborts=");
     }
     wait_quiet(db);
     long orphans = sst_orphans(db, dir);
@@ -184,10 +159,10 @@ static void sched_abort_cleanup(void **state)
                   orphans);
     assert_int_equal(orphans, 0);
     tu_check_db(db, NULL, m, "after aborts");
-    close_ok(db);
-    db = open_ok(dir, o);
+    tu_close_ok(db);
+    db = tu_open_ok(dir, o);
     tu_check_db(db, NULL, m, "reopened after aborts");
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -199,7 +174,7 @@ static void run_switches(const char *sched, const char *wc, const char *ssd)
     tu_rng_init(&r, tu_seed() + 13);
     char *dir = tu_tmpdir("sched-switch");
     tkv_options *o = sched_options("scheduler", sched, "write_controller", wc, "ssd_bandwidth", ssd, NULL);
-    tkv_db *db = open_ok(dir, o);
+    tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     for (uint64_t i = 0; i < 8000; i++) put_model(db, m, &r, tu_rng_below(&r, 3000), 300);
     wait_quiet(db);
@@ -211,12 +186,12 @@ static void run_switches(const char *sched, const char *wc, const char *ssd)
     if (strcmp(ssd, "0") != 0 && !strstr(s, "ssd_throttle: ")) fail_msg("no ssd_throttle line:\n%s", s);
     tkv_free(s);
     if (!strcmp(sched, "fifo")) {
-        assert_int_equal(prop_u64(db, "tkv.sched", "pauses="), 0);
-        assert_int_equal(prop_u64(db, "tkv.sched", "aborts="), 0);
+        assert_int_equal(tu_prop_u64(db, "tkv.sched", "pauses="), 0);
+        assert_int_equal(tu_prop_u64(db, "tkv.sched", "aborts="), 0);
     }
-    if (strcmp(ssd, "0") != 0) assert_true(prop_u64(db, "tkv.sched", "ssd_throttle: rate=") > 0);
+    if (strcmp(ssd, "0") != 0) assert_true(tu_prop_u64(db, "tkv.sched", "ssd_throttle: rate=") > 0);
     tu_check_db(db, NULL, m, want);
-    close_ok(db);
+    tu_close_ok(db);
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);

@@ -408,3 +408,28 @@ void tu_check_db(tkv_db *db, const tkv_snapshot *snap, const tu_model *m, const 
         tkv_free(v);
     }
 }
+
+tkv_db *tu_open_ok(const char *dir, const tkv_options *o)
+{
+    tkv_db *db = NULL;
+    int rc = tkv_open(dir, o, &db);
+    if (rc != TKV_OK) fail_msg("tkv_open %s: %s: %s", dir, tkv_strerror(rc), tkv_errmsg());
+    return db;
+}
+
+void tu_close_ok(tkv_db *db)
+{
+    int rc = tkv_close(db);
+    if (rc != TKV_OK) fail_msg("tkv_close: %s: %s", tkv_strerror(rc), tkv_errmsg());
+}
+
+uint64_t tu_prop_u64(tkv_db *db, const char *name, const char *field)
+{
+    char *p = tkv_property(db, name);
+    if (!p) fail_msg("tkv_property %s: %s", name, tkv_errmsg());
+    const char *at = strstr(p, field);
+    if (!at) fail_msg("property %s has no \"%s\":\n%s", name, field, p);
+    unsigned long long v = strtoull(at + strlen(field), NULL, 10);
+    tkv_free(p);
+    return v;
+}

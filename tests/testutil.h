@@ -66,6 +66,14 @@ int tu_opt(tkv_options *o, const char *name, const char *value);
 /* tu_small_options -- options with small memory (memtable_size 64K, or
  * TKV_TEST_MEMTABLE_SIZE if set; small tiers where the options exist). */
 tkv_options *tu_small_options(void);
+
+/* tu_open_ok / tu_close_ok -- tkv_open / tkv_close that fail the test with
+ * the error code and message. */
+tkv_db *tu_open_ok(const char *dir, const tkv_options *o);
+void tu_close_ok(tkv_db *db);
+/* tu_prop_u64 -- the number right after `field` (e.g. "columns: count=") in
+ * property `name`; fails the test if the property or field is missing. */
+uint64_t tu_prop_u64(tkv_db *db, const char *name, const char *field);
 /* tu_keycmp -- the documented key order (memcmp, shorter first on a prefix). */
 int tu_keycmp(const void *a, size_t an, const void *b, size_t bn);
 
