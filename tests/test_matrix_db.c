@@ -71,15 +71,21 @@ static int prop_has(tkv_db *db, const char *name, const char *needle)
 /* check_no_leak -- every used pool page belongs to an open row. */
 static void check_no_leak(tkv_db *db, const char *what)
 {
-    /* both numbers from one report: background work may free pages between two */
-    char *p = tkv_property(db, "tkv.matrix");
-    if (!p) fail_msg("tkv_property tkv.matrix: %s", tkv_errmsg());
-    const char *u = strstr(p, "pages: used="), *o = strstr(p, "owned_by_rows=");
-    if (!u || !o) fail_msg("tkv.matrix lacks the pages line:\n%s", p);
-    uint64_t used = strtoull(u + strlen("pages: used="), NULL, 10), owned = strtoull(o + strlen("owned_by_rows="), NULL, 10);
-    tkv_free(p);
-    if (used != owned) fail_msg("%s: %llu pool pages used, %llu owned by rows", what, (unsigned long long)used,
-                                (unsigned long long)owned);
+    /* Both numbers come from one report. A flush building a row holds pages
+     * no open row owns yet, so a mismatch must persist (2 s) to be a leak. */
+    uint64_t used = 0, owned = 0;
+    for (int tries = 0; tries < 200; tries++) {
+        char *p = tkv_property(db, "tkv.matrix");
+        if (!p) fail_msg("tkv_property tkv.matrix: %s", tkv_errmsg());
+        const char *u = strstr(p, "pages: used="), *o = strstr(p, "owned_by_rows=");
+        if (!u || !o) fail_msg("tkv.matrix lacks the pages line:\n%s", p);
+        used = strtoull(u + strlen("pages: used="), NULL, 10);
+        owned = strtoull(o + strlen("owned_by_rows="), NULL, 10);
+        tkv_free(p);
+        if (used == owned) return;
+        usleep(10000);
+    }
+    fail_msg("%s: %llu pool pages used, %llu owned by rows", what, (unsigned long long)used, (unsigned long long)owned);
 }
 
 static size_t key_of(uint64_t k, char *buf) { return (size_t)sprintf(buf, "key%08llu", (unsigned long long)k); }
