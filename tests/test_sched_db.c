@@ -203,6 +203,19 @@ static void sched_fifo_and_switches(void **state)
     run_switches("fifo", "classic", "0");
     run_switches("silk", "off", "64M");
     run_switches("fifo", "prl", "32M");
+    /* device_bandwidth=0: T is probed at open (or falls back to 500M) and the probe file is gone */
+    char *dir = tu_tmpdir("sched-probe");
+    tkv_options *o = sched_options("device_bandwidth", "0", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    uint64_t T = tu_prop_u64(db, "tkv.sched", "bandwidth: T=");
+    print_message("probed device bandwidth: %llu bytes/s\n", (unsigned long long)T);
+    assert_true(T > 0);
+    char *probe = tu_path(dir, "bandwidth-probe.tmp");
+    assert_int_equal(access(probe, F_OK), -1);
+    free(probe);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
 }
 
 int main(void)
