@@ -32,6 +32,13 @@ typedef struct engine_config {
     int sync;                 /* 1: every write waits for the WAL to be durable */
     int direct_io;            /* 1: O_DIRECT for table reads and flush/compaction writes */
     int threads;              /* client threads (engines may size pools from it) */
+    /* RocksDB engines: a rate limiter on flush and compaction writes of
+     * rate_limit bytes/s (0 = none, RocksDB's default); rate_limit_auto = 1
+     * makes it RocksDB's auto-tuned one (NewGenericRateLimiter auto_tuned:
+     * it moves the rate within [rate_limit / 20, rate_limit] with the
+     * demand). Ignored by the other engines. */
+    uint64_t rate_limit;
+    int rate_limit_auto;
     /* "name=value" options for tierkv (tkv_options_set), applied after the
      * common settings above; ignored by the other engines. */
     const char *const *tkv_opts;

@@ -61,6 +61,9 @@
     X(rocksdb_block_based_options_set_filter_policy)                                                                   \
     X(rocksdb_filterpolicy_create_bloom_full)                                                                          \
     X(rocksdb_cache_create_lru)                                                                                        \
+    X(rocksdb_ratelimiter_create)                                                                                      \
+    X(rocksdb_ratelimiter_destroy)                                                                                     \
+    X(rocksdb_options_set_ratelimiter)                                                                                 \
     X(rocksdb_cache_destroy)                                                                                           \
     X(rocksdb_open)                                                                                                    \
     X(rocksdb_close)                                                                                                   \
@@ -92,10 +95,16 @@
     X(rocksdb_property_value)                                                                                          \
     X(rocksdb_property_int)
 
+/* Newer than Debian's 7.8 header (RocksDB 8.x C API), so declared here and
+ * looked up optionally: NULL when the loaded build lacks it. */
+typedef rocksdb_ratelimiter_t *(*ratelimiter_create_auto_tuned_fn)(int64_t rate_bytes_per_sec,
+                                                                    int64_t refill_period_us, int32_t fairness);
+
 typedef struct rdb_api {
 #define RDB_FIELD(f) __typeof__(&f) f;
     RDB_FUNCS(RDB_FIELD)
 #undef RDB_FIELD
+    ratelimiter_create_auto_tuned_fn ratelimiter_create_auto_tuned; /* optional */
 } rdb_api;
 
 /* One loadable RocksDB build. */
@@ -135,6 +144,8 @@ static int try_open(rdb_lib *lib, const char *path)
     }
     RDB_FUNCS(RDB_SYM)
 #undef RDB_SYM
+    lib->api.ratelimiter_create_auto_tuned =
+        (ratelimiter_create_auto_tuned_fn)dlsym(h, "rocksdb_ratelimiter_create_auto_tuned");
     lib->handle = h;
     eng_dl_path(h, lib->path, sizeof lib->path);
     if (!lib->path[0]) snprintf(lib->path, sizeof lib->path, "%s", path);
@@ -364,6 +375,26 @@ static int lib_open(rdb_lib *lib, const engine_config *cfg, engine **out, char *
     a->rocksdb_options_set_max_background_jobs(o, ROCKSDB_THREADS);
     a->rocksdb_options_set_target_file_size_base(o, TARGET_FILE_SIZE);
     a->rocksdb_writeoptions_set_sync(e->wo, cfg->sync ? 1 : 0);
+    char limiter[96] = "none";
+    if (cfg->rate_limit) {
+        /* RocksDB's defaults: 100 ms refill period, fairness 10 */
+        rocksdb_ratelimiter_t *rl = NULL;
+        if (cfg->rate_limit_auto && !a->ratelimiter_create_auto_tuned) {
+            engine_free(e);
+            return eng_errf(err, errlen, "%s open: this build has no rocksdb_ratelimiter_create_auto_tuned",
+                            lib->engine);
+        }
+        rl = cfg->rate_limit_auto ? a->ratelimiter_create_auto_tuned((int64_t)cfg->rate_limit, 100000, 10)
+                                  : a->rocksdb_ratelimiter_create((int64_t)cfg->rate_limit, 100000, 10);
+        if (!rl) {
+            engine_free(e);
+            return eng_errf(err, errlen, "%s open: cannot create the rate limiter", lib->engine);
+        }
+        a->rocksdb_options_set_ratelimiter(o, rl); /* the options hold their own reference */
+        a->rocksdb_ratelimiter_destroy(rl);
+        snprintf(limiter, sizeof limiter, "%s:%llu", cfg->rate_limit_auto ? "auto_tuned" : "generic",
+                 (unsigned long long)cfg->rate_limit);
+    }
 
     char *rerr = NULL;
     e->db = a->rocksdb_open(o, cfg->dir, &rerr);
@@ -393,11 +424,11 @@ static int lib_open(rdb_lib *lib, const engine_config *cfg, engine **out, char *
                 "create_if_missing=1 write_buffer_size=%llu max_write_buffer_number=%d "
                 "table=block_based block_cache=lru:%llu block_size=4096 filter_policy=bloom_full:10 "
                 "compression=lz4 use_direct_reads=%d use_direct_io_for_flush_and_compaction=%d "
-                "target_file_size_base=%llu wal=on sync=%d reads=rocksdb_get(copy) multi_get=rocksdb_multi_get "
-                "other=rocksdb_defaults",
+                "target_file_size_base=%llu rate_limiter=%s wal=on sync=%d reads=rocksdb_get(copy) "
+                "multi_get=rocksdb_multi_get other=rocksdb_defaults",
                 lib->path, eng_dlopen_mode(), optver, ROCKSDB_THREADS, ROCKSDB_THREADS, (unsigned long long)cfg->memtable_bytes,
                 cfg->memtables, (unsigned long long)cfg->cache_bytes, cfg->direct_io ? 1 : 0, cfg->direct_io ? 1 : 0,
-                TARGET_FILE_SIZE, cfg->sync ? 1 : 0);
+                TARGET_FILE_SIZE, limiter, cfg->sync ? 1 : 0);
     *out = e;
     return 0;
 }

@@ -404,6 +404,17 @@ static int t_stats(engine *e, engine_stats *out)
         eng_appendf(out->detail, sizeof out->detail, &len, " trivial_moves=%llu", (unsigned long long)v);
     eng_appendf(out->detail, sizeof out->detail, &len, " cache_hit_rate=%s", hit);
     tkv_free(s);
+    /* The scheduler: deep-compaction pauses and aborts, long write stalls. */
+    s = tkv_property(e->db, "tkv.sched");
+    if (s) {
+        static const char *const keys[] = {"pauses=", "aborts=", "stalls_over_10ms=", "max_stall_us=",
+                                           "stops_flush_running="};
+        eng_appendf(out->detail, sizeof out->detail, &len, " sched:");
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            if (eng_find_u64(s, keys[i], &v) == 0)
+                eng_appendf(out->detail, sizeof out->detail, &len, " %s%llu", keys[i], (unsigned long long)v);
+        tkv_free(s);
+    }
     return 0;
 }
 

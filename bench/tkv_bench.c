@@ -30,6 +30,7 @@
 #include "bench/engine.h"
 #include "bench/hist.h"
 #include "bench/loadgen.h"
+#include "bench/throttle.h"
 #include "bench/workload.h"
 
 /* ------------------------------------------------------------------ flags */
@@ -59,6 +60,10 @@ typedef struct flags {
     int seek_nexts;      /* seekrandom: nexts after each seek */
     int use_existing_db, keep_db;
     double report_interval;
+    uint64_t throttle;     /* --throttle: blkio cap (bytes/s) during open-loop benchmarks */
+    uint64_t rate_limit;   /* --rate_limiter: RocksDB's rate limiter */
+    int rate_limit_auto;
+    char *label;           /* --label: the engine's name in the output */
 } flags;
 
 static flags F = {
@@ -74,6 +79,9 @@ static flags F = {
     .seek_nexts = 10,
     .report_interval = 1.0,
 };
+
+/* ename -- the engine's name in the output: --label, else the engine's. */
+static const char *ename(const engine_ops *ops) { return F.label ? F.label : ops->name; }
 
 static void usage(FILE *f)
 {
@@ -99,7 +107,11 @@ static void usage(FILE *f)
             "  --batch=N (16)      keys per multireadrandom call;  --seek_nexts=N (10)\n"
             "  --csv=DIR           write timeline.csv, summary.csv and config.txt there\n"
             "  --plot              with --csv: draw DIR/*.png with bench/plot.py (matplotlib)\n"
-            "  --use_existing_db   do not wipe the databases first;  --keep_db  do not remove them after\n",
+            "  --use_existing_db   do not wipe the databases first;  --keep_db  do not remove them after\n"
+            "  --throttle=BPS      during open-loop benchmarks, cap the device under --db at BPS bytes/s for\n"
+            "                      reads and for writes (blkio cgroup; root): the same slow drive for every engine\n"
+            "  --rate_limiter=BPS[:auto]  RocksDB engines: rate limiter on flush/compaction writes (auto: auto-tuned)\n"
+            "  --label=NAME        name the (single) engine NAME in tables and CSV, e.g. tierkv-fifo\n",
             engine_names());
 }
 
@@ -170,6 +182,20 @@ static void parse_flags(int argc, char **argv)
         else if (!strcmp(name, "open_loop")) F.open_loop = val;
         else if (!strcmp(name, "distribution")) F.distribution = val;
         else if (!strcmp(name, "csv")) F.csv = val;
+        else if (!strcmp(name, "label")) F.label = val;
+        else if (!strcmp(name, "throttle")) {
+            if (parse_size(val, &F.throttle) != 0 || F.throttle == 0) die("bad --throttle %s", val);
+        } else if (!strcmp(name, "rate_limiter")) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", val);
+            char *c = strchr(buf, ':');
+            if (c) {
+                if (strcmp(c + 1, "auto")) die("bad --rate_limiter %s (BPS or BPS:auto)", val);
+                *c = 0;
+                F.rate_limit_auto = 1;
+            }
+            if (parse_size(buf, &F.rate_limit) != 0 || F.rate_limit == 0) die("bad --rate_limiter %s", val);
+        }
         else if (!strcmp(name, "opt")) {
             if (!strchr(val, '=')) die("--opt wants name=value, got %s", val);
             F.tkv_opts = realloc(F.tkv_opts, (F.n_tkv_opts + 1) * sizeof *F.tkv_opts);
@@ -214,6 +240,8 @@ static void parse_flags(int argc, char **argv)
         die("--dram %" PRIu64 " must exceed the memtables (%d x %" PRIu64 ")", F.dram, F.memtables, F.memtable);
     if (F.rate && F.duration <= 0) die("--rate needs --duration (seconds per benchmark)");
     if (F.plot && !F.csv) die("--plot needs --csv DIR");
+    if (F.label && strchr(F.engines, ',')) die("--label names one engine; --engine lists several");
+    if (F.throttle && !F.rate) die("--throttle applies to open-loop benchmarks: it needs --rate");
 }
 
 /* ------------------------------------------------------------ operations */
@@ -522,10 +550,10 @@ static void harvest(run *r, uint64_t from_ns, uint64_t now, int final)
     const row *a = &r->rows[r->nrows - 1];
     static double last_log;
     if (g_tty) {
-        fprintf(stderr, "\r%-12s %-16s %6.0fs %10.0f ops/s  p99 %9.1f us  max %10.1f us   ", r->ops->name,
+        fprintf(stderr, "\r%-12s %-16s %6.0fs %10.0f ops/s  p99 %9.1f us  max %10.1f us   ", ename(r->ops),
                 r->bench, a->t, a->ops_per_sec, (double)a->p99 / 1e3, (double)a->max / 1e3);
     } else if (a->t - last_log >= 10 || a->t < last_log) {
-        fprintf(stderr, "%s %s %.0fs %.0f ops/s p99 %.1f us\n", r->ops->name, r->bench, a->t, a->ops_per_sec,
+        fprintf(stderr, "%s %s %.0fs %.0f ops/s p99 %.1f us\n", ename(r->ops), r->bench, a->t, a->ops_per_sec,
                 (double)a->p99 / 1e3);
         last_log = a->t;
     }
@@ -643,6 +671,7 @@ static void tstate_free(run *r, tstate *t)
 
 static FILE *g_timeline; /* --csv DIR/timeline.csv */
 
+
 static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, uint64_t bench_seed, summary *s)
 {
     char letter = 0;
@@ -689,7 +718,12 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
         int have_writer = kind == B_READWHILEWRITING;
         /* readwhilewriting: the writer runs closed loop next to the open-loop readers */
         if (have_writer && pthread_create(&wt, NULL, closed_main, &wa) != 0) die("cannot start the writer");
+        /* --throttle: the slow drive for the measured open-loop run only
+         * (prepopulation and the settle afterwards run at full speed) */
+        char terr[512];
+        if (F.throttle && throttle_enter(F.db, F.throttle, terr, sizeof terr) != 0) die("--throttle: %s", terr);
         if (lg_run(ph, nph, F.duration, F.threads, open_exec, r, NULL, &lr) != 0) die("cannot start workers");
+        throttle_leave();
         if (have_writer) {
             r->stop = 1;
             pthread_join(wt, NULL);
@@ -730,7 +764,7 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
     if (have_stats && ops->stats(e, &st1) != 0) have_stats = 0;
 
     memset(s, 0, sizeof *s);
-    snprintf(s->engine, sizeof s->engine, "%s", ops->name);
+    snprintf(s->engine, sizeof s->engine, "%s", ename(ops));
     snprintf(s->bench, sizeof s->bench, "%s", bench);
     hist_reset(&s->all);
     uint64_t user_bytes = 0;
@@ -767,7 +801,7 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
     if (g_timeline) {
         for (size_t i = 0; i < r->nrows; i++) {
             const row *x = &r->rows[i];
-            fprintf(g_timeline, "%s,%s,%.3f,%s,%" PRIu64 ",%.1f,%.2f,%.2f,%.2f,%.2f\n", ops->name, bench, x->t,
+            fprintf(g_timeline, "%s,%s,%.3f,%s,%" PRIu64 ",%.1f,%.2f,%.2f,%.2f,%.2f\n", ename(ops), bench, x->t,
                     x->op == NOPS ? "all" : OP_NAMES[x->op], x->ops, x->ops_per_sec, (double)x->p50 / 1e3,
                     (double)x->p99 / 1e3, (double)x->p999 / 1e3, (double)x->max / 1e3);
         }
@@ -865,6 +899,12 @@ static void print_machine(FILE *f, int argc, char **argv)
             free(ph);
         }
     }
+    if (F.throttle)
+        fprintf(f, "drive      open-loop runs capped at %" PRIu64 " bytes/s for reads and for writes (blkio cgroup on the "
+                   "device of %s)\n", F.throttle, F.db);
+    if (F.rate_limit)
+        fprintf(f, "rocksdb    rate limiter %" PRIu64 " bytes/s%s on flush and compaction writes\n", F.rate_limit,
+                F.rate_limit_auto ? ", auto-tuned" : "");
 }
 
 /* rm_rf -- removes a database directory (engine files only, no subdirectories
@@ -900,6 +940,7 @@ static int find_plot_script(char *out, size_t n)
 int main(int argc, char **argv)
 {
     parse_flags(argc, argv);
+    atexit(throttle_leave); /* die() exits: never leave the process group throttled */
     g_tty = isatty(2);
     setvbuf(stdout, NULL, _IOLBF, 0);
 
@@ -948,9 +989,11 @@ int main(int argc, char **argv)
             continue;
         }
         char dir[4200];
-        snprintf(dir, sizeof dir, "%s/%s", F.db, ops->name);
+        snprintf(dir, sizeof dir, "%s/%s", F.db, ename(ops));
         if (!F.use_existing_db) rm_rf(dir);
         engine_config cfg = {
+            .rate_limit = F.rate_limit,
+            .rate_limit_auto = F.rate_limit_auto,
             .dir = dir,
             .memtable_bytes = F.memtable,
             .memtables = F.memtables,
@@ -963,8 +1006,8 @@ int main(int argc, char **argv)
         };
         engine *e;
         if (ops->open(&cfg, &e, err, sizeof err) != 0) die("open %s in %s: %s", ops->name, dir, err);
-        printf("engine     %-12s %s\n           config: %s\n", ops->name, ops->version(), ops->describe(e));
-        if (cfgf) fprintf(cfgf, "engine %s: %s\n  config: %s\n", ops->name, ops->version(), ops->describe(e));
+        printf("engine     %-12s %s\n           config: %s\n", ename(ops), ops->version(), ops->describe(e));
+        if (cfgf) fprintf(cfgf, "engine %s: %s\n  config: %s\n", ename(ops), ops->version(), ops->describe(e));
         for (size_t bi = 0; bi < nb; bi++) {
             summary *s = &S[ns++];
             run_benchmark(ops, e, blist[bi], F.seed + bi, s);
@@ -992,7 +1035,10 @@ int main(int argc, char **argv)
             }
         }
         engine_stats st;
-        if (ops->stats(e, &st) == 0 && st.detail[0]) printf("           %s: %s\n", ops->name, st.detail);
+        if (ops->stats(e, &st) == 0 && st.detail[0]) {
+            printf("           %s: %s\n", ename(ops), st.detail);
+            if (cfgf) fprintf(cfgf, "  stats at close: %s\n", st.detail);
+        }
         ops->close(e);
         if (!F.keep_db) rm_rf(dir);
     }

@@ -815,6 +815,18 @@ static void test_wctl_prl_pacing(void **state)
     assert_int_equal(st.samples_total, 9);
     assert_int_equal(st.min_sample, 40 * MiB);
 
+    /* pace_margin: the pace is that much under the slowest sample */
+    wctl_options mo;
+    wctl_options_default(&mo);
+    mo.pace_margin = 0.125;
+    wctl *wm;
+    assert_int_equal(wctl_create(&mo, &wm), TKV_OK);
+    for (int i = 0; i < 8; i++) wctl_flush_sample(wm, bw[i] * MiB, 1000000);
+    assert_int_equal(wctl_pace_rate(wm), 35 * MiB);
+    wctl_free(wm);
+    mo.pace_margin = 0.6;
+    assert_int_equal(wctl_create(&mo, &wm), TKV_INVALID);
+
     /* with no samples yet PRL paces at the conservative 16 MiB/s */
     wctl *w2 = wctl_new(WCTL_PRL);
     assert_int_equal(wctl_pace_rate(w2), 16 * MiB);

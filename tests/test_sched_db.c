@@ -14,6 +14,7 @@
  *    modes, fifo never pauses or aborts, the SSD throttle meters bytes.
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "io/io.h"
 #include "testutil.h"
 
 /* options -- small tiers so deep compactions run all the time. */
@@ -97,7 +99,9 @@ static void sched_burst(void **state)
     tu_rng r;
     tu_rng_init(&r, tu_seed() + 11);
     char *dir = tu_tmpdir("sched-burst");
-    tkv_options *o = sched_options("device_bandwidth", "24M", "min_internal_bandwidth", "4M", "sched_epsilon", "1M",
+    /* T = 12 MB/s: a writer above ~7 MB/s of WAL puts I at its floor (a
+     * peak), which a single thread reaches even under a sanitizer */
+    tkv_options *o = sched_options("device_bandwidth", "12M", "min_internal_bandwidth", "3M", "sched_epsilon", "1M",
                                    "sched_threshold", "1M", NULL);
     tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
@@ -106,19 +110,23 @@ static void sched_burst(void **state)
     wait_quiet(db);
     uint64_t p0 = tu_prop_u64(db, "tkv.sched", "pauses="), f0 = tu_prop_u64(db, "tkv.matrix", "flush: rows=");
     uint64_t c0 = tu_prop_u64(db, "tkv.matrix", "columns: count=");
-    /* peak: writes well above T for ~2 s */
+    /* peak: writes well above T, for 2 s and until deep work has paused
+     * (the burst itself makes the deep compactions; a slow build makes
+     * them later), at most 30 s */
     double t0 = tu_now_ms();
-    uint64_t n = 0;
-    while (tu_now_ms() - t0 < 2000) {
+    uint64_t n = 0, pauses = 0;
+    while (tu_now_ms() - t0 < 30000) {
         put_model(db, m, &r, tu_rng_below(&r, 4000), 1000);
-        n++;
+        if (++n % 64) continue;
+        pauses = tu_prop_u64(db, "tkv.sched", "pauses=") - p0;
+        if (pauses > 0 && tu_now_ms() - t0 >= 2000) break;
     }
-    uint64_t pauses = tu_prop_u64(db, "tkv.sched", "pauses=") - p0;
+    double secs = (tu_now_ms() - t0) / 1e3;
     uint64_t flushes = tu_prop_u64(db, "tkv.matrix", "flush: rows=") - f0;
     uint64_t columns = tu_prop_u64(db, "tkv.matrix", "columns: count=") - c0;
     char *s = tkv_property(db, "tkv.sched");
-    print_message("burst: %llu puts in 2 s; %llu deep pauses, %llu flushes, %llu columns during it\n%s",
-                  (unsigned long long)n, (unsigned long long)pauses, (unsigned long long)flushes,
+    print_message("burst: %llu puts in %.1f s; %llu deep pauses, %llu flushes, %llu columns during it\n%s",
+                  (unsigned long long)n, secs, (unsigned long long)pauses, (unsigned long long)flushes,
                   (unsigned long long)columns, s);
     tkv_free(s);
     assert_true(pauses > 0);  /* deep work gave way to the peak */
@@ -166,6 +174,145 @@ static void sched_abort_cleanup(void **state)
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
+}
+
+/* ---- deterministic abort: a deep L1->L2 job is held at its first output
+ * write (an I/O fault hook that blocks tkv-deep threads) until a column
+ * compaction that needs its L1 files has told it to abort. */
+
+static volatile int g_hold_deep;   /* 1: tkv-deep writes of .sst files wait in the hook */
+static volatile int g_deep_held;   /* writes that waited */
+
+static int hold_deep_hook(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    if (op != IO_OP_WRITE || !__atomic_load_n(&g_hold_deep, __ATOMIC_ACQUIRE)) return 0;
+    size_t n = strlen(path);
+    if (n < 4 || strcmp(path + n - 4, ".sst")) return 0;
+    char name[32] = "";
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    if (strcmp(name, "tkv-deep")) return 0;
+    __atomic_fetch_add(&g_deep_held, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < 60000 && __atomic_load_n(&g_hold_deep, __ATOMIC_ACQUIRE); i++) usleep(1000);
+    return 0;
+}
+
+typedef struct writer_arg {
+    tkv_db *db;
+    tu_model *m;
+    tu_rng r;
+    volatile int stop;
+    uint64_t n;
+} writer_arg;
+
+static void *writer_main(void *p)
+{
+    writer_arg *a = p;
+    while (!__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE) && a->n < 400000) {
+        put_model(a->db, a->m, &a->r, tu_rng_below(&a->r, 20000), 600);
+        a->n++;
+    }
+    return NULL;
+}
+
+static void sched_abort_held_job(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("sched-abort-held");
+    /* level_multiplier 100: L2 never needs compacting here, so every deep
+     * job is L1->L2 and holds L1 files; small L1 files and columns */
+    tkv_options *o = sched_options("level_multiplier", "100", "l1_size", "256K", "column_bytes", "64K",
+                                   "compaction_threads", "1", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    writer_arg w = {.db = db, .m = tu_model_new()};
+    tu_rng_init(&w.r, tu_seed() + 14);
+    g_deep_held = 0;
+    __atomic_store_n(&g_hold_deep, 1, __ATOMIC_RELEASE);
+    io_set_fault_hook(hold_deep_hook, NULL);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, writer_main, &w), 0);
+    /* wait for a held deep job, then for a column to abort it */
+    double t0 = tu_now_ms();
+    uint64_t aborts = 0;
+    while (tu_now_ms() - t0 < 60000) {
+        aborts = tu_prop_u64(db, "tkv.sched", "aborts=");
+        if (aborts > 0) break;
+        usleep(5000);
+    }
+    int held = __atomic_load_n(&g_deep_held, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_hold_deep, 0, __ATOMIC_RELEASE); /* the aborted job now hits its pause point */
+    __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    io_set_fault_hook(NULL, NULL);
+    print_message("held deep writes: %d, aborts: %llu after %.1f s, %llu puts\n", held, (unsigned long long)aborts,
+                  (tu_now_ms() - t0) / 1e3, (unsigned long long)w.n);
+    assert_true(held > 0);
+    assert_true(aborts > 0);
+    wait_quiet(db);
+    /* the aborted job's partial outputs are gone, its inputs were compacted later */
+    assert_int_equal(sst_orphans(db, dir), 0);
+    assert_true(tu_prop_u64(db, "tkv.sched", " done=") > 0);
+    uint64_t pz = tu_prop_u64(db, "tkv.sched", "pauses="), rz = tu_prop_u64(db, "tkv.sched", "resumes=");
+    assert_int_equal(pz, rz);
+    tu_check_db(db, NULL, w.m, "after a held job was aborted");
+    tu_close_ok(db);
+    db = tu_open_ok(dir, o);
+    tu_check_db(db, NULL, w.m, "reopened after the abort");
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(w.m);
+    tu_tmpdir_free(dir);
+}
+
+/* ---- no stop while the flush has bandwidth: a writer at full speed
+ * against a flush held to a steady 4 MB/s (l0=sst: the flush writes an SST
+ * through the scheduler's limiter, whose budget is at its floor while the
+ * client writes flat out; L0 triggers out of the way). With the PRL
+ * controller the writer is paced at the flush's measured bandwidth while
+ * the last memtable fills; with write_controller=off it runs into full
+ * memtables on most switches. */
+
+static uint64_t full_speed_stops(const char *wc, uint64_t *flushes)
+{
+    char *dir = tu_tmpdir("sched-nostop");
+    tkv_options *o = sched_options("write_controller", wc, "l0", "sst", "memtable_size", "512K",
+                                   "device_bandwidth", "8M", "min_internal_bandwidth", "4M", "sched_epsilon", "1M",
+                                   "sched_threshold", "1M", "l0_compaction_trigger", "100",
+                                   "l0_slowdown_trigger", "200", "l0_stop_trigger", "300", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 15);
+    char key[32], val[1000];
+    uint64_t f0 = tu_prop_u64(db, "tkv.stats", "flush: count=");
+    for (uint64_t i = 0; i < 12000; i++) { /* 12 MB: 24 memtables */
+        size_t kn = (size_t)sprintf(key, "key%08llu", (unsigned long long)tu_rng_below(&r, 1000000));
+        tu_rng_fill(&r, val, sizeof val); /* incompressible: the flush writes what it is charged */
+        assert_int_equal(tkv_put(db, key, kn, val, sizeof val, 0), TKV_OK);
+    }
+    uint64_t stops = tu_prop_u64(db, "tkv.sched", "stops_flush_running=");
+    *flushes = tu_prop_u64(db, "tkv.stats", "flush: count=") - f0;
+    char *s = tkv_property(db, "tkv.sched");
+    print_message("write_controller=%s: %llu stops with the flush running, %llu flushes\n%s", wc,
+                  (unsigned long long)stops, (unsigned long long)*flushes, s);
+    tkv_free(s);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+    return stops;
+}
+
+static void sched_no_stop_while_flushing(void **state)
+{
+    (void)state;
+    uint64_t f_prl, f_off;
+    uint64_t prl = full_speed_stops("prl", &f_prl);
+    uint64_t off = full_speed_stops("off", &f_off);
+    assert_true(f_prl >= 20 && f_off >= 20);
+    /* off: the writer outruns the flush and stops on most switches */
+    assert_true(off >= f_off / 2);
+    /* prl: at most the first flush, before any bandwidth sample */
+    assert_true(prl <= 1);
 }
 
 static void run_switches(const char *sched, const char *wc, const char *ssd)
@@ -224,6 +371,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sched_burst),
         cmocka_unit_test(sched_abort_cleanup),
+        cmocka_unit_test(sched_abort_held_job),
+        cmocka_unit_test(sched_no_stop_while_flushing),
         cmocka_unit_test(sched_fifo_and_switches),
     };
     const char *only = getenv("TKV_TEST_ONLY");

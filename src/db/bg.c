@@ -103,7 +103,10 @@ static void *flush_main(void *arg)
         if (db->sv->nimm > 0 && !db->bg_error) {
             if (!started) { /* a flush sample spans waits for pool room: its bandwidth is what writers can get */
                 started = db_now_us();
-                bytes = memtable_memory_usage(db->sv->imm[0]);
+                /* in the units writers are charged in (their batch bytes),
+                 * so pacing at this rate fills a memtable no faster than a
+                 * flush empties one */
+                bytes = memtable_batch_bytes(db->sv->imm[0]);
             }
             int frc = flush_one(db);
             if (frc == MX_NO_SPACE) {
@@ -124,14 +127,14 @@ static void *flush_main(void *arg)
                 ctr_add(&db->mx.ctr.flush_wait_micros, db_now_us() - blocked_since);
                 blocked_since = 0;
             }
-            db->mx.flush_blocked = 0;
+            __atomic_store_n(&db->mx.flush_blocked, 0, __ATOMIC_RELAXED); /* read unlocked by the silk monitor */
             if (frc == 0) silk_flush_sample(db, bytes, db_now_us() - started);
             started = 0;
             continue;
         }
         pthread_cond_wait(&db->bg_cv, &db->mu);
     }
-    db->mx.flush_blocked = 0;
+    __atomic_store_n(&db->mx.flush_blocked, 0, __ATOMIC_RELAXED); /* read unlocked by the silk monitor */
     pthread_cond_broadcast(&db->bg_cv);
     pthread_mutex_unlock(&db->mu);
     return NULL;

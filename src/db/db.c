@@ -311,6 +311,8 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         if (d == 0) break;
         if (!waited_from) waited_from = now;
         if (in.mutable_left == 0) {
+            if (!stopped && !stop_l0 && !__atomic_load_n(&db->mx.flush_blocked, __ATOMIC_RELAXED))
+                ctr_add(&db->silk.ctr.stops_flush_running, 1);
             stopped = 1;
             __atomic_store_n(&db->write_stopped, 1, __ATOMIC_RELAXED); /* the monitor pauses deep work */
             pthread_cond_broadcast(&db->bg_cv);
@@ -389,6 +391,7 @@ static int db_write(tkv_db *db, struct tkv_batch *b, unsigned flags)
             insert_ctx ic = {mem};
             rc = batch_iterate(rep, len, insert_record, &ic);
             if (rc == 0) batch_iterate(rep, len, count_record, &db->ctr);
+            memtable_add_batch_bytes(mem, len); /* the flush's bandwidth sample is in these units */
         }
         pthread_mutex_lock(&db->mu);
         if (rc < 0) db_set_bg_error(db, rc);

@@ -362,7 +362,7 @@ int mx_flush_one(tkv_db *db)
 int mx_flush_blocked(tkv_db *db)
 {
     matrix_state *mx = &db->mx;
-    mx->flush_blocked = 1;
+    __atomic_store_n(&mx->flush_blocked, 1, __ATOMIC_RELAXED); /* read unlocked by the silk monitor */
     mx_collect(db);
     pthread_cond_broadcast(&db->bg_cv);
     if (mx->rows_at_flush == 0 && mx->nrows == 0) {

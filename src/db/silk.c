@@ -96,6 +96,11 @@ int silk_open(tkv_db *db)
     wctl_options wo;
     wctl_options_default(&wo);
     wo.mode = (wctl_mode)o->write_controller;
+    /* A flush much smaller than a memtable (tkv_flush, shutdown) is mostly
+     * fixed cost and would understate the flush bandwidth; a full memtable's
+     * flush is the sample the pace needs, however small memtables are. */
+    if (o->memtable_size / 4 < wo.min_sample_bytes) wo.min_sample_bytes = o->memtable_size / 4;
+    wo.pace_margin = 0.125; /* headroom under the slowest recent flush (wctl.h) */
     TKV_TRY(wctl_create(&wo, &s->wc));
     db->io.gate_arg = db;
     db->io.gate = silk_gate;
@@ -153,7 +158,7 @@ static void tick(void *arg, uint64_t now_us)
     pthread_mutex_lock(&s->mu);
     int pause = (peak || writers_wait) && !s->urgent;
     if (pause != s->deep_paused) {
-        s->deep_paused = pause;
+        __atomic_store_n(&s->deep_paused, pause, __ATOMIC_RELAXED); /* also read unlocked in pause_point */
         pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
@@ -174,7 +179,7 @@ void silk_stop(tkv_db *db)
     s->thread = NULL;
     pthread_mutex_lock(&s->mu);
     s->stopping = 1;
-    s->deep_paused = 0;
+    __atomic_store_n(&s->deep_paused, 0, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -374,10 +379,12 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
     wctl_get_stats(s->wc, &ws);
     db_appendf(b, oom,
                "write_controller: state=%s pace_rate=%llu min_flush_sample=%llu samples=%u writes=%llu "
-               "stalled_writes=%llu stopped_writes=%llu stall_micros=%llu stalls_over_10ms=%llu max_stall_us=%llu\n",
+               "stalled_writes=%llu stopped_writes=%llu stall_micros=%llu stalls_over_10ms=%llu max_stall_us=%llu "
+               "stops_flush_running=%llu\n",
                ws.state == WCTL_NORMAL ? "normal" : ws.state == WCTL_SLOWDOWN ? "slowdown" : "stop",
                (unsigned long long)ws.pace_rate, (unsigned long long)ws.min_sample, ws.nsamples,
                (unsigned long long)ws.writes, (unsigned long long)ws.stalled_writes,
                (unsigned long long)ws.stopped_writes, (unsigned long long)ws.stall_us,
-               (unsigned long long)ctr_get(&c->stalls_over_10ms), (unsigned long long)ctr_get(&c->max_stall_us));
+               (unsigned long long)ctr_get(&c->stalls_over_10ms), (unsigned long long)ctr_get(&c->max_stall_us),
+               (unsigned long long)ctr_get(&c->stops_flush_running));
 }

@@ -61,6 +61,10 @@ typedef struct silk_counters {
     uint64_t aborts;                        /* deep jobs aborted for L0->L1 work */
     uint64_t deep_started, deep_done;
     uint64_t stalls_over_10ms, max_stall_us; /* writes that waited (pacing + stop) > 10 ms */
+    /* write groups that stopped on a full set of memtables while the flush
+     * thread was free to work (not waiting for room in the pool, L0 below
+     * its stop trigger): the pace was faster than the flush. Should be 0. */
+    uint64_t stops_flush_running;
     uint64_t window_bytes[IO_NCLASSES];     /* bytes (read + write) in the last window */
 } silk_counters;
 

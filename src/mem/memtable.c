@@ -57,6 +57,7 @@ struct memtable {
     uint64_t rnd;         /* xorshift64* state for node heights */
     uint64_t num_entries; /* atomic (relaxed) */
     uint64_t num_deletes; /* atomic (relaxed) */
+    uint64_t batch_bytes; /* atomic (relaxed): memtable_add_batch_bytes */
     arena arena;
 };
 
@@ -281,6 +282,10 @@ int memtable_get(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_t
 size_t memtable_memory_usage(const memtable *m) { return arena_memory_usage(&m->arena); }
 
 uint64_t memtable_num_entries(const memtable *m) { return __atomic_load_n(&m->num_entries, __ATOMIC_RELAXED); }
+
+void memtable_add_batch_bytes(memtable *m, uint64_t n) { __atomic_fetch_add(&m->batch_bytes, n, __ATOMIC_RELAXED); }
+
+uint64_t memtable_batch_bytes(const memtable *m) { return __atomic_load_n(&m->batch_bytes, __ATOMIC_RELAXED); }
 
 uint64_t memtable_num_deletes(const memtable *m) { return __atomic_load_n(&m->num_deletes, __ATOMIC_RELAXED); }
 

@@ -66,6 +66,12 @@ int memtable_get(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_t
  * entry). Safe from any thread. */
 size_t memtable_memory_usage(const memtable *m);
 
+/* memtable_add_batch_bytes / memtable_batch_bytes -- the write-batch bytes
+ * written into this memtable (the unit the write controller charges writers
+ * in; memory usage adds node overhead on top). Safe from any thread. */
+void memtable_add_batch_bytes(memtable *m, uint64_t n);
+uint64_t memtable_batch_bytes(const memtable *m);
+
 /* memtable_num_entries / memtable_num_deletes -- entries (all types) and
  * deletion entries added so far. Safe from any thread. */
 uint64_t memtable_num_entries(const memtable *m);

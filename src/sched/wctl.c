@@ -45,13 +45,15 @@ void wctl_options_default(wctl_options *o)
     o->min_sample_bytes = 1ull << 20;
     o->max_step_us = 1000;
     o->min_step_us = 100;
+    o->pace_margin = 0;
 }
 
 /* wctl_create -- see wctl.h. */
 int wctl_create(const wctl_options *o, wctl **out)
 {
     if (!o || !out || (unsigned)o->mode > WCTL_OFF || o->classic_rate == 0 || o->initial_rate == 0 ||
-        o->max_step_us < 1 || o->max_step_us > 1000 || o->min_step_us >= o->max_step_us || !(o->near_full > 0))
+        o->max_step_us < 1 || o->max_step_us > 1000 || o->min_step_us >= o->max_step_us || !(o->near_full > 0) ||
+        !(o->pace_margin >= 0 && o->pace_margin <= 0.5))
         return TKV_INVALID;
     wctl *w = calloc(1, sizeof *w);
     if (!w) return TKV_NO_MEMORY;
@@ -104,6 +106,7 @@ static uint64_t pace_rate_locked(const wctl *w)
     case WCTL_PRL:
     default: {
         uint64_t r = w->nsamples ? min_sample_locked(w) : w->o.initial_rate;
+        r -= (uint64_t)((double)r * w->o.pace_margin);
         return r < w->o.min_rate ? w->o.min_rate : r;
     }
     }

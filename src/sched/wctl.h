@@ -19,7 +19,8 @@
  * in SLOWDOWN:
  *   WCTL_PRL      pace writers at the MINIMUM of the last WCTL_SAMPLES flush
  *                 bandwidths (wctl_flush_sample); before any sample, at
- *                 initial_rate (16 MiB/s, conservative). Never below min_rate.
+ *                 initial_rate (16 MiB/s, conservative), less pace_margin.
+ *                 Never below min_rate.
  *   WCTL_CLASSIC  pace at the fixed classic_rate (RocksDB's
  *                 delayed_write_rate, 16 MiB/s).
  *   WCTL_OFF      no pacing.
@@ -77,6 +78,10 @@ typedef struct wctl_options {
     uint64_t max_step_us;      /* longest single delay, 1..1000. Default 1000 */
     uint64_t min_step_us;      /* debts below this are carried, not slept; < max_step_us.
                                 * Default 100 */
+    double pace_margin;        /* PRL paces at (1 - pace_margin) x the rate above, 0..0.5.
+                                * Default 0; the engine uses 1/8: with two memtables the
+                                * pace starts when the flush does, so a flush a little
+                                * slower than every recent sample would stop writers */
 } wctl_options;
 
 /* What the engine tells the controller, per call. */
@@ -127,7 +132,7 @@ void wctl_free(wctl *w);
  * one. */
 int wctl_set_mode(wctl *w, wctl_mode mode);
 
-/* wctl_flush_sample -- a flush moved `bytes` (memtable bytes, the unit
+/* wctl_flush_sample -- a flush moved `bytes` (write-batch bytes, the unit
  * writers are charged in) in `duration_us`. Keeps the last WCTL_SAMPLES.
  * Returns 1 if the sample was kept, 0 if ignored (bytes < min_sample_bytes). */
 int wctl_flush_sample(wctl *w, uint64_t bytes, uint64_t duration_us);
