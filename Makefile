@@ -5,6 +5,7 @@
 #   make tsan       the concurrency tests under ThreadSanitizer
 #   make soak       long randomized / crash runs (not part of `make test`)
 #   make bench      the headline benchmark
+#   make bench-silk the SILK-style open-loop experiment (~20 min; needs root for the drive cap)
 #   make install PREFIX=/usr/local
 #   make deps       apt-get the packages listed in DEB_PACKAGES when missing
 # Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it).
@@ -49,7 +50,7 @@ BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip
 
-.PHONY: all lib tests test test-run tsan soak bench deps install clean
+.PHONY: all lib tests test test-run tsan soak bench bench-silk deps install clean
 .SECONDARY:
 all: lib
 
@@ -100,6 +101,10 @@ $(BUILD)/tkv_bench: $(BUILD)/obj/bench/tkv_bench.o $(BUILD)/libtkvbench.a $(BUIL
 # bench: the headline comparison (bench/run_headline.sh; results in bench/results/).
 bench: deps lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_headline.sh
+
+# bench-silk: SILK-style peaks and valleys on a capped drive (bench/run_silk.sh).
+bench-silk: deps lib $(BUILD)/tkv_bench
+	@BUILD=$(BUILD) bash bench/run_silk.sh
 
 # deps: Debian packages, then the RocksDB release build from the rocksdbjni jar
 # (Maven Central) into build/deps/ -- a failed download only disables the

@@ -307,6 +307,12 @@ tkv_it *open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_out)
     io_file *file;
     *t_out = NULL;
     int rc = io_open_read_ex(path, db->opts.direct_io ? IO_DIRECT : 0, cls, &db->io, &file);
+    /* a compaction reads its inputs front to back: large reads, not one I/O
+     * per 4 KiB block (O_DIRECT has no kernel readahead) */
+    if (rc == 0 && db->opts.compaction_readahead) {
+        rc = io_set_readahead(file, (size_t)db->opts.compaction_readahead);
+        if (rc < 0) io_close(file);
+    }
     if (rc == 0) rc = table_open(file, f->size, NULL, t_out);
     if (rc < 0) return error_iter_new(rc);
     tkv_it *it = table_iter(*t_out);

@@ -73,6 +73,7 @@ static const opt_def OPTION_TABLE[] = {
     {"sched_threshold", OPT_SIZE, OFF(sched_threshold), 0, UINT64_C(1) << 40, "10M", NULL},
     {"deep_reserved_bandwidth", OPT_SIZE, OFF(deep_reserved_bandwidth), 0, UINT64_C(1) << 40, "4M", NULL},
     {"compaction_threads", OPT_INT, OFF(compaction_threads), 1, 16, "2", NULL},
+    {"compaction_readahead", OPT_SIZE, OFF(compaction_readahead), 0, 64u << 20, "256K", NULL},
     {"ssd_bandwidth", OPT_SIZE, OFF(ssd_bandwidth), 0, UINT64_C(1) << 40, "0", NULL},
 };
 #define N_OPTIONS (sizeof OPTION_TABLE / sizeof OPTION_TABLE[0])

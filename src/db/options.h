@@ -52,6 +52,7 @@ struct tkv_options {
     uint64_t sched_threshold;   /* the published I changes only by more than this, bytes/s */
     uint64_t deep_reserved_bandwidth; /* deep compactions' guaranteed share of I, bytes/s */
     int compaction_threads;     /* low-priority pool: threads for deep (L1+) compactions */
+    uint64_t compaction_readahead; /* bytes per read of a compaction input SST (0: one block per read) */
     uint64_t ssd_bandwidth;     /* emul/: cap on every SSD read and write of the engine, bytes/s; 0 = off */
 };
 

@@ -69,6 +69,12 @@ typedef struct io_file {
     size_t dbuf_len;
     uint64_t dbuf_off;
     int dbuf_dirty; /* staged bytes not yet written to the device */
+    /* Readahead (io_set_readahead), for a file one thread reads in order:
+     * bytes [ra_off, ra_off + ra_len) of the file are in rabuf (aligned,
+     * ra_cap bytes); ra_off is a multiple of IO_DIRECT_ALIGN. */
+    uint8_t *rabuf;
+    size_t ra_cap, ra_len;
+    uint64_t ra_off;
 } io_file;
 
 /* Operations a fault hook sees. */
@@ -100,6 +106,14 @@ int io_append(io_file *f, const void *p, size_t n);
 /* io_pread -- reads up to n bytes at off into buf; *got is the count (less
  * than n only at end of file). */
 int io_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *got);
+/* io_set_readahead -- io_pread of f then reads `bytes` (rounded up to
+ * IO_DIRECT_ALIGN) at a time from the aligned offset at or below the one
+ * asked for, and serves later reads inside that window from memory; 0 turns
+ * it off. For sequential scans such as compaction inputs: one large I/O
+ * instead of one per 4 KiB block (with O_DIRECT there is no kernel
+ * readahead). The gate is charged for what is read from the file. Not
+ * thread-safe: only for a file a single thread reads. */
+int io_set_readahead(io_file *f, size_t bytes);
 /* io_sync -- fdatasync. */
 int io_sync(io_file *f);
 /* io_file_size -- current size via fstat. */
