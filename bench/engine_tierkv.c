@@ -15,12 +15,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench/engine_impl.h"
 #include "tierkv.h"
 
 struct engine {
     tkv_db *db;
+    /* TKV_BENCH_PROPERTY_LOG=FILE: a thread appends tkv.sched, tkv.matrix and
+     * the stall line of tkv.stats to FILE once a second (diagnosis of a
+     * latency timeline; off by default) */
+    pthread_t logger;
+    int logging, stop_logging; /* stop_logging: atomic */
+    FILE *log;
     unsigned wflags;     /* TKV_SYNC when cfg->sync */
     int l0_trigger;      /* l0_compaction_trigger in effect */
     int nlevels;         /* levels of the tree (lines of "tkv.levels" named L<n>) */
@@ -80,6 +87,29 @@ static int count_levels(tkv_db *db)
     }
     tkv_free(s);
     return n;
+}
+
+/* logger_main -- the TKV_BENCH_PROPERTY_LOG thread. */
+static void *logger_main(void *arg)
+{
+    engine *e = arg;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (!__atomic_load_n(&e->stop_logging, __ATOMIC_ACQUIRE)) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double t = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+        static const char *const props[] = {"tkv.sched", "tkv.matrix"};
+        fprintf(e->log, "=== t=%.1f\n", t);
+        for (size_t i = 0; i < 2; i++) {
+            char *s = tkv_property(e->db, props[i]);
+            if (s) fputs(s, e->log);
+            tkv_free(s);
+        }
+        fflush(e->log);
+        for (int i = 0; i < 10 && !__atomic_load_n(&e->stop_logging, __ATOMIC_ACQUIRE); i++) eng_sleep_ms(100);
+    }
+    return NULL;
 }
 
 static int t_open(const engine_config *cfg, engine **out, char *err, size_t errlen)
@@ -148,6 +178,11 @@ static int t_open(const engine_config *cfg, engine **out, char *err, size_t errl
     eng_appendf(e->describe, sizeof e->describe, &len, " write_flags=%s", cfg->sync ? "TKV_SYNC" : "0");
     tkv_free(opts);
     e->nlevels = count_levels(e->db);
+    const char *logpath = getenv("TKV_BENCH_PROPERTY_LOG");
+    if (logpath && *logpath && (e->log = fopen(logpath, "a"))) {
+        e->logging = pthread_create(&e->logger, NULL, logger_main, e) == 0;
+        if (!e->logging) fclose(e->log);
+    }
     *out = e;
     return 0;
 }
@@ -155,6 +190,12 @@ static int t_open(const engine_config *cfg, engine **out, char *err, size_t errl
 static void t_close(engine *e)
 {
     if (!e) return;
+    if (e->logging) {
+        __atomic_store_n(&e->stop_logging, 1, __ATOMIC_RELEASE);
+        pthread_join(e->logger, NULL);
+        fclose(e->log);
+        e->logging = 0;
+    }
     int rc = tkv_close(e->db);
     if (rc != TKV_OK) {
         /* TKV_BUSY (iterators still open) leaves the handle open: a harness

@@ -69,7 +69,7 @@ static int flush_one(tkv_db *db)
         e.log_number = next_log;
         vset_set_last_seq(db->vs, __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE));
         if (rc == 0) {
-            rc = vset_log_and_apply(db->vs, &e);
+            rc = vset_log_and_apply_unlocking(db->vs, &e, &db->mu); /* mu released for the MANIFEST sync */
             install_failed = rc < 0; /* the edit may still be recovered: keep the SST */
         }
         edit_free(&e);

@@ -319,11 +319,13 @@ tkv_it *open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_out)
     return it ? it : error_iter_new(TKV_NO_MEMORY);
 }
 
-/* install -- steps (3) and (4) for a finished job. Caller holds mu. */
+/* install -- steps (3) and (4) for a finished job. Caller holds mu; it is
+ * released while the MANIFEST record is written and synced (readers and
+ * writers go on), and held again when the new version is installed. */
 int install(tkv_db *db, version_edit *e)
 {
     vset_set_last_seq(db->vs, __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE));
-    return vset_log_and_apply(db->vs, e);
+    return vset_log_and_apply_unlocking(db->vs, e, &db->mu);
 }
 
 /* push_output -- appends a finished output to *done. */

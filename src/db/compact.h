@@ -80,7 +80,8 @@ int is_base_level(const version *v, int out_level, tkv_slice ukey);
  * block cache (*t_out: the table to close after the iterator). */
 tkv_it *open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_out);
 /* install -- logs edit e to the MANIFEST and installs the new version
- * (steps 3 and 4). Caller holds mu. */
+ * (steps 3 and 4). Caller holds mu, which is released during the MANIFEST
+ * write and sync and held again on return (vset_log_and_apply_unlocking). */
 int install(tkv_db *db, version_edit *e);
 
 /* flush_memtable -- writes memtable m to a new L0 SST (mu NOT held). On

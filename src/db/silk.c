@@ -90,7 +90,10 @@ int silk_open(tkv_db *db)
         rl_options ro;
         rl_options_default(&ro);
         ro.rate = o->ssd_bandwidth;
-        ro.low_reserved = 0;
+        /* silk: internal I/O is LOW in the device queue (clients first), with
+         * the floor reserved so flushes and columns never starve; fifo: all
+         * HIGH, one first-come queue */
+        ro.low_reserved = s->fifo ? 0 : o->min_internal_bandwidth;
         TKV_TRY(rl_create(&ro, NULL, &s->ssd));
     }
     wctl_options wo;
@@ -310,7 +313,8 @@ int silk_gate(void *arg, io_class cls, int is_write, size_t n)
         if (rc) return j && atomic_load(&j->abort) ? SILK_ABORTED : 0; /* shut down: let the I/O go */
     }
     if (s->ssd && cls != IO_META) {
-        int rc = rl_request(s->ssd, RL_HIGH, n, j ? &j->abort : NULL);
+        int prio = !s->fifo && is_internal(cls) ? RL_LOW : RL_HIGH;
+        int rc = rl_request(s->ssd, prio, n, j ? &j->abort : NULL);
         if (rc && j && atomic_load(&j->abort)) return SILK_ABORTED;
     }
     return 0;

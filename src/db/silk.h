@@ -10,7 +10,10 @@
  *  - Admission: silk_gate is io_stats' gate. Internal classes pass the
  *    limiter (flush and L0->L1 column compaction at high priority, deep
  *    compactions at low), then -- when ssd_bandwidth is set -- every class
- *    passes the emulated device's token bucket.
+ *    passes the emulated device's token bucket. With scheduler=silk the
+ *    device queue serves client I/O (WAL, user reads) first and internal
+ *    I/O from what is left, with min_internal_bandwidth reserved for it; with
+ *    fifo it is one first-come queue.
  *  - Deep compactions (the low pool) register a silk_job; the gate is their
  *    pause point (every read or write, i.e. at least once per output block).
  *    The monitor pauses them during a client peak (I at its floor) or while

@@ -320,6 +320,9 @@ int io_set_readahead(io_file *f, size_t bytes)
     f->ra_cap = f->ra_len = 0;
     f->ra_off = 0;
     if (bytes == 0) return 0;
+    struct stat sb;
+    if (fstat(f->fd, &sb) != 0) return tkv_err_errno(errno, "fstat %s", f->path);
+    f->ra_file_size = (uint64_t)sb.st_size;
     size_t cap = align_up(bytes);
     void *p = NULL;
     if (posix_memalign(&p, IO_DIRECT_ALIGN, cap) != 0)
@@ -334,12 +337,18 @@ int io_set_readahead(io_file *f, size_t bytes)
 static int ra_fill(io_file *f, uint64_t start)
 {
     f->ra_len = 0;
-    int e = fault(IO_OP_READ, f->path, f->ra_cap);
+    /* the window, cut at the (aligned) end of the file as it was when the
+     * readahead was set: the gate is charged for what is read */
+    size_t want = f->ra_cap;
+    uint64_t end = align_up(f->ra_file_size);
+    if (start >= end) want = IO_DIRECT_ALIGN; /* past the end: one block finds out */
+    else if (end - start < want) want = (size_t)(end - start);
+    int e = fault(IO_OP_READ, f->path, want);
     if (e > 0) return tkv_err_errno(e, "read %s at offset %llu", f->path, (unsigned long long)start);
-    TKV_TRY(admit(f, 0, f->ra_cap));
+    TKV_TRY(admit(f, 0, want));
     size_t done = 0;
-    while (done < f->ra_cap) {
-        ssize_t r = pread(f->fd, f->rabuf + done, f->ra_cap - done, (off_t)(start + done));
+    while (done < want) {
+        ssize_t r = pread(f->fd, f->rabuf + done, want - done, (off_t)(start + done));
         if (r < 0) {
             if (errno == EINTR) continue;
             return tkv_err_errno(errno, "read %s at offset %llu", f->path, (unsigned long long)(start + done));

@@ -75,6 +75,7 @@ typedef struct io_file {
     uint8_t *rabuf;
     size_t ra_cap, ra_len;
     uint64_t ra_off;
+    uint64_t ra_file_size; /* at io_set_readahead: windows stop there */
 } io_file;
 
 /* Operations a fault hook sees. */
@@ -111,8 +112,9 @@ int io_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *got);
  * asked for, and serves later reads inside that window from memory; 0 turns
  * it off. For sequential scans such as compaction inputs: one large I/O
  * instead of one per 4 KiB block (with O_DIRECT there is no kernel
- * readahead). The gate is charged for what is read from the file. Not
- * thread-safe: only for a file a single thread reads. */
+ * readahead). Windows stop at the file's size when this is called: for
+ * files that no longer grow (SSTs). The gate is charged for what is read
+ * from the file. Not thread-safe: only for a file a single thread reads. */
 int io_set_readahead(io_file *f, size_t bytes);
 /* io_sync -- fdatasync. */
 int io_sync(io_file *f);

@@ -45,6 +45,11 @@ struct version_set {
     version *current;     /* ref held by the set */
     pthread_mutex_t live_mu;
     version live;         /* sentinel of the circular list of live versions */
+    /* vset_log_and_apply_unlocking: 1 while a caller has released its mutex
+     * to write and sync the MANIFEST; later callers wait on install_cv (with
+     * that mutex), so edits reach the MANIFEST one at a time, in order. */
+    int installing;
+    pthread_cond_t install_cv;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -680,6 +685,7 @@ int vset_open(const char *dir, io_stats *st, version_set **out)
     vs->st = st;
     vs->next_file = 2; /* a fresh database writes MANIFEST-000001 */
     pthread_mutex_init(&vs->live_mu, NULL);
+    pthread_cond_init(&vs->install_cv, NULL);
     vs->live.prev = vs->live.next = &vs->live;
     vs->current = version_new(vs);
     if (!vs->current) {
@@ -742,6 +748,7 @@ void vset_close(version_set *vs)
     }
     pthread_mutex_unlock(&vs->live_mu);
     pthread_mutex_destroy(&vs->live_mu);
+    pthread_cond_destroy(&vs->install_cv);
     free(vs->dir);
     free(vs);
 }
@@ -768,17 +775,23 @@ void vset_mark_file_number_used(version_set *vs, uint64_t number)
 
 /* ---------------------------------------------------------------- apply */
 
-/* vset_log_and_apply -- logs e to the MANIFEST, syncs it, installs the result. */
-int vset_log_and_apply(version_set *vs, version_edit *e)
+/* log_and_apply -- vset_log_and_apply(_unlocking); mu NULL: nothing is
+ * released. Persistence order: the record is appended and synced before the
+ * version is installed, so no reader sees a version the MANIFEST could lose. */
+static int log_and_apply(version_set *vs, version_edit *e, pthread_mutex_t *mu)
 {
     if (!vs || !e) return tkv_err(TKV_INVALID, "vset_log_and_apply: NULL argument");
+    if (mu) {
+        while (vs->installing) pthread_cond_wait(&vs->install_cv, mu);
+    }
     if (vs->err)
         return tkv_err(vs->err, "MANIFEST-%06llu is unusable after an earlier failed write or sync (%s)",
                        (unsigned long long)vs->manifest_number, tkv_strerror(vs->err));
     for (size_t i = 0; i < e->nadded; i++) vset_mark_file_number_used(vs, e->added[i].f->number);
 
     /* 0. Build and check the new version in memory: an invalid edit is
-     *    rejected before anything reaches the MANIFEST. */
+     *    rejected before anything reaches the MANIFEST. With mu, current
+     *    cannot change until this call installs (installing is set). */
     version *v;
     TKV_TRY(build_version(vs, vs->current, e, &v));
 
@@ -795,15 +808,24 @@ int vset_log_and_apply(version_set *vs, version_edit *e)
         return rc;
     }
 
-    /* 2. Append it to the MANIFEST. 3. Sync. Either failing poisons the set. */
+    /* 2. Append it to the MANIFEST. 3. Sync. Either failing poisons the set.
+     *    With mu, both happen without it: readers and writers go on while
+     *    the fsync waits for the device. */
+    if (mu) {
+        vs->installing = 1;
+        pthread_mutex_unlock(mu);
+    }
     uint64_t before = wal_size(vs->manifest);
     rc = wal_add_record(vs->manifest, rec.data, rec.len);
-    account(vs, wal_size(vs->manifest) - before, 0);
+    uint64_t appended = wal_size(vs->manifest) - before;
     buf_free(&rec);
-    if (rc == 0) {
-        rc = wal_sync(vs->manifest);
-        if (rc == 0) account(vs, 0, 1);
+    if (rc == 0) rc = wal_sync(vs->manifest);
+    if (mu) {
+        pthread_mutex_lock(mu);
+        vs->installing = 0;
+        pthread_cond_broadcast(&vs->install_cv);
     }
+    account(vs, appended, rc == 0);
     if (rc < 0) {
         vs->err = rc;
         version_free(v);
@@ -818,6 +840,13 @@ int vset_log_and_apply(version_set *vs, version_edit *e)
     }
     install(vs, v);
     return 0;
+}
+
+int vset_log_and_apply(version_set *vs, version_edit *e) { return log_and_apply(vs, e, NULL); }
+
+int vset_log_and_apply_unlocking(version_set *vs, version_edit *e, pthread_mutex_t *mu)
+{
+    return log_and_apply(vs, e, mu);
 }
 
 /* vset_live_files -- sorted, deduplicated numbers of every file any live

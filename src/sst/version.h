@@ -19,6 +19,7 @@
 #ifndef TKV_SST_VERSION_H
 #define TKV_SST_VERSION_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "io/io.h"
@@ -147,6 +148,14 @@ void vset_set_last_seq(version_set *vs, uint64_t seq);
  * hold a torn tail, which recovery drops). Deleting files of levels they are
  * not in, or adding overlapping files to L1+, is TKV_CORRUPTION (a bug). */
 int vset_log_and_apply(version_set *vs, version_edit *e);
+/* vset_log_and_apply_unlocking -- the same for a caller holding `mu`, the
+ * mutex under which every other thread reads vset_current and calls this:
+ * mu is released while the record is appended and synced (a MANIFEST fsync
+ * must not stall every reader and writer) and held again on return. Calls
+ * are serialized: a second one waits until the first has installed. An
+ * edit must therefore not depend on anything another install could change
+ * meanwhile (the engine's jobs work on disjoint, busy-marked inputs). */
+int vset_log_and_apply_unlocking(version_set *vs, version_edit *e, pthread_mutex_t *mu);
 
 /* vset_live_files -- adds every file number referenced by any live version
  * to a sorted array (*out malloc'd). Files not in it (and not being written)
