@@ -199,6 +199,7 @@ static memtable *memtable_create(size_t arena_block)
     m->rnd = UINT64_C(0x9E3779B97F4A7C15);
     m->num_entries = 0;
     m->num_deletes = 0;
+    m->batch_bytes = 0;
     /* Readers in other threads get m through a synchronizing hand-off (a lock or
      * a release store) made by the creator; nothing more is needed here. */
     return m;
