@@ -424,10 +424,7 @@ static void matrix_backpressure(void **state)
     assert_true(prop_has(db, "tkv.stats", "background_error: none"));
     tu_check_db(db, NULL, m, "after back-pressure");
     check_no_leak(db, "after back-pressure");
-    tu_close_ok(db);
-    db = tu_open_ok(dir, o);
-    tu_check_db(db, NULL, m, "reopened");
-    tu_close_ok(db);
+    tu_close_reopen_check(db, dir, o, m, "reopened");
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -475,10 +472,7 @@ static void matrix_column_retry(void **state)
     for (uint64_t i = 0; i < 100; i++) put_model(db, m, i, 100000 + i); /* still writable */
     tu_check_db(db, NULL, m, "after failed columns");
     check_no_leak(db, "after failed columns");
-    tu_close_ok(db);
-    db = tu_open_ok(dir, o);
-    tu_check_db(db, NULL, m, "reopened");
-    tu_close_ok(db);
+    tu_close_reopen_check(db, dir, o, m, "reopened");
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -582,10 +576,7 @@ static void matrix_writer_holds_iterator(void **state)
     for (uint64_t j = 0; j < 300; j++) put_model(db, m, j, 90000 + j);
     assert_int_equal(tkv_flush(db), TKV_OK);
     check_no_leak(db, "after unpinning");
-    tu_close_ok(db);
-    db = tu_open_ok(dir, o);
-    tu_check_db(db, NULL, m, "reopened");
-    tu_close_ok(db);
+    tu_close_reopen_check(db, dir, o, m, "reopened");
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);

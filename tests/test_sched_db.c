@@ -136,10 +136,7 @@ static void sched_burst(void **state)
     uint64_t pz = tu_prop_u64(db, "tkv.sched", "pauses="), rz = tu_prop_u64(db, "tkv.sched", "resumes=");
     if (pz != rz) fail_msg("pauses=%llu resumes=%llu after the burst", (unsigned long long)pz, (unsigned long long)rz);
     tu_check_db(db, NULL, m, "after the burst");
-    tu_close_ok(db);
-    db = tu_open_ok(dir, o);
-    tu_check_db(db, NULL, m, "reopened");
-    tu_close_ok(db);
+    tu_close_reopen_check(db, dir, o, m, "reopened");
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -167,10 +164,7 @@ static void sched_abort_cleanup(void **state)
                   orphans);
     assert_int_equal(orphans, 0);
     tu_check_db(db, NULL, m, "after aborts");
-    tu_close_ok(db);
-    db = tu_open_ok(dir, o);
-    tu_check_db(db, NULL, m, "reopened after aborts");
-    tu_close_ok(db);
+    tu_close_reopen_check(db, dir, o, m, "reopened after aborts");
     tkv_options_free(o);
     tu_model_free(m);
     tu_tmpdir_free(dir);
@@ -256,10 +250,7 @@ static void sched_abort_held_job(void **state)
     uint64_t pz = tu_prop_u64(db, "tkv.sched", "pauses="), rz = tu_prop_u64(db, "tkv.sched", "resumes=");
     assert_int_equal(pz, rz);
     tu_check_db(db, NULL, w.m, "after a held job was aborted");
-    tu_close_ok(db);
-    db = tu_open_ok(dir, o);
-    tu_check_db(db, NULL, w.m, "reopened after the abort");
-    tu_close_ok(db);
+    tu_close_reopen_check(db, dir, o, w.m, "reopened after the abort");
     tkv_options_free(o);
     tu_model_free(w.m);
     tu_tmpdir_free(dir);

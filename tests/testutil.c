@@ -433,3 +433,11 @@ uint64_t tu_prop_u64(tkv_db *db, const char *name, const char *field)
     tkv_free(p);
     return v;
 }
+
+void tu_close_reopen_check(tkv_db *db, const char *dir, const tkv_options *o, const tu_model *m, const char *what)
+{
+    tu_close_ok(db);
+    db = tu_open_ok(dir, o);
+    tu_check_db(db, NULL, m, what);
+    tu_close_ok(db);
+}

@@ -104,5 +104,8 @@ void tu_model_at(const tu_model *m, size_t i, const void **k, size_t *kn, const 
  * model key. Fails the current cmocka test with a precise message on the first
  * difference; `what` is included in it. */
 void tu_check_db(tkv_db *db, const tkv_snapshot *snap, const tu_model *m, const char *what);
+/* tu_close_reopen_check -- closes db, opens dir again with o, compares it
+ * with m (tu_check_db, labelled `what`) and closes it: nothing was lost. */
+void tu_close_reopen_check(tkv_db *db, const char *dir, const tkv_options *o, const tu_model *m, const char *what);
 
 #endif
