@@ -302,8 +302,15 @@ static void sched_no_stop_while_flushing(void **state)
     assert_true(f_prl >= 20 && f_off >= 20);
     /* off: the writer outruns the flush and stops on most switches */
     assert_true(off >= f_off / 2);
-    /* prl: at most the first flush, before any bandwidth sample */
-    assert_true(prl <= 1);
+    /* prl: the first flush (before any bandwidth sample) may stop the
+     * writer; after that the pace is 1/8 under the slowest recent flush, so
+     * only a flush that suddenly runs slower than every recent one (an
+     * fsync stuck behind a busy disk on a shared CI machine: CI once saw a
+     * single 65 ms stop) can. Allow one such hiccup per 10 flushes; a
+     * controller that does not pace stops on nearly every flush, as off
+     * does above. */
+    assert_true(prl <= 1 + f_prl / 10);
+    assert_true(prl * 4 <= off);
 }
 
 static void run_switches(const char *sched, const char *wc, const char *ssd)
