@@ -1131,7 +1131,8 @@ static void test_sst_open_eio(void **state)
     static fault_cfg f = {"sst open EIO", IO_OP_OPEN, ".sst", EIO, TKV_IO_ERROR, 0, 0};
     uint64_t seed = tu_seed();
     char *dir = tu_tmpdir("sstf-openeio");
-    tkv_options *o = make_opts(NULL);
+    /* reads open the tables here (test_preload_tables covers opens ahead of them) */
+    tkv_options *o = make_opts("preload_tables", "0", NULL);
     tu_model *m = tu_model_new();
     numlist files;
     build_l1_db(dir, o, m, 1500, 80, seed, 0, &files);
@@ -1160,6 +1161,81 @@ static void test_sst_open_eio(void **state)
     assert_true(rc == TKV_IO_ERROR || rc == TKV_CORRUPTION);
     if (!strstr(msg, ".sst") || !strstr(msg, strerror(EIO)))
         fail_msg("open EIO: message should name the .sst file and \"%s\": \"%s\"", strerror(EIO), msg);
+}
+
+/* ---------------------------------------------------------------- 6b. tables opened ahead of reads */
+
+/* table_cache_counter -- a counter of the "table_cache:" line of tkv.stats. */
+static uint64_t table_cache_counter(tkv_db *db, const char *name)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "%s%s=", strcmp(name, "open") ? " " : "table_cache: ", name);
+    return tu_prop_u64(db, "tkv.stats", pat);
+}
+
+/* With preload_tables the tables are open before a client needs them: at
+ * tkv_open (every table of the version) and when a flush or compaction
+ * installs new ones; no read opens a table (client_opens stays 0). Without
+ * it, reads open them. A table that cannot be opened at tkv_open (EIO) does
+ * not fail the open: the reads that need it report the error, and once the
+ * device recovers they succeed (nothing bad was cached). */
+static void test_preload_tables(void **state)
+{
+    (void)state;
+    static fault_cfg f = {"sst open EIO at preload", IO_OP_OPEN, ".sst", EIO, TKV_IO_ERROR, 0, 0};
+    uint64_t seed = tu_seed();
+    char *dir = tu_tmpdir("sstf-preload");
+    tkv_options *off = make_opts("preload_tables", "0", NULL);
+    tkv_options *on = make_opts("preload_tables", "1", NULL);
+    tu_model *m = tu_model_new();
+    numlist files;
+    build_l1_db(dir, on, m, 1500, 80, seed, 0, &files);
+
+    /* 1. off: the reads open every table */
+    tkv_db *db = open_ok(dir, off);
+    assert_int_equal(table_cache_counter(db, "preloads"), 0);
+    tu_check_db(db, NULL, m, "preload off");
+    uint64_t opened = table_cache_counter(db, "client_opens");
+    print_message("preload off: %llu of %zu tables opened by reads\n", (unsigned long long)opened, files.n);
+    assert_int_equal(opened, files.n);
+    close_ok(db);
+
+    /* 2. on: all are open after tkv_open, none is opened by a read */
+    db = open_ok(dir, on);
+    assert_int_equal(table_cache_counter(db, "preloads"), files.n);
+    assert_int_equal(table_cache_counter(db, "open"), files.n);
+    tu_check_db(db, NULL, m, "preload on");
+    assert_int_equal(table_cache_counter(db, "client_opens"), 0);
+
+    /* 3. new tables (flushes to L0, a compaction into L1) are opened as they
+     * are installed; the reads after them open none */
+    fill_unique(db, m, "new", 0, 1500, 80, seed + 1, 0);
+    compact_ok(db);
+    tu_check_db(db, NULL, m, "after new tables");
+    uint64_t pre = table_cache_counter(db, "preloads");
+    print_message("preload on: %llu tables opened ahead, %llu by reads\n", (unsigned long long)pre,
+                  (unsigned long long)table_cache_counter(db, "client_opens"));
+    assert_true(pre > files.n);
+    assert_int_equal(table_cache_counter(db, "client_opens"), 0);
+    close_ok(db);
+
+    /* 4. every open fails while tkv_open preloads: the open succeeds, reads
+     * fail naming the file, and succeed once the device is back */
+    io_set_fault_hook(fault_hook, &f);
+    arm(&f, 1);
+    db = open_ok(dir, on);
+    assert_int_equal(table_cache_counter(db, "preloads"), 0);
+    assert_true(__atomic_load_n(&f.hits, __ATOMIC_RELAXED) > 0);
+    assert_true(expect_read_error(db, m, TKV_IO_ERROR, TKV_CORRUPTION, 0, "open EIO at preload") > 0);
+    arm(&f, 0);
+    io_set_fault_hook(NULL, NULL);
+    tu_check_db(db, NULL, m, "after the device recovered");
+    close_ok(db);
+
+    tu_model_free(m);
+    tkv_options_free(off);
+    tkv_options_free(on);
+    tu_tmpdir_free(dir);
 }
 
 /* ---------------------------------------------------------------- 7. model check */
@@ -1316,6 +1392,7 @@ int main(void)
         cmocka_unit_test_prestate_setup_teardown(test_compaction_fault, NULL, unhook, &comp_mf_sync),
         cmocka_unit_test_setup_teardown(test_sst_read_eio, NULL, unhook),
         cmocka_unit_test_setup_teardown(test_sst_open_eio, NULL, unhook),
+        cmocka_unit_test_prestate_setup_teardown(test_preload_tables, NULL, unhook, NULL),
         cmocka_unit_test(test_model_across_tiers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

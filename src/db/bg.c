@@ -81,11 +81,20 @@ static int flush_one(tkv_db *db)
             sst_path(db->dir, f->number, path, sizeof path);
             io_remove(path);
         }
-        file_meta_unref(f);
+        if (rc < 0) {
+            file_meta_unref(f);
+            f = NULL;
+        }
     }
     if (rc == 0) {
         rc = sv_replace(db, 1, NULL); /* imm[0] leaves the view (the writer may have appended more imms) */
         if (rc == 0) delete_obsolete_files(db);
+    }
+    if (f) { /* installed: open it for the readers after the memtable has left (writers wait on that) */
+        pthread_mutex_unlock(&db->mu);
+        compact_preload_outputs(db, &f, 1, IO_FLUSH);
+        pthread_mutex_lock(&db->mu);
+        file_meta_unref(f);
     }
     if (rc < 0) db_set_bg_error(db, rc);
     sv_unref(sv);

@@ -429,6 +429,28 @@ void compact_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int rem
     free(done);
 }
 
+void compact_preload_outputs(tkv_db *db, file_meta *const *files, size_t n, io_class cls)
+{
+    if (!db->opts.preload_tables) return;
+    for (size_t i = 0; i < n; i++) (void)table_cache_preload(db->tc, files[i], cls);
+}
+
+void db_preload_tables(tkv_db *db)
+{
+    if (!db->opts.preload_tables) return;
+    pthread_mutex_lock(&db->mu);
+    version *v = vset_current(db->vs);
+    version_ref_files(v);
+    pthread_mutex_unlock(&db->mu);
+    size_t budget = (size_t)db->opts.max_open_files;
+    for (int level = 0; level < VERSION_LEVELS && budget; level++) {
+        size_t n = v->nfiles[level] < budget ? v->nfiles[level] : budget;
+        compact_preload_outputs(db, v->files[level], n, IO_META);
+        budget -= n;
+    }
+    version_unref_files(v);
+}
+
 int run_compaction(tkv_db *db, compaction *c)
 {
     version_edit e;
@@ -496,6 +518,7 @@ int run_compaction(tkv_db *db, compaction *c)
      * still be recovered at the next open, so its outputs must stay; if it
      * is not, they are orphans that the next open deletes.) */
     pthread_mutex_unlock(&db->mu);
+    if (rc == 0) compact_preload_outputs(db, done, ndone, c->cls);
     compact_discard_outputs(db, done, ndone, rc < 0 && !install_failed);
     pthread_mutex_lock(&db->mu);
 

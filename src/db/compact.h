@@ -74,6 +74,18 @@ int compact_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const ver
  * array. Takes mu. */
 void compact_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int remove_files);
 
+/* compact_preload_outputs -- with preload_tables, opens freshly installed
+ * files into the table cache (their index and filter read now, charged to
+ * cls, instead of by the first client that reads them). Call without mu,
+ * while the caller still holds its refs on files[]. Failures are ignored:
+ * the table stays closed and a reader meets the error. */
+void compact_preload_outputs(tkv_db *db, file_meta *const *files, size_t n, io_class cls);
+
+/* db_preload_tables -- with preload_tables, opens the current version's
+ * tables into the table cache at tkv_open, upper levels first, at most
+ * max_open_files of them (IO_META). Failures are ignored as above. */
+void db_preload_tables(tkv_db *db);
+
 /* is_base_level -- 1 if no level of v deeper than out_level can hold ukey. */
 int is_base_level(const version *v, int out_level, tkv_slice ukey);
 /* open_input -- an iterator over SST f read with I/O class cls, bypassing the

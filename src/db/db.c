@@ -676,6 +676,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     memtable_unref(mem);
     if (rc == 0 && (rc = batch_init(&db->group)) < 0) tkv_err(rc, "out of memory");
     if (rc == 0) rc = recover(db);
+    if (rc == 0) db_preload_tables(db); /* before clients: the first reads do not open tables */
     if (rc == 0) {
         pthread_mutex_lock(&db->mu);
         delete_obsolete_files(db); /* orphans of a crash, WALs already in SSTs */

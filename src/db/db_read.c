@@ -337,6 +337,10 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
     db_appendf(b, oom, "block_cache: capacity=%zu usage=%zu hits=%llu misses=%llu hit_rate=%.4f\n", cs.capacity, cs.usage,
             (unsigned long long)cs.hits, (unsigned long long)cs.misses,
             cs.hits + cs.misses ? (double)cs.hits / (double)(cs.hits + cs.misses) : 0.0);
+    table_cache_stats ts;
+    table_cache_get_stats(db->tc, &ts);
+    db_appendf(b, oom, "table_cache: open=%zu client_opens=%llu preloads=%llu\n", ts.open,
+               (unsigned long long)ts.client_opens, (unsigned long long)ts.preloads);
     mx_stats_line(db, b, oom);
     db_appendf(b, oom, "stalls: slowdowns=%llu stops=%llu stall_micros=%llu\n",
             (unsigned long long)ctr_get(&c->stall_slowdowns), (unsigned long long)ctr_get(&c->stall_stops),

@@ -33,6 +33,7 @@ struct tkv_options {
     int l0_slowdown_trigger;    /* l0=sst: L0 files at which the write controller slows writers */
     int l0_stop_trigger;        /* L0 files at which writes wait for compaction */
     int max_open_files;         /* SST tables kept open */
+    int preload_tables;         /* 1: open tables into the table cache at open and when installed */
     int direct_io;              /* 1: SST reads and flush/compaction writes use O_DIRECT */
     /* NVM tier: the matrix container (docs/format-matrix.md) */
     int l0;                     /* L0_SST or L0_MATRIX */

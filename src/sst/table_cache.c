@@ -18,6 +18,7 @@ struct table_cache {
     tkv_cache *blocks;  /* shared block cache (may be NULL) */
     io_stats *stats;
     unsigned io_flags; /* IO_DIRECT when direct_io=1 */
+    uint64_t client_opens, preloads; /* atomic (relaxed) */
 };
 
 void sst_path(const char *dir, uint64_t number, char *buf, size_t len)
@@ -59,8 +60,18 @@ void table_cache_free(table_cache *tc)
 
 tkv_cache *table_cache_block_cache(table_cache *tc) { return tc->blocks; }
 
-/* find_table -- the pinned cache handle of file f's table, opening it on a miss. */
-static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)
+void table_cache_get_stats(table_cache *tc, table_cache_stats *out)
+{
+    cache_stats cs;
+    cache_get_stats(tc->tables, &cs);
+    out->open = cs.usage; /* charge 1 per table */
+    out->client_opens = __atomic_load_n(&tc->client_opens, __ATOMIC_RELAXED);
+    out->preloads = __atomic_load_n(&tc->preloads, __ATOMIC_RELAXED);
+}
+
+/* find_table -- the pinned cache handle of file f's table, opening it on a
+ * miss with its reads charged to open_cls. */
+static int find_table_cls(table_cache *tc, const file_meta *f, io_class open_cls, cache_handle **out)
 {
     uint8_t key[8];
     enc_u64(key, f->number);
@@ -69,7 +80,7 @@ static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)
         char path[4096];
         sst_path(tc->dir, f->number, path, sizeof path);
         io_file *file;
-        int rc = io_open_read_ex(path, tc->io_flags, IO_USER_READ, tc->stats, &file);
+        int rc = io_open_read_ex(path, tc->io_flags, open_cls, tc->stats, &file);
         if (rc < 0) {
             /* A file the MANIFEST lists but that does not exist is corruption;
              * any other failure (EIO, EMFILE...) keeps the OS error and code. */
@@ -79,13 +90,28 @@ static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)
         }
         table *t;
         TKV_TRY(table_open(file, f->size, tc->blocks, &t));
+        file->cls = IO_USER_READ; /* from here on it serves clients; no other thread has seen it yet */
         h = cache_insert(tc->tables, key, sizeof key, t, 1, close_table);
         if (!h) {
             table_close(t);
             return tkv_err(TKV_NO_MEMORY, "out of memory caching table %s", path);
         }
+        __atomic_fetch_add(open_cls == IO_USER_READ ? &tc->client_opens : &tc->preloads, 1, __ATOMIC_RELAXED);
     }
     *out = h;
+    return 0;
+}
+
+static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)
+{
+    return find_table_cls(tc, f, IO_USER_READ, out);
+}
+
+int table_cache_preload(table_cache *tc, const file_meta *f, io_class cls)
+{
+    cache_handle *h;
+    TKV_TRY(find_table_cls(tc, f, cls, &h));
+    cache_release(tc->tables, h);
     return 0;
 }
 

@@ -34,8 +34,26 @@ int table_cache_get(table_cache *tc, const file_meta *f, tkv_slice ukey, uint64_
  * on out of memory. */
 tkv_it *table_cache_iter(table_cache *tc, const file_meta *f);
 
+/* table_cache_preload -- opens file f's table into the cache unless it is
+ * there, so the first client read of f does not pay for reading its index
+ * and filter (RocksDB does the same at open with max_open_files = -1). The
+ * open's reads are charged to `cls` (the flush or compaction that made the
+ * file, or IO_META at open); the table then serves client reads as
+ * IO_USER_READ like any other. 0 on success or if already open; an error
+ * leaves nothing cached (a reader that needs f meets the error itself). */
+int table_cache_preload(table_cache *tc, const file_meta *f, io_class cls);
+
 /* table_cache_evict -- drops a deleted file's table from the cache. */
 void table_cache_evict(table_cache *tc, uint64_t number);
+
+/* Counters (relaxed atomics): tables open now, tables a client read had to
+ * open itself (it paid for the index and filter), and tables opened ahead
+ * by table_cache_preload. */
+typedef struct table_cache_stats {
+    size_t open;
+    uint64_t client_opens, preloads;
+} table_cache_stats;
+void table_cache_get_stats(table_cache *tc, table_cache_stats *out);
 
 /* table_cache_block_cache -- the block cache the tables use (may be NULL). */
 tkv_cache *table_cache_block_cache(table_cache *tc);
