@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#define RING_SIZE (1u << 18) /* per worker; a power of two */
+#define RING_SIZE (1u << 20) /* requests queued at most; a power of two */
 #define WORKER_POLL_NS 20000u /* an idle worker polls its queue this long before it sleeps */
 #define SPIN_NS 3000u        /* sleep until this close to the intended time, then spin */
 
@@ -116,46 +116,58 @@ double lg_expected_ops(const lg_phase *ph, size_t n, double duration_s)
     return ops;
 }
 
-/* A worker's queue: the generator is the only producer, the worker the only
- * consumer. head/tail are free-running counters. */
-typedef struct worker {
+/* The request queue, shared by all workers (one server queue, as in a
+ * server whose worker pool takes the next request when it is free): one slow
+ * request holds up only itself, not a quarter of the requests behind it, as
+ * per-worker round-robin queues would. The generator is the only producer.
+ * Invariants: head - tail <= RING_SIZE; items holds one post per queued
+ * request plus one per worker at shutdown; ring, head and tail change under mu. */
+typedef struct lg_queue {
+    pthread_mutex_t mu;
     uint64_t ring[RING_SIZE];
     uint64_t head; /* next slot to write (generator) */
-    uint64_t tail; /* next slot to read (worker) */
-    sem_t items;   /* one post per queued request, plus one at shutdown */
+    uint64_t tail; /* next slot to take (a worker) */
+    sem_t items;
+    int closing; /* set after the last request: workers exit when the queue is empty */
+    lg_exec_fn fn;
+    void *arg;
+} lg_queue;
+
+typedef struct worker {
     int index;
     pthread_t thread;
-    struct lg_ctx *ctx;
+    lg_queue *q;
     uint64_t done;
     uint64_t last_ns;
 } worker;
 
-typedef struct lg_ctx {
-    lg_exec_fn fn;
-    void *arg;
-    int closing; /* set after the last request: workers exit when their queue is empty */
-} lg_ctx;
-
 static void *worker_main(void *p)
 {
     worker *w = p;
+    lg_queue *q = w->q;
+    char name[16];
+    snprintf(name, sizeof name, "lg-worker%d", w->index % 1000);
+    pthread_setname_np(pthread_self(), name); /* for top and perf */
     for (;;) {
         /* poll briefly before sleeping: under load the next request usually
          * arrives within microseconds, and a futex sleep + wake-up costs more */
         uint64_t poll_until = lg_now_ns() + WORKER_POLL_NS;
         int got = 0;
-        while (!(got = sem_trywait(&w->items) == 0) && lg_now_ns() < poll_until) __builtin_ia32_pause();
+        while (!(got = sem_trywait(&q->items) == 0) && lg_now_ns() < poll_until) __builtin_ia32_pause();
         if (!got)
-            while (sem_wait(&w->items) != 0 && errno == EINTR) {
+            while (sem_wait(&q->items) != 0 && errno == EINTR) {
             }
-        uint64_t tail = w->tail;
-        if (tail == __atomic_load_n(&w->head, __ATOMIC_ACQUIRE)) {
-            if (__atomic_load_n(&w->ctx->closing, __ATOMIC_ACQUIRE)) break;
+        pthread_mutex_lock(&q->mu);
+        if (q->tail == q->head) {
+            int closing = q->closing;
+            pthread_mutex_unlock(&q->mu);
+            if (closing) break;
             continue;
         }
-        uint64_t intended = w->ring[tail & (RING_SIZE - 1)];
-        __atomic_store_n(&w->tail, tail + 1, __ATOMIC_RELEASE);
-        w->ctx->fn(w->ctx->arg, w->index, intended);
+        uint64_t intended = q->ring[q->tail & (RING_SIZE - 1)];
+        q->tail++;
+        pthread_mutex_unlock(&q->mu);
+        q->fn(q->arg, w->index, intended);
         w->done++;
     }
     w->last_ns = lg_now_ns();
@@ -189,15 +201,22 @@ int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers,
 {
     memset(res, 0, sizeof *res);
     if (nworkers < 1) nworkers = 1;
-    lg_ctx ctx = {.fn = fn, .arg = arg};
+    lg_queue *q = calloc(1, sizeof *q);
     worker *ws = calloc((size_t)nworkers, sizeof *ws);
-    if (!ws) return -1;
+    if (!q || !ws) {
+        free(q);
+        free(ws);
+        return -1;
+    }
+    pthread_mutex_init(&q->mu, NULL);
+    sem_init(&q->items, 0, 0);
+    q->fn = fn;
+    q->arg = arg;
     int started = 0;
     for (; started < nworkers; started++) {
         worker *w = &ws[started];
         w->index = started;
-        w->ctx = &ctx;
-        sem_init(&w->items, 0, 0);
+        w->q = q;
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) break;
     }
     int rc = started == nworkers ? 0 : -1;
@@ -207,7 +226,6 @@ int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers,
     uint64_t end = start + (uint64_t)(duration_s * 1e9);
     res->start_ns = start;
     uint64_t phase_start = start;
-    size_t next_worker = 0;
     for (size_t i = 0; rc == 0 && phase_start < end && !(stop && *stop); i = (i + 1) % n) {
         uint64_t phase_len = (uint64_t)(ph[i].seconds * 1e9);
         uint64_t phase_end = phase_start + phase_len < end ? phase_start + phase_len : end;
@@ -217,19 +235,19 @@ int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers,
                 uint64_t t = phase_start + (uint64_t)((double)k * gap);
                 if (t >= phase_end || (stop && *stop)) break;
                 wait_until(t);
-                worker *w = &ws[next_worker];
-                next_worker = (next_worker + 1) % (size_t)nworkers;
-                uint64_t head = w->head;
-                uint64_t backlog = head - __atomic_load_n(&w->tail, __ATOMIC_ACQUIRE);
-                while (backlog >= RING_SIZE) { /* full: wait, but keep the intended time */
+                pthread_mutex_lock(&q->mu);
+                while (q->head - q->tail >= RING_SIZE) { /* full: wait, but keep the intended time */
+                    pthread_mutex_unlock(&q->mu);
                     struct timespec ts = {0, 100000};
                     nanosleep(&ts, NULL);
-                    backlog = head - __atomic_load_n(&w->tail, __ATOMIC_ACQUIRE);
+                    pthread_mutex_lock(&q->mu);
                 }
-                if (backlog * (uint64_t)nworkers > res->max_backlog) res->max_backlog = backlog * (uint64_t)nworkers;
-                w->ring[head & (RING_SIZE - 1)] = t;
-                __atomic_store_n(&w->head, head + 1, __ATOMIC_RELEASE);
-                sem_post(&w->items);
+                uint64_t backlog = q->head - q->tail;
+                q->ring[q->head & (RING_SIZE - 1)] = t;
+                q->head++;
+                pthread_mutex_unlock(&q->mu);
+                sem_post(&q->items);
+                if (backlog + 1 > res->max_backlog) res->max_backlog = backlog + 1;
                 if (res->issued < trace_cap) issue_ns[res->issued] = lg_now_ns();
                 res->issued++;
             }
@@ -239,14 +257,18 @@ int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers,
         phase_start = phase_end;
     }
     if (old_slack > 0) prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
-    __atomic_store_n(&ctx.closing, 1, __ATOMIC_RELEASE);
-    for (int i = 0; i < started; i++) sem_post(&ws[i].items);
+    pthread_mutex_lock(&q->mu);
+    q->closing = 1;
+    pthread_mutex_unlock(&q->mu);
+    for (int i = 0; i < started; i++) sem_post(&q->items);
     for (int i = 0; i < started; i++) {
         pthread_join(ws[i].thread, NULL);
-        sem_destroy(&ws[i].items);
         res->completed += ws[i].done;
         if (ws[i].last_ns > res->end_ns) res->end_ns = ws[i].last_ns;
     }
+    sem_destroy(&q->items);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
     free(ws);
     return rc;
 }

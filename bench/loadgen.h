@@ -10,11 +10,13 @@
  *
  * One generator thread computes the intended time of request k of a phase as
  * phase_start + k / rate, sleeps until just before it (timers overshoot by tens
- * of microseconds here), spins the rest, and hands the intended time to the
- * next worker's queue (round robin; a single-producer single-consumer ring).
- * Workers sleep on a semaphore when idle. If a ring is full the generator
- * waits for room, but intended times are never moved: a late request is
- * charged its full delay.
+ * of microseconds here), spins the rest, and puts the intended time on one
+ * queue that all workers take from (the next free worker runs the oldest
+ * request, like a server's worker pool: a slow request delays only the
+ * requests that find every worker busy). Workers sleep on a semaphore when
+ * idle. If the queue is full (2^20 requests) the generator waits for room,
+ * but intended times are never moved: a late request is charged its full
+ * delay.
  */
 #ifndef TKV_BENCH_LOADGEN_H
 #define TKV_BENCH_LOADGEN_H
