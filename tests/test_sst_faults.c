@@ -1238,6 +1238,84 @@ static void test_preload_tables(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* ---------------------------------------------------------------- 6c. chunked deletion of obsolete files */
+
+/* Obsolete SSTs and WALs are renamed to "<n>.sst.trash" / "<n>.wal.trash" and
+ * truncated down delete_chunk at a time (paced at delete_rate) before the
+ * unlink: a .trash file is seen shrinking, all are gone in the end, and no
+ * data is lost. A .trash file a crash left behind is deleted at the next
+ * open, and tkv_destroy removes .trash files too. */
+static void test_trash_chunked_delete(void **state)
+{
+    (void)state;
+    uint64_t seed = tu_seed();
+    char *dir = tu_tmpdir("sstf-trash");
+    /* 64K tables, 16K steps at 64 KB/s: a quarter of a second per step */
+    tkv_options *o = make_opts("delete_chunk", "16K", "delete_rate", "64K", NULL);
+    tu_model *m = tu_model_new();
+    tkv_db *db = open_ok(dir, o);
+    fill_unique(db, m, "key", 0, 3000, 80, seed, 0);
+    compact_ok(db);
+    /* watch a .trash file shrink: some size strictly between its first size and 0 */
+    int shrank = 0;
+    double t0 = tu_now_ms();
+    char path[4096];
+    uint64_t first = 0, tnum = 0;
+    while (!shrank && tu_now_ms() - t0 < 20000) {
+        numlist tr;
+        list_files(dir, ".sst.trash", &tr);
+        if (tr.n && tnum != tr.v[0]) { /* a new one (the previous may be gone) */
+            tnum = tr.v[0];
+            first = 0;
+        }
+        if (tr.n) {
+            snprintf(path, sizeof path, "%s/%06llu.sst.trash", dir, (unsigned long long)tnum);
+            struct stat sb;
+            if (stat(path, &sb) == 0) {
+                if (!first) first = (uint64_t)sb.st_size;
+                else if ((uint64_t)sb.st_size < first && sb.st_size > 0) shrank = 1;
+            }
+        }
+        usleep(2000);
+    }
+    print_message("a .trash file shrank from %llu bytes: %d\n", (unsigned long long)first, shrank);
+    assert_true(shrank);
+    /* all are deleted in the end */
+    t0 = tu_now_ms();
+    while (tu_prop_u64(db, "tkv.stats", "pending_files=") > 0 && tu_now_ms() - t0 < 60000) usleep(10000);
+    assert_int_equal(tu_prop_u64(db, "tkv.stats", "pending_files="), 0);
+    assert_true(tu_prop_u64(db, "tkv.stats", "files_deleted=") > 0);
+    assert_true(tu_prop_u64(db, "tkv.stats", "bytes_deleted=") > 0);
+    numlist tr;
+    list_files(dir, ".sst.trash", &tr);
+    assert_int_equal(tr.n, 0);
+    tu_check_db(db, NULL, m, "after the trash was emptied");
+    close_ok(db);
+
+    /* a crash left a .trash file (and an obsolete-named one): the next open deletes both */
+    snprintf(path, sizeof path, "%s/%06u.sst.trash", dir, 999999u);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 100000; i++) fputc('x', f);
+    fclose(f);
+    db = open_ok(dir, o);
+    t0 = tu_now_ms();
+    while (access(path, F_OK) == 0 && tu_now_ms() - t0 < 20000) usleep(10000);
+    assert_int_not_equal(access(path, F_OK), 0);
+    tu_check_db(db, NULL, m, "after reopening");
+    close_ok(db);
+
+    /* tkv_destroy treats .trash files as the database's */
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(tkv_destroy(dir), TKV_OK);
+    assert_int_not_equal(access(path, F_OK), 0);
+    tu_model_free(m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 /* ---------------------------------------------------------------- 7. model check */
 
 static void check_absent(tkv_db *db, const tkv_snapshot *snap, const tu_model *m, unsigned nkeys, const char *what)
@@ -1393,6 +1471,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sst_read_eio, NULL, unhook),
         cmocka_unit_test_setup_teardown(test_sst_open_eio, NULL, unhook),
         cmocka_unit_test_prestate_setup_teardown(test_preload_tables, NULL, unhook, NULL),
+        cmocka_unit_test(test_trash_chunked_delete),
         cmocka_unit_test(test_model_across_tiers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -556,6 +556,8 @@ void delete_obsolete_files(tkv_db *db)
     if (vset_live_files(db->vs, &live, &nlive) < 0) return; /* try again next time */
     uint64_t log_number = vset_log_number(db->vs);
     uint64_t manifest = vset_manifest_number(db->vs);
+    char **doomed = NULL; /* paths to unlink once mu is released */
+    size_t ndoomed = 0, cap = 0;
     DIR *d = opendir(db->dir);
     struct dirent *e;
     while (d && (e = readdir(d))) {
@@ -571,13 +573,45 @@ void delete_obsolete_files(tkv_db *db)
             remove = num < log_number && num != db->wal_number;
         } else if (!strncmp(e->d_name, "MANIFEST-", 9)) {
             remove = strtoull(e->d_name + 9, NULL, 10) != manifest;
+        } else if (end != e->d_name && (!strcmp(end, ".sst.trash") || !strcmp(end, ".wal.trash"))) {
+            remove = 1; /* left by a crash or by a remover that raced us: the trash thread sees ENOENT */
         }
-        if (remove) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", db->dir, e->d_name);
-            io_remove(path);
+        if (!remove) continue;
+        if (ndoomed == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **nd = realloc(doomed, ncap * sizeof *nd);
+            if (!nd) break; /* out of memory: the rest go next time */
+            doomed = nd;
+            cap = ncap;
         }
+        size_t len = strlen(db->dir) + 1 + strlen(e->d_name) + 1;
+        if (!(doomed[ndoomed] = malloc(len))) break;
+        snprintf(doomed[ndoomed++], len, "%s/%s", db->dir, e->d_name);
     }
     if (d) closedir(d);
     free(live);
+    if (!ndoomed) {
+        free(doomed);
+        return;
+    }
+    pthread_mutex_unlock(&db->mu);
+    for (size_t i = 0; i < ndoomed; i++) {
+        /* SSTs and WALs (large) go to the trash thread under a name that is
+         * visibly no longer the database's; MANIFESTs (small) at once */
+        size_t n = strlen(doomed[i]);
+        int big = n > 4 && (!strcmp(doomed[i] + n - 4, ".sst") || !strcmp(doomed[i] + n - 4, ".wal"));
+        char tpath[4200];
+        if (!big) {
+            if (n > 6 && !strcmp(doomed[i] + n - 6, ".trash")) trash_add(db->trash, doomed[i]);
+            else io_remove(doomed[i]);
+        } else if (snprintf(tpath, sizeof tpath, "%s.trash", doomed[i]) < (int)sizeof tpath &&
+                   io_rename(doomed[i], tpath) == 0) {
+            trash_add(db->trash, tpath);
+        } else {
+            io_remove(doomed[i]); /* (ENOENT: another remover was first) */
+        }
+        free(doomed[i]);
+    }
+    free(doomed);
+    pthread_mutex_lock(&db->mu);
 }

@@ -102,7 +102,13 @@ int flush_memtable(tkv_db *db, memtable *m, file_meta **out);
 
 /* delete_obsolete_files -- removes SSTs no live version references (and not
  * being written), WALs older than the version set's log number, old
- * MANIFESTs. Caller holds mu (file removal happens with it held: cheap). */
+ * MANIFESTs, and ".trash" files a crash left. SSTs and WALs are renamed to
+ * "<name>.trash" and handed to db->trash, which deletes them a chunk at a
+ * time (trash.h: online discard). Caller holds mu; the choice is made under
+ * it, and it is released while the files are renamed or unlinked: unlinking a 64 MiB file can wait for the
+ * filesystem journal behind a busy device for 100+ ms, and every get and
+ * put needs mu. (A file found obsolete stays obsolete: file numbers are never
+ * reused, and a concurrent remover of the same file just sees ENOENT.) */
 void delete_obsolete_files(tkv_db *db);
 
 #endif

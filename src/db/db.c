@@ -659,6 +659,8 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* db_timed_wait */
     pthread_cond_init(&db->bg_cv, &ca);
     pthread_condattr_destroy(&ca);
+    if (rc == 0 && trash_new(o.delete_chunk, o.delete_rate, &db->trash) < 0)
+        rc = tkv_err(TKV_NO_MEMORY, "out of memory starting the trash thread");
     if (rc == 0) rc = silk_open(db); /* installs the I/O gate before any data file is opened */
     if (rc == 0) rc = vset_open(dir, &db->io, &db->vs);
     if (rc == 0) rc = mx_open(db); /* before WAL replay: rows the MANIFEST does not list go first */
@@ -716,6 +718,7 @@ int tkv_close(tkv_db *db)
         free(s);
     }
     sv_unref(db->sv);
+    trash_free(db->trash); /* what is still queued is unlinked now */
     table_cache_free(db->tc);
     if (db->vs) vset_close(db->vs);
     mx_close(db); /* after every rowset is gone */
@@ -739,7 +742,13 @@ static int is_db_file(const char *name)
         if (!strcmp(name, exact[i])) return 1;
     const char *dot = strrchr(name, '.');
     if (!strncmp(name, "MANIFEST-", 9)) return 1;
-    if (dot && (!strcmp(dot, ".wal") || !strcmp(dot, ".sst"))) {
+    int typed = dot && (!strcmp(dot, ".wal") || !strcmp(dot, ".sst"));
+    if (dot && !strcmp(dot, ".trash") && dot - name > 4 &&
+        (!strncmp(dot - 4, ".sst", 4) || !strncmp(dot - 4, ".wal", 4))) { /* "<digits>.sst.trash" (trash.h) */
+        dot -= 4;
+        typed = 1;
+    }
+    if (typed) {
         for (const char *p = name; p < dot; p++)
             if (*p < '0' || *p > '9') return 0;
         return 1;

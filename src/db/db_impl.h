@@ -29,6 +29,7 @@
 #include "mem/memtable.h"
 #include "mem/wal.h"
 #include "db/silk.h"
+#include "db/trash.h"
 #include "sst/cache.h"
 #include "sst/table_cache.h"
 #include "sst/version.h"
@@ -135,6 +136,7 @@ struct tkv_db {
     struct tkv_options opts;
     int lock_fd;
     io_stats io;
+    trash *trash;                /* obsolete files, deleted a chunk at a time (trash.h) */
     db_counters ctr;
 
     pthread_mutex_t mu;

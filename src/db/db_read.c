@@ -341,6 +341,11 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
     table_cache_get_stats(db->tc, &ts);
     db_appendf(b, oom, "table_cache: open=%zu client_opens=%llu preloads=%llu\n", ts.open,
                (unsigned long long)ts.client_opens, (unsigned long long)ts.preloads);
+    trash_stats tr;
+    trash_get_stats(db->trash, &tr);
+    db_appendf(b, oom, "trash: files_deleted=%llu bytes_deleted=%llu pending_files=%llu failures=%llu\n",
+               (unsigned long long)tr.files_deleted, (unsigned long long)tr.bytes_deleted,
+               (unsigned long long)tr.pending_files, (unsigned long long)tr.failures);
     mx_stats_line(db, b, oom);
     db_appendf(b, oom, "stalls: slowdowns=%llu stops=%llu stall_micros=%llu\n",
             (unsigned long long)ctr_get(&c->stall_slowdowns), (unsigned long long)ctr_get(&c->stall_stops),

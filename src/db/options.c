@@ -57,6 +57,8 @@ static const opt_def OPTION_TABLE[] = {
     {"l0_stop_trigger", OPT_INT, OFF(l0_stop_trigger), 1, 1000, "12", NULL},
     {"max_open_files", OPT_INT, OFF(max_open_files), 16, 1000000, "1000", NULL},
     {"preload_tables", OPT_BOOL, OFF(preload_tables), 0, 1, "1", NULL},
+    {"delete_chunk", OPT_SIZE, OFF(delete_chunk), 0, UINT64_C(1) << 40, "4M", NULL},
+    {"delete_rate", OPT_SIZE, OFF(delete_rate), 0, UINT64_C(1) << 40, "256M", NULL},
     {"direct_io", OPT_BOOL, OFF(direct_io), 0, 1, "0", NULL},
     {"l0", OPT_ENUM, OFF(l0), 0, 1, "matrix", L0_NAMES},
     {"pmem_path", OPT_STRING, OFF(pmem_path), 0, sizeof(((struct tkv_options *)0)->pmem_path) - 1, "", NULL},

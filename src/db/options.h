@@ -34,6 +34,8 @@ struct tkv_options {
     int l0_stop_trigger;        /* L0 files at which writes wait for compaction */
     int max_open_files;         /* SST tables kept open */
     int preload_tables;         /* 1: open tables into the table cache at open and when installed */
+    uint64_t delete_chunk;      /* obsolete files are truncated this much at a time (0: unlinked at once) */
+    uint64_t delete_rate;       /* bytes/s of obsolete files released at most (0: no pause) */
     int direct_io;              /* 1: SST reads and flush/compaction writes use O_DIRECT */
     /* NVM tier: the matrix container (docs/format-matrix.md) */
     int l0;                     /* L0_SST or L0_MATRIX */

@@ -498,6 +498,14 @@ int io_remove(const char *path)
     return 0;
 }
 
+int io_rename(const char *from, const char *to)
+{
+    int e = fault(IO_OP_RENAME, to, 0);
+    if (e > 0) return tkv_err_errno(e, "rename %s", to);
+    if (rename(from, to) != 0) return tkv_err_errno(errno, "rename %s to %s", from, to);
+    return 0;
+}
+
 int io_sync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

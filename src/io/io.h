@@ -130,6 +130,8 @@ int io_read_file(const char *path, io_class cls, io_stats *st, uint8_t **data, s
 int io_write_file_atomic(const char *dir, const char *name, const void *data, size_t len, io_stats *st);
 /* io_remove -- unlink; ENOENT is not an error. */
 int io_remove(const char *path);
+/* io_rename -- rename(2) (not synced: callers that need it durable sync the directory). */
+int io_rename(const char *from, const char *to);
 /* io_sync_dir -- fsync a directory so that creates/renames/unlinks persist. */
 int io_sync_dir(const char *dir);
 
