@@ -100,9 +100,14 @@ static void sched_burst(void **state)
     tu_rng_init(&r, tu_seed() + 11);
     char *dir = tu_tmpdir("sched-burst");
     /* T = 12 MB/s: a writer above ~7 MB/s of WAL puts I at its floor (a
-     * peak), which a single thread reaches even under a sanitizer */
+     * peak), which a single thread reaches even under a sanitizer. The write
+     * controller is off: with prl the writer is paced at the flush's
+     * bandwidth, which under TSan (slow, CPU-bound flushes) kept C under the
+     * peak for 30 s while deep work fell behind and turned urgent (no
+     * pauses then, by design). This test is about pausing; the controller
+     * has sched_no_stop_while_flushing. */
     tkv_options *o = sched_options("device_bandwidth", "12M", "min_internal_bandwidth", "3M", "sched_epsilon", "1M",
-                                   "sched_threshold", "1M", NULL);
+                                   "sched_threshold", "1M", "write_controller", "off", NULL);
     tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     /* valley: build deep levels */
