@@ -231,15 +231,29 @@ static void sched_abort_held_job(void **state)
     io_set_fault_hook(hold_deep_hook, NULL);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, writer_main, &w), 0);
-    /* wait for a held deep job, then for a column to abort it */
-    double t0 = tu_now_ms();
-    uint64_t aborts = 0;
+    /* wait for a held deep job, then for a column to abort it. A job can
+     * also be aborted before its first output write (never held: CI saw
+     * one 0.1 s in); so wait for both a hold and an abort, and after the
+     * hold up to 10 s more for an abort that comes after it (almost always
+     * the held job's: it cannot finish while held) */
+    double t0 = tu_now_ms(), t_held = 0;
+    uint64_t aborts = 0, aborts_at_hold = 0;
+    int held = 0, abort_after_hold = 0;
     while (tu_now_ms() - t0 < 60000) {
         aborts = tu_prop_u64(db, "tkv.sched", "aborts=");
-        if (aborts > 0) break;
+        held = __atomic_load_n(&g_deep_held, __ATOMIC_RELAXED);
+        if (held && !t_held) {
+            t_held = tu_now_ms();
+            aborts_at_hold = aborts;
+        }
+        if (t_held && aborts > aborts_at_hold) {
+            abort_after_hold = 1;
+            break;
+        }
+        if (t_held && aborts > 0 && tu_now_ms() - t_held > 10000) break;
         usleep(5000);
     }
-    int held = __atomic_load_n(&g_deep_held, __ATOMIC_RELAXED);
+    print_message("an abort after the hold: %d\n", abort_after_hold);
     __atomic_store_n(&g_hold_deep, 0, __ATOMIC_RELEASE); /* the aborted job now hits its pause point */
     __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
