@@ -33,7 +33,7 @@ typedef struct trace {
     uint64_t intended[MAX_REQ], done[MAX_REQ], issued[MAX_REQ];
     uint64_t n;     /* atomic */
     uint64_t sleep_ns; /* per request (slow engine case) */
-    uint64_t stall_ns; /* the first request only (shared-queue case) */
+    uint64_t stall_ns; /* extra time of the first request only (shared-queue case) */
 } trace;
 
 static void exec_null(void *arg, int worker, uint64_t intended)
@@ -46,8 +46,9 @@ static void exec_null(void *arg, int worker, uint64_t intended)
         struct timespec ts = {0, (long)t->sleep_ns};
         nanosleep(&ts, NULL);
     }
-    if (t->stall_ns && __atomic_exchange_n(&t->stall_ns, 0, __ATOMIC_RELAXED)) {
-        struct timespec ts = {0, 300000000}; /* 300 ms */
+    uint64_t stall = t->stall_ns ? __atomic_exchange_n(&t->stall_ns, 0, __ATOMIC_RELAXED) : 0;
+    if (stall) {
+        struct timespec ts = {(time_t)(stall / 1000000000u), (long)(stall % 1000000000u)};
         nanosleep(&ts, NULL);
     }
     uint64_t i = __atomic_fetch_add(&t->n, 1, __ATOMIC_RELAXED);
@@ -161,7 +162,7 @@ static void one_slow_request_delays_only_itself(void **state)
 {
     (void)state;
     trace *t = open_null();
-    t->stall_ns = 1;
+    t->stall_ns = 300000000; /* 300 ms */
     lg_phase ph = {2000, 1.0};
     lg_result res;
     assert_int_equal(lg_run(&ph, 1, 1.0, 4, exec_null, t, NULL, &res), 0);
