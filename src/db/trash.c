@@ -41,6 +41,7 @@ struct trash {
 static void delete_chunked(trash *t, const char *path)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int open_errno = fd < 0 ? errno : 0; /* before io_remove can change errno */
     uint64_t freed = 0;
     if (fd >= 0) {
         struct stat sb;
@@ -59,7 +60,7 @@ static void delete_chunked(trash *t, const char *path)
     }
     int rc = io_remove(path);
     pthread_mutex_lock(&t->mu);
-    if (rc < 0 || (fd < 0 && errno != ENOENT)) t->st.failures++;
+    if (rc < 0 || (fd < 0 && open_errno != ENOENT)) t->st.failures++;
     else {
         t->st.files_deleted++;
         t->st.bytes_deleted += freed;
