@@ -391,6 +391,88 @@ static void readahead_reads(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* append_pattern -- appends `total` bytes of a position pattern in pieces
+ * of `piece` bytes (0: random, 1 .. 40 KB); returns the expected contents. */
+static uint8_t *append_pattern(io_file *f, size_t total, size_t piece, tu_rng *r)
+{
+    uint8_t *expect = malloc(total);
+    assert_non_null(expect);
+    for (size_t i = 0; i < total; i++) expect[i] = (uint8_t)(i * 131 + (i >> 12));
+    size_t done = 0;
+    while (done < total) {
+        size_t k = piece ? piece : 1 + tu_rng_next(r) % (40u << 10);
+        if (k > total - done) k = total - done;
+        assert_int_equal(io_append(f, expect + done, k), 0);
+        done += k;
+    }
+    return expect;
+}
+
+/* incremental_syncs -- bytes_per_sync: a direct file fdatasyncs each time a
+ * full staging buffer takes it past the next multiple, a buffered one starts
+ * write-back every bytes_per_sync; 0 never does either. The contents are
+ * unchanged, and an explicit io_sync restarts the count from the end. */
+static void incremental_syncs(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("io-bps");
+    char *path = tu_path(dir, "f");
+    tu_rng r;
+    tu_rng_init(&r, tu_seed());
+    struct {
+        unsigned flags;
+        uint64_t every;
+        size_t total;
+        uint64_t want;
+    } cases[] = {
+        {IO_DIRECT, 1u << 20, (9u << 19), 4},  /* 4.5 MiB: stages complete at 1..4 MiB */
+        {IO_DIRECT, 2u << 20, (5u << 20), 2},  /* at 2 and 4 MiB */
+        {IO_DIRECT, 0, (3u << 20), 0},
+        {0, 64u << 10, (1u << 20), 16},        /* buffered: every 64 KiB written */
+        {0, 0, (1u << 20), 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        io_stats st = {0};
+        st.bytes_per_sync = cases[c].every;
+        io_file *f;
+        assert_int_equal(io_open_append_ex(path, 0, cases[c].flags, IO_COMPACT_DEEP, &st, &f), 0);
+        /* buffered: 4 KiB pieces, so each step lands exactly on a multiple */
+        uint8_t *expect = append_pattern(f, cases[c].total, (cases[c].flags & IO_DIRECT) ? 0 : 4096, &r);
+        if (st.incremental_syncs[IO_COMPACT_DEEP] != cases[c].want)
+            fail_msg("case %zu: %llu incremental syncs, want %llu", c,
+                     (unsigned long long)st.incremental_syncs[IO_COMPACT_DEEP], (unsigned long long)cases[c].want);
+        if (cases[c].flags & IO_DIRECT) /* each one an fdatasync */
+            assert_int_equal(st.syncs[IO_COMPACT_DEEP], cases[c].want);
+        else
+            assert_int_equal(st.syncs[IO_COMPACT_DEEP], 0);
+        /* an explicit sync restarts the count: 1 KiB more is no step */
+        assert_int_equal(io_sync(f), 0);
+        uint8_t one[1024] = {0};
+        assert_int_equal(io_append(f, one, sizeof one), 0);
+        assert_int_equal(st.incremental_syncs[IO_COMPACT_DEEP], cases[c].want);
+        assert_int_equal(io_close(f), 0);
+        size_t len;
+        uint8_t *got = read_whole(path, &len);
+        assert_int_equal(len, cases[c].total + sizeof one);
+        assert_memory_equal(got, expect, cases[c].total);
+        free(got);
+        free(expect);
+    }
+    /* the option reaches the database and is shown */
+    tkv_options *o = tu_small_options();
+    assert_int_equal(tkv_options_set(o, "bytes_per_sync", "64K"), TKV_OK);
+    tkv_db *db;
+    assert_int_equal(tkv_open(dir, o, &db), TKV_OK);
+    char *opts = tkv_property(db, "tkv.options");
+    assert_non_null(opts);
+    assert_non_null(strstr(opts, "bytes_per_sync=65536"));
+    tkv_free(opts);
+    assert_int_equal(tkv_close(db), TKV_OK);
+    tkv_options_free(o);
+    free(path);
+    tu_tmpdir_free(dir);
+}
+
 int main(void)
 {
     tu_seed();
@@ -398,6 +480,7 @@ int main(void)
         cmocka_unit_test(direct_append_roundtrip), cmocka_unit_test(direct_bypasses_page_cache),
         cmocka_unit_test(direct_short_write),      cmocka_unit_test(db_direct_io),
         cmocka_unit_test(db_direct_io_unsupported), cmocka_unit_test(readahead_reads),
+        cmocka_unit_test(incremental_syncs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

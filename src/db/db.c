@@ -646,6 +646,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     }
     db->opts = o;
     db->lock_fd = -1;
+    db->io.bytes_per_sync = o.bytes_per_sync; /* before any file is opened (io.h) */
     db->snapshots.next = db->snapshots.prev = &db->snapshots;
     pthread_mutex_init(&db->mu, NULL);
     int rc = lock_dir(dir, &db->lock_fd);

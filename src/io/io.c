@@ -111,6 +111,7 @@ int io_open_append_ex(const char *path, int keep, unsigned flags, io_class cls, 
             return rc;
         }
         (*out)->size = sz;
+        (*out)->synced_upto = sz;
     }
     return 0;
 }
@@ -175,6 +176,27 @@ static int direct_flush_tail(io_file *f)
     return 0;
 }
 
+/* sync_incremental -- bytes_per_sync (io.h): after a write that took the
+ * file past synced_upto + bytes_per_sync, syncs what was written so far:
+ * fdatasync for a direct file (its data is on the device already; this
+ * commits the allocation and flushes the device cache while little is in
+ * it), an asynchronous write-back start for a buffered one. */
+static int sync_incremental(io_file *f, uint64_t written_upto)
+{
+    uint64_t every = f->stats ? f->stats->bytes_per_sync : 0;
+    if (!every || written_upto < f->synced_upto + every) return 0;
+    if (f->flags & IO_DIRECT) {
+        if (fdatasync(f->fd) != 0) return tkv_err_errno(errno, "fdatasync %s", f->path);
+        count(&f->stats->syncs[f->cls], 1);
+    } else if (sync_file_range(f->fd, (off_t)f->synced_upto, (off_t)(written_upto - f->synced_upto),
+                               SYNC_FILE_RANGE_WRITE) != 0) {
+        return tkv_err_errno(errno, "write-back of %s", f->path);
+    }
+    f->synced_upto = written_upto;
+    count(&f->stats->incremental_syncs[f->cls], 1);
+    return 0;
+}
+
 /* direct_append -- stages bytes, writing each full staging buffer. */
 static int direct_append(io_file *f, const uint8_t *b, size_t n)
 {
@@ -192,6 +214,7 @@ static int direct_append(io_file *f, const uint8_t *b, size_t n)
             f->dbuf_off += IO_DIRECT_STAGE;
             f->dbuf_len = 0;
             f->dbuf_dirty = 0;
+            TKV_TRY(sync_incremental(f, f->dbuf_off));
         }
     }
     return 0;
@@ -226,7 +249,7 @@ int io_append(io_file *f, const void *p, size_t n)
     f->size += done;
     if (f->stats) count(&f->stats->write_bytes[f->cls], done);
     if (done < n) return tkv_err_errno(ENOSPC, "short write %s", f->path);
-    return 0;
+    return sync_incremental(f, f->size);
 }
 
 /* Each thread keeps one aligned bounce buffer for direct reads (reused: block
@@ -415,6 +438,7 @@ int io_sync(io_file *f)
     if (f->flags & IO_DIRECT) TKV_TRY(direct_flush_tail(f));
     if (fdatasync(f->fd) != 0) return tkv_err_errno(errno, "fdatasync %s", f->path);
     if (f->stats) count(&f->stats->syncs[f->cls], 1);
+    f->synced_upto = f->size;
     return 0;
 }
 

@@ -40,8 +40,17 @@ typedef struct io_stats {
     uint64_t read_bytes[IO_NCLASSES];
     uint64_t write_bytes[IO_NCLASSES];
     uint64_t syncs[IO_NCLASSES];
+    uint64_t incremental_syncs[IO_NCLASSES]; /* bytes_per_sync steps (fdatasyncs also counted in syncs) */
     io_gate_fn gate; /* NULL = no admission control; set before files are opened, never changed after */
     void *gate_arg;
+    /* Append files opened with these stats sync incrementally, every
+     * bytes_per_sync bytes written (0 = only at io_sync): direct files with
+     * fdatasync, buffered ones by starting write-back (sync_file_range
+     * WRITE, no wait, no device flush). Why: a device-cache flush after many
+     * megabytes of writes stalls every read of the disk for as long as the
+     * flush takes (docs/scheduler.md); many small flushes do not. Set before
+     * files are opened, never changed after. */
+    uint64_t bytes_per_sync;
 } io_stats;
 
 /* Open flags. */
@@ -69,6 +78,7 @@ typedef struct io_file {
     size_t dbuf_len;
     uint64_t dbuf_off;
     int dbuf_dirty; /* staged bytes not yet written to the device */
+    uint64_t synced_upto; /* bytes_per_sync: file offset up to which the last incremental sync went */
     /* Readahead (io_set_readahead), for a file one thread reads in order:
      * bytes [ra_off, ra_off + ra_len) of the file are in rabuf (aligned,
      * ra_cap bytes); ra_off is a multiple of IO_DIRECT_ALIGN. */
