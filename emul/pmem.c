@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,6 +71,18 @@ struct pm_region {
     uint64_t bytes_persisted;
     /* optane profile: CLOCK_MONOTONIC ns until which the write bandwidth is taken */
     _Alignas(64) uint64_t busy_until_ns;
+    /* paced write-back (pm_writeback_start); wb_mu guards the queue and wb_stop */
+    int wb_fd; /* read-only descriptor of the pool file, -1: none */
+    pthread_t wb_thread;
+    int wb_started, wb_stop;
+    pthread_mutex_t wb_mu;
+    pthread_cond_t wb_cv; /* CLOCK_MONOTONIC */
+    uint64_t (*wb_queue)[3]; /* ring of {offset, length, CLOCK_MONOTONIC ns queued} */
+    size_t wb_head, wb_n;
+    pm_admit_fn wb_admit;
+    void *wb_arg;
+    uint64_t wb_rate, wb_expire_ns;
+    uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending; /* relaxed atomics */
     /* prefault thread (prefault_main) */
     pthread_t prefault;
     int prefault_started;
@@ -261,6 +274,134 @@ static int map_pool(pm_region *r, const char *path, uint64_t size, int create, i
     return 0;
 }
 
+/* open_writeback_fd -- a descriptor for the paced write-back, or -1 when
+ * there is nothing to write back to: the pool lives in memory (tmpfs,
+ * ramfs) or the file cannot be opened again. */
+#define FS_TMPFS_MAGIC 0x01021994
+#define FS_RAMFS_MAGIC 0x858458f6
+static int open_writeback_fd(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct statfs sf;
+    if (fstatfs(fd, &sf) != 0 || sf.f_type == FS_TMPFS_MAGIC || sf.f_type == FS_RAMFS_MAGIC) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+#define WB_QUEUE_CAP 4096u  /* queued ranges (a row queues one per pool page) */
+#define WB_CHUNK (2u << 20) /* bytes admitted and written back per step */
+/* A range queued this long ago is skipped: the kernel has written it back
+ * by now (dirty_expire_centisecs, 30 s by default) or will at once, so
+ * pacing it would only spend the rate on clean pages. */
+#define WB_EXPIRE_DEFAULT_MS 20000u
+
+/* wb_wait_until -- waits on wb_cv until CLOCK_MONOTONIC ns `t` or stop
+ * (wb_mu held). */
+static void wb_wait_until(pm_region *r, uint64_t t)
+{
+    struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
+    while (!r->wb_stop && now_ns() < t) pthread_cond_timedwait(&r->wb_cv, &r->wb_mu, &ts);
+}
+
+/* writeback_main -- the paced write-back thread (pm_writeback_start). */
+static void *writeback_main(void *arg)
+{
+    pthread_setname_np(pthread_self(), "tkv-pool-wb"); /* for top and perf */
+    pm_region *r = arg;
+    uint64_t next_ns = now_ns(); /* the rate's schedule: no credit for idle time */
+    pthread_mutex_lock(&r->wb_mu);
+    for (;;) {
+        while (!r->wb_stop && r->wb_n == 0) pthread_cond_wait(&r->wb_cv, &r->wb_mu);
+        if (r->wb_stop) break;
+        if (r->wb_rate) {
+            wb_wait_until(r, next_ns);
+            if (r->wb_stop) break;
+        }
+        uint64_t off = r->wb_queue[r->wb_head][0], len = r->wb_queue[r->wb_head][1];
+        if (now_ns() - r->wb_queue[r->wb_head][2] > r->wb_expire_ns) {
+            r->wb_head = (r->wb_head + 1) % WB_QUEUE_CAP;
+            r->wb_n--;
+            __atomic_fetch_add(&r->wb_expired, len, __ATOMIC_RELAXED);
+            __atomic_fetch_sub(&r->wb_pending, len, __ATOMIC_RELAXED);
+            continue;
+        }
+        uint64_t n = len < WB_CHUNK ? len : WB_CHUNK;
+        if (n == len) { /* the range is done with this step */
+            r->wb_head = (r->wb_head + 1) % WB_QUEUE_CAP;
+            r->wb_n--;
+        } else {
+            r->wb_queue[r->wb_head][0] += n;
+            r->wb_queue[r->wb_head][1] -= n;
+        }
+        pthread_mutex_unlock(&r->wb_mu);
+        if (r->wb_admit && r->wb_admit(r->wb_arg, (size_t)n) < 0)
+            __atomic_fetch_add(&r->wb_dropped, n, __ATOMIC_RELAXED); /* the engine is closing */
+        else if (sync_file_range(r->wb_fd, (off_t)off, (off_t)n,
+                                 SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
+            __atomic_fetch_add(&r->wb_failures, 1, __ATOMIC_RELAXED);
+        else
+            __atomic_fetch_add(&r->wb_bytes, n, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&r->wb_pending, n, __ATOMIC_RELAXED);
+        if (r->wb_rate) {
+            uint64_t now = now_ns();
+            if (next_ns < now) next_ns = now;
+            next_ns += n * 1000000000ull / r->wb_rate;
+        }
+        pthread_mutex_lock(&r->wb_mu);
+    }
+    pthread_mutex_unlock(&r->wb_mu);
+    return NULL;
+}
+
+int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate, unsigned expire_ms)
+{
+    if (r->wb_fd < 0 || r->wb_started) return 0;
+    r->wb_queue = calloc(WB_QUEUE_CAP, sizeof *r->wb_queue);
+    if (!r->wb_queue) return tkv_err(TKV_NO_MEMORY, "out of memory for the write-back queue of pool %s", r->path);
+    pthread_mutex_init(&r->wb_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* wb_wait_until */
+    pthread_cond_init(&r->wb_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    r->wb_admit = admit;
+    r->wb_arg = arg;
+    r->wb_rate = rate;
+    r->wb_expire_ns = (uint64_t)(expire_ms ? expire_ms : WB_EXPIRE_DEFAULT_MS) * 1000000ull;
+    if (pthread_create(&r->wb_thread, NULL, writeback_main, r) != 0) {
+        pthread_cond_destroy(&r->wb_cv);
+        pthread_mutex_destroy(&r->wb_mu);
+        free(r->wb_queue);
+        r->wb_queue = NULL;
+        return tkv_err(TKV_IO_ERROR, "pool %s: cannot start the write-back thread", r->path);
+    }
+    r->wb_started = 1;
+    return 0;
+}
+
+void pm_writeback_enqueue(pm_region *r, const void *addr, size_t len)
+{
+    if (!r->wb_started || len == 0) return;
+    check_range(r, addr, len);
+    uint64_t off = (uint64_t)((const uint8_t *)addr - r->base);
+    pthread_mutex_lock(&r->wb_mu);
+    if (r->wb_n == WB_QUEUE_CAP) {
+        __atomic_fetch_add(&r->wb_dropped, len, __ATOMIC_RELAXED);
+    } else {
+        size_t tail = (r->wb_head + r->wb_n) % WB_QUEUE_CAP;
+        r->wb_queue[tail][0] = off;
+        r->wb_queue[tail][1] = len;
+        r->wb_queue[tail][2] = now_ns();
+        r->wb_n++;
+        __atomic_fetch_add(&r->wb_pending, len, __ATOMIC_RELAXED);
+        pthread_cond_signal(&r->wb_cv);
+    }
+    pthread_mutex_unlock(&r->wb_mu);
+}
+
 /* The prefault thread: the first touch of a page of a file mapping costs a
  * page-cache allocation and a zeroing of the page (a few microseconds on a
  * VM), which would land on the flushes that fill a new pool. A background
@@ -303,6 +444,7 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
     r->path = p;
     r->profile = profile;
     r->cs_cut = UINT64_MAX;
+    r->wb_fd = -1;
     if (mode == PM_CRASHSIM) {
         r->cs_cut = __atomic_load_n(&cs_armed_cut, __ATOMIC_ACQUIRE);
         r->on_cut = cs_armed_hook;
@@ -380,6 +522,7 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
         return rc;
     }
     if (created) *created = made;
+    if (mode == PM_EMULATED) r->wb_fd = open_writeback_fd(path);
     if (mode != PM_CRASHSIM) /* (the crash image is an anonymous copy, already touched) */
         r->prefault_started = pthread_create(&r->prefault, NULL, prefault_main, r) == 0;
     *out = r;
@@ -393,6 +536,17 @@ void pm_close(pm_region *r)
         __atomic_store_n(&r->prefault_stop, 1, __ATOMIC_RELEASE);
         pthread_join(r->prefault, NULL);
     }
+    if (r->wb_started) {
+        pthread_mutex_lock(&r->wb_mu);
+        r->wb_stop = 1;
+        pthread_cond_broadcast(&r->wb_cv);
+        pthread_mutex_unlock(&r->wb_mu);
+        pthread_join(r->wb_thread, NULL);
+        pthread_cond_destroy(&r->wb_cv);
+        pthread_mutex_destroy(&r->wb_mu);
+        free(r->wb_queue);
+    }
+    if (r->wb_fd >= 0) close(r->wb_fd);
     if (r->mode == PM_CRASHSIM) {
         /* no final copy: what was not persisted is lost, like at a power cut */
         munmap(r->base, r->size);
@@ -501,6 +655,11 @@ void pm_get_stats(pm_region *r, pm_stats *out)
 {
     out->persist_calls = __atomic_load_n(&r->persist_calls, __ATOMIC_RELAXED);
     out->bytes_persisted = __atomic_load_n(&r->bytes_persisted, __ATOMIC_RELAXED);
+    out->wb_bytes = __atomic_load_n(&r->wb_bytes, __ATOMIC_RELAXED);
+    out->wb_failures = __atomic_load_n(&r->wb_failures, __ATOMIC_RELAXED);
+    out->wb_dropped = __atomic_load_n(&r->wb_dropped, __ATOMIC_RELAXED);
+    out->wb_expired = __atomic_load_n(&r->wb_expired, __ATOMIC_RELAXED);
+    out->wb_pending = __atomic_load_n(&r->wb_pending, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ crashsim control */

@@ -76,10 +76,41 @@ void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value);
  * (a no-op without a profile). Readers call it per probe into the pool. */
 void pm_read_delay(pm_region *r, unsigned accesses);
 
+/*
+ * Paced write-back of emulated pmem (PM_EMULATED with the pool file on a
+ * disk; elsewhere these are no-ops). The stores of PM_EMULATED sit dirty in
+ * the page cache; left alone, the kernel writes back every page the pool
+ * dirtied in the last ~30 s in one burst (dirty_expire: ~200 MB in one
+ * second was measured), and reads of the same disk wait behind it. A thread
+ * of the region instead writes queued ranges back (sync_file_range, no
+ * device flush: a flush would make fdatasync write every dirty page of the
+ * pool at once) in chunks of at most 2 MiB, at most `rate` bytes/s, each
+ * chunk first passed to admit (the engine's scheduler gate, which accounts
+ * it). Durability is unchanged: PM_EMULATED survives a process crash
+ * either way, not an OS crash.
+ *
+ * pm_writeback_start -- starts the thread (once): 0 (also when the region
+ *   has nothing to write back to: other modes, a tmpfs pool), TKV_NO_MEMORY
+ *   or TKV_IO_ERROR. rate 0 = no pause of its own; expire_ms 0 = 20 s (below).
+ * pm_writeback_enqueue -- queues [addr, addr+len) (inside the pool); a full
+ *   queue drops the range (counted; the kernel writes it back as before),
+ *   and a range still queued expire_ms later is skipped (the kernel's dirty
+ *   expiry has written it or is about to: after a bulk load faster than the
+ *   rate, the thread does not spend its rate on long-clean pages).
+ * pm_close stops the thread first (queued ranges are dropped: the close
+ * msyncs the whole pool anyway).
+ */
+typedef int (*pm_admit_fn)(void *arg, size_t n);
+int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate, unsigned expire_ms);
+void pm_writeback_enqueue(pm_region *r, const void *addr, size_t len);
+
 /* Counters (relaxed atomics). */
 typedef struct pm_stats {
     uint64_t persist_calls;   /* pm_persist + pm_flush + pm_store8_persist + pm_memcpy_persist */
     uint64_t bytes_persisted; /* bytes passed to those calls */
+    /* paced write-back: bytes written back, failed calls, bytes dropped (queue full or admission
+     * refused), bytes skipped as expired (queued > 20 s ago: the kernel wrote them), bytes queued */
+    uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending;
 } pm_stats;
 void pm_get_stats(pm_region *r, pm_stats *out);
 

@@ -7,7 +7,8 @@
  * persist, atomic 8-byte commit stores, a cut at every point of a sequence
  * compared with an independent model, and concurrent persists of disjoint
  * bytes sharing lines); the Optane profile's read latency and write bandwidth
- * (lower bounds only: the machine is shared); the counters.
+ * (lower bounds only: the machine is shared); the counters; the paced
+ * write-back of emulated pools (chunks, rate, refusal, close, tmpfs).
  *
  * The crash-test pattern for the modules above (see cs_durable_after): run a
  * workload on a fresh PM_CRASHSIM pool with a cut after k persists, close,
@@ -24,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -657,6 +660,142 @@ static void stats_counters(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* ------------------------------------------------------------------ paced write-back */
+
+typedef struct wb_log {
+    uint64_t calls, bytes, max_chunk; /* atomics: the write-back thread updates them */
+    int refuse;                       /* admit returns an error */
+} wb_log;
+
+static int wb_admit(void *arg, size_t n)
+{
+    wb_log *l = arg;
+    __atomic_fetch_add(&l->calls, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&l->bytes, n, __ATOMIC_RELAXED);
+    uint64_t m = __atomic_load_n(&l->max_chunk, __ATOMIC_RELAXED);
+    while (n > m && !__atomic_compare_exchange_n(&l->max_chunk, &m, n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    return l->refuse ? TKV_IO_ERROR : 0;
+}
+
+/* wait_written -- polls until nothing is pending (at most 20 s); the stats. */
+static pm_stats wait_written(pm_region *r)
+{
+    pm_stats st;
+    for (int i = 0; i < 2000; i++) {
+        pm_get_stats(r, &st);
+        if (st.wb_pending == 0) return st;
+        usleep(10000);
+    }
+    fail_msg("write-back still has %llu bytes pending after 20 s", (unsigned long long)st.wb_pending);
+    return st;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* paced_writeback -- pm_writeback_start / _enqueue on an emulated pool on a
+ * disk: every queued byte is admitted in chunks of at most 2 MiB and
+ * written back, no faster than the rate (a lower bound on the time only:
+ * the machine is shared), the pool's contents unchanged; an admission that
+ * refuses drops the bytes (counted), nothing written; a close with work
+ * queued behind a slow rate returns promptly. A tmpfs pool has nothing to
+ * write back: no thread, no admission. */
+static void paced_writeback(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("pmem-wb");
+    char *path = tu_path(dir, "pool");
+    struct statfs sf;
+    assert_int_equal(statfs(dir, &sf), 0);
+    if (sf.f_type == 0x01021994) { /* TMPDIR on tmpfs: only the tmpfs half below applies */
+        print_message("paced_writeback: %s is tmpfs; the disk half is skipped\n", dir);
+    } else {
+        pm_region *r = open_ok(path, 16 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
+        uint8_t *b = pm_base(r);
+        for (size_t i = 0; i < 16 * MiB; i++) b[i] = (uint8_t)(i * 7 + 3);
+        wb_log log = {0};
+        assert_int_equal(pm_writeback_start(r, wb_admit, &log, 8 * MiB, 0), 0);
+        double t0 = now_s();
+        pm_writeback_enqueue(r, b + 4 * MiB, 5 * MiB);
+        pm_writeback_enqueue(r, b + 12 * MiB, 4 * KiB);
+        pm_stats st = wait_written(r);
+        double took = now_s() - t0;
+        assert_int_equal(st.wb_bytes, 5 * MiB + 4 * KiB);
+        assert_int_equal(st.wb_failures, 0);
+        assert_int_equal(st.wb_dropped, 0);
+        assert_int_equal(__atomic_load_n(&log.bytes, __ATOMIC_RELAXED), 5 * MiB + 4 * KiB);
+        assert_int_equal(__atomic_load_n(&log.calls, __ATOMIC_RELAXED), 4); /* 2 + 2 + 1 MiB, 4 KiB */
+        assert_int_equal(__atomic_load_n(&log.max_chunk, __ATOMIC_RELAXED), 2 * MiB);
+        /* at 8 MiB/s the third chunk waits for the first two: >= 0.5 s */
+        if (took < 0.45) fail_msg("5 MiB at 8 MiB/s written back in %.3f s", took);
+        pm_close(r);
+        uint64_t size;
+        uint8_t *img = durable_image(path, &size);
+        for (size_t i = 0; i < 16 * MiB; i++)
+            if (img[i] != (uint8_t)(i * 7 + 3)) fail_msg("byte %zu changed by the write-back", i);
+        free(img);
+
+        /* refused admission: dropped, nothing written */
+        r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
+        wb_log no = {.refuse = 1};
+        assert_int_equal(pm_writeback_start(r, wb_admit, &no, 0, 0), 0);
+        pm_writeback_enqueue(r, pm_base(r), 1 * MiB);
+        st = wait_written(r);
+        assert_int_equal(st.wb_bytes, 0);
+        assert_int_equal(st.wb_dropped, 1 * MiB);
+        pm_close(r);
+
+        /* expiry: at 1 MiB/s the second range waits 2 s behind the first
+         * 2 MiB chunk; queued more than 300 ms before, it is skipped */
+        r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
+        wb_log ex = {0};
+        assert_int_equal(pm_writeback_start(r, wb_admit, &ex, 1 * MiB, 300), 0);
+        pm_writeback_enqueue(r, pm_base(r), 2 * MiB);
+        pm_writeback_enqueue(r, pm_base(r) + 2 * MiB, 2 * MiB);
+        st = wait_written(r);
+        assert_int_equal(st.wb_bytes, 2 * MiB);
+        assert_int_equal(st.wb_expired, 2 * MiB);
+        assert_int_equal(__atomic_load_n(&ex.bytes, __ATOMIC_RELAXED), 2 * MiB); /* the expired range was never admitted */
+        pm_close(r);
+
+        /* a close behind a slow rate does not wait for the queue */
+        r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
+        assert_int_equal(pm_writeback_start(r, NULL, NULL, 1 * MiB, 0), 0);
+        pm_writeback_enqueue(r, pm_base(r), 8 * MiB);
+        usleep(50000);
+        t0 = now_s();
+        pm_close(r);
+        took = now_s() - t0;
+        if (took > 1.5) fail_msg("close took %.3f s with write-back queued", took);
+    }
+    free(path);
+    tu_tmpdir_free(dir);
+
+    /* tmpfs: no write-back at all */
+    if (access("/dev/shm", W_OK) == 0) {
+        char shm[64];
+        snprintf(shm, sizeof shm, "/dev/shm/tkv-test-wb-%d", (int)getpid());
+        unlink(shm);
+        pm_region *r = open_ok(shm, 4 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
+        wb_log log = {0};
+        assert_int_equal(pm_writeback_start(r, wb_admit, &log, 0, 0), 0);
+        pm_writeback_enqueue(r, pm_base(r), 1 * MiB);
+        usleep(20000);
+        pm_stats st;
+        pm_get_stats(r, &st);
+        assert_int_equal(st.wb_pending, 0);
+        assert_int_equal(st.wb_bytes, 0);
+        assert_int_equal(__atomic_load_n(&log.calls, __ATOMIC_RELAXED), 0);
+        pm_close(r);
+        unlink(shm);
+    }
+}
+
 int main(void)
 {
     tu_seed();
@@ -664,7 +803,7 @@ int main(void)
         cmocka_unit_test(roundtrip_modes),  cmocka_unit_test(open_errors),       cmocka_unit_test(crashsim_persisted_only),
         cmocka_unit_test(crashsim_lines),   cmocka_unit_test(crashsim_cut),      cmocka_unit_test(crashsim_store8),
         cmocka_unit_test(crashsim_every_cut), cmocka_unit_test(crashsim_threads), cmocka_unit_test(optane_profile),
-        cmocka_unit_test(stats_counters),
+        cmocka_unit_test(stats_counters),   cmocka_unit_test(paced_writeback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,6 +44,7 @@ struct tkv_options {
     uint64_t pmem_size;         /* pool bytes at creation; 0 = 1G for a new pool, the pool's own size for an existing one */
     int pmem_mode;              /* pm_mode (emul/pmem.h): auto, pmem, emulated, msync, crashsim */
     int emul_profile;           /* pm_profile: none, optane */
+    uint64_t pmem_writeback;    /* bytes/s of paced write-back of flushed rows (emulated pmem on a disk), 0 = off */
     uint64_t column_bytes;      /* bytes of rows per column compaction; 0 = pool size / 16 */
     int matrix_trigger;         /* percent of the pool's pages in use at which the compactor forms */
     int row_filter;             /* 1: lookups consult each row's DRAM key filter before searching it */

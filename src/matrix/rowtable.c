@@ -779,6 +779,12 @@ int rowtable_commit(rowtable *r)
     return 0;
 }
 
+void rowtable_queue_writeback(const rowtable *r)
+{
+    for (uint32_t j = 0; j < r->npages; j++)
+        if (!r->released[j]) pm_writeback_enqueue(r->reg, r->addr[j], r->page_size);
+}
+
 void rowtable_abandon(rowtable *r)
 {
     if (!r) return;

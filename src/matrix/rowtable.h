@@ -102,6 +102,9 @@ int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *old
  * 0, TKV_NO_SPACE (directory full; the row stays uncommitted), TKV_INVALID
  * (already committed). */
 int rowtable_commit(rowtable *r);
+/* rowtable_queue_writeback -- queues every page of the row for the pool's
+ * paced write-back (pm_writeback_enqueue; a no-op unless it was started). */
+void rowtable_queue_writeback(const rowtable *r);
 /* rowtable_abandon -- for an uncommitted row: frees its pages and the
  * handle. (On a committed row it only closes the handle.) NULL ok. */
 void rowtable_abandon(rowtable *r);
