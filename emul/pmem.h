@@ -84,7 +84,7 @@ void pm_read_delay(pm_region *r, unsigned accesses);
  * second was measured), and reads of the same disk wait behind it. A thread
  * of the region instead writes queued ranges back (sync_file_range, no
  * device flush: a flush would make fdatasync write every dirty page of the
- * pool at once) in chunks of at most 2 MiB, at most `rate` bytes/s, each
+ * pool at once) in chunks of at most 256 KiB, at most `rate` bytes/s, each
  * chunk first passed to admit (the engine's scheduler gate, which accounts
  * it). Durability is unchanged: PM_EMULATED survives a process crash
  * either way, not an OS crash.
@@ -93,7 +93,8 @@ void pm_read_delay(pm_region *r, unsigned accesses);
  *   has nothing to write back to: other modes, a tmpfs pool), TKV_NO_MEMORY
  *   or TKV_IO_ERROR. rate 0 = no pause of its own; expire_ms 0 = 20 s (below).
  * pm_writeback_enqueue -- queues [addr, addr+len) (inside the pool); a full
- *   queue drops the range (counted; the kernel writes it back as before),
+ *   queue (4096 ranges, or 8 s of work at the rate) drops the range
+ *   (counted; the kernel writes it back as before),
  *   and a range still queued expire_ms later is skipped (the kernel's dirty
  *   expiry has written it or is about to: after a bulk load faster than the
  *   rate, the thread does not spend its rate on long-clean pages).

@@ -729,10 +729,10 @@ static void paced_writeback(void **state)
         assert_int_equal(st.wb_failures, 0);
         assert_int_equal(st.wb_dropped, 0);
         assert_int_equal(__atomic_load_n(&log.bytes, __ATOMIC_RELAXED), 5 * MiB + 4 * KiB);
-        assert_int_equal(__atomic_load_n(&log.calls, __ATOMIC_RELAXED), 4); /* 2 + 2 + 1 MiB, 4 KiB */
-        assert_int_equal(__atomic_load_n(&log.max_chunk, __ATOMIC_RELAXED), 2 * MiB);
-        /* at 8 MiB/s the third chunk waits for the first two: >= 0.5 s */
-        if (took < 0.45) fail_msg("5 MiB at 8 MiB/s written back in %.3f s", took);
+        assert_int_equal(__atomic_load_n(&log.calls, __ATOMIC_RELAXED), 21); /* 20 x 256 KiB, 4 KiB */
+        assert_int_equal(__atomic_load_n(&log.max_chunk, __ATOMIC_RELAXED), 256 * KiB);
+        /* at 8 MiB/s the last chunk starts 5 MiB / 8 MiB/s = 0.625 s in */
+        if (took < 0.6) fail_msg("5 MiB at 8 MiB/s written back in %.3f s", took);
         pm_close(r);
         uint64_t size;
         uint8_t *img = durable_image(path, &size);
@@ -750,23 +750,26 @@ static void paced_writeback(void **state)
         assert_int_equal(st.wb_dropped, 1 * MiB);
         pm_close(r);
 
-        /* expiry: at 1 MiB/s the second range waits 2 s behind the first
-         * 2 MiB chunk; queued more than 300 ms before, it is skipped */
+        /* expiry: at 1 MiB/s the second range waits 0.5 s behind the first
+         * (512 KiB); queued more than 300 ms before, it is skipped. The
+         * queue cap: 8 s of work at 1 MiB/s, so a 9th MiB is dropped. */
         r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
         wb_log ex = {0};
         assert_int_equal(pm_writeback_start(r, wb_admit, &ex, 1 * MiB, 300), 0);
-        pm_writeback_enqueue(r, pm_base(r), 2 * MiB);
-        pm_writeback_enqueue(r, pm_base(r) + 2 * MiB, 2 * MiB);
+        pm_writeback_enqueue(r, pm_base(r), 512 * KiB);
+        pm_writeback_enqueue(r, pm_base(r) + 1 * MiB, 7 * MiB);
+        pm_writeback_enqueue(r, pm_base(r) + 8 * MiB, 1 * MiB);
         st = wait_written(r);
-        assert_int_equal(st.wb_bytes, 2 * MiB);
-        assert_int_equal(st.wb_expired, 2 * MiB);
-        assert_int_equal(__atomic_load_n(&ex.bytes, __ATOMIC_RELAXED), 2 * MiB); /* the expired range was never admitted */
+        assert_int_equal(st.wb_bytes, 512 * KiB);
+        assert_int_equal(st.wb_expired, 7 * MiB);
+        assert_int_equal(st.wb_dropped, 1 * MiB);
+        assert_int_equal(__atomic_load_n(&ex.bytes, __ATOMIC_RELAXED), 512 * KiB); /* never admitted: the rest */
         pm_close(r);
 
         /* a close behind a slow rate does not wait for the queue */
         r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
         assert_int_equal(pm_writeback_start(r, NULL, NULL, 1 * MiB, 0), 0);
-        pm_writeback_enqueue(r, pm_base(r), 8 * MiB);
+        pm_writeback_enqueue(r, pm_base(r), 4 * MiB);
         usleep(50000);
         t0 = now_s();
         pm_close(r);
