@@ -931,7 +931,7 @@ static void matrix_pool_writeback(void **state)
             if (pending) usleep(10000);
         }
         assert_int_equal(pending, 0);
-        assert_int_equal(line_u64(db, "tkv.matrix", "writeback:", " failures="), 0);
+        assert_int_equal(line_u64(db, "tkv.matrix", "writeback:", " errors="), 0);
         assert_int_equal(line_u64(db, "tkv.matrix", "writeback:", " dropped="), 0);
         if (on && on_disk) {
             /* at least the data of the rows, in whole pages */

@@ -824,7 +824,8 @@ void mx_stats_line(tkv_db *db, tkv_buf *b, int *oom)
 /* writeback_line -- the pool's paced write-back (pmem_writeback, pmem.h). */
 static void writeback_line(const pm_stats *ps, tkv_buf *b, int *oom)
 {
-    db_appendf(b, oom, "writeback: bytes=%llu pending=%llu expired=%llu dropped=%llu failures=%llu\n",
+    /* "errors=", not "failures=": readers find columns' failures= by name */
+    db_appendf(b, oom, "writeback: bytes=%llu pending=%llu expired=%llu dropped=%llu errors=%llu\n",
                (unsigned long long)ps->wb_bytes, (unsigned long long)ps->wb_pending,
                (unsigned long long)ps->wb_expired, (unsigned long long)ps->wb_dropped,
                (unsigned long long)ps->wb_failures);
