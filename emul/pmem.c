@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sched/clock.h"
 #include "util/status.h"
 
 #define PM_LINE 64u                 /* persistence granularity (cache line) */
@@ -310,8 +311,8 @@ static int open_writeback_fd(const char *path)
  * (wb_mu held). */
 static void wb_wait_until(pm_region *r, uint64_t t)
 {
-    struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
-    while (!r->wb_stop && now_ns() < t) pthread_cond_timedwait(&r->wb_cv, &r->wb_mu, &ts);
+    for (uint64_t n = now_ns(); !r->wb_stop && n < t; n = now_ns())
+        sched_cond_wait_us(&r->wb_cv, &r->wb_mu, (t - n + 999) / 1000);
 }
 
 /* writeback_main -- the paced write-back thread (pm_writeback_start). */
@@ -370,11 +371,7 @@ int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate
     r->wb_queue = calloc(WB_QUEUE_CAP, sizeof *r->wb_queue);
     if (!r->wb_queue) return tkv_err(TKV_NO_MEMORY, "out of memory for the write-back queue of pool %s", r->path);
     pthread_mutex_init(&r->wb_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* wb_wait_until */
-    pthread_cond_init(&r->wb_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sched_cond_init(&r->wb_cv); /* CLOCK_MONOTONIC timed waits (wb_wait_until) */
     r->wb_admit = admit;
     r->wb_arg = arg;
     r->wb_rate = rate;

@@ -69,6 +69,22 @@ static int prop_has(tkv_db *db, const char *name, const char *needle)
     return has;
 }
 
+/* line_u64 -- the number after `field` on the line of property `name` that
+ * starts with `line`. */
+static uint64_t line_u64(tkv_db *db, const char *name, const char *line, const char *field)
+{
+    char *p = tkv_property(db, name);
+    if (!p) fail_msg("tkv_property %s: %s", name, tkv_errmsg());
+    const char *l = strstr(p, line);
+    if (!l) fail_msg("property %s has no line \"%s\":\n%s", name, line, p);
+    const char *end = strchr(l, '\n');
+    const char *at = strstr(l, field);
+    if (!at || (end && at > end)) fail_msg("line \"%s\" of %s has no \"%s\":\n%s", line, name, field, p);
+    unsigned long long v = strtoull(at + strlen(field), NULL, 10);
+    tkv_free(p);
+    return v;
+}
+
 /* check_no_leak -- every used pool page belongs to an open row. */
 static void check_no_leak(tkv_db *db, const char *what)
 {
@@ -463,7 +479,7 @@ static void matrix_column_retry(void **state)
     assert_int_equal(tkv_flush(db), TKV_OK);
     uint64_t cols = wait_for(db, "tkv.matrix", "columns: count=", 3);
     io_set_fault_hook(NULL, NULL);
-    uint64_t failures = tu_prop_u64(db, "tkv.matrix", "failures=");
+    uint64_t failures = line_u64(db, "tkv.matrix", "columns:", " failures=");
     print_message("column retry: %llu failed columns, %llu columns done\n", (unsigned long long)failures,
                   (unsigned long long)cols);
     assert_int_equal(__atomic_load_n(&g_fail_sst_writes, __ATOMIC_ACQUIRE), 0);
@@ -886,22 +902,6 @@ static void matrix_powercut(void **state)
     assert_true(cut_runs >= runs / 2);
 }
 
-/* line_u64 -- the number after `field` on the line of property `name` that
- * starts with `line`. */
-static uint64_t line_u64(tkv_db *db, const char *name, const char *line, const char *field)
-{
-    char *p = tkv_property(db, name);
-    if (!p) fail_msg("tkv_property %s: %s", name, tkv_errmsg());
-    const char *l = strstr(p, line);
-    if (!l) fail_msg("property %s has no line \"%s\":\n%s", name, line, p);
-    const char *end = strchr(l, '\n');
-    const char *at = strstr(l, field);
-    if (!at || (end && at > end)) fail_msg("line \"%s\" of %s has no \"%s\":\n%s", line, name, field, p);
-    unsigned long long v = strtoull(at + strlen(field), NULL, 10);
-    tkv_free(p);
-    return v;
-}
-
 /* matrix_pool_writeback -- pmem_writeback: every page of every flushed row
  * is written back by the pool's thread (the pool is emulated pmem in the
  * test directory, on a disk unless TMPDIR is tmpfs), counted as flush
@@ -943,10 +943,7 @@ static void matrix_pool_writeback(void **state)
             assert_int_equal(written, 0);
         }
         tu_check_db(db, NULL, m, "after write-back");
-        tu_close_ok(db);
-        db = tu_open_ok(dir, o);
-        tu_check_db(db, NULL, m, "reopened");
-        tu_close_ok(db);
+        tu_close_reopen_check(db, dir, o, m, "reopened");
         tu_model_free(m);
         tkv_options_free(o);
         assert_int_equal(tkv_destroy(dir), TKV_OK);
