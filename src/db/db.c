@@ -26,6 +26,7 @@
 #include "db/compact.h"
 #include "db/db_impl.h"
 #include "db/mx.h"
+#include "io/wb.h"
 #include "mem/batch.h"
 #include "util/status.h"
 
@@ -660,6 +661,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* db_timed_wait */
     pthread_cond_init(&db->bg_cv, &ca);
     pthread_condattr_destroy(&ca);
+    if (rc == 0 && o.wal && o.bytes_per_sync) rc = io_wb_start(&db->io.wb); /* before the first WAL (io.h) */
     if (rc == 0 && trash_new(o.delete_chunk, o.delete_rate, &db->trash) < 0)
         rc = tkv_err(TKV_NO_MEMORY, "out of memory starting the trash thread");
     if (rc == 0) rc = silk_open(db); /* installs the I/O gate before any data file is opened */
@@ -719,6 +721,8 @@ int tkv_close(tkv_db *db)
         free(s);
     }
     sv_unref(db->sv);
+    io_wb_stop(db->io.wb); /* after the last WAL append; queued ranges are left to the kernel */
+    db->io.wb = NULL;
     trash_free(db->trash); /* what is still queued is unlinked now */
     table_cache_free(db->tc);
     if (db->vs) vset_close(db->vs);

@@ -15,6 +15,7 @@
 #include "db/db_iter.h"
 #include "db/mx.h"
 #include "db/silk.h"
+#include "io/wb.h"
 #include "util/iter.h"
 #include "util/status.h"
 
@@ -356,6 +357,13 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
                 (unsigned long long)ctr_get(&db->io.read_bytes[i]), (unsigned long long)ctr_get(&db->io.write_bytes[i]),
                 (unsigned long long)ctr_get(&db->io.syncs[i]));
         dev_written += ctr_get(&db->io.write_bytes[i]);
+    }
+    if (db->io.wb) { /* after the lines above: tests read their fields by first match */
+        io_wb_stats ws;
+        io_wb_get_stats(db->io.wb, &ws);
+        db_appendf(b, oom, "wal_writeback: ranges=%llu started_bytes=%llu refused=%llu errors=%llu queued_now=%llu\n",
+                   (unsigned long long)ws.queued, (unsigned long long)ws.bytes, (unsigned long long)ws.dropped,
+                   (unsigned long long)ws.failures, (unsigned long long)ws.pending);
     }
     uint64_t user = ctr_get(&c->user_bytes_written);
     db_appendf(b, oom, "write_amplification: %.3f (device bytes written / user bytes written, since open)\n",

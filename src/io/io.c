@@ -3,6 +3,7 @@
  */
 
 #include "io/io.h"
+#include "io/wb.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -180,16 +181,20 @@ static int direct_flush_tail(io_file *f)
  * file past synced_upto + bytes_per_sync, syncs what was written so far:
  * fdatasync for a direct file (its data is on the device already; this
  * commits the allocation and flushes the device cache while little is in
- * it), an asynchronous write-back start for a buffered one. */
+ * it), an asynchronous write-back start for a buffered one -- queued to the
+ * write-back thread for the WAL (io_stats.wb), so that no client thread
+ * waits while the range is submitted. */
 static int sync_incremental(io_file *f, uint64_t written_upto)
 {
     uint64_t every = f->stats ? f->stats->bytes_per_sync : 0;
     if (!every || written_upto < f->synced_upto + every) return 0;
+    uint64_t off = f->synced_upto, len = written_upto - f->synced_upto;
     if (f->flags & IO_DIRECT) {
         if (fdatasync(f->fd) != 0) return tkv_err_errno(errno, "fdatasync %s", f->path);
         count(&f->stats->syncs[f->cls], 1);
-    } else if (sync_file_range(f->fd, (off_t)f->synced_upto, (off_t)(written_upto - f->synced_upto),
-                               SYNC_FILE_RANGE_WRITE) != 0) {
+    } else if (f->cls == IO_WAL && f->stats->wb) {
+        io_wb_enqueue(f->stats->wb, f->fd, off, len); /* a refused range is left to the kernel (counted) */
+    } else if (sync_file_range(f->fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE) != 0) {
         return tkv_err_errno(errno, "write-back of %s", f->path);
     }
     f->synced_upto = written_upto;

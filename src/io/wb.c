@@ -1,0 +1,141 @@
+/*
+ * wb.c -- the background write-back thread for buffered client files (wb.h).
+ *
+ * A fixed ring of ranges under one mutex. The writer side (io_wb_enqueue)
+ * only dup()s the descriptor and copies three words in: it never waits for
+ * the thread. The thread takes one range at a time, starts its write-back in
+ * IO_WB_STEP pieces with the mutex released, and closes its descriptor.
+ */
+#include "io/wb.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/status.h"
+
+typedef struct wb_range {
+    int fd; /* a dup() owned by the queue until the range is done */
+    uint64_t off, len;
+} wb_range;
+
+struct io_wb {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* the thread waits for work; drain waits for idle */
+    wb_range ring[IO_WB_QUEUE];
+    uint32_t head, tail;    /* ring[tail % N .. head % N) queued */
+    int busy;               /* the thread is working on a range it took */
+    int stopping;
+    pthread_t thread;
+    io_wb_stats st;
+};
+
+static void *wb_main(void *arg)
+{
+    io_wb *wb = arg;
+    pthread_setname_np(pthread_self(), "tkv-wal-wb"); /* for top and perf */
+    pthread_mutex_lock(&wb->mu);
+    for (;;) {
+        while (wb->head == wb->tail && !wb->stopping) pthread_cond_wait(&wb->cv, &wb->mu);
+        if (wb->stopping) break;
+        wb_range r = wb->ring[wb->tail % IO_WB_QUEUE];
+        wb->tail++;
+        wb->busy = 1;
+        pthread_mutex_unlock(&wb->mu);
+        uint64_t started = 0;
+        int failed = 0;
+        struct stat sb;
+        /* an unlinked file (a WAL deleted after its flush) needs no write-back */
+        if (fstat(r.fd, &sb) != 0 || sb.st_nlink > 0) {
+            for (uint64_t o = r.off; o < r.off + r.len; o += IO_WB_STEP) {
+                uint64_t n = r.off + r.len - o < IO_WB_STEP ? r.off + r.len - o : IO_WB_STEP;
+                if (sync_file_range(r.fd, (off_t)o, (off_t)n, SYNC_FILE_RANGE_WRITE) != 0) {
+                    failed = 1;
+                    break;
+                }
+                started += n;
+            }
+        }
+        close(r.fd);
+        pthread_mutex_lock(&wb->mu);
+        wb->busy = 0;
+        wb->st.done++;
+        wb->st.bytes += started;
+        wb->st.failures += (uint64_t)failed;
+        pthread_cond_broadcast(&wb->cv); /* io_wb_drain */
+    }
+    pthread_mutex_unlock(&wb->mu);
+    return NULL;
+}
+
+int io_wb_start(io_wb **out)
+{
+    *out = NULL;
+    io_wb *wb = calloc(1, sizeof *wb);
+    if (!wb) return tkv_err(TKV_NO_MEMORY, "out of memory starting the WAL write-back thread");
+    pthread_mutex_init(&wb->mu, NULL);
+    pthread_cond_init(&wb->cv, NULL);
+    int e = pthread_create(&wb->thread, NULL, wb_main, wb);
+    if (e != 0) {
+        pthread_cond_destroy(&wb->cv);
+        pthread_mutex_destroy(&wb->mu);
+        free(wb);
+        return tkv_err_errno(e, "cannot start the WAL write-back thread");
+    }
+    *out = wb;
+    return 0;
+}
+
+int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len)
+{
+    int dupfd = len ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    pthread_mutex_lock(&wb->mu);
+    if (dupfd < 0 || wb->head - wb->tail >= IO_WB_QUEUE || wb->stopping) {
+        wb->st.dropped++;
+        pthread_mutex_unlock(&wb->mu);
+        if (dupfd >= 0) close(dupfd);
+        return -1;
+    }
+    wb->ring[wb->head % IO_WB_QUEUE] = (wb_range){dupfd, off, len};
+    wb->head++;
+    wb->st.queued++;
+    pthread_cond_broadcast(&wb->cv);
+    pthread_mutex_unlock(&wb->mu);
+    return 0;
+}
+
+void io_wb_get_stats(io_wb *wb, io_wb_stats *out)
+{
+    pthread_mutex_lock(&wb->mu);
+    *out = wb->st;
+    out->pending = wb->head - wb->tail + (uint64_t)wb->busy;
+    pthread_mutex_unlock(&wb->mu);
+}
+
+void io_wb_drain(io_wb *wb)
+{
+    pthread_mutex_lock(&wb->mu);
+    while ((wb->head != wb->tail || wb->busy) && !wb->stopping) pthread_cond_wait(&wb->cv, &wb->mu);
+    pthread_mutex_unlock(&wb->mu);
+}
+
+void io_wb_stop(io_wb *wb)
+{
+    if (!wb) return;
+    pthread_mutex_lock(&wb->mu);
+    wb->stopping = 1;
+    pthread_cond_broadcast(&wb->cv);
+    pthread_mutex_unlock(&wb->mu);
+    pthread_join(wb->thread, NULL);
+    /* what is still queued is dropped: the kernel writes those pages back */
+    for (; wb->tail != wb->head; wb->tail++) {
+        close(wb->ring[wb->tail % IO_WB_QUEUE].fd);
+        wb->st.dropped++;
+    }
+    pthread_cond_destroy(&wb->cv);
+    pthread_mutex_destroy(&wb->mu);
+    free(wb);
+}

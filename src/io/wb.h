@@ -1,0 +1,62 @@
+/*
+ * wb.h -- background write-back starts for buffered files written on client
+ * threads (the WAL).
+ *
+ * bytes_per_sync (io.h) makes a buffered append file start the write-back of
+ * every bytes_per_sync new bytes with sync_file_range(WRITE), so the kernel
+ * does not write a large dirty backlog in one burst later. That call is
+ * "asynchronous" only in that it does not wait for the device: it submits the
+ * whole range, and submitting 8 MiB to a busy or throttled disk took 8-20 ms
+ * (strace in a SILK run, docs/scheduler.md). For the WAL that time was spent
+ * by the write leader, so every writer queued behind it -- and with readers
+ * queued behind the stuck writers, every client -- waited. An io_wb moves the
+ * call to its own thread ("tkv-wal-wb"): the writer only queues the range.
+ *
+ * Each queued range holds a dup() of the file's descriptor, so the file may
+ * be closed or unlinked meanwhile (the range is then written back or skipped,
+ * never applied to a reused descriptor number). The thread starts write-back
+ * in IO_WB_STEP pieces and never waits for it to finish: durability still
+ * comes only from io_sync (fdatasync). A full queue drops the range (counted):
+ * the kernel writes those pages back on its own, as with bytes_per_sync = 0.
+ * Thread-safe.
+ */
+#ifndef TKV_IO_WB_H
+#define TKV_IO_WB_H
+
+#include <stdint.h>
+
+#define IO_WB_STEP (1u << 20)  /* bytes per sync_file_range call */
+#define IO_WB_QUEUE 64u        /* ranges queued at most */
+
+typedef struct io_wb io_wb;
+
+typedef struct io_wb_stats {
+    uint64_t queued;   /* ranges accepted */
+    uint64_t done;     /* ranges whose write-back was started (or skipped: file unlinked) */
+    uint64_t bytes;    /* bytes of the ranges started */
+    uint64_t dropped;  /* ranges refused: queue full, or the descriptor could not be duplicated */
+    uint64_t failures; /* sync_file_range errors (the next io_sync reports real I/O errors) */
+    uint64_t pending;  /* ranges queued now */
+} io_wb_stats;
+
+/* io_wb_start -- starts the thread. Returns 0, TKV_NO_MEMORY or TKV_IO_ERROR
+ * (thread creation failed). */
+int io_wb_start(io_wb **out);
+
+/* io_wb_enqueue -- queues bytes [off, off + len) of fd for write-back start.
+ * Never blocks on I/O. Returns 0 if queued, -1 if dropped (counted). */
+int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len);
+
+/* io_wb_get_stats -- a snapshot of the counters. */
+void io_wb_get_stats(io_wb *wb, io_wb_stats *out);
+
+/* io_wb_drain -- waits until the queue is empty and the thread idle (tests,
+ * and close paths that want the write-back started before they go on). */
+void io_wb_drain(io_wb *wb);
+
+/* io_wb_stop -- stops the thread and frees wb. Ranges still queued are
+ * dropped (their descriptors closed): nothing is lost, the kernel writes the
+ * pages back later. NULL is a no-op. */
+void io_wb_stop(io_wb *wb);
+
+#endif
