@@ -10,18 +10,27 @@
 #      DURATION seconds at RATE (valley/peak, repeated), with the drive
 #      capped at DRIVE bytes/s (reads and writes each; blkio cgroup, needs
 #      root) and direct I/O. Latency is measured from the intended send time.
+#      THREADS (8) client threads serve the open-loop queue, as SILK's 8
+#      worker threads: with 4, a peak of 12000 ops/s leaves each operation
+#      333 us of one thread, so reads slowed to ~0.5 ms by a compaction made
+#      the harness itself the bottleneck (backlog of 12000 requests, p99 ~1 s
+#      for tierkv in the same run where 8 threads had a backlog of 2500).
 # Configurations (CONFIGS to choose):
 #   tierkv-silk   scheduler=silk, ssd_bandwidth=DRIVE, device_bandwidth=DRIVE
 #   tierkv-fifo   the same with scheduler=fifo (no priorities, no pausing)
 #   rocksdb       RocksDB release build, defaults
 #   rocksdb-rl    RocksDB with its auto-tuned rate limiter (upper bound DRIVE)
+#   null          the harness alone: the same open-loop schedule against the
+#                 "null" engine (stores nothing, no I/O). Its per-second p99 is
+#                 the floor this machine and load generator put under every
+#                 engine (CPU steal on a shared VM, timer and wake-up delays).
 # Then bench/silk_report.py writes silk.txt (table) and silk.png (per-second
 # p99 and throughput against the offered load) to bench/results/silk-<date>/.
 # PMEM_DIR=/dev/shm puts tierkv's pool file there instead of in the database
 # directory: the emulated NVM is then RAM, a device of its own, and its
 # page-cache write-back no longer shares the (capped) drive with the SSD
 # tables. Default: the embedded default, the pool in the database directory.
-# About 20 minutes with the defaults. Knobs: NUM RATE DURATION DRIVE THREADS
+# About 25 minutes with the defaults. Knobs: NUM RATE DURATION DRIVE THREADS
 # CONFIGS DB PMEM_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,9 +39,9 @@ NUM=${NUM:-4000000}
 RATE=${RATE:-2000:10s,12000:50s}
 DURATION=${DURATION:-180}
 DRIVE=${DRIVE:-200M}
-THREADS=${THREADS:-4}
+THREADS=${THREADS:-8}
 DB=${DB:-/tmp/tkv_bench_silk}
-CONFIGS=${CONFIGS:-tierkv-silk tierkv-fifo rocksdb rocksdb-rl}
+CONFIGS=${CONFIGS:-tierkv-silk tierkv-fifo rocksdb rocksdb-rl null}
 stamp=$(date -u +%Y%m%d-%H%M%S)
 out=bench/results/silk-$stamp
 mkdir -p "$out"
@@ -45,6 +54,7 @@ for c in $CONFIGS; do
                        --opt scheduler=fifo) ;;
     rocksdb) args=(--engine=rocksdb) ;;
     rocksdb-rl) args=(--engine=rocksdb --rate_limiter="$DRIVE:auto") ;;
+    null) args=(--engine=null) ;;
     *) echo "run_silk.sh: unknown configuration $c" >&2; exit 2 ;;
     esac
     pool=""

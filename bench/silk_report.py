@@ -16,6 +16,8 @@ Per configuration:
   ops/s        operations completed / run time, and the offered average
   on-load      seconds whose completed ops are within 10% of the offered rate
   stall ms     the engine's write-stall time during the run (summary.csv)
+A configuration labelled null* (the "null" engine) is the harness floor: it
+is left out of the ratios and summarised on its own lines.
 
 The schedule (RATE:DUR,...) is the one given to tkv_bench --rate; seconds
 are matched to phases by their midpoint. Peak = phases above the lowest rate.
@@ -133,12 +135,28 @@ def main(argv):
             f"{r['stall_ms']:>9.0f} {r['max_us']:>11.0f}"
         )
     base = next((r for r in results if r["label"].startswith("tierkv-silk")), None)
+    floor = next((r for r in results if r["label"].startswith("null")), None)
     if base:
         for r in results:
-            if r is base:
+            if r is base or r is floor:
                 continue
             lines.append(
                 f"max p99: {r['label']} / {base['label']} = {r['max_p99'] / base['max_p99']:.1f}x"
+            )
+        lines.append(
+            f"{base['label']}: max p99 / own valley p99 = {base['ratio']:.1f}x (target <= 2x)"
+        )
+    if floor:
+        # the harness alone (no engine work): what the machine and the load
+        # generator add to every configuration's per-second p99
+        lines.append(
+            f"harness floor ({floor['label']} engine, no storage): valley p99 {floor['valley_p99']:.0f} us, "
+            f"peak p99 {floor['peak_p99']:.0f} us, max p99 {floor['max_p99']:.0f} us"
+        )
+        if base and floor["max_p99"] > 0:
+            lines.append(
+                f"{base['label']} max p99 / harness max p99 = {base['max_p99'] / floor['max_p99']:.1f}x; "
+                f"peak p99 / harness peak p99 = {base['peak_p99'] / floor['peak_p99']:.1f}x"
             )
     text = "\n".join(lines)
     print(text)
