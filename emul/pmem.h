@@ -82,12 +82,17 @@ void pm_read_delay(pm_region *r, unsigned accesses);
  * the page cache; left alone, the kernel writes back every page the pool
  * dirtied in the last ~30 s in one burst (dirty_expire: ~200 MB in one
  * second was measured), and reads of the same disk wait behind it. A thread
- * of the region instead writes queued ranges back (sync_file_range, no
- * device flush: a flush would make fdatasync write every dirty page of the
- * pool at once) in chunks of at most 256 KiB, at most `rate` bytes/s, each
+ * of the region instead writes queued ranges back (sync_file_range, waiting
+ * for each) in chunks of at most 256 KiB, at most `rate` bytes/s, each
  * chunk first passed to admit (the engine's scheduler gate, which accounts
- * it). Durability is unchanged: PM_EMULATED survives a process crash
- * either way, not an OS crash.
+ * it). After every 8 MiB written back it flushes the device's write cache
+ * with an fdatasync of the pool's directory (not of the pool: that would
+ * write every dirty page of the pool at once): a device-cache flush holds up
+ * every read of the disk for as long as the cache takes to drain, so many
+ * small ones are better than the one large one the engine's next MANIFEST
+ * or SST sync would otherwise pay (docs/scheduler.md, fifth run).
+ * Durability is unchanged: PM_EMULATED survives a process crash either
+ * way, not an OS crash.
  *
  * pm_writeback_start -- starts the thread (once): 0 (also when the region
  *   has nothing to write back to: other modes, a tmpfs pool), TKV_NO_MEMORY
@@ -112,6 +117,7 @@ typedef struct pm_stats {
     /* paced write-back: bytes written back, failed calls, bytes dropped (queue full or admission
      * refused), bytes skipped as expired (queued > 20 s ago: the kernel wrote them), bytes queued */
     uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending;
+    uint64_t wb_device_flushes; /* device-cache flushes made by the write-back (one per 8 MiB) */
 } pm_stats;
 void pm_get_stats(pm_region *r, pm_stats *out);
 

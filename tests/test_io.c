@@ -492,7 +492,7 @@ static size_t open_fds(void)
 /* wal_writeback_thread -- a buffered WAL-class file with io_stats.wb queues
  * each bytes_per_sync step to the thread (which starts write-back of exactly
  * those bytes) instead of calling sync_file_range itself; other classes still
- * do it inline. A bad descriptor is refused and counted, an unlinked file's
+ * do it inline; each range is synced after its write-back. A bad descriptor is refused and counted, an unlinked file's
  * range is skipped, a burst of ranges is either queued or refused (never
  * lost track of), and stopping with ranges queued leaks no descriptor. */
 static void wal_writeback_thread(void **state)
@@ -518,6 +518,7 @@ static void wal_writeback_thread(void **state)
     assert_int_equal(ws.queued, 16);
     assert_int_equal(ws.done, 16);
     assert_int_equal(ws.bytes, 1u << 20); /* every byte written, each once */
+    assert_int_equal(ws.syncs, 16);        /* and each range synced (a device-cache flush) */
     assert_int_equal(ws.dropped, 0);
     assert_int_equal(ws.failures, 0);
     assert_int_equal(ws.pending, 0);
@@ -556,6 +557,7 @@ static void wal_writeback_thread(void **state)
     io_wb_get_stats(wb, &ws);
     assert_int_equal(ws.done, 17);
     assert_int_equal(ws.bytes, 1u << 20);
+    assert_int_equal(ws.syncs, 16);
 
     /* a burst: every range is either queued (and done) or refused */
     fd = open(path2, O_RDWR);

@@ -702,7 +702,8 @@ static double now_s(void)
  * disk: every queued byte is admitted in chunks of at most 2 MiB and
  * written back, no faster than the rate (a lower bound on the time only:
  * the machine is shared), the pool's contents unchanged; an admission that
- * refuses drops the bytes (counted), nothing written; a close with work
+ * refuses drops the bytes (counted), nothing written; a device-cache flush
+ * follows every 8 MiB written back; a close with work
  * queued behind a slow rate returns promptly. A tmpfs pool has nothing to
  * write back: no thread, no admission. */
 static void paced_writeback(void **state)
@@ -727,6 +728,7 @@ static void paced_writeback(void **state)
         double took = now_s() - t0;
         assert_int_equal(st.wb_bytes, 5 * MiB + 4 * KiB);
         assert_int_equal(st.wb_failures, 0);
+        assert_int_equal(st.wb_device_flushes, 0); /* under 8 MiB */
         assert_int_equal(st.wb_dropped, 0);
         assert_int_equal(__atomic_load_n(&log.bytes, __ATOMIC_RELAXED), 5 * MiB + 4 * KiB);
         assert_int_equal(__atomic_load_n(&log.calls, __ATOMIC_RELAXED), 21); /* 20 x 256 KiB, 4 KiB */
@@ -748,6 +750,20 @@ static void paced_writeback(void **state)
         st = wait_written(r);
         assert_int_equal(st.wb_bytes, 0);
         assert_int_equal(st.wb_dropped, 1 * MiB);
+        pm_close(r);
+
+        /* a device-cache flush after every 8 MiB written back, none before */
+        r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
+        wb_log fl = {0};
+        assert_int_equal(pm_writeback_start(r, wb_admit, &fl, 0, 0), 0);
+        pm_writeback_enqueue(r, pm_base(r), 16 * MiB);
+        st = wait_written(r);
+        assert_int_equal(st.wb_bytes, 16 * MiB);
+        assert_int_equal(st.wb_failures, 0);
+        assert_int_equal(st.wb_device_flushes, 2);
+        pm_writeback_enqueue(r, pm_base(r), 4 * MiB);
+        st = wait_written(r);
+        assert_int_equal(st.wb_device_flushes, 2); /* 4 MiB since the last one */
         pm_close(r);
 
         /* expiry: at 1 MiB/s the second range waits 0.5 s behind the first

@@ -361,8 +361,8 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
     if (db->io.wb) { /* after the lines above: tests read their fields by first match */
         io_wb_stats ws;
         io_wb_get_stats(db->io.wb, &ws);
-        db_appendf(b, oom, "wal_writeback: ranges=%llu started_bytes=%llu refused=%llu errors=%llu queued_now=%llu\n",
-                   (unsigned long long)ws.queued, (unsigned long long)ws.bytes, (unsigned long long)ws.dropped,
+        db_appendf(b, oom, "wal_writeback: ranges=%llu bytes=%llu syncs=%llu refused=%llu errors=%llu queued_now=%llu\n",
+                   (unsigned long long)ws.queued, (unsigned long long)ws.bytes, (unsigned long long)ws.syncs, (unsigned long long)ws.dropped,
                    (unsigned long long)ws.failures, (unsigned long long)ws.pending);
     }
     uint64_t user = ctr_get(&c->user_bytes_written);

@@ -825,10 +825,10 @@ void mx_stats_line(tkv_db *db, tkv_buf *b, int *oom)
 static void writeback_line(const pm_stats *ps, tkv_buf *b, int *oom)
 {
     /* "errors=", not "failures=": readers find columns' failures= by name */
-    db_appendf(b, oom, "writeback: bytes=%llu pending=%llu expired=%llu dropped=%llu errors=%llu\n",
+    db_appendf(b, oom, "writeback: bytes=%llu pending=%llu expired=%llu dropped=%llu errors=%llu device_flushes=%llu\n",
                (unsigned long long)ps->wb_bytes, (unsigned long long)ps->wb_pending,
                (unsigned long long)ps->wb_expired, (unsigned long long)ps->wb_dropped,
-               (unsigned long long)ps->wb_failures);
+               (unsigned long long)ps->wb_failures, (unsigned long long)ps->wb_device_flushes);
 }
 
 void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom)

@@ -181,9 +181,9 @@ static int direct_flush_tail(io_file *f)
  * file past synced_upto + bytes_per_sync, syncs what was written so far:
  * fdatasync for a direct file (its data is on the device already; this
  * commits the allocation and flushes the device cache while little is in
- * it), an asynchronous write-back start for a buffered one -- queued to the
- * write-back thread for the WAL (io_stats.wb), so that no client thread
- * waits while the range is submitted. */
+ * it), an asynchronous write-back start for a buffered one -- or, for the WAL
+ * with io_stats.wb, a write-back and fdatasync on that thread, so that no
+ * client thread waits while the range is submitted. */
 static int sync_incremental(io_file *f, uint64_t written_upto)
 {
     uint64_t every = f->stats ? f->stats->bytes_per_sync : 0;

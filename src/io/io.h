@@ -52,9 +52,10 @@ typedef struct io_stats {
      * files are opened, never changed after. */
     uint64_t bytes_per_sync;
     /* Buffered IO_WAL files (appended on client threads) hand their
-     * bytes_per_sync write-back starts to this thread (wb.h) instead of
-     * calling sync_file_range themselves, which blocked the write leader for
-     * as long as submitting the range took. NULL: inline, as other classes.
+     * bytes_per_sync write-back to this thread (wb.h), which writes the range
+     * back and fdatasyncs the file, instead of calling sync_file_range
+     * themselves, which blocked the write leader for as long as submitting
+     * the range took. NULL: inline, as other classes.
      * Set before files are opened, never changed after. */
     struct io_wb *wb;
 } io_stats;

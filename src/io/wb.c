@@ -3,8 +3,9 @@
  *
  * A fixed ring of ranges under one mutex. The writer side (io_wb_enqueue)
  * only dup()s the descriptor and copies three words in: it never waits for
- * the thread. The thread takes one range at a time, starts its write-back in
- * IO_WB_STEP pieces with the mutex released, and closes its descriptor.
+ * the thread. The thread takes one range at a time and, with the mutex
+ * released, writes it back in IO_WB_STEP pieces, fdatasyncs the file (the
+ * device-cache flush, wb.h) and closes its descriptor.
  */
 #include "io/wb.h"
 
@@ -52,18 +53,25 @@ static void *wb_main(void *arg)
         if (fstat(r.fd, &sb) != 0 || sb.st_nlink > 0) {
             for (uint64_t o = r.off; o < r.off + r.len; o += IO_WB_STEP) {
                 uint64_t n = r.off + r.len - o < IO_WB_STEP ? r.off + r.len - o : IO_WB_STEP;
-                if (sync_file_range(r.fd, (off_t)o, (off_t)n, SYNC_FILE_RANGE_WRITE) != 0) {
+                if (sync_file_range(r.fd, (off_t)o, (off_t)n,
+                                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
                     failed = 1;
                     break;
                 }
                 started += n;
             }
         }
+        int synced = 0;
+        if (!failed && started) {
+            if (fdatasync(r.fd) != 0) failed = 1;
+            else synced = 1;
+        }
         close(r.fd);
         pthread_mutex_lock(&wb->mu);
         wb->busy = 0;
         wb->st.done++;
         wb->st.bytes += started;
+        wb->st.syncs += (uint64_t)synced;
         wb->st.failures += (uint64_t)failed;
         pthread_cond_broadcast(&wb->cv); /* io_wb_drain */
     }

@@ -10,15 +10,22 @@
  * (strace in a SILK run, docs/scheduler.md). For the WAL that time was spent
  * by the write leader, so every writer queued behind it -- and with readers
  * queued behind the stuck writers, every client -- waited. An io_wb moves the
- * call to its own thread ("tkv-wal-wb"): the writer only queues the range.
+ * work to its own thread ("tkv-wal-wb"): the writer only queues the range.
+ *
+ * The thread writes each range back in IO_WB_STEP pieces, waiting for each,
+ * then fdatasyncs the file. The fdatasync also flushes the device's write
+ * cache, and that is the point: a cache flush holds up every read of the
+ * disk until the cache has drained, so a flush every 8 MiB of WAL costs a few
+ * milliseconds, while the write-back left unflushed until the next MANIFEST
+ * sync made that sync stall all reads for 30-150 ms (docs/scheduler.md,
+ * fifth run). It is not an acknowledgement: a write is durable only when
+ * wal_sync (sync=1, TKV_SYNC) says so.
  *
  * Each queued range holds a dup() of the file's descriptor, so the file may
  * be closed or unlinked meanwhile (the range is then written back or skipped,
- * never applied to a reused descriptor number). The thread starts write-back
- * in IO_WB_STEP pieces and never waits for it to finish: durability still
- * comes only from io_sync (fdatasync). A full queue drops the range (counted):
- * the kernel writes those pages back on its own, as with bytes_per_sync = 0.
- * Thread-safe.
+ * never applied to a reused descriptor number). A full queue drops the range
+ * (counted): the kernel writes those pages back on its own, as with
+ * bytes_per_sync = 0. Thread-safe.
  */
 #ifndef TKV_IO_WB_H
 #define TKV_IO_WB_H
@@ -32,10 +39,11 @@ typedef struct io_wb io_wb;
 
 typedef struct io_wb_stats {
     uint64_t queued;   /* ranges accepted */
-    uint64_t done;     /* ranges whose write-back was started (or skipped: file unlinked) */
-    uint64_t bytes;    /* bytes of the ranges started */
+    uint64_t done;     /* ranges written back and synced (or skipped: file unlinked) */
+    uint64_t bytes;    /* bytes of those ranges written back */
+    uint64_t syncs;    /* fdatasyncs (one per range written back): device-cache flushes */
     uint64_t dropped;  /* ranges refused: queue full, or the descriptor could not be duplicated */
-    uint64_t failures; /* sync_file_range errors (the next io_sync reports real I/O errors) */
+    uint64_t failures; /* sync_file_range / fdatasync errors (the file's next io_sync reports them too) */
     uint64_t pending;  /* ranges queued now */
 } io_wb_stats;
 
@@ -43,7 +51,7 @@ typedef struct io_wb_stats {
  * (thread creation failed). */
 int io_wb_start(io_wb **out);
 
-/* io_wb_enqueue -- queues bytes [off, off + len) of fd for write-back start.
+/* io_wb_enqueue -- queues bytes [off, off + len) of fd for write-back.
  * Never blocks on I/O. Returns 0 if queued, -1 if dropped (counted). */
 int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len);
 
@@ -51,7 +59,7 @@ int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len);
 void io_wb_get_stats(io_wb *wb, io_wb_stats *out);
 
 /* io_wb_drain -- waits until the queue is empty and the thread idle (tests,
- * and close paths that want the write-back started before they go on). */
+ * and close paths that want the write-back done before they go on). */
 void io_wb_drain(io_wb *wb);
 
 /* io_wb_stop -- stops the thread and frees wb. Ranges still queued are
