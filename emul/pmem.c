@@ -243,16 +243,29 @@ void pm_crashsim_arm(uint64_t n, void (*on_cut)(void))
     __atomic_store_n(&cs_armed_cut, n, __ATOMIC_RELEASE);
 }
 
+/* open_parent_dir -- a read-only descriptor of the directory holding path,
+ * or -1 with errno set. */
+static int open_parent_dir(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int err = errno;
+    free(copy);
+    errno = err;
+    return fd;
+}
+
 /* fsync_parent -- makes a newly created pool's directory entry durable. */
 static int fsync_parent(const char *path)
 {
-    char *copy = strdup(path);
-    if (!copy) return tkv_err(TKV_NO_MEMORY, "out of memory creating pool %s", path);
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open_parent_dir(path);
     int rc = 0;
     if (fd < 0 || fsync(fd) != 0) rc = tkv_err_errno(errno, "fsync the directory of pool %s", path);
     if (fd >= 0) close(fd);
-    free(copy);
     return rc;
 }
 
@@ -545,14 +558,7 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
     }
     if (created) *created = made;
     if (mode == PM_EMULATED) r->wb_fd = open_writeback_fd(path);
-    if (r->wb_fd >= 0) { /* its directory, for the device-cache flushes (WB_DEVICE_FLUSH) */
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s", path);
-        char *slash = strrchr(dir, '/');
-        if (slash) *(slash == dir ? slash + 1 : slash) = 0;
-        else snprintf(dir, sizeof dir, ".");
-        r->wb_dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    }
+    if (r->wb_fd >= 0) r->wb_dir_fd = open_parent_dir(path); /* for the device-cache flushes (WB_DEVICE_FLUSH) */
     if (mode != PM_CRASHSIM) /* (the crash image is an anonymous copy, already touched) */
         r->prefault_started = pthread_create(&r->prefault, NULL, prefault_main, r) == 0;
     *out = r;

@@ -490,10 +490,10 @@ static size_t open_fds(void)
 }
 
 /* wal_writeback_thread -- a buffered WAL-class file with io_stats.wb queues
- * each bytes_per_sync step to the thread (which starts write-back of exactly
- * those bytes) instead of calling sync_file_range itself; other classes still
- * do it inline; each range is synced after its write-back. A bad descriptor is refused and counted, an unlinked file's
- * range is skipped, a burst of ranges is either queued or refused (never
+ * each bytes_per_sync step to the thread (which writes back exactly those
+ * bytes, then fdatasyncs the file) instead of calling sync_file_range
+ * itself; other classes still do it inline. A bad descriptor is refused and
+ * counted, an unlinked file's range is skipped, a burst of ranges is either queued or refused (never
  * lost track of), and stopping with ranges queued leaks no descriptor. */
 static void wal_writeback_thread(void **state)
 {
