@@ -75,6 +75,7 @@ struct pm_region {
     /* paced write-back (pm_writeback_start); wb_mu guards the queue and wb_stop */
     int wb_fd; /* read-only descriptor of the pool file, -1: none */
     int wb_dir_fd; /* the pool's directory: fdatasync of it = a device-cache flush, -1: none */
+    uint64_t wb_flush_every; /* bytes between two device-cache flushes, 0 = none (set before the thread) */
     uint64_t wb_since_flush; /* bytes written back since the last device-cache flush (thread only) */
     uint64_t wb_device_flushes; /* relaxed atomic */
     pthread_t wb_thread;
@@ -318,11 +319,6 @@ static int open_writeback_fd(const char *path)
  * range is dropped and left to the kernel (a bulk load faster than the rate
  * would otherwise leave minutes of stale work behind it). */
 #define WB_QUEUE_SECONDS 8u
-/* Bytes written back between two device-cache flushes (fdatasync of the
- * pool's directory: with nothing of the directory to write, ext4 sends just
- * the flush). 8 MiB: bench/tools/flushlat.c measured reads beside a writer
- * flushing every 8 MiB at <= 17-23 ms, every 64 MiB at 114-139 ms. */
-#define WB_DEVICE_FLUSH (8u << 20)
 /* A range queued this long ago is skipped: the kernel has written it back
  * by now (dirty_expire_centisecs, 30 s by default) or will at once, so
  * pacing it would only spend the rate on clean pages. */
@@ -375,7 +371,7 @@ static void *writeback_main(void *arg)
         else {
             __atomic_fetch_add(&r->wb_bytes, n, __ATOMIC_RELAXED);
             r->wb_since_flush += n;
-            if (r->wb_since_flush >= WB_DEVICE_FLUSH && r->wb_dir_fd >= 0) {
+            if (r->wb_flush_every && r->wb_since_flush >= r->wb_flush_every && r->wb_dir_fd >= 0) {
                 r->wb_since_flush = 0;
                 if (fdatasync(r->wb_dir_fd) != 0) __atomic_fetch_add(&r->wb_failures, 1, __ATOMIC_RELAXED);
                 else __atomic_fetch_add(&r->wb_device_flushes, 1, __ATOMIC_RELAXED);
@@ -393,7 +389,8 @@ static void *writeback_main(void *arg)
     return NULL;
 }
 
-int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate, unsigned expire_ms)
+int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate, unsigned expire_ms,
+                       uint64_t flush_every)
 {
     if (r->wb_fd < 0 || r->wb_started) return 0;
     r->wb_queue = calloc(WB_QUEUE_CAP, sizeof *r->wb_queue);
@@ -403,6 +400,7 @@ int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate
     r->wb_admit = admit;
     r->wb_arg = arg;
     r->wb_rate = rate;
+    r->wb_flush_every = flush_every;
     r->wb_expire_ns = (uint64_t)(expire_ms ? expire_ms : WB_EXPIRE_DEFAULT_MS) * 1000000ull;
     if (pthread_create(&r->wb_thread, NULL, writeback_main, r) != 0) {
         pthread_cond_destroy(&r->wb_cv);
@@ -558,7 +556,7 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
     }
     if (created) *created = made;
     if (mode == PM_EMULATED) r->wb_fd = open_writeback_fd(path);
-    if (r->wb_fd >= 0) r->wb_dir_fd = open_parent_dir(path); /* for the device-cache flushes (WB_DEVICE_FLUSH) */
+    if (r->wb_fd >= 0) r->wb_dir_fd = open_parent_dir(path); /* for the device-cache flushes (wb_flush_every) */
     if (mode != PM_CRASHSIM) /* (the crash image is an anonymous copy, already touched) */
         r->prefault_started = pthread_create(&r->prefault, NULL, prefault_main, r) == 0;
     *out = r;

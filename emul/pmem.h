@@ -85,12 +85,14 @@ void pm_read_delay(pm_region *r, unsigned accesses);
  * of the region instead writes queued ranges back (sync_file_range, waiting
  * for each) in chunks of at most 256 KiB, at most `rate` bytes/s, each
  * chunk first passed to admit (the engine's scheduler gate, which accounts
- * it). After every 8 MiB written back it flushes the device's write cache
- * with an fdatasync of the pool's directory (not of the pool: that would
- * write every dirty page of the pool at once): a device-cache flush holds up
- * every read of the disk for as long as the cache takes to drain, so many
- * small ones are better than the one large one the engine's next MANIFEST
- * or SST sync would otherwise pay (docs/scheduler.md, fifth run).
+ * it). After every flush_every bytes written back (0: never) it flushes the
+ * device's write cache with an fdatasync of the pool's directory (not of the
+ * pool: that would write every dirty page of the pool at once). A
+ * device-cache flush holds up every read of the disk for as long as the
+ * cache takes to drain, roughly in proportion to what was written since the
+ * last flush; so many small flushes are better than the one large one the
+ * engine's next MANIFEST or SST sync would otherwise pay (docs/scheduler.md,
+ * fifth and seventh runs). The engine passes its bytes_per_sync.
  * Durability is unchanged: PM_EMULATED survives a process crash either
  * way, not an OS crash.
  *
@@ -107,7 +109,8 @@ void pm_read_delay(pm_region *r, unsigned accesses);
  * msyncs the whole pool anyway).
  */
 typedef int (*pm_admit_fn)(void *arg, size_t n);
-int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate, unsigned expire_ms);
+int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate, unsigned expire_ms,
+                       uint64_t flush_every);
 void pm_writeback_enqueue(pm_region *r, const void *addr, size_t len);
 
 /* Counters (relaxed atomics). */
@@ -117,7 +120,7 @@ typedef struct pm_stats {
     /* paced write-back: bytes written back, failed calls, bytes dropped (queue full or admission
      * refused), bytes skipped as expired (queued > 20 s ago: the kernel wrote them), bytes queued */
     uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending;
-    uint64_t wb_device_flushes; /* device-cache flushes made by the write-back (one per 8 MiB) */
+    uint64_t wb_device_flushes; /* device-cache flushes made by the write-back (one per flush_every) */
 } pm_stats;
 void pm_get_stats(pm_region *r, pm_stats *out);
 

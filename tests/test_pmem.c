@@ -703,7 +703,7 @@ static double now_s(void)
  * written back, no faster than the rate (a lower bound on the time only:
  * the machine is shared), the pool's contents unchanged; an admission that
  * refuses drops the bytes (counted), nothing written; a device-cache flush
- * follows every 8 MiB written back; a close with work
+ * follows every flush_every bytes written back (8 MiB, 1 MiB; 0: none); a close with work
  * queued behind a slow rate returns promptly. A tmpfs pool has nothing to
  * write back: no thread, no admission. */
 static void paced_writeback(void **state)
@@ -720,7 +720,7 @@ static void paced_writeback(void **state)
         uint8_t *b = pm_base(r);
         for (size_t i = 0; i < 16 * MiB; i++) b[i] = (uint8_t)(i * 7 + 3);
         wb_log log = {0};
-        assert_int_equal(pm_writeback_start(r, wb_admit, &log, 8 * MiB, 0), 0);
+        assert_int_equal(pm_writeback_start(r, wb_admit, &log, 8 * MiB, 0, 8 * MiB), 0);
         double t0 = now_s();
         pm_writeback_enqueue(r, b + 4 * MiB, 5 * MiB);
         pm_writeback_enqueue(r, b + 12 * MiB, 4 * KiB);
@@ -745,7 +745,7 @@ static void paced_writeback(void **state)
         /* refused admission: dropped, nothing written */
         r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
         wb_log no = {.refuse = 1};
-        assert_int_equal(pm_writeback_start(r, wb_admit, &no, 0, 0), 0);
+        assert_int_equal(pm_writeback_start(r, wb_admit, &no, 0, 0, 8 * MiB), 0);
         pm_writeback_enqueue(r, pm_base(r), 1 * MiB);
         st = wait_written(r);
         assert_int_equal(st.wb_bytes, 0);
@@ -755,7 +755,7 @@ static void paced_writeback(void **state)
         /* a device-cache flush after every 8 MiB written back, none before */
         r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
         wb_log fl = {0};
-        assert_int_equal(pm_writeback_start(r, wb_admit, &fl, 0, 0), 0);
+        assert_int_equal(pm_writeback_start(r, wb_admit, &fl, 0, 0, 8 * MiB), 0);
         pm_writeback_enqueue(r, pm_base(r), 16 * MiB);
         st = wait_written(r);
         assert_int_equal(st.wb_bytes, 16 * MiB);
@@ -766,12 +766,28 @@ static void paced_writeback(void **state)
         assert_int_equal(st.wb_device_flushes, 2); /* 4 MiB since the last one */
         pm_close(r);
 
+        /* the step is the caller's: 1 MiB gives one flush per MiB, 0 none */
+        r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
+        assert_int_equal(pm_writeback_start(r, NULL, NULL, 0, 0, 1 * MiB), 0);
+        pm_writeback_enqueue(r, pm_base(r), 5 * MiB + 512 * KiB);
+        st = wait_written(r);
+        assert_int_equal(st.wb_bytes, 5 * MiB + 512 * KiB);
+        assert_int_equal(st.wb_device_flushes, 5);
+        pm_close(r);
+        r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
+        assert_int_equal(pm_writeback_start(r, NULL, NULL, 0, 0, 0), 0);
+        pm_writeback_enqueue(r, pm_base(r), 9 * MiB);
+        st = wait_written(r);
+        assert_int_equal(st.wb_bytes, 9 * MiB);
+        assert_int_equal(st.wb_device_flushes, 0);
+        pm_close(r);
+
         /* expiry: at 1 MiB/s the second range waits 0.5 s behind the first
          * (512 KiB); queued more than 300 ms before, it is skipped. The
          * queue cap: 8 s of work at 1 MiB/s, so a 9th MiB is dropped. */
         r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
         wb_log ex = {0};
-        assert_int_equal(pm_writeback_start(r, wb_admit, &ex, 1 * MiB, 300), 0);
+        assert_int_equal(pm_writeback_start(r, wb_admit, &ex, 1 * MiB, 300, 8 * MiB), 0);
         pm_writeback_enqueue(r, pm_base(r), 512 * KiB);
         pm_writeback_enqueue(r, pm_base(r) + 1 * MiB, 7 * MiB);
         pm_writeback_enqueue(r, pm_base(r) + 8 * MiB, 1 * MiB);
@@ -784,7 +800,7 @@ static void paced_writeback(void **state)
 
         /* a close behind a slow rate does not wait for the queue */
         r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
-        assert_int_equal(pm_writeback_start(r, NULL, NULL, 1 * MiB, 0), 0);
+        assert_int_equal(pm_writeback_start(r, NULL, NULL, 1 * MiB, 0, 8 * MiB), 0);
         pm_writeback_enqueue(r, pm_base(r), 4 * MiB);
         usleep(50000);
         t0 = now_s();
@@ -802,7 +818,7 @@ static void paced_writeback(void **state)
         unlink(shm);
         pm_region *r = open_ok(shm, 4 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
         wb_log log = {0};
-        assert_int_equal(pm_writeback_start(r, wb_admit, &log, 0, 0), 0);
+        assert_int_equal(pm_writeback_start(r, wb_admit, &log, 0, 0, 8 * MiB), 0);
         pm_writeback_enqueue(r, pm_base(r), 1 * MiB);
         usleep(20000);
         pm_stats st;

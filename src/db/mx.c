@@ -174,7 +174,8 @@ int mx_open(tkv_db *db)
     TKV_TRY(pool_open(mx->path, size, (pm_mode)db->opts.pmem_mode, (pm_profile)db->opts.emul_profile, NULL, &mx->pool,
                       &created));
     if (db->opts.pmem_writeback) /* a no-op unless emulated pmem on a disk (pmem.h) */
-        TKV_TRY(pm_writeback_start(pool_region(mx->pool), writeback_admit, db, db->opts.pmem_writeback, 0));
+        TKV_TRY(pm_writeback_start(pool_region(mx->pool), writeback_admit, db, db->opts.pmem_writeback, 0,
+                                   db->opts.bytes_per_sync));
     pool_stats st;
     pool_get_stats(mx->pool, &st);
     uint64_t usable = (uint64_t)st.pages_total * st.page_size;

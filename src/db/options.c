@@ -57,7 +57,7 @@ static const opt_def OPTION_TABLE[] = {
     {"l0_stop_trigger", OPT_INT, OFF(l0_stop_trigger), 1, 1000, "12", NULL},
     {"max_open_files", OPT_INT, OFF(max_open_files), 16, 1000000, "1000", NULL},
     {"preload_tables", OPT_BOOL, OFF(preload_tables), 0, 1, "1", NULL},
-    {"bytes_per_sync", OPT_SIZE, OFF(bytes_per_sync), 0, UINT64_C(1) << 40, "8M", NULL},
+    {"bytes_per_sync", OPT_SIZE, OFF(bytes_per_sync), 0, UINT64_C(1) << 40, "1M", NULL},
     {"delete_chunk", OPT_SIZE, OFF(delete_chunk), 0, UINT64_C(1) << 40, "4M", NULL},
     {"delete_rate", OPT_SIZE, OFF(delete_rate), 0, UINT64_C(1) << 40, "256M", NULL},
     {"direct_io", OPT_BOOL, OFF(direct_io), 0, 1, "0", NULL},

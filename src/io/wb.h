@@ -15,10 +15,11 @@
  * The thread writes each range back in IO_WB_STEP pieces, waiting for each,
  * then fdatasyncs the file. The fdatasync also flushes the device's write
  * cache, and that is the point: a cache flush holds up every read of the
- * disk until the cache has drained, so a flush every 8 MiB of WAL costs a few
- * milliseconds, while the write-back left unflushed until the next MANIFEST
- * sync made that sync stall all reads for 30-150 ms (docs/scheduler.md,
- * fifth run). It is not an acknowledgement: a write is durable only when
+ * disk until the cache has drained, for a time that grows with what was
+ * written since the last flush. Left unflushed until the next MANIFEST sync,
+ * the write-back made that sync stall all reads for 30-150 ms; a flush every
+ * 8 MiB still cost reads ~5 ms per flush, one every bytes_per_sync = 1 MiB
+ * (the default) well under 1 ms (docs/scheduler.md, fifth and seventh runs). It is not an acknowledgement: a write is durable only when
  * wal_sync (sync=1, TKV_SYNC) says so.
  *
  * Each queued range holds a dup() of the file's descriptor, so the file may
