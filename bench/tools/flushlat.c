@@ -113,6 +113,10 @@ int main(int argc, char **argv)
     double secs = atof(argv[5]);
     char *unit;
     sync_bytes = strtoull(argv[6], &unit, 10) << (*unit == 'K' || *unit == 'k' ? 10 : 20);
+    if (wrate > 0 && (wchunk == 0 || sync_bytes % wchunk)) { /* the writer syncs when its offset is a multiple of the step */
+        fprintf(stderr, "%s: the sync step must be a multiple of the write size\n", argv[0]);
+        return 2;
+    }
     int fd = open(argv[1], O_RDONLY | O_DIRECT);
     off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
     void *buf = NULL;

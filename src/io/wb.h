@@ -17,10 +17,12 @@
  * cache, and that is the point: a cache flush holds up every read of the
  * disk until the cache has drained, for a time that grows with what was
  * written since the last flush. Left unflushed until the next MANIFEST sync,
- * the write-back made that sync stall all reads for 30-150 ms; a flush every
- * 8 MiB still cost reads ~5 ms per flush, one every bytes_per_sync = 1 MiB
- * (the default) well under 1 ms (docs/scheduler.md, fifth and seventh runs). It is not an acknowledgement: a write is durable only when
- * wal_sync (sync=1, TKV_SYNC) says so.
+ * the write-back made that sync stall all reads for 30-150 ms. Beside a
+ * 6 MB/s WAL, reads had a per-second p99 of 14 ms with a flush every 8 MiB
+ * and 2 ms with one every 1 MiB, the default bytes_per_sync
+ * (docs/scheduler.md, fifth and seventh runs). It is not an
+ * acknowledgement: a write is durable only when wal_sync (sync=1, TKV_SYNC)
+ * says so.
  *
  * Each queued range holds a dup() of the file's descriptor, so the file may
  * be closed or unlinked meanwhile (the range is then written back or skipped,
