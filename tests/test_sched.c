@@ -234,6 +234,144 @@ static void test_monitor_noise(void **state)
 
 /* I never drops below the floor nor exceeds T - epsilon, whatever the load
  * (including loads above T), and the counters count. */
+/* feed_reads -- one window of `bw` bytes/s lasting dt with `reads` client
+ * reads of lat_us each; returns monitor_sample_reads'. */
+static int feed_reads(monitor *m, uint64_t *now, double bw, uint64_t reads, double lat_us, uint64_t dt)
+{
+    *now += dt;
+    return monitor_sample_reads(m, (uint64_t)(bw * (double)dt / 1e6), reads, (uint64_t)((double)reads * lat_us * 1e3),
+                                *now);
+}
+
+/* lat_new -- the defaults with the read-latency cap at factor_pct (and a
+ * fixed target if target_us). */
+static monitor *lat_new(unsigned factor_pct, uint64_t target_us, uint64_t t0)
+{
+    monitor_options o;
+    monitor_options_default(&o);
+    assert_int_equal(o.latency_factor_pct, 0); /* off unless asked for */
+    o.latency_factor_pct = factor_pct;
+    o.latency_target_us = target_us;
+    monitor *m = NULL;
+    assert_int_equal(monitor_create(&o, t0, &m), TKV_OK);
+    return m;
+}
+
+/* The read-latency cap: multiplicative decrease to the floor while reads are
+ * slow, additive recovery when they are fast again, no effect with too few
+ * reads, a baseline that forgets a low slowly, a fixed target, off = the
+ * bandwidth law alone, invalid settings refused. */
+static void test_monitor_latency_cap(void **state)
+{
+    (void)state;
+    uint64_t now = 0;
+    monitor_stats st;
+    monitor *m = lat_new(200, 0, now);
+    /* 1 s at C = 100 MiB/s, 10 reads of 200 us per window: I = T - C - eps,
+     * the baseline is 200 us, nothing capped */
+    for (int k = 0; k < 100; k++) feed_reads(m, &now, 100.0 * MiB, 10, 200, PERIOD);
+    monitor_get_stats(m, &st);
+    assert_int_equal(st.internal_bw, 390 * MiB);
+    assert_int_equal(st.latency_baseline_ns, 200000);
+    assert_int_equal(st.latency_target_ns, 400000);
+    assert_int_equal(st.latency_backoffs, 0);
+    assert_int_equal(st.latency_capped, 0);
+    assert_true(st.latency_intervals >= 9);
+
+    /* reads slow to 1 ms: I falls by 30% per 100 ms interval, to the floor
+     * exactly (published even inside the deadband) within 7 intervals */
+    uint64_t prev = st.internal_bw;
+    int at_floor = -1;
+    for (int k = 0; k < 100; k++) {
+        feed_reads(m, &now, 100.0 * MiB, 10, 1000, PERIOD);
+        uint64_t i = monitor_internal_bw(m);
+        assert_true(i <= prev && i >= 50 * MiB);
+        if (k == 10) assert_true(absdiff(i, (uint64_t)(390.0 * MiB * 0.7)) <= 1); /* the first interval's back-off */
+        if (i == 50 * MiB && at_floor < 0) at_floor = k;
+        prev = i;
+    }
+    assert_true(at_floor >= 0 && at_floor <= 70);
+    monitor_get_stats(m, &st);
+    assert_int_equal(st.latency_capped, 1);
+    assert_int_equal(st.read_latency_ns, 1000000);
+    assert_int_equal(st.latency_backoffs, 10);
+    assert_int_equal(st.candidate, 390 * MiB); /* the bandwidth law is unchanged */
+
+    /* fast again: I climbs by T/32 per interval, back to T - C - eps within
+     * 2.5 s, never down on the way */
+    int back = -1;
+    for (int k = 0; k < 300; k++) {
+        feed_reads(m, &now, 100.0 * MiB, 10, 200, PERIOD);
+        uint64_t i = monitor_internal_bw(m);
+        assert_true(i >= prev);
+        if (i == 390 * MiB && back < 0) back = k;
+        prev = i;
+    }
+    assert_true(back > 0 && back <= 250);
+    monitor_get_stats(m, &st);
+    assert_int_equal(st.latency_capped, 0);
+    assert_int_equal(st.latency_backoffs, 10);
+    assert_int_equal(st.latency_cap, 500 * MiB); /* the ceiling: T */
+
+    /* slow reads, but fewer than latency_min_reads (16) per interval: no
+     * signal, no back-off */
+    for (int k = 0; k < 100; k++) feed_reads(m, &now, 100.0 * MiB, k % 10 == 0 ? 1 : 0, 5000, PERIOD);
+    monitor_get_stats(m, &st);
+    assert_int_equal(st.latency_backoffs, 10);
+    assert_int_equal(st.internal_bw, 390 * MiB);
+
+    /* a sustained new level: the baseline (200 us) drifts up towards 500 us
+     * with tau 30 s, so 500 us stops being "twice the baseline" after
+     * 30 s * ln(300/250) = 5.5 s; then the cap recovers */
+    uint64_t b0 = 0, last_backoff_s = 0;
+    for (int k = 0; k < 1500; k++) {
+        feed_reads(m, &now, 100.0 * MiB, 10, 500, PERIOD);
+        monitor_get_stats(m, &st);
+        if (st.latency_backoffs != b0) last_backoff_s = (uint64_t)k / 100;
+        b0 = st.latency_backoffs;
+        assert_true(st.internal_bw >= 50 * MiB);
+    }
+    assert_true(last_backoff_s >= 4 && last_backoff_s <= 6);
+    assert_true(st.latency_baseline_ns > 250000 && st.latency_baseline_ns < 400000);
+    assert_int_equal(st.internal_bw, 390 * MiB);
+    monitor_free(m);
+
+    /* a fixed target of 300 us: 250 us never backs off, 400 us does */
+    now = 0;
+    m = lat_new(0, 300, now);
+    for (int k = 0; k < 100; k++) feed_reads(m, &now, 100.0 * MiB, 10, 250, PERIOD);
+    monitor_get_stats(m, &st);
+    assert_int_equal(st.latency_backoffs, 0);
+    assert_int_equal(st.latency_target_ns, 300000);
+    for (int k = 0; k < 100; k++) feed_reads(m, &now, 100.0 * MiB, 10, 400, PERIOD);
+    monitor_get_stats(m, &st);
+    assert_int_equal(st.latency_backoffs, 10);
+    assert_int_equal(st.internal_bw, 50 * MiB);
+    monitor_free(m);
+
+    /* off (the default): the bandwidth law alone, no latency stats */
+    now = 0;
+    m = lat_new(0, 0, now);
+    for (int k = 0; k < 200; k++) feed_reads(m, &now, 100.0 * MiB, 10, k < 100 ? 100 : 10000, PERIOD);
+    monitor_get_stats(m, &st);
+    assert_int_equal(st.internal_bw, 390 * MiB);
+    assert_int_equal(st.latency_intervals, 0);
+    assert_int_equal(st.latency_cap, 0);
+    monitor_free(m);
+
+    /* invalid settings */
+    monitor_options o;
+    monitor_options_default(&o);
+    o.latency_factor_pct = 200;
+    o.latency_backoff_pct = 100;
+    assert_int_equal(monitor_create(&o, 0, &m), TKV_INVALID);
+    o.latency_backoff_pct = 0;
+    assert_int_equal(monitor_create(&o, 0, &m), TKV_INVALID);
+    o.latency_backoff_pct = 70;
+    o.latency_interval_us = 0;
+    assert_int_equal(monitor_create(&o, 0, &m), TKV_INVALID);
+}
+
 static void test_monitor_floor_and_stats(void **state)
 {
     (void)state;
@@ -923,6 +1061,7 @@ int main(void)
         cmocka_unit_test(test_monitor_step_response),
         cmocka_unit_test(test_monitor_noise),
         cmocka_unit_test(test_monitor_floor_and_stats),
+        cmocka_unit_test(test_monitor_latency_cap),
         cmocka_unit_test(test_monitor_thread),
         cmocka_unit_test(test_rl_unlimited),
         cmocka_unit_test(test_rl_rate_and_change),

@@ -35,6 +35,7 @@ static const char *const PMEM_MODE_NAMES[] = {"auto", "pmem", "emulated", "msync
 static const char *const PROFILE_NAMES[] = {"none", "optane", NULL};
 static const char *const SCHED_NAMES[] = {"silk", "fifo", NULL};
 static const char *const WCTL_NAMES[] = {"prl", "classic", "off", NULL};
+static const char *const LATCAP_NAMES[] = {"auto", "on", "off", NULL};
 
 #define OFF(f) offsetof(struct tkv_options, f)
 static const opt_def OPTION_TABLE[] = {
@@ -76,6 +77,8 @@ static const opt_def OPTION_TABLE[] = {
     {"min_internal_bandwidth", OPT_SIZE, OFF(min_internal_bandwidth), 1u << 20, UINT64_C(1) << 40, "32M", NULL},
     {"sched_epsilon", OPT_SIZE, OFF(sched_epsilon), 0, UINT64_C(1) << 40, "10M", NULL},
     {"sched_threshold", OPT_SIZE, OFF(sched_threshold), 0, UINT64_C(1) << 40, "10M", NULL},
+    {"sched_latency", OPT_ENUM, OFF(sched_latency), 0, 2, "auto", LATCAP_NAMES},
+    {"sched_latency_factor", OPT_INT, OFF(sched_latency_factor), 110, 10000, "200", NULL},
     {"deep_reserved_bandwidth", OPT_SIZE, OFF(deep_reserved_bandwidth), 0, UINT64_C(1) << 40, "4M", NULL},
     {"compaction_threads", OPT_INT, OFF(compaction_threads), 1, 16, "2", NULL},
     {"compaction_readahead", OPT_SIZE, OFF(compaction_readahead), 0, 64u << 20, "256K", NULL},

@@ -55,11 +55,17 @@ struct tkv_options {
     uint64_t min_internal_bandwidth; /* floor of I for flush and L0->L1 work, bytes/s */
     uint64_t sched_epsilon;     /* epsilon of I = T - C - epsilon, bytes/s */
     uint64_t sched_threshold;   /* the published I changes only by more than this, bytes/s */
+    int sched_latency;          /* LATCAP_AUTO (on with direct_io), LATCAP_ON, LATCAP_OFF: the read-latency cap on I */
+    int sched_latency_factor;   /* the cap backs off when client reads take this percent of their baseline */
     uint64_t deep_reserved_bandwidth; /* deep compactions' guaranteed share of I, bytes/s */
     int compaction_threads;     /* low-priority pool: threads for deep (L1+) compactions */
     uint64_t compaction_readahead; /* bytes per read of a compaction input SST (0: one block per read) */
     uint64_t ssd_bandwidth;     /* emul/: cap on every SSD read and write of the engine, bytes/s; 0 = off */
 };
+
+#define LATCAP_AUTO 0
+#define LATCAP_ON 1
+#define LATCAP_OFF 2
 
 #define SCHED_SILK 0
 #define SCHED_FIFO 1

@@ -78,6 +78,11 @@ int silk_open(tkv_db *db)
     mo.epsilon = o->sched_epsilon;
     mo.threshold = o->sched_threshold;
     mo.period_us = SILK_PERIOD_US;
+    /* the read-latency cap (sched/monitor.h): "auto" turns it on when SST
+     * reads are direct, i.e. when a client read's time is a device read's
+     * (with the page cache, hits and misses mix and the mean says little) */
+    s->latency_cap = !s->fifo && (o->sched_latency == LATCAP_ON || (o->sched_latency == LATCAP_AUTO && o->direct_io));
+    if (s->latency_cap) mo.latency_factor_pct = (unsigned)o->sched_latency_factor;
     TKV_TRY(monitor_create(&mo, sched_mono_us(), &s->mon));
     if (!s->fifo) {
         rl_options ro;
@@ -137,7 +142,12 @@ static void tick(void *arg, uint64_t now_us)
         __atomic_store_n(&s->ctr.window_bytes[c], cls_bytes[c], __ATOMIC_RELAXED);
     }
     uint64_t client = cls_bytes[IO_WAL] + cls_bytes[IO_USER_READ];
-    if (monitor_sample(s->mon, client, now_us) && s->rl) rl_set_rate(s->rl, monitor_internal_bw(s->mon));
+    uint64_t reads = ctr_get(&db->io.read_ops[IO_USER_READ]), read_ns = ctr_get(&db->io.read_ns[IO_USER_READ]);
+    uint64_t dreads = reads - s->last_reads, dread_ns = read_ns - s->last_read_ns;
+    s->last_reads = reads;
+    s->last_read_ns = read_ns;
+    if (monitor_sample_reads(s->mon, client, dreads, dread_ns, now_us) && s->rl)
+        rl_set_rate(s->rl, monitor_internal_bw(s->mon));
     if (s->fifo) return;
 
     if (now_us - s->last_urgent_check_us >= SILK_URGENT_CHECK_US) {
@@ -171,6 +181,8 @@ int silk_start(tkv_db *db)
 {
     silk_state *s = &db->silk;
     for (int c = 0; c < IO_NCLASSES; c++) s->last_bytes[c] = ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c]);
+    s->last_reads = ctr_get(&db->io.read_ops[IO_USER_READ]);
+    s->last_read_ns = ctr_get(&db->io.read_ns[IO_USER_READ]);
     return monitor_thread_start(SILK_PERIOD_US, tick, db, &s->thread);
 }
 
@@ -338,6 +350,13 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                (unsigned long long)(s->rl ? ms.internal_bw : 0), (unsigned long long)db->opts.min_internal_bandwidth,
                (unsigned long long)db->opts.sched_epsilon, (unsigned long long)db->opts.sched_threshold,
                (unsigned long long)ms.changes, (unsigned long long)ms.samples);
+    db_appendf(b, oom,
+               "latency_cap: %s read_latency_us=%.1f baseline_us=%.1f target_us=%.1f cap=%llu capped=%d "
+               "intervals=%llu backoffs=%llu user_reads=%llu\n",
+               s->latency_cap ? "on" : "off", (double)ms.read_latency_ns / 1e3, (double)ms.latency_baseline_ns / 1e3,
+               (double)ms.latency_target_ns / 1e3, (unsigned long long)ms.latency_cap, ms.latency_capped,
+               (unsigned long long)ms.latency_intervals, (unsigned long long)ms.latency_backoffs,
+               (unsigned long long)ctr_get(&db->io.read_ops[IO_USER_READ]));
     db_appendf(b, oom, "window_bytes:");
     for (int c = 0; c < IO_NCLASSES; c++)
         db_appendf(b, oom, " %s=%llu", io_class_name((io_class)c), (unsigned long long)ctr_get(&s->ctr.window_bytes[c]));

@@ -6,7 +6,10 @@
  *    monitor thread (tkv-monitor, 10 ms) turns the deltas into windows: client
  *    bytes (IO_WAL writes + IO_USER_READ reads) feed the control law
  *    I = max(floor, T - C - epsilon) (sched/monitor.h), whose published
- *    changes set the internal rate limiter (sched/ratelimit.h).
+ *    changes set the internal rate limiter (sched/ratelimit.h). With
+ *    sched_latency on, the window's client reads (IO_USER_READ read_ops /
+ *    read_ns) also go to the monitor, whose read-latency cap lowers I while
+ *    client reads are slower than their baseline (monitor.h).
  *  - Admission: silk_gate is io_stats' gate. Internal classes pass the
  *    limiter (flush and L0->L1 column compaction at high priority, deep
  *    compactions at low), then -- when ssd_bandwidth is set -- every class
@@ -87,6 +90,8 @@ typedef struct silk_state {
     silk_job *jobs;        /* running deep compactions (mu) */
     monitor_thread *thread;
     uint64_t last_bytes[IO_NCLASSES]; /* totals at the previous window (monitor thread only) */
+    uint64_t last_reads, last_read_ns;  /* IO_USER_READ read_ops / read_ns then (monitor thread only) */
+    int latency_cap;       /* the monitor's read-latency cap is on (sched_latency) */
     uint64_t last_urgent_check_us;
     silk_counters ctr;
 } silk_state;

@@ -41,6 +41,13 @@ typedef struct io_stats {
     uint64_t write_bytes[IO_NCLASSES];
     uint64_t syncs[IO_NCLASSES];
     uint64_t incremental_syncs[IO_NCLASSES]; /* bytes_per_sync steps (fdatasyncs also counted in syncs) */
+    /* Reads (io_pread calls that went to the file, readahead windows) and
+     * their summed wall time in ns, from before the gate (so a read queued
+     * behind the emulated device's internal traffic counts its wait) to the
+     * end of the pread. The scheduler's latency cap (sched/monitor.h) watches
+     * IO_USER_READ's mean. */
+    uint64_t read_ops[IO_NCLASSES];
+    uint64_t read_ns[IO_NCLASSES];
     io_gate_fn gate; /* NULL = no admission control; set before files are opened, never changed after */
     void *gate_arg;
     /* Append files opened with these stats sync incrementally, every

@@ -8,6 +8,8 @@
  *        (wsum_us > 0 once a window was seen).
  *   (M3) diffs[] holds the last min(samples - 1, MONITOR_NOISE_WINDOWS)
  *        values |raw_k - raw_{k-1}|.
+ *   (M4) latency cap on: floor <= cap <= max(floor, T); lat_* hold the reads
+ *        of the interval that began at lat_start_us.
  */
 #include "sched/monitor.h"
 
@@ -34,6 +36,11 @@ struct monitor {
     unsigned diff_pos, diff_n;
     double prev_raw;
     int force_publish;     /* T changed: publish on the next sample */
+    /* read-latency cap (M4) */
+    uint64_t lat_start_us;  /* start of the current interval */
+    uint64_t lat_reads, lat_ns;
+    double baseline_ns;     /* B; 0 until the first interval with enough reads */
+    uint64_t cap;
     monitor_stats st;
 };
 
@@ -47,6 +54,22 @@ void monitor_options_default(monitor_options *o)
     o->smooth_windows = 2;
     o->noise_mult = 5;
     o->period_us = 10000;
+    o->latency_factor_pct = 0;
+    o->latency_target_us = 0;
+    o->latency_interval_us = 100000;
+    o->latency_min_reads = 16;
+    o->latency_backoff_pct = 70;
+    o->latency_step = 0;
+    o->latency_baseline_tau_us = 30000000;
+}
+
+/* latency_on -- the read-latency cap is configured. */
+static int latency_on(const monitor_options *o) { return o->latency_factor_pct > 0 || o->latency_target_us > 0; }
+
+/* cap_max -- the cap's ceiling, max(floor, T). */
+static uint64_t cap_max(const monitor_options *o)
+{
+    return o->device_bw > o->min_internal_bw ? o->device_bw : o->min_internal_bw;
 }
 
 /* candidate -- max(floor, T - C - epsilon) without unsigned wrap-around. */
@@ -62,6 +85,8 @@ int monitor_create(const monitor_options *o, uint64_t now_us, monitor **out)
 {
     if (!o || !out || o->device_bw == 0 || o->smooth_windows < 1 || o->smooth_windows > MONITOR_MAX_SMOOTH)
         return TKV_INVALID;
+    if (latency_on(o) && (o->latency_backoff_pct < 1 || o->latency_backoff_pct > 99 || o->latency_interval_us == 0))
+        return TKV_INVALID;
     monitor *m = calloc(1, sizeof *m);
     if (!m) return TKV_NO_MEMORY;
     if (pthread_mutex_init(&m->mu, NULL) != 0) {
@@ -74,6 +99,9 @@ int monitor_create(const monitor_options *o, uint64_t now_us, monitor **out)
     m->st.candidate = candidate(o, 0);
     m->st.internal_bw = m->st.candidate; /* (M1) with C = 0 */
     m->st.deadband = o->threshold;
+    m->lat_start_us = now_us;
+    m->cap = cap_max(o);
+    if (latency_on(o)) m->st.latency_cap = m->cap;
     *out = m;
     return TKV_OK;
 }
@@ -109,16 +137,66 @@ static double noise_level(const monitor *m)
     return sum / keep;
 }
 
-/* monitor_sample -- steps 1-5 of monitor.h. */
+/* latency_interval -- at the end of a latency interval: the AIMD step of
+ * the cap from its mean read latency (monitor.h), then a new interval. */
+static void latency_interval(monitor *m, uint64_t now_us)
+{
+    const monitor_options *o = &m->o;
+    uint64_t floor = o->min_internal_bw, top = cap_max(o);
+    uint64_t step = o->latency_step ? o->latency_step : o->device_bw / 32;
+    if (step == 0) step = 1;
+    int high = 0;
+    if (m->lat_reads >= o->latency_min_reads && m->lat_reads > 0) {
+        double mean = (double)m->lat_ns / (double)m->lat_reads;
+        double span = (double)(now_us - m->lat_start_us);
+        if (m->baseline_ns <= 0 || mean < m->baseline_ns) {
+            m->baseline_ns = mean;
+        } else {
+            double w = o->latency_baseline_tau_us ? span / (double)o->latency_baseline_tau_us : 1;
+            m->baseline_ns += (mean - m->baseline_ns) * (w < 1 ? w : 1);
+        }
+        double target = o->latency_target_us ? (double)o->latency_target_us * 1e3
+                                             : m->baseline_ns * (double)o->latency_factor_pct / 100.0;
+        high = mean > target;
+        m->st.read_latency_ns = (uint64_t)mean;
+        m->st.latency_baseline_ns = (uint64_t)m->baseline_ns;
+        m->st.latency_target_ns = (uint64_t)target;
+        m->st.latency_intervals++;
+    }
+    if (high) {
+        /* decrease from what is in effect, not from a cap that grew above it */
+        uint64_t from = m->cap < m->st.internal_bw ? m->cap : m->st.internal_bw;
+        uint64_t c = (uint64_t)((double)from * (double)o->latency_backoff_pct / 100.0);
+        m->cap = c > floor ? c : floor;
+        m->st.latency_backoffs++;
+    } else {
+        m->cap = top - m->cap > step ? m->cap + step : top;
+    }
+    m->st.latency_cap = m->cap;
+    m->lat_start_us = now_us;
+    m->lat_reads = m->lat_ns = 0;
+}
+
+/* monitor_sample -- steps 1-5 of monitor.h, without read latencies. */
 int monitor_sample(monitor *m, uint64_t client_bytes, uint64_t now_us)
+{
+    return monitor_sample_reads(m, client_bytes, 0, 0, now_us);
+}
+
+/* monitor_sample_reads -- steps 1-5 of monitor.h and the latency cap. */
+int monitor_sample_reads(monitor *m, uint64_t client_bytes, uint64_t reads, uint64_t read_ns, uint64_t now_us)
 {
     pthread_mutex_lock(&m->mu);
     m->st.client_bytes += client_bytes;
+    m->lat_reads += reads;
+    m->lat_ns += read_ns;
     if (now_us <= m->last_us) { /* zero-length window: merge forward */
         m->pending_bytes += client_bytes;
         pthread_mutex_unlock(&m->mu);
         return 0;
     }
+    int lat = latency_on(&m->o);
+    if (lat && now_us - m->lat_start_us >= m->o.latency_interval_us) latency_interval(m, now_us);
     uint64_t bytes = client_bytes + m->pending_bytes;
     uint64_t dt = now_us - m->last_us;
     m->pending_bytes = 0;
@@ -140,18 +218,23 @@ int monitor_sample(monitor *m, uint64_t client_bytes, uint64_t now_us)
     }
     double c = m->wsum_bytes * 1e6 / m->wsum_us;
 
-    /* 3. candidate; 4. deadband from the windows before this one */
+    /* 3. candidate (and the latency cap); 4. deadband from the windows
+     * before this one (plain threshold while the cap binds) */
     uint64_t cand = candidate(&m->o, c);
+    uint64_t eff = cand;
+    int capped = lat && m->cap < cand;
+    if (capped) eff = m->cap > m->o.min_internal_bw ? m->cap : m->o.min_internal_bw;
     double d = (double)m->o.threshold;
     double nd = (double)m->o.noise_mult * noise_level(m);
-    if (nd > d) d = nd;
+    if (nd > d && !capped) d = nd;
 
     /* 5. publish */
     int changed = 0;
     uint64_t pub = m->st.internal_bw;
-    uint64_t diff = cand > pub ? cand - pub : pub - cand;
-    if ((double)diff > d || (m->force_publish && diff > 0)) {
-        m->st.internal_bw = cand;
+    uint64_t diff = eff > pub ? eff - pub : pub - eff;
+    int to_floor = capped && eff == m->o.min_internal_bw;
+    if ((double)diff > d || ((m->force_publish || to_floor) && diff > 0)) {
+        m->st.internal_bw = eff;
         m->st.changes++;
         changed = 1;
     }
@@ -170,6 +253,7 @@ int monitor_sample(monitor *m, uint64_t client_bytes, uint64_t now_us)
     m->st.client_bw = (uint64_t)c;
     m->st.client_raw = (uint64_t)raw;
     m->st.candidate = cand;
+    m->st.latency_capped = capped;
     m->st.deadband = (uint64_t)d;
     pthread_mutex_unlock(&m->mu);
     return changed;
@@ -191,6 +275,8 @@ void monitor_set_device_bw(monitor *m, uint64_t device_bw)
     pthread_mutex_lock(&m->mu);
     m->o.device_bw = device_bw;
     m->st.device_bw = device_bw;
+    if (m->cap > cap_max(&m->o)) m->cap = cap_max(&m->o); /* (M4) */
+    if (latency_on(&m->o)) m->st.latency_cap = m->cap;
     m->force_publish = 1;
     pthread_mutex_unlock(&m->mu);
 }

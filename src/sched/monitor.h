@@ -34,6 +34,27 @@
  *     grows suddenly, I may move a few extra times.
  *   - I >= floor always; I never exceeds max(floor, T - epsilon).
  *
+ * Read-latency cap (optional, latency_factor_pct > 0): SILK's law only sees
+ * bandwidth, but on a real disk internal writes hurt client reads well
+ * before T - C is used up (device-cache flushes, queueing behind large
+ * writes, CPU). So the monitor also watches the mean latency of client
+ * reads, fed per window with monitor_sample_reads, pooled into intervals of
+ * latency_interval_us (default 100 ms). Per interval with at least
+ * latency_min_reads reads, mean L:
+ *   - target = latency_target_us if set, else factor * B, where the
+ *     baseline B is the lowest interval mean seen, forgetting slowly:
+ *     B = L if L < B, else B += (L - B) * interval / latency_baseline_tau_us
+ *   - L > target: the cap backs off, cap = max(floor, min(cap, I) * backoff)
+ *     (multiplicative decrease from what is in effect; `backoffs`++)
+ *   - else (or too few reads: nobody to protect): cap += step, up to T
+ *     (additive increase; step default T / 32 per interval)
+ * and the candidate of step 3 becomes max(floor, min(cand, cap)). While the
+ * cap binds, the deadband is the plain threshold (the noise term is about
+ * client load, not the cap), and reaching the floor is always published.
+ * The cap never takes I below the floor: flushes and column compactions
+ * keep min_internal_bw whatever the latency. With it off (the default of
+ * monitor_options_default) monitor_sample_reads is monitor_sample.
+ *
  * Before the first sample I = max(floor, T - epsilon) (no client load seen).
  * A window of zero length (now_us not later than the previous sample) is
  * merged into the next one.
@@ -63,6 +84,14 @@ typedef struct monitor_options {
                                * SILK rule (D = threshold). Default 5 */
     uint64_t period_us;       /* the intended sampling period (for monitor_thread and
                                * documentation; samples carry their own times). Default 10000 */
+    /* the read-latency cap (above); all have defaults, factor 0 = off */
+    unsigned latency_factor_pct;      /* target = this percent of the baseline; 0 = no cap. Default 0 */
+    uint64_t latency_target_us;       /* a fixed target instead (0 = factor * baseline). Default 0 */
+    uint64_t latency_interval_us;     /* windows pooled per latency decision. Default 100000 */
+    uint64_t latency_min_reads;       /* fewer reads in an interval: no signal (cap recovers). Default 16 */
+    unsigned latency_backoff_pct;     /* multiplicative decrease, percent kept (1..99). Default 70 */
+    uint64_t latency_step;            /* additive increase per interval, bytes/s; 0 = T / 32. Default 0 */
+    uint64_t latency_baseline_tau_us; /* how slowly the baseline forgets its low. Default 30 s */
 } monitor_options;
 
 typedef struct monitor_stats {
@@ -75,6 +104,14 @@ typedef struct monitor_stats {
     uint64_t samples;     /* windows seen */
     uint64_t changes;     /* times I was published with a new value */
     uint64_t client_bytes;/* total client bytes sampled */
+    /* read-latency cap (zeros while it is off) */
+    uint64_t read_latency_ns;     /* the last interval's mean client read latency */
+    uint64_t latency_baseline_ns; /* B */
+    uint64_t latency_target_ns;   /* the target in use */
+    uint64_t latency_cap;         /* the cap, bytes/s (T when not backed off) */
+    uint64_t latency_intervals;   /* intervals evaluated (with enough reads) */
+    uint64_t latency_backoffs;    /* intervals above the target */
+    int latency_capped;           /* the cap is below the bandwidth law's candidate now */
 } monitor_stats;
 
 typedef struct monitor monitor;
@@ -84,7 +121,8 @@ void monitor_options_default(monitor_options *o);
 
 /* monitor_create -- a monitor whose first window starts at now_us. Returns
  * TKV_OK and *out, TKV_INVALID (NULL argument, device_bw == 0,
- * smooth_windows out of range) or TKV_NO_MEMORY. */
+ * smooth_windows out of range, latency_backoff_pct not in 1..99 or
+ * latency_interval_us 0 with the cap on) or TKV_NO_MEMORY. */
 int monitor_create(const monitor_options *o, uint64_t now_us, monitor **out);
 
 /* monitor_free -- NULL is a no-op. */
@@ -94,6 +132,10 @@ void monitor_free(monitor *m);
  * client_bytes of client I/O, and applies the control law. Returns 1 when
  * the published I changed (read it with monitor_internal_bw), else 0. */
 int monitor_sample(monitor *m, uint64_t client_bytes, uint64_t now_us);
+
+/* monitor_sample_reads -- monitor_sample, with the window's client reads:
+ * how many, and their summed latency in ns (for the read-latency cap). */
+int monitor_sample_reads(monitor *m, uint64_t client_bytes, uint64_t reads, uint64_t read_ns, uint64_t now_us);
 
 /* monitor_internal_bw -- the published I, bytes/s. */
 uint64_t monitor_internal_bw(monitor *m);
