@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "sched/clock.h"
 #include "util/status.h"
 
 static io_fault_hook g_hook;
@@ -42,21 +42,13 @@ static int fault(io_op op, const char *path, size_t len)
 
 static void count(uint64_t *ctr, uint64_t n) { __atomic_fetch_add(ctr, n, __ATOMIC_RELAXED); }
 
-/* mono_ns -- CLOCK_MONOTONIC in nanoseconds (for read latency accounting). */
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* count_read_op -- one read of f that started (before the gate) at t0_ns:
  * read_ops and read_ns of its class (io_stats). */
 static void count_read_op(io_file *f, uint64_t t0_ns)
 {
     if (!f->stats) return;
     count(&f->stats->read_ops[f->cls], 1);
-    count(&f->stats->read_ns[f->cls], mono_ns() - t0_ns);
+    count(&f->stats->read_ns[f->cls], sched_mono_ns() - t0_ns);
 }
 
 /* admit -- passes n bytes of f through the scheduler's gate (may sleep). */
@@ -391,7 +383,7 @@ static int ra_fill(io_file *f, uint64_t start)
     else if (end - start < want) want = (size_t)(end - start);
     int e = fault(IO_OP_READ, f->path, want);
     if (e > 0) return tkv_err_errno(e, "read %s at offset %llu", f->path, (unsigned long long)start);
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = sched_mono_ns();
     TKV_TRY(admit(f, 0, want));
     size_t done = 0;
     while (done < want) {
@@ -439,7 +431,7 @@ int io_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *got)
     if (f->rabuf && ra_pread(f, off, buf, n, got, &rc)) return rc;
     int e = fault(IO_OP_READ, f->path, n);
     if (e > 0) return tkv_err_errno(e, "read %s at offset %llu", f->path, (unsigned long long)off);
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = sched_mono_ns();
     TKV_TRY(admit(f, 0, n));
     if (f->flags & IO_DIRECT) {
         rc = direct_pread(f, off, buf, n, got);

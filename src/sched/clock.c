@@ -19,13 +19,16 @@ void sched_clock_init_fake(sched_clock *c, uint64_t start_us)
     atomic_store_explicit(&c->fake_us, start_us, memory_order_release);
 }
 
-/* sched_mono_us -- CLOCK_MONOTONIC as microseconds. */
-uint64_t sched_mono_us(void)
+/* sched_mono_ns -- CLOCK_MONOTONIC as nanoseconds. */
+uint64_t sched_mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* sched_mono_us -- CLOCK_MONOTONIC as microseconds. */
+uint64_t sched_mono_us(void) { return sched_mono_ns() / 1000u; }
 
 /* sched_clock_now_us -- real or fake time. */
 uint64_t sched_clock_now_us(const sched_clock *c)

@@ -53,6 +53,8 @@ void sched_clock_advance_us(sched_clock *c, uint64_t d_us);
 
 /* sched_mono_us -- CLOCK_MONOTONIC in microseconds. */
 uint64_t sched_mono_us(void);
+/* sched_mono_ns -- CLOCK_MONOTONIC in nanoseconds. */
+uint64_t sched_mono_ns(void);
 
 /* sched_sleep_us -- sleeps `us` microseconds of real time (restarts after
  * signals). */
