@@ -29,6 +29,7 @@
 
 #include "io/io.h"
 #include "io/wb.h"
+#include "sched/clock.h"
 #include "testutil.h"
 #include "tierkv.h"
 
@@ -370,6 +371,9 @@ static void readahead_reads(void **state)
         assert_int_equal(io_pread(f, size + 10, buf, 100, &got), 0); /* past the end */
         assert_int_equal(got, 0);
         int reads = g_reads;
+        /* every device read (window) is one timed read of the class */
+        assert_int_equal(st.read_ops[IO_COMPACT_DEEP], (uint64_t)reads);
+        assert_true(st.read_ns[IO_COMPACT_DEEP] > 0);
         print_message("readahead %s: %d pieces, %d device reads\n", direct ? "O_DIRECT" : "buffered", pieces, reads);
         assert_true(reads <= (int)(size / (64u << 10)) + 8);
         assert_true(st.read_bytes[IO_COMPACT_DEEP] >= size);
@@ -391,6 +395,57 @@ static void readahead_reads(void **state)
     }
     free(data);
     free(buf);
+    free(path);
+    tu_tmpdir_free(dir);
+}
+
+/* slow_gate -- a gate that holds every I/O 2 ms (a queued read). */
+static int slow_gate(void *arg, io_class cls, int is_write, size_t n)
+{
+    (void)arg, (void)cls, (void)is_write, (void)n;
+    sched_sleep_us(2000);
+    return 0;
+}
+
+/* read_timing -- io_pread counts each read that reaches the file in
+ * read_ops of its class and its time, gate wait included, in read_ns;
+ * a read the fault hook fails is not counted; a file without stats reads
+ * as before. Buffered and O_DIRECT. */
+static void read_timing(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("io-rt");
+    char *path = tu_path(dir, "f");
+    uint8_t data[3 * 4096], buf[4096];
+    memset(data, 0x5a, sizeof data);
+    FILE *w = fopen(path, "wb");
+    assert_non_null(w);
+    assert_int_equal(fwrite(data, 1, sizeof data, w), sizeof data);
+    fclose(w);
+    for (int direct = 0; direct < 2; direct++) {
+        io_stats st = {0};
+        st.gate = slow_gate;
+        io_file *f;
+        size_t got;
+        assert_int_equal(io_open_read_ex(path, direct ? IO_DIRECT : 0, IO_USER_READ, &st, &f), 0);
+        for (int i = 0; i < 5; i++) {
+            assert_int_equal(io_pread(f, (uint64_t)i * 1000, buf, 100, &got), 0);
+            assert_int_equal(got, 100);
+        }
+        int left = 0;
+        io_set_fault_hook(count_reads_hook, &left); /* fails the next read */
+        assert_int_equal(io_pread(f, 0, buf, 100, &got), TKV_IO_ERROR);
+        io_set_fault_hook(NULL, NULL);
+        assert_int_equal(st.read_ops[IO_USER_READ], 5);
+        assert_true(st.read_ns[IO_USER_READ] >= 5 * 2000000ull); /* the gate's waits count */
+        for (int c = 0; c < IO_NCLASSES; c++)
+            if (c != IO_USER_READ) assert_int_equal(st.read_ops[c], 0);
+        assert_int_equal(io_close(f), 0);
+        assert_int_equal(io_open_read_ex(path, direct ? IO_DIRECT : 0, IO_USER_READ, NULL, &f), 0);
+        assert_int_equal(io_pread(f, 4096, buf, 4096, &got), 0);
+        assert_int_equal(got, 4096);
+        assert_int_equal(io_close(f), 0);
+    }
     free(path);
     tu_tmpdir_free(dir);
 }
@@ -629,6 +684,7 @@ int main(void)
         cmocka_unit_test(direct_short_write),      cmocka_unit_test(db_direct_io),
         cmocka_unit_test(db_direct_io_unsupported), cmocka_unit_test(readahead_reads),
         cmocka_unit_test(incremental_syncs), cmocka_unit_test(wal_writeback_thread),
+        cmocka_unit_test(read_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -382,6 +382,78 @@ static void sched_fifo_and_switches(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* latency_run -- opens a database with the given options (NULL-ended
+ * name/value pairs), puts 3000 keys, compacts them into SSTs and reads them
+ * back for ~0.5 s without a block cache; returns the tkv.sched text. */
+static char *latency_run(const char *first, ...)
+{
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 17);
+    char *dir = tu_tmpdir("sched-lat");
+    tkv_options *o = sched_options("block_cache_size", "0", NULL);
+    va_list ap;
+    va_start(ap, first);
+    for (const char *name = first; name; name = va_arg(ap, const char *)) {
+        const char *value = va_arg(ap, const char *);
+        if (tkv_options_set(o, name, value) != TKV_OK) fail_msg("option %s=%s: %s", name, value, tkv_errmsg());
+    }
+    va_end(ap);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    for (uint64_t i = 0; i < 3000; i++) put_model(db, m, &r, i, 300);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    double t0 = tu_now_ms();
+    while (tu_now_ms() - t0 < 500) {
+        char key[32];
+        size_t kn = (size_t)sprintf(key, "key%08llu", (unsigned long long)tu_rng_below(&r, 3000));
+        void *v;
+        size_t vn;
+        assert_int_equal(tkv_get(db, NULL, key, kn, &v, &vn), TKV_OK);
+        tkv_free(v);
+    }
+    char *s = tkv_property(db, "tkv.sched");
+    assert_non_null(s);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+    return s;
+}
+
+/* field -- the number after `name` in property text s (fails if absent). */
+static uint64_t field(const char *s, const char *name)
+{
+    const char *q = strstr(s, name);
+    if (!q) fail_msg("no \"%s\" in:\n%s", name, s);
+    return strtoull(q + strlen(name), NULL, 10);
+}
+
+/* sched_latency_wiring -- the read-latency cap is on by default with
+ * direct_io and then judges 100 ms intervals of the engine's own client
+ * reads; sched_latency=off, buffered reads (auto) and scheduler=fifo leave
+ * it off. The cap's control law is tested in test_sched.c. */
+static void sched_latency_wiring(void **state)
+{
+    (void)state;
+    char *s = latency_run("direct_io", "1", NULL);
+    if (!strstr(s, "latency_cap: on ")) fail_msg("cap not on with direct_io:\n%s", s);
+    assert_true(field(s, "user_reads=") > 100);
+    assert_true(field(s, "intervals=") >= 1);
+    assert_true(strtod(strstr(s, "baseline_us=") + 12, NULL) > 0);
+    tkv_free(s);
+    const char *off[][4] = {{"direct_io", "1", "sched_latency", "off"},
+                            {"direct_io", "0", "sched_latency", "auto"},
+                            {"direct_io", "1", "scheduler", "fifo"}};
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
+        s = latency_run(off[i][0], off[i][1], off[i][2], off[i][3], NULL);
+        if (!strstr(s, "latency_cap: off ")) fail_msg("cap on with %s=%s %s=%s:\n%s", off[i][0], off[i][1], off[i][2], off[i][3], s);
+        assert_int_equal(field(s, "intervals="), 0);
+        assert_true(field(s, "user_reads=") > 100); /* the reads are counted all the same */
+        tkv_free(s);
+    }
+}
+
 int main(void)
 {
     tu_seed();
@@ -391,6 +463,7 @@ int main(void)
         cmocka_unit_test(sched_abort_held_job),
         cmocka_unit_test(sched_no_stop_while_flushing),
         cmocka_unit_test(sched_fifo_and_switches),
+        cmocka_unit_test(sched_latency_wiring),
     };
     const char *only = getenv("TKV_TEST_ONLY");
     if (only && *only) cmocka_set_test_filter(only);
