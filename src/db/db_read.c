@@ -340,8 +340,9 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
             cs.hits + cs.misses ? (double)cs.hits / (double)(cs.hits + cs.misses) : 0.0);
     table_cache_stats ts;
     table_cache_get_stats(db->tc, &ts);
-    db_appendf(b, oom, "table_cache: open=%zu client_opens=%llu preloads=%llu\n", ts.open,
-               (unsigned long long)ts.client_opens, (unsigned long long)ts.preloads);
+    db_appendf(b, oom, "table_cache: open=%zu client_opens=%llu preloads=%llu load_waits=%llu\n", ts.open,
+               (unsigned long long)ts.client_opens, (unsigned long long)ts.preloads,
+               (unsigned long long)ts.load_waits);
     trash_stats tr;
     trash_get_stats(db->trash, &tr);
     db_appendf(b, oom, "trash: files_deleted=%llu bytes_deleted=%llu pending_files=%llu failures=%llu\n",

@@ -5,6 +5,7 @@
 #include "sst/table_cache.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,27 @@
 
 #include "util/status.h"
 
+/* One table being opened: other threads that miss the same file wait for it
+ * instead of reading its footer, filter and index again (single flight). */
+typedef struct table_load {
+    uint64_t number;
+    struct table_load *next;
+} table_load;
+
 struct table_cache {
     char *dir;
     tkv_cache *tables;  /* key: 8-byte file number, value: table* */
     tkv_cache *blocks;  /* shared block cache (may be NULL) */
     io_stats *stats;
     unsigned io_flags; /* IO_DIRECT when direct_io=1 */
-    uint64_t client_opens, preloads; /* atomic (relaxed) */
+    uint64_t client_opens, preloads, load_waits; /* atomic (relaxed) */
+    /* Loads in flight. Invariant: a file number is in `loading` iff exactly
+     * one thread is opening it and has not yet inserted (or given up);
+     * load_cv is broadcast whenever an entry leaves. load_mu is never held
+     * across I/O and is taken after no other lock. */
+    pthread_mutex_t load_mu;
+    pthread_cond_t load_cv;
+    table_load *loading;
 };
 
 void sst_path(const char *dir, uint64_t number, char *buf, size_t len)
@@ -43,6 +58,8 @@ table_cache *table_cache_new(const char *dir, size_t max_open_files, tkv_cache *
     tc->blocks = block_cache;
     tc->stats = st;
     tc->io_flags = io_flags;
+    pthread_mutex_init(&tc->load_mu, NULL);
+    pthread_cond_init(&tc->load_cv, NULL);
     if (!tc->dir || !tc->tables) {
         table_cache_free(tc);
         return NULL;
@@ -54,6 +71,8 @@ void table_cache_free(table_cache *tc)
 {
     if (!tc) return;
     cache_free(tc->tables);
+    pthread_cond_destroy(&tc->load_cv);
+    pthread_mutex_destroy(&tc->load_mu);
     free(tc->dir);
     free(tc);
 }
@@ -67,39 +86,114 @@ void table_cache_get_stats(table_cache *tc, table_cache_stats *out)
     out->open = cs.usage; /* charge 1 per table */
     out->client_opens = __atomic_load_n(&tc->client_opens, __ATOMIC_RELAXED);
     out->preloads = __atomic_load_n(&tc->preloads, __ATOMIC_RELAXED);
+    out->load_waits = __atomic_load_n(&tc->load_waits, __ATOMIC_RELAXED);
 }
 
-/* find_table -- the pinned cache handle of file f's table, opening it on a
- * miss with its reads charged to open_cls. */
+/* load_claim -- for a miss on file `number`: waits while another thread is
+ * opening it, then looks again. Returns the handle if that load succeeded
+ * (*claimed = 0), or NULL with the load claimed by the caller (*claimed = 1),
+ * who must open the table and then call load_release. If the other load
+ * failed, the caller claims and tries itself (it then meets the error, or the
+ * condition has passed). */
+static cache_handle *load_claim(table_cache *tc, uint64_t number, const uint8_t *key, size_t klen, int *claimed)
+{
+    *claimed = 0;
+    pthread_mutex_lock(&tc->load_mu);
+    int waited = 0;
+    for (;;) {
+        table_load *l = tc->loading;
+        while (l && l->number != number) l = l->next;
+        if (!l) break;
+        waited = 1;
+        pthread_cond_wait(&tc->load_cv, &tc->load_mu);
+    }
+    if (waited) __atomic_fetch_add(&tc->load_waits, 1, __ATOMIC_RELAXED);
+    /* No load of `number` is in flight: either one finished (look again) or
+     * none started since the caller's miss. */
+    cache_handle *h = cache_lookup(tc->tables, key, klen);
+    table_load *mine = h ? NULL : malloc(sizeof *mine);
+    if (mine) {
+        mine->number = number;
+        mine->next = tc->loading;
+        tc->loading = mine;
+        *claimed = 1;
+    }
+    pthread_mutex_unlock(&tc->load_mu);
+    /* out of memory for the entry: open without single flight (correct,
+     * just possibly a duplicate read) */
+    if (!h && !mine) *claimed = 2;
+    return h;
+}
+
+/* load_release -- ends the caller's claim on `number` (claimed == 1) and
+ * wakes the threads waiting for it. */
+static void load_release(table_cache *tc, uint64_t number, int claimed)
+{
+    if (claimed != 1) return;
+    pthread_mutex_lock(&tc->load_mu);
+    for (table_load **p = &tc->loading; *p; p = &(*p)->next) {
+        if ((*p)->number != number) continue;
+        table_load *l = *p;
+        *p = l->next;
+        free(l);
+        break;
+    }
+    pthread_cond_broadcast(&tc->load_cv);
+    pthread_mutex_unlock(&tc->load_mu);
+}
+
+/* open_table -- opens file f's table and inserts it; *out is the pinned
+ * handle. The caller holds the load claim on f. */
+static int open_table(table_cache *tc, const file_meta *f, io_class open_cls, const uint8_t *key, size_t klen,
+                      cache_handle **out)
+{
+    char path[4096];
+    sst_path(tc->dir, f->number, path, sizeof path);
+    io_file *file;
+    int rc = io_open_read_ex(path, tc->io_flags, open_cls, tc->stats, &file);
+    if (rc < 0) {
+        /* A file the MANIFEST lists but that does not exist is corruption;
+         * any other failure (EIO, EMFILE...) keeps the OS error and code. */
+        if (access(path, F_OK) != 0 && errno == ENOENT)
+            rc = tkv_err(TKV_CORRUPTION, "%s is listed in the MANIFEST but does not exist", path);
+        return rc;
+    }
+    table *t;
+    TKV_TRY(table_open(file, f->size, tc->blocks, &t));
+    file->cls = IO_USER_READ; /* from here on it serves clients; no other thread has seen it yet */
+    cache_handle *h = cache_insert(tc->tables, key, klen, t, 1, close_table);
+    if (!h) {
+        table_close(t);
+        return tkv_err(TKV_NO_MEMORY, "out of memory caching table %s", path);
+    }
+    __atomic_fetch_add(open_cls == IO_USER_READ ? &tc->client_opens : &tc->preloads, 1, __ATOMIC_RELAXED);
+    *out = h;
+    return 0;
+}
+
+/* find_table_cls -- the pinned cache handle of file f's table, opening it on
+ * a miss with its reads charged to open_cls. Concurrent misses on one file
+ * open it once: right after a compaction installs its outputs, every client
+ * read that lands in them would otherwise read the same index and filter
+ * (hundreds of KiB each) at the same moment. */
 static int find_table_cls(table_cache *tc, const file_meta *f, io_class open_cls, cache_handle **out)
 {
     uint8_t key[8];
     enc_u64(key, f->number);
     cache_handle *h = cache_lookup(tc->tables, key, sizeof key);
-    if (!h) {
-        char path[4096];
-        sst_path(tc->dir, f->number, path, sizeof path);
-        io_file *file;
-        int rc = io_open_read_ex(path, tc->io_flags, open_cls, tc->stats, &file);
-        if (rc < 0) {
-            /* A file the MANIFEST lists but that does not exist is corruption;
-             * any other failure (EIO, EMFILE...) keeps the OS error and code. */
-            if (access(path, F_OK) != 0 && errno == ENOENT)
-                rc = tkv_err(TKV_CORRUPTION, "%s is listed in the MANIFEST but does not exist", path);
-            return rc;
-        }
-        table *t;
-        TKV_TRY(table_open(file, f->size, tc->blocks, &t));
-        file->cls = IO_USER_READ; /* from here on it serves clients; no other thread has seen it yet */
-        h = cache_insert(tc->tables, key, sizeof key, t, 1, close_table);
-        if (!h) {
-            table_close(t);
-            return tkv_err(TKV_NO_MEMORY, "out of memory caching table %s", path);
-        }
-        __atomic_fetch_add(open_cls == IO_USER_READ ? &tc->client_opens : &tc->preloads, 1, __ATOMIC_RELAXED);
+    if (h) {
+        *out = h;
+        return 0;
     }
-    *out = h;
-    return 0;
+    int claimed;
+    h = load_claim(tc, f->number, key, sizeof key, &claimed);
+    if (h) {
+        *out = h;
+        return 0;
+    }
+    int rc = open_table(tc, f, open_cls, key, sizeof key, out);
+    load_release(tc, f->number, claimed);
+    return rc;
 }
 
 static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)

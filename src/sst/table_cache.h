@@ -6,7 +6,8 @@
  * their table pinned until destroyed, so eviction never closes a table in use.
  * Reads through the table cache are client reads (IO_USER_READ); compactions
  * open their inputs directly with their own I/O class and no block cache.
- * Thread-safe.
+ * Thread-safe; concurrent misses on one table open it once (the others wait
+ * for that open).
  */
 #ifndef TKV_SST_TABLE_CACHE_H
 #define TKV_SST_TABLE_CACHE_H
@@ -47,11 +48,12 @@ int table_cache_preload(table_cache *tc, const file_meta *f, io_class cls);
 void table_cache_evict(table_cache *tc, uint64_t number);
 
 /* Counters (relaxed atomics): tables open now, tables a client read had to
- * open itself (it paid for the index and filter), and tables opened ahead
- * by table_cache_preload. */
+ * open itself (it paid for the index and filter), tables opened ahead by
+ * table_cache_preload, and lookups that missed while another thread was
+ * opening the same table and waited for it instead of opening it again. */
 typedef struct table_cache_stats {
     size_t open;
-    uint64_t client_opens, preloads;
+    uint64_t client_opens, preloads, load_waits;
 } table_cache_stats;
 void table_cache_get_stats(table_cache *tc, table_cache_stats *out);
 
