@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1239,6 +1240,171 @@ static void test_preload_tables(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* ---------------------------------------------------------------- 6b'. one open per table */
+
+/* slow_open -- a fault hook that lets every .sst open proceed after sleeping
+ * delay_us, counting them: it widens the window in which a table is being
+ * opened (an open reads the footer, filter and index). */
+typedef struct slow_open {
+    int armed;          /* atomic */
+    unsigned delay_us;
+    int opens;          /* atomic */
+} slow_open;
+
+static int slow_open_hook(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    slow_open *s = arg;
+    if (!__atomic_load_n(&s->armed, __ATOMIC_ACQUIRE) || op != IO_OP_OPEN || !path || !strstr(path, ".sst")) return 0;
+    __atomic_fetch_add(&s->opens, 1, __ATOMIC_RELAXED);
+    usleep(s->delay_us);
+    return 0;
+}
+
+typedef struct getter {
+    tkv_db *db;
+    const tu_model *m;
+    pthread_barrier_t *start;
+    const char *prefix;
+    unsigned from, to;  /* keys prefix<from..to) */
+    int loop;           /* 1: until *stop, else once over the range */
+    const int *stop;    /* atomic */
+    unsigned bad;       /* gets that failed or returned a wrong value */
+    char first_error[256];
+} getter;
+
+/* getter_main -- gets the keys of g's range and checks them against the
+ * model (read-only here: no writer runs while getters do). */
+static void *getter_main(void *arg)
+{
+    getter *g = arg;
+    if (g->start) pthread_barrier_wait(g->start);
+    do {
+        for (unsigned i = g->from; i < g->to; i++) {
+            char k[32];
+            int kn = key_of(k, sizeof k, g->prefix, i);
+            const void *mv;
+            size_t mvn;
+            int want = tu_model_get(g->m, k, (size_t)kn, &mv, &mvn);
+            void *v = NULL;
+            size_t vn = 0;
+            int rc = tkv_get(g->db, NULL, k, (size_t)kn, &v, &vn);
+            int ok = want ? rc == TKV_OK && vn == mvn && memcmp(v, mv, vn) == 0 : rc == TKV_NOT_FOUND;
+            if (!ok && g->bad++ == 0)
+                snprintf(g->first_error, sizeof g->first_error, "get(%s) = %d (%s)", k, rc, tkv_errmsg());
+            tkv_free(v);
+        }
+    } while (g->loop && !__atomic_load_n(g->stop, __ATOMIC_ACQUIRE));
+    return NULL;
+}
+
+/* Concurrent reads that miss the same table open it once: the first reads
+ * its footer, filter and index; the others wait for that open instead of
+ * reading the same blocks again (right after a compaction installs new
+ * tables, every client read in their key range would). Without the single
+ * flight all 8 readers, started together against a 100 ms open, open it. */
+static void test_table_open_single_flight(void **state)
+{
+    (void)state;
+    enum { READERS = 8 };
+    static slow_open so = {0, 100000, 0};
+    uint64_t seed = tu_seed();
+    char *dir = tu_tmpdir("sstf-oneopen");
+    tkv_options *off = make_opts("preload_tables", "0", NULL);
+    tu_model *m = tu_model_new();
+    numlist files;
+    build_l1_db(dir, off, m, 1500, 80, seed, 0, &files);
+    tkv_db *db = open_ok(dir, off);
+    assert_int_equal(table_cache_counter(db, "open"), 0);
+
+    io_set_fault_hook(slow_open_hook, &so);
+    __atomic_store_n(&so.armed, 1, __ATOMIC_RELEASE);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, READERS);
+    getter g[READERS];
+    pthread_t th[READERS];
+    int stop = 0;
+    for (int i = 0; i < READERS; i++) {
+        /* the same key: one table */
+        g[i] = (getter){db, m, &start, "key", 700, 701, 0, &stop, 0, ""};
+        assert_int_equal(pthread_create(&th[i], NULL, getter_main, &g[i]), 0);
+    }
+    for (int i = 0; i < READERS; i++) {
+        pthread_join(th[i], NULL);
+        if (g[i].bad) fail_msg("reader %d: %s", i, g[i].first_error);
+    }
+    __atomic_store_n(&so.armed, 0, __ATOMIC_RELEASE);
+    io_set_fault_hook(NULL, NULL);
+    pthread_barrier_destroy(&start);
+    uint64_t waits = table_cache_counter(db, "load_waits");
+    print_message("single flight: %d .sst opens, %llu client opens, %llu readers waited for the open\n",
+                  __atomic_load_n(&so.opens, __ATOMIC_RELAXED),
+                  (unsigned long long)table_cache_counter(db, "client_opens"), (unsigned long long)waits);
+    assert_int_equal(__atomic_load_n(&so.opens, __ATOMIC_RELAXED), 1);
+    assert_int_equal(table_cache_counter(db, "client_opens"), 1);
+    assert_int_equal(table_cache_counter(db, "open"), 1);
+    assert_true(waits >= 1 && waits <= READERS - 1);
+    tu_check_db(db, NULL, m, "after the concurrent opens");
+    close_ok(db);
+    tu_model_free(m);
+    tkv_options_free(off);
+    tu_tmpdir_free(dir);
+}
+
+/* A compaction's outputs are open before the version that lists them is
+ * installed: readers that run through the compaction, reading the keys it
+ * moves, never open a table themselves (client_opens stays 0). With the
+ * preload after the install, and every .sst open slowed to 20 ms, the
+ * readers land in the new tables while they are still being opened. */
+static void test_preload_before_install(void **state)
+{
+    (void)state;
+    enum { READERS = 2 };
+    static slow_open so = {0, 20000, 0};
+    uint64_t seed = tu_seed();
+    char *dir = tu_tmpdir("sstf-preinstall");
+    tkv_options *on = make_opts("preload_tables", "1", NULL);
+    tu_model *m = tu_model_new();
+    numlist files;
+    build_l1_db(dir, on, m, 1500, 80, seed, 0, &files);
+    tkv_db *db = open_ok(dir, on);
+    /* new values of every key into L0, so that the compaction rewrites
+     * every L1 table (flushed before the readers start: a flush opens its L0
+     * table after installing it, which is not what this test is about) */
+    fill_unique(db, m, "key", 0, 1500, 80, seed + 1, 0);
+    flush_ok(db);
+    assert_true(level_files(db, 0) > 0);
+
+    io_set_fault_hook(slow_open_hook, &so);
+    __atomic_store_n(&so.armed, 1, __ATOMIC_RELEASE);
+    getter g[READERS];
+    pthread_t th[READERS];
+    int stop = 0;
+    for (int i = 0; i < READERS; i++) {
+        g[i] = (getter){db, m, NULL, "key", 0, 1500, 1, &stop, 0, ""};
+        assert_int_equal(pthread_create(&th[i], NULL, getter_main, &g[i]), 0);
+    }
+    compact_ok(db); /* L0 -> L1: new L1 tables, installed while the readers run */
+    __atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < READERS; i++) {
+        pthread_join(th[i], NULL);
+        if (g[i].bad) fail_msg("reader %d: %s", i, g[i].first_error);
+    }
+    __atomic_store_n(&so.armed, 0, __ATOMIC_RELEASE);
+    io_set_fault_hook(NULL, NULL);
+    assert_int_equal(level_files(db, 0), 0);
+    print_message("preload before install: %llu tables opened ahead, %llu by readers\n",
+                  (unsigned long long)table_cache_counter(db, "preloads"),
+                  (unsigned long long)table_cache_counter(db, "client_opens"));
+    assert_true(table_cache_counter(db, "preloads") > files.n);
+    assert_int_equal(table_cache_counter(db, "client_opens"), 0);
+    tu_check_db(db, NULL, m, "after the compaction");
+    close_ok(db);
+    tu_model_free(m);
+    tkv_options_free(on);
+    tu_tmpdir_free(dir);
+}
+
 /* ---------------------------------------------------------------- 6c. chunked deletion of obsolete files */
 
 /* Obsolete SSTs and WALs are renamed to "<n>.sst.trash" / "<n>.wal.trash" and
@@ -1478,6 +1644,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sst_read_eio, NULL, unhook),
         cmocka_unit_test_setup_teardown(test_sst_open_eio, NULL, unhook),
         cmocka_unit_test_prestate_setup_teardown(test_preload_tables, NULL, unhook, NULL),
+        cmocka_unit_test_setup_teardown(test_table_open_single_flight, NULL, unhook),
+        cmocka_unit_test_setup_teardown(test_preload_before_install, NULL, unhook),
         cmocka_unit_test(test_trash_chunked_delete),
         cmocka_unit_test(test_model_across_tiers),
     };

@@ -420,6 +420,7 @@ void compact_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int rem
         if (remove_files) {
             char path[4096];
             sst_path(db->dir, done[i]->number, path, sizeof path);
+            table_cache_evict(db->tc, done[i]->number); /* a preloaded table must not outlive its file */
             io_remove(path);
         }
         db_remove_pending(db, done[i]->number);
@@ -498,6 +499,8 @@ int run_compaction(tkv_db *db, compaction *c)
 
     uint64_t written = 0;
     for (size_t i = 0; i < ndone; i++) written += done[i]->size;
+    if (rc == 0 && c->cls == IO_COMPACT_DEEP) silk_job_committing(db); /* no abort of a finished merge */
+    if (rc == 0) compact_preload_outputs(db, done, ndone, c->cls); /* before install: see compact.h */
     for (int w = 0; rc == 0 && w < 2; w++)
         for (size_t i = 0; rc == 0 && i < c->ninputs[w]; i++)
             rc = edit_delete_file(&e, w == 0 ? c->level : c->out_level, c->inputs[w][i]->number);
@@ -518,7 +521,6 @@ int run_compaction(tkv_db *db, compaction *c)
      * still be recovered at the next open, so its outputs must stay; if it
      * is not, they are orphans that the next open deletes.) */
     pthread_mutex_unlock(&db->mu);
-    if (rc == 0) compact_preload_outputs(db, done, ndone, c->cls);
     compact_discard_outputs(db, done, ndone, rc < 0 && !install_failed);
     pthread_mutex_lock(&db->mu);
 

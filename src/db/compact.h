@@ -69,16 +69,21 @@ int run_compaction(tkv_db *db, compaction *c);
 int compact_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
                   file_meta ***out, size_t *nout);
 /* compact_discard_outputs -- releases outputs of compact_merge: removes them
- * from the pending set and unrefs them, deleting their files first if
- * remove_files (a job that failed before its edit was logged). Frees the
- * array. Takes mu. */
+ * from the pending set and unrefs them, deleting their files first (and
+ * dropping any table compact_preload_outputs opened) if remove_files (a job
+ * that failed before its edit was logged). Frees the array. Takes mu. */
 void compact_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int remove_files);
 
-/* compact_preload_outputs -- with preload_tables, opens freshly installed
- * files into the table cache (their index and filter read now, charged to
- * cls, instead of by the first client that reads them). Call without mu,
- * while the caller still holds its refs on files[]. Failures are ignored:
- * the table stays closed and a reader meets the error. */
+/* compact_preload_outputs -- with preload_tables, opens a job's finished
+ * outputs into the table cache (their index and filter read now, charged to
+ * cls, instead of by the first clients that read them). Called after
+ * compact_merge and BEFORE the edit is installed: once the version that
+ * lists the outputs is current, client reads land in them at once, and a
+ * table not yet open would be opened by those reads (the stall at every
+ * compaction's end in the SILK trace). Call without mu, while the caller
+ * still holds its refs on files[]. Failures are ignored: the table stays
+ * closed and a reader meets the error; a job that then fails discards the
+ * outputs with remove_files, which drops the opened tables too. */
 void compact_preload_outputs(tkv_db *db, file_meta *const *files, size_t n, io_class cls);
 
 /* db_preload_tables -- with preload_tables, opens the current version's

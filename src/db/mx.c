@@ -638,6 +638,7 @@ static int run_column(tkv_db *db, column_job *j)
     it_destroy(in);
     for (size_t i = 0; i < n; i++) table_close(tables[i]);
     free(tables);
+    if (rc == 0) compact_preload_outputs(db, done, ndone, IO_COMPACT_L0); /* before install: see compact.h */
 
     version_edit e;
     edit_init(&e);
@@ -691,7 +692,6 @@ static int run_column(tkv_db *db, column_job *j)
         ctr_add(&db->ctr.compaction_write_bytes[IO_COMPACT_L0], written);
     }
     pthread_mutex_unlock(&db->mu);
-    if (rc == 0) compact_preload_outputs(db, done, ndone, IO_COMPACT_L0);
     compact_discard_outputs(db, done, ndone, rc < 0 && !install_failed);
     pthread_mutex_lock(&db->mu);
     for (size_t i = 0; i < j->nl1; i++) j->l1[i]->being_compacted = 0;

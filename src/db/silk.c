@@ -231,6 +231,17 @@ void silk_job_begin(tkv_db *db, silk_job *j, struct compaction *c)
     tls_job = j;
 }
 
+void silk_job_committing(tkv_db *db)
+{
+    silk_state *s = &db->silk;
+    silk_job *j = tls_job;
+    if (!j) return;
+    pthread_mutex_lock(&s->mu);
+    j->committing = 1; /* silk_abort_l1 reads it under mu */
+    pthread_mutex_unlock(&s->mu);
+    tls_job = NULL; /* silk_gate: no pause point, no abort flag */
+}
+
 void silk_job_end(tkv_db *db, silk_job *j)
 {
     silk_state *s = &db->silk;
@@ -254,6 +265,7 @@ int silk_abort_l1(tkv_db *db, file_meta *const *f, size_t n)
     for (silk_job *j = s->jobs; j; j = j->next) {
         const struct compaction *c = j->c;
         if (c->level != 1 || atomic_load(&j->abort)) continue; /* only L1->L2 jobs hold L1 files */
+        if (j->committing) continue; /* merged: it lets go of them in a moment, installed */
         int hit = 0;
         for (size_t i = 0; i < c->ninputs[0] && !hit; i++)
             for (size_t k = 0; k < n && !hit; k++) hit = c->inputs[0][i] == f[k];

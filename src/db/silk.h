@@ -58,6 +58,7 @@ typedef struct silk_job {
     struct compaction *c;
     atomic_int abort;      /* 1: stop at the next pause point (rl_cancel also wakes a token wait) */
     int paused;            /* waiting at a pause point now (silk.mu) */
+    int committing;        /* merged; no more pauses or aborts (silk.mu; silk_job_committing) */
     uint64_t pauses, resumes;
     struct silk_job *next;
 } silk_job;
@@ -112,6 +113,15 @@ void silk_close(struct tkv_db *db);
  * between the two calls (the gate finds it through a thread-local). */
 void silk_job_begin(struct tkv_db *db, silk_job *j, struct compaction *c);
 void silk_job_end(struct tkv_db *db, silk_job *j);
+
+/* silk_job_committing -- the deep job on this thread has finished its merge
+ * and is about to commit (open its outputs for readers, then install them).
+ * From here to silk_job_end its I/O is still charged and rate limited as
+ * IO_COMPACT_DEEP, but is neither paused nor aborted: an abort now would
+ * throw away a finished merge to spare a column the wait for a few index
+ * reads, and a failed open would leave the outputs for client reads to open.
+ * silk_abort_l1 skips (and does not count) a committing job. */
+void silk_job_committing(struct tkv_db *db);
 
 /* silk_abort_l1 -- L0->L1 work needs the L1 files f[0..n) and some are busy:
  * aborts the deep jobs that hold any of them (silk only). Returns the number
