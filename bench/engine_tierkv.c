@@ -23,8 +23,8 @@
 struct engine {
     tkv_db *db;
     /* TKV_BENCH_PROPERTY_LOG=FILE: a thread appends tkv.sched, tkv.matrix and
-     * the stall line of tkv.stats to FILE once a second (diagnosis of a
-     * latency timeline; off by default) */
+     * tkv.stats to FILE once a second (diagnosis of a latency timeline; off
+     * by default) */
     pthread_t logger;
     int logging, stop_logging; /* stop_logging: atomic */
     FILE *log;
@@ -99,9 +99,12 @@ static void *logger_main(void *arg)
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         double t = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
-        static const char *const props[] = {"tkv.sched", "tkv.matrix"};
-        fprintf(e->log, "=== t=%.1f\n", t);
-        for (size_t i = 0; i < 2; i++) {
+        static const char *const props[] = {"tkv.sched", "tkv.matrix", "tkv.stats"};
+        /* mono= is CLOCK_MONOTONIC, to line the log up with kernel traces
+         * (trace_clock=mono) or other tools' timestamps. */
+        fprintf(e->log, "=== t=%.1f mono=%.6f\n", t,
+                (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+        for (size_t i = 0; i < sizeof props / sizeof props[0]; i++) {
             char *s = tkv_property(e->db, props[i]);
             if (s) fputs(s, e->log);
             tkv_free(s);

@@ -718,6 +718,10 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
     int64_t io0 = proc_io_written();
 
     r->start_ns = lg_now_ns();
+    /* CLOCK_MONOTONIC of t=0 of this benchmark's timeline, to line it up with
+     * kernel traces (trace_clock=mono) and TKV_BENCH_PROPERTY_LOG's mono=. */
+    printf("# %s: t=0 at monotonic %.6f s\n", bench, (double)r->start_ns / 1e9);
+    fflush(stdout);
     pthread_t rep;
     if (pthread_create(&rep, NULL, reporter_main, r) != 0) die("cannot start the reporter thread");
     lg_result lr = {0};
