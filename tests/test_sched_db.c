@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -454,6 +455,96 @@ static void sched_latency_wiring(void **state)
     }
 }
 
+/* thread_nice -- the nice value of this process's threads whose name is
+ * `name` (from /proc/self/task/<tid>/stat, field 19); *count = how many.
+ * Fails the test if two of them differ. */
+static int thread_nice(const char *name, int *count)
+{
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int nice = INT32_MIN;
+    *count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], buf[1024];
+        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue; /* the thread ended */
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+        if (!open || !close || (size_t)(close - open - 1) != strlen(name) || strncmp(open + 1, name, strlen(name)))
+            continue;
+        /* fields after ")": state (3) ... nice (19) */
+        char *p = close + 2;
+        for (int field = 3; field < 19 && p; field++) {
+            p = strchr(p, ' ');
+            if (p) p++;
+        }
+        assert_non_null(p);
+        int v = atoi(p);
+        if (*count && v != nice) fail_msg("%s threads at nice %d and %d", name, nice, v);
+        nice = v;
+        (*count)++;
+    }
+    closedir(d);
+    return nice;
+}
+
+/* background_nice: flush, column and compaction threads run at that nice
+ * value (never below the process's own), client threads and the monitor at
+ * the process's; 0 leaves every thread alone; out-of-range values are
+ * refused. */
+static void sched_background_nice(void **state)
+{
+    (void)state;
+    int base = getpriority(PRIO_PROCESS, 0);
+    static const char *const bg[] = {"tkv-flush", "tkv-column", "tkv-l0", "tkv-deep"};
+    const char *vals[] = {"7", "0"};
+    for (int k = 0; k < 2; k++) {
+        char *dir = tu_tmpdir("sched-nice");
+        tkv_options *o = tu_small_options();
+        assert_int_equal(tkv_options_set(o, "l0", "matrix"), TKV_OK);
+        assert_int_equal(tkv_options_set(o, "background_nice", vals[k]), TKV_OK);
+        tkv_db *db = tu_open_ok(dir, o);
+        int want = k == 0 && base < 7 ? 7 : base;
+        int seen = 0;
+        /* a thread names itself and sets its nice value as it starts:
+         * wait (up to 5 s) until the four kinds have started */
+        for (int tries = 0; tries < 500; tries++) {
+            int kinds = 0;
+            for (size_t i = 0; i < sizeof bg / sizeof bg[0]; i++) {
+                int n;
+                (void)thread_nice(bg[i], &n);
+                kinds += n > 0;
+            }
+            if (kinds == 4) break;
+            usleep(10000);
+        }
+        for (size_t i = 0; i < sizeof bg / sizeof bg[0]; i++) {
+            int n, v = thread_nice(bg[i], &n);
+            if (!n) fail_msg("background_nice=%s: no %s thread", vals[k], bg[i]);
+            seen += n;
+            if (v != want) fail_msg("background_nice=%s: %s at nice %d, want %d", vals[k], bg[i], v, want);
+        }
+        print_message("background_nice=%s: %d background threads at nice %d (process %d)\n", vals[k], seen, want, base);
+        assert_true(seen >= 4); /* flush, column, L0 and the deep workers */
+        int n;
+        assert_int_equal(thread_nice("tkv-sched-mon", &n), base); /* the monitor keeps its 10 ms tick */
+        assert_int_equal(n, 1);
+        assert_int_equal(getpriority(PRIO_PROCESS, 0), base); /* the caller is untouched */
+        tu_close_ok(db);
+        tkv_options_free(o);
+        tu_tmpdir_free(dir);
+    }
+    tkv_options *o = tkv_options_new();
+    assert_int_not_equal(tkv_options_set(o, "background_nice", "20"), TKV_OK);
+    assert_int_not_equal(tkv_options_set(o, "background_nice", "-1"), TKV_OK);
+    tkv_options_free(o);
+}
+
 int main(void)
 {
     tu_seed();
@@ -464,6 +555,7 @@ int main(void)
         cmocka_unit_test(sched_no_stop_while_flushing),
         cmocka_unit_test(sched_fifo_and_switches),
         cmocka_unit_test(sched_latency_wiring),
+        cmocka_unit_test(sched_background_nice),
     };
     const char *only = getenv("TKV_TEST_ONLY");
     if (only && *only) cmocka_set_test_filter(only);

@@ -15,6 +15,7 @@
 #include "db/mx.h"
 #include "db/silk.h"
 #include "util/status.h"
+#include "util/thread.h"
 
 int db_add_pending(tkv_db *db, uint64_t number)
 {
@@ -42,6 +43,14 @@ uint64_t db_smallest_snapshot(tkv_db *db)
 {
     if (db->snapshots.next != &db->snapshots) return db->snapshots.next->seq; /* oldest first */
     return __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE);
+}
+
+/* db_background_thread -- names the calling background thread (for top and
+ * perf) and lowers its CPU priority to background_nice (util/thread.h). */
+void db_background_thread(const char *name, tkv_db *db)
+{
+    pthread_setname_np(pthread_self(), name);
+    (void)tkv_thread_set_nice(db->opts.background_nice); /* best effort */
 }
 
 /* flush_one -- flushes the oldest immutable memtable. Caller holds mu; it is
@@ -104,8 +113,8 @@ static int flush_one(tkv_db *db)
 
 static void *flush_main(void *arg)
 {
-    pthread_setname_np(pthread_self(), "tkv-flush"); /* for top and perf */
     tkv_db *db = arg;
+    db_background_thread("tkv-flush", db);
     pthread_mutex_lock(&db->mu);
     uint64_t blocked_since = 0, started = 0, bytes = 0;
     while (!db->shutting_down || (db->sv->nimm > 0 && !db->bg_error)) {
@@ -192,14 +201,14 @@ static void compact_worker(tkv_db *db, int deep)
 
 static void *l0_main(void *arg)
 {
-    pthread_setname_np(pthread_self(), "tkv-l0");
+    db_background_thread("tkv-l0", arg);
     compact_worker(arg, 0);
     return NULL;
 }
 
 static void *deep_main(void *arg)
 {
-    pthread_setname_np(pthread_self(), "tkv-deep");
+    db_background_thread("tkv-deep", arg);
     compact_worker(arg, 1);
     return NULL;
 }

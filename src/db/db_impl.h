@@ -181,6 +181,11 @@ struct tkv_db {
 int db_add_pending(tkv_db *db, uint64_t number);
 void db_remove_pending(tkv_db *db, uint64_t number);
 
+/* db_background_thread -- first call of every background thread of the
+ * engine (flush, column, L0 and deep compactions): sets its name and lowers
+ * its CPU priority to the background_nice option. */
+void db_background_thread(const char *name, tkv_db *db);
+
 /* db_smallest_snapshot -- the oldest sequence any reader can still ask for. Caller holds mu. */
 uint64_t db_smallest_snapshot(tkv_db *db);
 

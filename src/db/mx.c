@@ -701,8 +701,8 @@ static int run_column(tkv_db *db, column_job *j)
 
 static void *column_main(void *arg)
 {
-    pthread_setname_np(pthread_self(), "tkv-column"); /* for top and perf */
     tkv_db *db = arg;
+    db_background_thread("tkv-column", db);
     matrix_state *mx = &db->mx;
     pthread_mutex_lock(&db->mu);
     for (;;) {

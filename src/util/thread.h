@@ -1,0 +1,25 @@
+/*
+ * thread.h -- per-thread CPU priority for the engine's background threads.
+ *
+ * On a machine with few cores, a flush, a column or a deep compaction that
+ * is merging and compressing competes for the CPU with the client threads.
+ * A client thread preempted while it leads a group commit (or holds db->mu)
+ * makes every other writer wait for it: in the SILK trace on 2 cores, client
+ * threads waited up to 20 ms in the run queue. Background threads therefore
+ * run at a lower CPU priority (a higher nice value) than the application's
+ * threads; they still get every idle cycle. Linux: the nice value is per
+ * thread (setpriority on the thread id).
+ */
+#ifndef TKV_UTIL_THREAD_H
+#define TKV_UTIL_THREAD_H
+
+/* tkv_thread_set_nice -- raises the calling thread's nice value to `nice`
+ * (1..19; 0, or a value not above the current one, leaves it unchanged: the
+ * priority never goes up). Best effort: returns 0, or an errno value if the
+ * kernel refused (lowering a priority never needs a privilege). */
+int tkv_thread_set_nice(int nice);
+
+/* tkv_thread_get_nice -- the calling thread's nice value (for tests). */
+int tkv_thread_get_nice(void);
+
+#endif
