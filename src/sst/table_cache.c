@@ -13,8 +13,9 @@
 
 #include "util/status.h"
 
-/* One table being opened: other threads that miss the same file wait for it
- * instead of reading its footer, filter and index again (single flight). */
+/* One table being opened (on the opening thread's stack): other threads that
+ * miss the same file wait for it instead of reading its footer, filter and
+ * index again (single flight). */
 typedef struct table_load {
     uint64_t number;
     struct table_load *next;
@@ -89,55 +90,45 @@ void table_cache_get_stats(table_cache *tc, table_cache_stats *out)
     out->load_waits = __atomic_load_n(&tc->load_waits, __ATOMIC_RELAXED);
 }
 
-/* load_claim -- for a miss on file `number`: waits while another thread is
- * opening it, then looks again. Returns the handle if that load succeeded
- * (*claimed = 0), or NULL with the load claimed by the caller (*claimed = 1),
- * who must open the table and then call load_release. If the other load
- * failed, the caller claims and tries itself (it then meets the error, or the
- * condition has passed). */
-static cache_handle *load_claim(table_cache *tc, uint64_t number, const uint8_t *key, size_t klen, int *claimed)
+/* load_claim -- for a miss on file mine->number: waits while another thread
+ * is opening it, then looks again. Returns the handle if that load
+ * succeeded, or NULL with `mine` (the caller's, on its stack) linked into
+ * the in-flight list: the caller opens the table, then calls load_release.
+ * If the other load failed, the caller claims and tries itself (it then
+ * meets the error, or the condition has passed). */
+static cache_handle *load_claim(table_cache *tc, table_load *mine, const uint8_t *key, size_t klen)
 {
-    *claimed = 0;
     pthread_mutex_lock(&tc->load_mu);
     int waited = 0;
     for (;;) {
         table_load *l = tc->loading;
-        while (l && l->number != number) l = l->next;
+        while (l && l->number != mine->number) l = l->next;
         if (!l) break;
         waited = 1;
         pthread_cond_wait(&tc->load_cv, &tc->load_mu);
     }
     if (waited) __atomic_fetch_add(&tc->load_waits, 1, __ATOMIC_RELAXED);
-    /* No load of `number` is in flight: either one finished (look again) or
+    /* No load of this file is in flight: either one finished (look again) or
      * none started since the caller's miss. */
     cache_handle *h = cache_lookup(tc->tables, key, klen);
-    table_load *mine = h ? NULL : malloc(sizeof *mine);
-    if (mine) {
-        mine->number = number;
+    if (!h) {
         mine->next = tc->loading;
         tc->loading = mine;
-        *claimed = 1;
     }
     pthread_mutex_unlock(&tc->load_mu);
-    /* out of memory for the entry: open without single flight (correct,
-     * just possibly a duplicate read) */
-    if (!h && !mine) *claimed = 2;
     return h;
 }
 
-/* load_release -- ends the caller's claim on `number` (claimed == 1) and
- * wakes the threads waiting for it. */
-static void load_release(table_cache *tc, uint64_t number, int claimed)
+/* load_release -- unlinks the caller's claim and wakes the threads waiting
+ * for it. */
+static void load_release(table_cache *tc, table_load *mine)
 {
-    if (claimed != 1) return;
     pthread_mutex_lock(&tc->load_mu);
-    for (table_load **p = &tc->loading; *p; p = &(*p)->next) {
-        if ((*p)->number != number) continue;
-        table_load *l = *p;
-        *p = l->next;
-        free(l);
-        break;
-    }
+    for (table_load **p = &tc->loading; *p; p = &(*p)->next)
+        if (*p == mine) {
+            *p = mine->next;
+            break;
+        }
     pthread_cond_broadcast(&tc->load_cv);
     pthread_mutex_unlock(&tc->load_mu);
 }
@@ -185,14 +176,14 @@ static int find_table_cls(table_cache *tc, const file_meta *f, io_class open_cls
         *out = h;
         return 0;
     }
-    int claimed;
-    h = load_claim(tc, f->number, key, sizeof key, &claimed);
+    table_load mine = {f->number, NULL};
+    h = load_claim(tc, &mine, key, sizeof key);
     if (h) {
         *out = h;
         return 0;
     }
     int rc = open_table(tc, f, open_cls, key, sizeof key, out);
-    load_release(tc, f->number, claimed);
+    load_release(tc, &mine);
     return rc;
 }
 

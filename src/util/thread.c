@@ -22,6 +22,5 @@ int tkv_thread_set_nice(int nice)
 
 int tkv_thread_get_nice(void)
 {
-    errno = 0;
     return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
 }
