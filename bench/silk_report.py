@@ -17,7 +17,17 @@ Per configuration:
   on-load      seconds whose completed ops are within 10% of the offered rate
   stall ms     the engine's write-stall time during the run (summary.csv)
 A configuration labelled null* (the "null" engine) is the harness floor: it
-is left out of the ratios and summarised on its own lines.
+is left out of the ratios and summarised on its own lines; when its own worst
+second exceeds NOISY_HARNESS_US the report says that the run's worst seconds
+measure the host as much as the engines.
+
+When OUT/<label>/host.csv exists (tkv_bench --csv, bench/hostmon.h), the
+report also lists each configuration's worst seconds beside what the host
+did in them: CPU busy/iowait/steal, the database device's reads per second
+and mean read service time ("await", queue included), its write MB/s. A
+second over 5 ms whose device read await is >= SLOW_DEVICE_MS (while the
+same device serves reads in well under a millisecond in quiet seconds) was
+spent waiting for the device.
 
 The schedule (RATE:DUR,...) is the one given to tkv_bench --rate; seconds
 are matched to phases by their midpoint. Peak = phases above the lowest rate.
@@ -28,6 +38,11 @@ import csv
 import os
 import statistics
 import sys
+
+NOISY_HARNESS_US = 5000  # null engine's worst second above this: a noisy hour
+SLOW_DEVICE_MS = 5.0     # device read await above this: the device was slow
+BAD_SECOND_US = 5000     # a "bad" second: per-second p99 above this
+WORST_SHOWN = 3          # worst seconds listed per configuration
 
 
 def parse_schedule(s):
@@ -74,6 +89,41 @@ def load(out, label, bench):
     return rows, summ
 
 
+def load_host(out, label, bench):
+    """{t_sec rounded to 0.1: row dict} from host.csv, or {} without it."""
+    path = os.path.join(out, label, "host.csv")
+    host = {}
+    try:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["benchmark"] == bench:
+                    host[round(float(r["t_sec"]), 1)] = {k: float(v) for k, v in r.items()
+                                                         if k not in ("engine", "benchmark")}
+    except OSError:
+        return {}
+    return host
+
+
+def host_lines(label, rows, host):
+    """The worst seconds of one configuration beside the host's counters."""
+    lines = []
+    bad = [r for r in rows if r[2] > BAD_SECOND_US]
+    slow = [r for r in bad if host.get(round(r[0], 1), {}).get("dev_read_await_ms", -1) >= SLOW_DEVICE_MS]
+    awaits = [h["dev_read_await_ms"] for h in host.values() if h["dev_reads_per_s"] > 0]
+    med = statistics.median(awaits) if awaits else float("nan")
+    lines.append(f"{label}: {len(bad)} seconds over {BAD_SECOND_US / 1000:.0f} ms, {len(slow)} of them with the "
+                 f"device's read await >= {SLOW_DEVICE_MS:.0f} ms (median read await of the run {med:.2f} ms)")
+    for t, ops, p99, _mx in sorted(rows, key=lambda r: -r[2])[:WORST_SHOWN]:
+        h = host.get(round(t, 1))
+        if not h:
+            continue
+        lines.append(f"  t={t:6.1f}s p99 {p99 / 1000:7.1f} ms | cpu busy {h['cpu_busy_pct']:5.1f}% iowait "
+                     f"{h['iowait_pct']:5.1f}% steal {h['steal_pct']:4.1f}% | dev reads {h['dev_reads_per_s']:6.0f}/s "
+                     f"await {h['dev_read_await_ms']:6.2f} ms, writes {h['dev_write_mb_per_s']:6.1f} MB/s await "
+                     f"{h['dev_write_await_ms']:6.2f} ms | dirty {h['dirty_mb']:.0f} MB")
+    return lines
+
+
 def main(argv):
     bench = "ycsba"
     if "--bench" in argv:
@@ -84,7 +134,7 @@ def main(argv):
         sys.exit(__doc__)
     out, sched, labels = argv[0], parse_schedule(argv[1]), argv[2:]
     low = min(p[0] for p in sched)
-    results, series = [], {}
+    results, series, hosts = [], {}, {}
     for label in labels:
         try:
             rows, summ = load(out, label, bench)
@@ -95,6 +145,7 @@ def main(argv):
             print(f"silk_report: {label}: no {bench} rows", file=sys.stderr)
             continue
         series[label] = rows
+        hosts[label] = load_host(out, label, bench)
         prev = 0.0
         valley, peak, on = [], [], 0
         offered_total = 0.0
@@ -158,6 +209,17 @@ def main(argv):
                 f"{base['label']} max p99 / harness max p99 = {base['max_p99'] / floor['max_p99']:.1f}x; "
                 f"peak p99 / harness peak p99 = {base['peak_p99'] / floor['peak_p99']:.1f}x"
             )
+        if floor["max_p99"] > NOISY_HARNESS_US:
+            lines.append(
+                f"NOISY HOST: the harness alone (no storage) had a {floor['max_p99'] / 1000:.1f} ms second; "
+                f"this run's worst seconds measure the host as much as the engines"
+            )
+    if any(hosts.values()):
+        lines.append("")
+        lines.append("worst seconds beside the host (host.csv):")
+        for label, rows in series.items():
+            if hosts.get(label):
+                lines.extend(host_lines(label, rows, hosts[label]))
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(out, "silk.txt"), "w") as f:

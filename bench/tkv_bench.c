@@ -30,6 +30,7 @@
 
 #include "bench/engine.h"
 #include "bench/hist.h"
+#include "bench/hostmon.h"
 #include "bench/loadgen.h"
 #include "bench/throttle.h"
 #include "bench/workload.h"
@@ -269,6 +270,12 @@ typedef struct tstate {
     int seq_started;
 } tstate;
 
+/* One reporting interval of host counters (host.csv). */
+typedef struct host_row {
+    double t; /* as row.t */
+    hostmon_row h;
+} host_row;
+
 /* One per-second row of the time series. */
 typedef struct row {
     double t;    /* seconds since the benchmark started (end of the interval) */
@@ -310,6 +317,9 @@ typedef struct run {
     size_t nrows, caprows;
     int writer_thread;        /* readwhilewriting: index of the writer */
     int open_loop;
+    hostmon host;             /* host counters, sampled by the reporter */
+    host_row *hrows;          /* one per reporting interval */
+    size_t nhrows, caphrows;
 } run;
 
 enum {
@@ -535,6 +545,16 @@ static void harvest(run *r, uint64_t from_ns, uint64_t now, int final)
     double len = (double)(now - from_ns) / 1e9;
     if (len <= 0) return;
     if (final && agg[NOPS].count == 0) return;
+    if (r->nhrows == r->caphrows) {
+        size_t cap = r->caphrows ? r->caphrows * 2 : 256;
+        host_row *n = realloc(r->hrows, cap * sizeof *n);
+        if (!n) die("out of memory");
+        r->hrows = n;
+        r->caphrows = cap;
+    }
+    host_row *hr = &r->hrows[r->nhrows++];
+    hr->t = (double)(now - r->start_ns) / 1e9;
+    hostmon_next(&r->host, len, &hr->h);
     for (int o = 0; o <= NOPS; o++) {
         if (o < NOPS && agg[o].count == 0) continue;
         row x = {.t = (double)(now - r->start_ns) / 1e9,
@@ -680,6 +700,7 @@ static void tstate_free(run *r, tstate *t)
 /* ------------------------------------------------------------- a benchmark */
 
 static FILE *g_timeline; /* --csv DIR/timeline.csv */
+static FILE *g_host;     /* --csv DIR/host.csv: the host beside each interval (hostmon.h) */
 
 
 static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, uint64_t bench_seed, summary *s)
@@ -722,6 +743,7 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
      * kernel traces (trace_clock=mono) and TKV_BENCH_PROPERTY_LOG's mono=. */
     printf("# %s: t=0 at monotonic %.6f s\n", bench, (double)r->start_ns / 1e9);
     fflush(stdout);
+    hostmon_start(&r->host, F.db);
     pthread_t rep;
     if (pthread_create(&rep, NULL, reporter_main, r) != 0) die("cannot start the reporter thread");
     lg_result lr = {0};
@@ -826,6 +848,16 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
         }
         fflush(g_timeline);
     }
+    if (g_host) {
+        for (size_t i = 0; i < r->nhrows; i++) {
+            const host_row *x = &r->hrows[i];
+            fprintf(g_host, "%s,%s,%.3f,%.1f,%.1f,%.1f,%.0f,%.2f,%.1f,%.2f,%.1f,%.1f\n", ename(ops), bench, x->t,
+                    x->h.cpu_busy_pct, x->h.iowait_pct, x->h.steal_pct, x->h.dev_reads_per_s, x->h.dev_read_await_ms,
+                    x->h.dev_write_mb_per_s, x->h.dev_write_await_ms, x->h.dirty_mb, x->h.writeback_mb);
+        }
+        fflush(g_host);
+    }
+    free(r->hrows);
     for (int i = 0; i < r->nthreads; i++) tstate_free(r, &r->ts[i]);
     free(r->ts);
     free(r->rows);
@@ -987,6 +1019,10 @@ int main(int argc, char **argv)
         snprintf(p, sizeof p, "%s/timeline.csv", F.csv);
         if (!(g_timeline = fopen(p, "w"))) die("cannot write %s: %s", p, strerror(errno));
         fprintf(g_timeline, "engine,benchmark,t_sec,op,ops,ops_per_sec,p50_us,p99_us,p999_us,max_us\n");
+        snprintf(p, sizeof p, "%s/host.csv", F.csv);
+        if (!(g_host = fopen(p, "w"))) die("cannot write %s: %s", p, strerror(errno));
+        fprintf(g_host, "engine,benchmark,t_sec,cpu_busy_pct,iowait_pct,steal_pct,dev_reads_per_s,dev_read_await_ms,"
+                        "dev_write_mb_per_s,dev_write_await_ms,dirty_mb,writeback_mb\n");
         snprintf(p, sizeof p, "%s/config.txt", F.csv);
         if (!(cfgf = fopen(p, "w"))) die("cannot write %s: %s", p, strerror(errno));
         snprintf(p, sizeof p, "%s/summary.csv", F.csv);
@@ -1065,6 +1101,7 @@ int main(int argc, char **argv)
     if (cfgf) fclose(cfgf);
     if (sumf) fclose(sumf);
     if (g_timeline) fclose(g_timeline);
+    if (g_host) fclose(g_host);
     int rc = 0;
     for (size_t i = 0; i < ns; i++)
         if (S[i].errors) rc = 1;

@@ -1,0 +1,115 @@
+/*
+ * hostmon.c -- per-interval host counters for tkv_bench (see hostmon.h).
+ * Reads /proc/stat, /proc/diskstats and /proc/meminfo; a file that is
+ * missing or unparsable leaves its fields at -1 rather than failing the run.
+ */
+#include "bench/hostmon.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+static void sample_cpu(hostmon_raw *s)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return;
+    /* cpu  user nice system idle iowait irq softirq steal guest guest_nice */
+    unsigned long long v[8] = {0};
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+               &v[7]) == 8) {
+        s->cpu_total = 0;
+        for (int i = 0; i < 8; i++) s->cpu_total += v[i]; /* guest time is already inside user */
+        s->cpu_idle = v[3];
+        s->cpu_iowait = v[4];
+        s->cpu_steal = v[7];
+        s->have_cpu = 1;
+    }
+    fclose(f);
+}
+
+static void sample_disk(const hostmon *h, hostmon_raw *s)
+{
+    if (!h->have_dev) return;
+    FILE *f = fopen("/proc/diskstats", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        unsigned maj, min;
+        char name[64];
+        unsigned long long rd, rd_merged, rd_sect, rd_ms, wr, wr_merged, wr_sect, wr_ms;
+        if (sscanf(line, " %u %u %63s %llu %llu %llu %llu %llu %llu %llu %llu", &maj, &min, name, &rd, &rd_merged,
+                   &rd_sect, &rd_ms, &wr, &wr_merged, &wr_sect, &wr_ms) != 11)
+            continue;
+        if (maj != h->dev_major || min != h->dev_minor) continue;
+        s->rd_ios = rd;
+        s->rd_ms = rd_ms;
+        s->wr_ios = wr;
+        s->wr_sectors = wr_sect;
+        s->wr_ms = wr_ms;
+        s->have_disk = 1;
+        break;
+    }
+    fclose(f);
+}
+
+static void sample_meminfo(double *dirty_mb, double *writeback_mb)
+{
+    *dirty_mb = *writeback_mb = -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return;
+    char line[128];
+    unsigned long long kb;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "Dirty: %llu kB", &kb) == 1) *dirty_mb = (double)kb / 1024;
+        else if (sscanf(line, "Writeback: %llu kB", &kb) == 1) *writeback_mb = (double)kb / 1024;
+    }
+    fclose(f);
+}
+
+void hostmon_start(hostmon *h, const char *dir)
+{
+    memset(h, 0, sizeof *h);
+    struct stat st;
+    if (stat(dir, &st) == 0 && major(st.st_dev) != 0) {
+        h->dev_major = major(st.st_dev);
+        h->dev_minor = minor(st.st_dev);
+        h->have_dev = 1;
+    }
+    sample_cpu(&h->prev);
+    sample_disk(h, &h->prev);
+    if (!h->prev.have_disk) h->have_dev = 0;
+}
+
+static double delta_ratio(uint64_t num, uint64_t den)
+{
+    return den ? (double)num / (double)den : -1;
+}
+
+void hostmon_next(hostmon *h, double secs, hostmon_row *out)
+{
+    hostmon_raw now = {0};
+    sample_cpu(&now);
+    sample_disk(h, &now);
+    const hostmon_raw *p = &h->prev;
+    out->cpu_busy_pct = out->iowait_pct = out->steal_pct = -1;
+    out->dev_reads_per_s = out->dev_read_await_ms = out->dev_write_mb_per_s = out->dev_write_await_ms = -1;
+    if (now.have_cpu && p->have_cpu && now.cpu_total > p->cpu_total) {
+        uint64_t tot = now.cpu_total - p->cpu_total;
+        uint64_t idle = now.cpu_idle - p->cpu_idle, iow = now.cpu_iowait - p->cpu_iowait;
+        out->cpu_busy_pct = 100.0 * (double)(tot - idle - iow) / (double)tot;
+        out->iowait_pct = 100.0 * (double)iow / (double)tot;
+        out->steal_pct = 100.0 * (double)(now.cpu_steal - p->cpu_steal) / (double)tot;
+    }
+    if (now.have_disk && p->have_disk) {
+        uint64_t rd = now.rd_ios - p->rd_ios, wr = now.wr_ios - p->wr_ios;
+        out->dev_read_await_ms = rd ? delta_ratio(now.rd_ms - p->rd_ms, rd) : 0;
+        out->dev_write_await_ms = wr ? delta_ratio(now.wr_ms - p->wr_ms, wr) : 0;
+        if (secs > 0) {
+            out->dev_reads_per_s = (double)rd / secs;
+            out->dev_write_mb_per_s = (double)(now.wr_sectors - p->wr_sectors) * 512.0 / 1048576.0 / secs;
+        }
+    }
+    sample_meminfo(&out->dirty_mb, &out->writeback_mb);
+    h->prev = now;
+}

@@ -1,0 +1,57 @@
+/*
+ * hostmon.h -- what the host did in each reporting interval of a benchmark,
+ * next to the engine's per-second latency: CPU busy / iowait / steal time
+ * (/proc/stat), the database device's completed reads and writes and their
+ * average service time (/proc/diskstats), and the page cache's dirty and
+ * write-back bytes (/proc/meminfo).
+ *
+ * Why: on a shared VM, single seconds of 20-80 ms appear that no engine
+ * causes (the "null" engine, which does no I/O, shows them too). A bad
+ * second whose device read await or steal time is high is the host's; one
+ * with a quiet host is the engine's. tkv_bench writes these rows to
+ * DIR/host.csv (--csv) and bench/silk_report.py puts them beside each
+ * configuration's worst seconds.
+ *
+ * Linux only; every field a host does not provide stays -1. Not thread-safe:
+ * one hostmon per reporter thread.
+ */
+#ifndef TKV_BENCH_HOSTMON_H
+#define TKV_BENCH_HOSTMON_H
+
+#include <stdint.h>
+
+/* Raw cumulative counters at one instant (internal to hostmon.c; a struct
+ * here so the caller can keep the previous sample by value). */
+typedef struct hostmon_raw {
+    uint64_t cpu_total, cpu_idle, cpu_iowait, cpu_steal; /* jiffies, all CPUs */
+    uint64_t rd_ios, rd_ms, wr_ios, wr_sectors, wr_ms;   /* the device's diskstats */
+    int have_cpu, have_disk;
+} hostmon_raw;
+
+typedef struct hostmon {
+    unsigned dev_major, dev_minor; /* device of the database directory */
+    int have_dev;                  /* 0: tmpfs, overlay, or no diskstats line */
+    hostmon_raw prev;
+} hostmon;
+
+/* One interval, computed from two samples. -1 = not available. */
+typedef struct hostmon_row {
+    double cpu_busy_pct;   /* non-idle, non-iowait share of all CPUs */
+    double iowait_pct;
+    double steal_pct;      /* time the hypervisor ran someone else */
+    double dev_reads_per_s;
+    double dev_read_await_ms;  /* mean time per completed read, queue included */
+    double dev_write_mb_per_s;
+    double dev_write_await_ms;
+    double dirty_mb;       /* at the end of the interval */
+    double writeback_mb;
+} hostmon_row;
+
+/* hostmon_start -- finds the device holding dir and takes the first sample. */
+void hostmon_start(hostmon *h, const char *dir);
+
+/* hostmon_next -- samples again and fills *out with the interval of secs
+ * seconds since the previous sample (hostmon_start or hostmon_next). */
+void hostmon_next(hostmon *h, double secs, hostmon_row *out);
+
+#endif
