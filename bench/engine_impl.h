@@ -20,6 +20,7 @@ extern const engine_ops engine_rocksdb_ops;
 extern const engine_ops engine_rocksdb_deb_ops;
 extern const engine_ops engine_leveldb_ops;
 extern const engine_ops engine_null_ops;
+extern const engine_ops engine_devread_ops;
 
 /* How long wait_idle waits for background work before giving up. */
 #define ENG_IDLE_TIMEOUT_S 600.0

@@ -24,13 +24,17 @@
 #                 "null" engine (stores nothing, no I/O). Its per-second p99 is
 #                 the floor this machine and load generator put under every
 #                 engine (CPU steal on a shared VM, timer and wake-up delays).
+#   devread       the device floor: the "devread" engine reads one 4 KiB block
+#                 (O_DIRECT) per get from a file the prepopulation wrote, and
+#                 writes nothing during the run. A second in which it is slow
+#                 is the device's (or the host's), not any engine's.
 # Then bench/silk_report.py writes silk.txt (table) and silk.png (per-second
 # p99 and throughput against the offered load) to bench/results/silk-<date>/.
 # PMEM_DIR=/dev/shm puts tierkv's pool file there instead of in the database
 # directory: the emulated NVM is then RAM, a device of its own, and its
 # page-cache write-back no longer shares the (capped) drive with the SSD
 # tables. Default: the embedded default, the pool in the database directory.
-# About 25 minutes with the defaults. Knobs: NUM RATE DURATION DRIVE THREADS
+# About 30 minutes with the defaults. Knobs: NUM RATE DURATION DRIVE THREADS
 # CONFIGS DB PMEM_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +45,7 @@ DURATION=${DURATION:-180}
 DRIVE=${DRIVE:-200M}
 THREADS=${THREADS:-8}
 DB=${DB:-/tmp/tkv_bench_silk}
-CONFIGS=${CONFIGS:-tierkv-silk tierkv-fifo rocksdb rocksdb-rl null}
+CONFIGS=${CONFIGS:-tierkv-silk tierkv-fifo rocksdb rocksdb-rl null devread}
 stamp=$(date -u +%Y%m%d-%H%M%S)
 out=bench/results/silk-$stamp
 mkdir -p "$out"
@@ -55,6 +59,7 @@ for c in $CONFIGS; do
     rocksdb) args=(--engine=rocksdb) ;;
     rocksdb-rl) args=(--engine=rocksdb --rate_limiter="$DRIVE:auto") ;;
     null) args=(--engine=null) ;;
+    devread) args=(--engine=devread) ;;
     *) echo "run_silk.sh: unknown configuration $c" >&2; exit 2 ;;
     esac
     pool=""

@@ -16,8 +16,10 @@ Per configuration:
   ops/s        operations completed / run time, and the offered average
   on-load      seconds whose completed ops are within 10% of the offered rate
   stall ms     the engine's write-stall time during the run (summary.csv)
-A configuration labelled null* (the "null" engine) is the harness floor: it
-is left out of the ratios and summarised on its own lines; when its own worst
+A configuration labelled devread* (the "devread" engine: one 4 KiB device
+read per get, no index, no writes during the run) is the device floor, and
+one labelled null* (the "null" engine) is the harness floor: both are left
+out of the ratios and summarised on their own lines; when its own worst
 second exceeds NOISY_HARNESS_US the report says that the run's worst seconds
 measure the host as much as the engines.
 
@@ -187,9 +189,10 @@ def main(argv):
         )
     base = next((r for r in results if r["label"].startswith("tierkv-silk")), None)
     floor = next((r for r in results if r["label"].startswith("null")), None)
+    devfloor = next((r for r in results if r["label"].startswith("devread")), None)
     if base:
         for r in results:
-            if r is base or r is floor:
+            if r is base or r is floor or r is devfloor:
                 continue
             lines.append(
                 f"max p99: {r['label']} / {base['label']} = {r['max_p99'] / base['max_p99']:.1f}x"
@@ -214,6 +217,15 @@ def main(argv):
                 f"NOISY HOST: the harness alone (no storage) had a {floor['max_p99'] / 1000:.1f} ms second; "
                 f"this run's worst seconds measure the host as much as the engines"
             )
+    if devfloor:
+        # one 4 KiB device read per get and nothing else: what this device
+        # (and the harness) put under any engine that reads from it
+        lines.append(
+            f"device floor ({devfloor['label']} engine, one 4 KiB read per get, no writes): valley p99 "
+            f"{devfloor['valley_p99']:.0f} us, peak p99 {devfloor['peak_p99']:.0f} us, max p99 {devfloor['max_p99']:.0f} us"
+        )
+        if base and devfloor["max_p99"] > 0:
+            lines.append(f"{base['label']} max p99 / device floor max p99 = {base['max_p99'] / devfloor['max_p99']:.1f}x")
     if any(hosts.values()):
         lines.append("")
         lines.append("worst seconds beside the host (host.csv):")

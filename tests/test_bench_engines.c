@@ -12,7 +12,8 @@
  * seek_last; then wait_idle and stats, and the same checks after a close and
  * reopen. The interface reports only lengths, so each value's length
  * (random per put) is what identifies it. Plus: the registry, tierkv's
- * option passing, and the null engine (every call succeeds, nothing stored).
+ * option passing, the null engine (every call succeeds, nothing stored) and
+ * the devread engine (the device floor: reads blocks of what it was given).
  *
  * Reproduce a failure with the printed seed: TKV_TEST_SEED=N.
  */
@@ -23,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -299,7 +302,7 @@ static void test_registry(void **state)
     (void)state;
     const char *names = engine_names();
     assert_non_null(names);
-    assert_string_equal(names, "tierkv,rocksdb,rocksdb-deb,leveldb,null");
+    assert_string_equal(names, "tierkv,rocksdb,rocksdb-deb,leveldb,null,devread");
     char buf[256];
     snprintf(buf, sizeof buf, "%s", names);
     int count = 0;
@@ -318,7 +321,7 @@ static void test_registry(void **state)
         assert_non_null(v);
         printf("# %-12s %s%s%s\n", n, v, avail ? "" : " -- unavailable: ", avail ? "" : why);
     }
-    assert_int_equal(count, 5);
+    assert_int_equal(count, 6);
     assert_null(engine_find("nope"));
     assert_null(engine_find(NULL));
     assert_true(engine_find("tierkv")->available(NULL, 0));
@@ -401,6 +404,78 @@ static void test_null(void **state)
     ops->close(e);
 }
 
+/* file_size -- st_size of path, or -1. */
+static long long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* test_devread -- the devread engine appends the prepopulation, finds
+ * nothing before wait_idle, then reads a 4 KiB block per get; puts after the
+ * seal are ignored; a reopen reads what the file holds; a file it cannot
+ * read is an error, not a found value. */
+static void test_devread(void **state)
+{
+    (void)state;
+    const engine_ops *ops = engine_find("devread");
+    assert_non_null(ops);
+    char why[128] = "";
+    assert_true(ops->available(why, sizeof why));
+    char *root = tu_tmpdir("bench-devread");
+    char *dir = tu_path(root, "db");
+    char *data = tu_path(dir, "devread.dat");
+    engine_config cfg = small_config(dir);
+    cfg.direct_io = 1; /* falls back to the page cache where O_DIRECT is refused */
+    engine *e = open_or_fail(ops, &cfg);
+    char val[1000];
+    memset(val, 'v', sizeof val);
+    size_t vn = 99;
+    for (int i = 0; i < 3000; i++) {
+        char key[16];
+        int kn = snprintf(key, sizeof key, "k%06d", i);
+        assert_int_equal(ops->put(e, key, (size_t)kn, val, sizeof val), 0);
+        if (i == 10) assert_int_equal(ops->get(e, key, (size_t)kn, &vn), 1); /* not sealed: no read */
+    }
+    assert_int_equal(vn, 0);
+    assert_int_equal(ops->wait_idle(e), 0);
+    assert_int_equal(file_size(data), 3000 * 1000); /* buffer written and synced */
+    engine_stats st;
+    assert_int_equal(ops->stats(e, &st), 0);
+    assert_int_equal(st.device_bytes_written, 3000 * 1000);
+    for (int i = 0; i < 200; i++) {
+        char key[16];
+        int kn = snprintf(key, sizeof key, "x%d", i);
+        assert_int_equal(ops->get(e, key, (size_t)kn, &vn), 0);
+        assert_int_equal(vn, 4096);
+    }
+    const char *keys[2] = {"a", "b"};
+    size_t kns[2] = {1, 1};
+    int found[2] = {0, 0};
+    assert_int_equal(ops->multi_get(e, 2, keys, kns, found), 0);
+    assert_int_equal(found[0] + found[1], 2);
+    assert_int_equal(ops->put(e, "late", 4, val, sizeof val), 0); /* sealed: ignored */
+    assert_int_equal(ops->stats(e, &st), 0);
+    assert_non_null(strstr(st.detail, "reads=202 ignored_writes=1"));
+    ops->close(e);
+    assert_int_equal(file_size(data), 3000 * 1000);
+
+    e = open_or_fail(ops, &cfg); /* a reopen is sealed at once */
+    assert_int_equal(ops->get(e, "k000001", 7, &vn), 0);
+    assert_int_equal(vn, 4096);
+    ops->close(e);
+
+    /* shrink the file under an open engine: a read past the end is an error */
+    e = open_or_fail(ops, &cfg);
+    assert_int_equal(truncate(data, 0), 0);
+    assert_true(ops->get(e, "k000001", 7, &vn) < 0);
+    assert_non_null(strstr(ops->last_error(), "short read"));
+    ops->close(e);
+    free(data);
+    free(dir);
+    tu_tmpdir_free(root);
+}
+
 int main(void)
 {
     tu_seed();
@@ -413,12 +488,13 @@ int main(void)
     size_t n = 0;
     tests[n++] = (struct CMUnitTest){.name = "registry", .test_func = test_registry};
     for (char *save = NULL, *nm = strtok_r(names, ",", &save); nm && n < 13; nm = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(nm, "null")) continue;
+        if (!strcmp(nm, "null") || !strcmp(nm, "devread")) continue; /* they store nothing to compare */
         snprintf(test_names[n], sizeof test_names[n], "engine_%s", nm);
         tests[n] = (struct CMUnitTest){.name = test_names[n], .test_func = test_engine, .initial_state = nm};
         n++;
     }
     tests[n++] = (struct CMUnitTest){.name = "tierkv_options", .test_func = test_tierkv_options};
     tests[n++] = (struct CMUnitTest){.name = "null_engine", .test_func = test_null};
+    tests[n++] = (struct CMUnitTest){.name = "devread_engine", .test_func = test_devread};
     return _cmocka_run_group_tests("bench_engines", tests, n, NULL, NULL);
 }
