@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -37,9 +38,9 @@ static void sample_disk(const hostmon *h, hostmon_raw *s)
     while (fgets(line, sizeof line, f)) {
         unsigned maj, min;
         char name[64];
-        unsigned long long rd, rd_merged, rd_sect, rd_ms, wr, wr_merged, wr_sect, wr_ms;
-        if (sscanf(line, " %u %u %63s %llu %llu %llu %llu %llu %llu %llu %llu", &maj, &min, name, &rd, &rd_merged,
-                   &rd_sect, &rd_ms, &wr, &wr_merged, &wr_sect, &wr_ms) != 11)
+        unsigned long long rd, rd_merged, rd_sect, rd_ms, wr, wr_merged, wr_sect, wr_ms, in_flight, io_ticks;
+        if (sscanf(line, " %u %u %63s %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &maj, &min, name, &rd,
+                   &rd_merged, &rd_sect, &rd_ms, &wr, &wr_merged, &wr_sect, &wr_ms, &in_flight, &io_ticks) != 13)
             continue;
         if (maj != h->dev_major || min != h->dev_minor) continue;
         s->rd_ios = rd;
@@ -47,6 +48,7 @@ static void sample_disk(const hostmon *h, hostmon_raw *s)
         s->wr_ios = wr;
         s->wr_sectors = wr_sect;
         s->wr_ms = wr_ms;
+        s->io_ticks = io_ticks;
         s->have_disk = 1;
         break;
     }
@@ -67,6 +69,40 @@ static void sample_meminfo(double *dirty_mb, double *writeback_mb)
     fclose(f);
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* hiccup_main -- sleeps HOSTMON_TICK_US, measures the lateness of each
+ * wake-up and keeps the largest in h->hiccup_max_ns. */
+static void *hiccup_main(void *arg)
+{
+    hostmon *h = arg;
+    const struct timespec tick = {0, HOSTMON_TICK_US * 1000L};
+    while (!__atomic_load_n(&h->hiccup_stop, __ATOMIC_RELAXED)) {
+        uint64_t t0 = mono_ns();
+        nanosleep(&tick, NULL);
+        uint64_t slept = mono_ns() - t0, want = (uint64_t)HOSTMON_TICK_US * 1000u;
+        uint64_t late = slept > want ? slept - want : 0;
+        uint64_t cur = __atomic_load_n(&h->hiccup_max_ns, __ATOMIC_RELAXED);
+        while (late > cur &&
+               !__atomic_compare_exchange_n(&h->hiccup_max_ns, &cur, late, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        }
+    }
+    return NULL;
+}
+
+void hostmon_stop(hostmon *h)
+{
+    if (!h->hiccup_running) return;
+    __atomic_store_n(&h->hiccup_stop, 1, __ATOMIC_RELAXED);
+    pthread_join(h->hiccup_thread, NULL);
+    h->hiccup_running = 0;
+}
+
 void hostmon_start(hostmon *h, const char *dir)
 {
     memset(h, 0, sizeof *h);
@@ -79,6 +115,7 @@ void hostmon_start(hostmon *h, const char *dir)
     sample_cpu(&h->prev);
     sample_disk(h, &h->prev);
     if (!h->prev.have_disk) h->have_dev = 0;
+    h->hiccup_running = pthread_create(&h->hiccup_thread, NULL, hiccup_main, h) == 0;
 }
 
 static double delta_ratio(uint64_t num, uint64_t den)
@@ -94,6 +131,7 @@ void hostmon_next(hostmon *h, double secs, hostmon_row *out)
     const hostmon_raw *p = &h->prev;
     out->cpu_busy_pct = out->iowait_pct = out->steal_pct = -1;
     out->dev_reads_per_s = out->dev_read_await_ms = out->dev_write_mb_per_s = out->dev_write_await_ms = -1;
+    out->dev_util_pct = -1;
     if (now.have_cpu && p->have_cpu && now.cpu_total > p->cpu_total) {
         uint64_t tot = now.cpu_total - p->cpu_total;
         uint64_t idle = now.cpu_idle - p->cpu_idle, iow = now.cpu_iowait - p->cpu_iowait;
@@ -108,8 +146,12 @@ void hostmon_next(hostmon *h, double secs, hostmon_row *out)
         if (secs > 0) {
             out->dev_reads_per_s = (double)rd / secs;
             out->dev_write_mb_per_s = (double)(now.wr_sectors - p->wr_sectors) * 512.0 / 1048576.0 / secs;
+            out->dev_util_pct = 100.0 * (double)(now.io_ticks - p->io_ticks) / (secs * 1000.0);
+            if (out->dev_util_pct > 100) out->dev_util_pct = 100; /* tick granularity */
         }
     }
     sample_meminfo(&out->dirty_mb, &out->writeback_mb);
+    out->hiccup_ms =
+        h->hiccup_running ? (double)__atomic_exchange_n(&h->hiccup_max_ns, 0, __ATOMIC_RELAXED) / 1e6 : -1;
     h->prev = now;
 }

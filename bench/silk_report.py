@@ -26,7 +26,10 @@ measure the host as much as the engines.
 When OUT/<label>/host.csv exists (tkv_bench --csv, bench/hostmon.h), the
 report also lists each configuration's worst seconds beside what the host
 did in them: CPU busy/iowait/steal, the database device's reads per second
-and mean read service time ("await", queue included), its write MB/s. A
+and mean read service time ("await", queue included), its write MB/s and
+utilisation, and the hiccup meter's worst lateness (a thread sleeping 1 ms
+at a time): a second over 5 ms with a hiccup >= HICCUP_MS while the CPUs
+were mostly idle is one in which the process (or the VM) did not run. A
 second over 5 ms whose device read await is >= SLOW_DEVICE_MS (while the
 same device serves reads in well under a millisecond in quiet seconds) was
 spent waiting for the device.
@@ -43,6 +46,7 @@ import sys
 
 NOISY_HARNESS_US = 5000  # null engine's worst second above this: a noisy hour
 SLOW_DEVICE_MS = 5.0     # device read await above this: the device was slow
+HICCUP_MS = 5.0          # the hiccup meter woke this late: the process did not run
 BAD_SECOND_US = 5000     # a "bad" second: per-second p99 above this
 WORST_SHOWN = 3          # worst seconds listed per configuration
 
@@ -111,10 +115,14 @@ def host_lines(label, rows, host):
     lines = []
     bad = [r for r in rows if r[2] > BAD_SECOND_US]
     slow = [r for r in bad if host.get(round(r[0], 1), {}).get("dev_read_await_ms", -1) >= SLOW_DEVICE_MS]
+    hic = [r for r in bad if host.get(round(r[0], 1), {}).get("hiccup_ms", -1) >= HICCUP_MS]
     awaits = [h["dev_read_await_ms"] for h in host.values() if h["dev_reads_per_s"] > 0]
     med = statistics.median(awaits) if awaits else float("nan")
-    lines.append(f"{label}: {len(bad)} seconds over {BAD_SECOND_US / 1000:.0f} ms, {len(slow)} of them with the "
-                 f"device's read await >= {SLOW_DEVICE_MS:.0f} ms (median read await of the run {med:.2f} ms)")
+    have_hiccup = any("hiccup_ms" in h for h in host.values())
+    lines.append(f"{label}: {len(bad)} seconds over {BAD_SECOND_US / 1000:.0f} ms; with the device's read await >= "
+                 f"{SLOW_DEVICE_MS:.0f} ms: {len(slow)}"
+                 + (f"; with a hiccup >= {HICCUP_MS:.0f} ms (the process did not run): {len(hic)}" if have_hiccup else "")
+                 + f" (median read await of the run {med:.2f} ms)")
     for t, ops, p99, _mx in sorted(rows, key=lambda r: -r[2])[:WORST_SHOWN]:
         h = host.get(round(t, 1))
         if not h:
@@ -122,7 +130,8 @@ def host_lines(label, rows, host):
         lines.append(f"  t={t:6.1f}s p99 {p99 / 1000:7.1f} ms | cpu busy {h['cpu_busy_pct']:5.1f}% iowait "
                      f"{h['iowait_pct']:5.1f}% steal {h['steal_pct']:4.1f}% | dev reads {h['dev_reads_per_s']:6.0f}/s "
                      f"await {h['dev_read_await_ms']:6.2f} ms, writes {h['dev_write_mb_per_s']:6.1f} MB/s await "
-                     f"{h['dev_write_await_ms']:6.2f} ms | dirty {h['dirty_mb']:.0f} MB")
+                     f"{h['dev_write_await_ms']:6.2f} ms, busy {h.get('dev_util_pct', -1):5.1f}% | dirty "
+                     f"{h['dirty_mb']:.0f} MB | hiccup {h.get('hiccup_ms', -1):5.1f} ms")
     return lines
 
 

@@ -792,6 +792,7 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
     uint64_t end_ns = lg_now_ns();
     r->stop = 1;
     pthread_join(rep, NULL);
+    hostmon_stop(&r->host);
 
     /* let the engine finish the background work this benchmark caused, and
      * charge its writes to the benchmark */
@@ -851,9 +852,10 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
     if (g_host) {
         for (size_t i = 0; i < r->nhrows; i++) {
             const host_row *x = &r->hrows[i];
-            fprintf(g_host, "%s,%s,%.3f,%.1f,%.1f,%.1f,%.0f,%.2f,%.1f,%.2f,%.1f,%.1f\n", ename(ops), bench, x->t,
+            fprintf(g_host, "%s,%s,%.3f,%.1f,%.1f,%.1f,%.0f,%.2f,%.1f,%.2f,%.1f,%.1f,%.1f,%.2f\n", ename(ops), bench, x->t,
                     x->h.cpu_busy_pct, x->h.iowait_pct, x->h.steal_pct, x->h.dev_reads_per_s, x->h.dev_read_await_ms,
-                    x->h.dev_write_mb_per_s, x->h.dev_write_await_ms, x->h.dirty_mb, x->h.writeback_mb);
+                    x->h.dev_write_mb_per_s, x->h.dev_write_await_ms, x->h.dirty_mb, x->h.writeback_mb,
+                    x->h.dev_util_pct, x->h.hiccup_ms);
         }
         fflush(g_host);
     }
@@ -1022,7 +1024,7 @@ int main(int argc, char **argv)
         snprintf(p, sizeof p, "%s/host.csv", F.csv);
         if (!(g_host = fopen(p, "w"))) die("cannot write %s: %s", p, strerror(errno));
         fprintf(g_host, "engine,benchmark,t_sec,cpu_busy_pct,iowait_pct,steal_pct,dev_reads_per_s,dev_read_await_ms,"
-                        "dev_write_mb_per_s,dev_write_await_ms,dirty_mb,writeback_mb\n");
+                        "dev_write_mb_per_s,dev_write_await_ms,dirty_mb,writeback_mb,dev_util_pct,hiccup_ms\n");
         snprintf(p, sizeof p, "%s/config.txt", F.csv);
         if (!(cfgf = fopen(p, "w"))) die("cannot write %s: %s", p, strerror(errno));
         snprintf(p, sizeof p, "%s/summary.csv", F.csv);
