@@ -118,11 +118,6 @@ void hostmon_start(hostmon *h, const char *dir)
     h->hiccup_running = pthread_create(&h->hiccup_thread, NULL, hiccup_main, h) == 0;
 }
 
-static double delta_ratio(uint64_t num, uint64_t den)
-{
-    return den ? (double)num / (double)den : -1;
-}
-
 void hostmon_next(hostmon *h, double secs, hostmon_row *out)
 {
     hostmon_raw now = {0};
@@ -135,14 +130,16 @@ void hostmon_next(hostmon *h, double secs, hostmon_row *out)
     if (now.have_cpu && p->have_cpu && now.cpu_total > p->cpu_total) {
         uint64_t tot = now.cpu_total - p->cpu_total;
         uint64_t idle = now.cpu_idle - p->cpu_idle, iow = now.cpu_iowait - p->cpu_iowait;
-        out->cpu_busy_pct = 100.0 * (double)(tot - idle - iow) / (double)tot;
+        uint64_t steal = now.cpu_steal - p->cpu_steal;
+        uint64_t busy = tot > idle + iow + steal ? tot - idle - iow - steal : 0;
+        out->cpu_busy_pct = 100.0 * (double)busy / (double)tot;
         out->iowait_pct = 100.0 * (double)iow / (double)tot;
-        out->steal_pct = 100.0 * (double)(now.cpu_steal - p->cpu_steal) / (double)tot;
+        out->steal_pct = 100.0 * (double)steal / (double)tot;
     }
     if (now.have_disk && p->have_disk) {
         uint64_t rd = now.rd_ios - p->rd_ios, wr = now.wr_ios - p->wr_ios;
-        out->dev_read_await_ms = rd ? delta_ratio(now.rd_ms - p->rd_ms, rd) : 0;
-        out->dev_write_await_ms = wr ? delta_ratio(now.wr_ms - p->wr_ms, wr) : 0;
+        out->dev_read_await_ms = rd ? (double)(now.rd_ms - p->rd_ms) / (double)rd : 0;
+        out->dev_write_await_ms = wr ? (double)(now.wr_ms - p->wr_ms) / (double)wr : 0;
         if (secs > 0) {
             out->dev_reads_per_s = (double)rd / secs;
             out->dev_write_mb_per_s = (double)(now.wr_sectors - p->wr_sectors) * 512.0 / 1048576.0 / secs;

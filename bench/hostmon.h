@@ -2,19 +2,18 @@
  * hostmon.h -- what the host did in each reporting interval of a benchmark,
  * next to the engine's per-second latency: CPU busy / iowait / steal time
  * (/proc/stat), the database device's completed reads and writes, their
- * average service time and its utilisation (/proc/diskstats), and the page
- * cache's dirty and
- * write-back bytes (/proc/meminfo).
+ * mean service time and the device's utilisation (/proc/diskstats), and the
+ * page cache's dirty and write-back bytes (/proc/meminfo).
  *
  * Why: on a shared VM, single seconds of 20-80 ms appear that no engine
- * causes (the "null" engine, which does no I/O, shows them too). A bad
- * second whose device read await or steal time is high is the host's; one
- * with a quiet host is the engine's. tkv_bench writes these rows to
- * DIR/host.csv (--csv) and bench/silk_report.py puts them beside each
- * configuration's worst seconds.
+ * causes (the "null" engine, which does no I/O, shows them too). These rows
+ * say what else happened in such a second. They are hints, not proof: a
+ * per-second mean hides a few slow device reads among thousands. tkv_bench
+ * writes them to DIR/host.csv (--csv) and bench/silk_report.py puts them
+ * beside each configuration's worst seconds.
  *
  * And a hiccup meter (jHiccup's idea): a thread that sleeps 1 ms at a time
- * and records how late it wakes; a 60 ms hiccup in a second whose CPUs are
+ * and records how late it wakes; a 40 ms hiccup in a second whose CPUs are
  * mostly idle means the process, or the whole VM, was not running.
  *
  * Linux only; every field a host does not provide stays -1. hostmon_next is
@@ -52,7 +51,7 @@ typedef struct hostmon {
 
 /* One interval, computed from two samples. -1 = not available. */
 typedef struct hostmon_row {
-    double cpu_busy_pct;   /* non-idle, non-iowait share of all CPUs */
+    double cpu_busy_pct;   /* share of all CPUs neither idle, in iowait nor stolen */
     double iowait_pct;
     double steal_pct;      /* time the hypervisor ran someone else */
     double dev_reads_per_s;
