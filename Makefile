@@ -5,7 +5,7 @@
 #   make tsan       the concurrency tests under ThreadSanitizer
 #   make soak       long randomized / crash runs (not part of `make test`)
 #   make bench      the headline benchmark
-#   make bench-silk the SILK-style open-loop experiment (~30 min; needs root for the drive cap)
+#   make bench-silk the SILK-style open-loop experiment (~25 min; needs root for the drive cap)
 #   make install PREFIX=/usr/local
 #   make deps       apt-get the packages listed in DEB_PACKAGES when missing
 # Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it).

@@ -34,7 +34,7 @@
 # directory: the emulated NVM is then RAM, a device of its own, and its
 # page-cache write-back no longer shares the (capped) drive with the SSD
 # tables. Default: the embedded default, the pool in the database directory.
-# About 30 minutes with the defaults. Knobs: NUM RATE DURATION DRIVE THREADS
+# About 20-25 minutes with the defaults (six configurations). Knobs: NUM RATE DURATION DRIVE THREADS
 # CONFIGS DB PMEM_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
