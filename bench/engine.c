@@ -41,6 +41,18 @@ const char *engine_names(void)
     return "tierkv,rocksdb,rocksdb-deb,leveldb,null,devread";
 }
 
+int eng_multi_get_each(int (*get)(engine *, const char *, size_t, size_t *), engine *e, size_t n,
+                       const char *const *keys, const size_t *kns, int *found)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t vn;
+        int rc = get(e, keys[i], kns[i], &vn);
+        if (rc < 0) return rc;
+        found[i] = rc == 0;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- errors */
 
 /* One message per thread, shared by all engines: "the last failed call on

@@ -19,7 +19,7 @@
  *     no write of this engine competes with them);
  *   - a reopen seals what the file already holds.
  * Values are not returned (get reports a found 4 KiB block); iterators are
- * never valid. Thread-safe: appends take a mutex, reads are plain preads.
+ * the empty one (engine_impl.h), never valid. Thread-safe: appends take a mutex, reads are plain preads.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,10 +48,6 @@ struct engine {
     int sealed;
     uint64_t bytes_written, reads, ignored_writes;
     char desc[4096 + 128];
-};
-
-struct engine_iter {
-    char unused;
 };
 
 static int dr_available(char *err, size_t errlen)
@@ -214,39 +210,8 @@ static int dr_get(engine *e, const char *k, size_t kn, size_t *vn)
 
 static int dr_multi_get(engine *e, size_t n, const char *const *keys, const size_t *kns, int *found)
 {
-    for (size_t i = 0; i < n; i++) {
-        size_t vn;
-        int rc = dr_get(e, keys[i], kns[i], &vn);
-        if (rc < 0) return rc;
-        found[i] = rc == 0;
-    }
-    return 0;
+    return eng_multi_get_each(dr_get, e, n, keys, kns, found);
 }
-
-static engine_iter *dr_iter_new(engine *e)
-{
-    (void)e;
-    engine_iter *it = calloc(1, sizeof *it);
-    if (!it) eng_fail(-1, "devread iter_new: out of memory");
-    return it;
-}
-
-static void dr_iter_seek(engine_iter *it, const char *k, size_t kn) { (void)it, (void)k, (void)kn; }
-static void dr_iter_move(engine_iter *it) { (void)it; }
-static int dr_iter_valid(engine_iter *it)
-{
-    (void)it;
-    return 0;
-}
-
-static void dr_iter_entry(engine_iter *it, size_t *kn, size_t *vn)
-{
-    (void)it;
-    *kn = 0;
-    *vn = 0;
-}
-
-static void dr_iter_free(engine_iter *it) { free(it); }
 
 static int dr_wait_idle(engine *e)
 {
@@ -282,15 +247,15 @@ const engine_ops engine_devread_ops = {
     .del = dr_del,
     .get = dr_get,
     .multi_get = dr_multi_get,
-    .iter_new = dr_iter_new,
-    .iter_seek = dr_iter_seek,
-    .iter_seek_first = dr_iter_move,
-    .iter_seek_last = dr_iter_move,
-    .iter_valid = dr_iter_valid,
-    .iter_next = dr_iter_move,
-    .iter_prev = dr_iter_move,
-    .iter_entry = dr_iter_entry,
-    .iter_free = dr_iter_free,
+    .iter_new = eng_empty_iter_new,
+    .iter_seek = eng_empty_iter_seek,
+    .iter_seek_first = eng_empty_iter_move,
+    .iter_seek_last = eng_empty_iter_move,
+    .iter_valid = eng_empty_iter_valid,
+    .iter_next = eng_empty_iter_move,
+    .iter_prev = eng_empty_iter_move,
+    .iter_entry = eng_empty_iter_entry,
+    .iter_free = eng_empty_iter_free,
     .wait_idle = dr_wait_idle,
     .stats = dr_stats,
     .last_error = eng_last_error,

@@ -22,6 +22,21 @@ extern const engine_ops engine_leveldb_ops;
 extern const engine_ops engine_null_ops;
 extern const engine_ops engine_devread_ops;
 
+/* The empty iterator, for engines that cannot iterate (null, devread):
+ * never valid, seeks and moves do nothing. Defined in engine_null.c. */
+engine_iter *eng_empty_iter_new(engine *e);
+void eng_empty_iter_seek(engine_iter *it, const char *k, size_t kn);
+void eng_empty_iter_move(engine_iter *it);
+int eng_empty_iter_valid(engine_iter *it);
+void eng_empty_iter_entry(engine_iter *it, size_t *kn, size_t *vn);
+void eng_empty_iter_free(engine_iter *it);
+
+/* eng_multi_get_each -- multi_get for an engine without a batched read:
+ * one get per key, in order; found[i] = 1 if key i was found. Stops at the
+ * first error and returns it (negative); 0 otherwise. */
+int eng_multi_get_each(int (*get)(engine *, const char *, size_t, size_t *), engine *e, size_t n,
+                       const char *const *keys, const size_t *kns, int *found);
+
 /* How long wait_idle waits for background work before giving up. */
 #define ENG_IDLE_TIMEOUT_S 600.0
 /* How often wait_idle polls the engine. */

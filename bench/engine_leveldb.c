@@ -274,13 +274,7 @@ static int l_get(engine *e, const char *k, size_t kn, size_t *vn)
 
 static int l_multi_get(engine *e, size_t n, const char *const *keys, const size_t *kns, int *found)
 {
-    for (size_t i = 0; i < n; i++) {
-        size_t vn;
-        int rc = l_get(e, keys[i], kns[i], &vn);
-        if (rc < 0) return rc;
-        found[i] = rc == 0;
-    }
-    return 0;
+    return eng_multi_get_each(l_get, e, n, keys, kns, found); /* LevelDB has no batched read */
 }
 
 static engine_iter *l_iter_new(engine *e)

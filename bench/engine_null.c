@@ -2,6 +2,8 @@
  * engine_null.c -- the "null" engine: every call succeeds at once and stores
  * nothing (get finds nothing, iterators are never valid). It measures the
  * harness itself, e.g. how fast its open-loop load generator can issue work.
+ * Also defines the empty iterator (eng_empty_iter_*, engine_impl.h) that the
+ * devread engine uses too.
  */
 #include <stdlib.h>
 
@@ -65,30 +67,31 @@ static int n_multi_get(engine *e, size_t n, const char *const *keys, const size_
     return 0;
 }
 
-static engine_iter *n_iter_new(engine *e)
+/* The empty iterator (engine_impl.h), shared with the devread engine. */
+engine_iter *eng_empty_iter_new(engine *e)
 {
     (void)e;
     engine_iter *it = calloc(1, sizeof *it);
-    if (!it) eng_fail(-1, "null iter_new: out of memory");
+    if (!it) eng_fail(-1, "iter_new: out of memory");
     return it;
 }
 
-static void n_iter_seek(engine_iter *it, const char *k, size_t kn) { (void)it, (void)k, (void)kn; }
-static void n_iter_move(engine_iter *it) { (void)it; }
-static int n_iter_valid(engine_iter *it)
+void eng_empty_iter_seek(engine_iter *it, const char *k, size_t kn) { (void)it, (void)k, (void)kn; }
+void eng_empty_iter_move(engine_iter *it) { (void)it; }
+int eng_empty_iter_valid(engine_iter *it)
 {
     (void)it;
     return 0;
 }
 
-static void n_iter_entry(engine_iter *it, size_t *kn, size_t *vn)
+void eng_empty_iter_entry(engine_iter *it, size_t *kn, size_t *vn)
 {
     (void)it;
     *kn = 0;
     *vn = 0;
 }
 
-static void n_iter_free(engine_iter *it) { free(it); }
+void eng_empty_iter_free(engine_iter *it) { free(it); }
 
 static int n_wait_idle(engine *e)
 {
@@ -118,15 +121,15 @@ const engine_ops engine_null_ops = {
     .del = n_del,
     .get = n_get,
     .multi_get = n_multi_get,
-    .iter_new = n_iter_new,
-    .iter_seek = n_iter_seek,
-    .iter_seek_first = n_iter_move,
-    .iter_seek_last = n_iter_move,
-    .iter_valid = n_iter_valid,
-    .iter_next = n_iter_move,
-    .iter_prev = n_iter_move,
-    .iter_entry = n_iter_entry,
-    .iter_free = n_iter_free,
+    .iter_new = eng_empty_iter_new,
+    .iter_seek = eng_empty_iter_seek,
+    .iter_seek_first = eng_empty_iter_move,
+    .iter_seek_last = eng_empty_iter_move,
+    .iter_valid = eng_empty_iter_valid,
+    .iter_next = eng_empty_iter_move,
+    .iter_prev = eng_empty_iter_move,
+    .iter_entry = eng_empty_iter_entry,
+    .iter_free = eng_empty_iter_free,
     .wait_idle = n_wait_idle,
     .stats = n_stats,
     .last_error = eng_last_error,

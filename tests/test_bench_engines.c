@@ -454,6 +454,11 @@ static void test_devread(void **state)
     int found[2] = {0, 0};
     assert_int_equal(ops->multi_get(e, 2, keys, kns, found), 0);
     assert_int_equal(found[0] + found[1], 2);
+    engine_iter *it = ops->iter_new(e); /* no iteration: the empty iterator */
+    assert_non_null(it);
+    ops->iter_seek_first(it);
+    assert_false(ops->iter_valid(it));
+    ops->iter_free(it);
     assert_int_equal(ops->put(e, "late", 4, val, sizeof val), 0); /* sealed: ignored */
     assert_int_equal(ops->stats(e, &st), 0);
     assert_non_null(strstr(st.detail, "reads=202 ignored_writes=1"));
