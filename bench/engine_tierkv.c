@@ -325,7 +325,7 @@ static void t_iter_free(engine_iter *it)
 /* tree_busy -- from a "tkv.stats" report: 1 while flush or compaction work is
  * pending (an immutable memtable, L0 files >= l0_compaction_trigger, or a
  * level L1..L(n-2) at or above its size target: the compaction thread's own
- * score >= 1 rule, src/db/compact.c), 0 when quiet, -1 if unparsable. */
+ * score >= 1 rule, src/db/compact_pick.c), 0 when quiet, -1 if unparsable. */
 static int tree_busy(const engine *e, const char *stats)
 {
     const char *p = strstr(stats, "memtable.immutable: count=");

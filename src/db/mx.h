@@ -3,16 +3,19 @@
  * its rows as L0, between the memtables and the SSD tree.
  *
  *   open:      mx_open reconciles the pool with the MANIFEST (before WAL replay)
- *   flush:     mx_flush_one: oldest immutable memtable -> one RowTable
+ *   flush:     mx_flush_one: oldest immutable memtable -> one RowTable;
+ *              mx_flush_blocked / mx_flush_unblocked while it waits for room
  *   read:      mx_get / mx_add_iters over the superversion's rowset, at the
  *              cursors of the version pinned with it
  *   compact:   the column thread (mx_start/mx_stop): the compactor (oldest
  *              rows) drains into L1 column by column (matrix/column.h)
- *   reclaim:   mx_collect: rows' release floors, dead pages, dropped rows
+ *   reclaim:   release floors, dead pages, dropped rows (inside mx)
  *
- * The rules that make this safe are written at the top of mx.c.
- * All mx_* functions but mx_get/mx_add_iters/mx_report are called with db->mu held
- * unless their comment says otherwise.
+ * The container owns its state (db->mx, opaque outside mx_*.c: mx_int.h,
+ * which also holds the rules that make it safe). With l0=sst db->mx is NULL
+ * and every function here is a no-op that reports nothing to do.
+ * Locking: every function takes db->mu held unless its comment says
+ * otherwise.
  */
 #ifndef TKV_DB_MX_H
 #define TKV_DB_MX_H
@@ -29,20 +32,43 @@
  * MANIFEST's cursors and releases the pages below them; TKV_CORRUPTION if the
  * MANIFEST lists a row the pool does not have or a row fails verification.
  * l0=sst: refuses a database whose MANIFEST still lists rows. Single-threaded
- * (open), after vset_open and before WAL replay. */
+ * (open), after vset_open and before WAL replay; no lock. */
 int mx_open(tkv_db *db);
 /* mx_initial_rowset -- the rowset of the rows mx_open kept, newest first
- * (for the first superversion). NULL on out of memory. */
-rowset *mx_initial_rowset(tkv_db *db);
+ * (for the first superversion); NULL with l0=sst. *rc is TKV_NO_MEMORY on
+ * out of memory, else 0. No lock (open). */
+rowset *mx_initial_rowset(tkv_db *db, int *rc);
 /* mx_close -- closes every row handle and the pool (no drop: a clean close
- * leaves the pool as the MANIFEST describes it). NULL-safe parts. */
+ * leaves the pool as the MANIFEST describes it) and frees the state. After
+ * every rowset is gone; no lock. NULL-safe parts. */
 void mx_close(tkv_db *db);
 
 /* mx_flush_one -- flushes the oldest immutable memtable into a new row:
- * steps (1)-(3) of rowtable_build/commit without mu, then (4) the MANIFEST
- * edit {row cursor 0, log number} and the new superversion under mu. Returns
- * 0, MX_NO_SPACE, or an error (then bg_error is set). Caller holds mu. */
+ * steps (1)-(3) of mx_flush.c's persist order without mu, then (4) the
+ * MANIFEST edit {row cursor 0, log number} and the new superversion under
+ * mu. Returns 0, MX_NO_SPACE, or an error (then bg_error is set). */
 int mx_flush_one(tkv_db *db);
+/* mx_flush_blocked -- the flush thread found no room (MX_NO_SPACE): sets
+ * db->flush_blocked (counting the episode once), wakes the column thread
+ * (forming a compactor at once) and reclaims what it can. Returns 1 if the
+ * flush should keep waiting, 0 if it must give up (shutting down and column
+ * compaction cannot make room, or no row fits even in an empty pool: then
+ * bg_error is TKV_NO_SPACE). */
+int mx_flush_blocked(tkv_db *db);
+/* mx_flush_unblocked -- the flush thread is no longer waiting for room:
+ * clears db->flush_blocked and counts the time waited. */
+void mx_flush_unblocked(tkv_db *db);
+
+/* mx_pinned_full -- 1 if the flush waits for room although the current
+ * version has drained every row: the pages it needs are held only by open
+ * iterators' views (views pin pages, mx_int.h invariant 2). Writers must
+ * not wait for that -- the iterator may belong to the waiting thread -- so
+ * make_room then queues one more immutable memtable in DRAM (counted here:
+ * call it only when that is what a 1 will do), as a long-lived RocksDB
+ * iterator pins memory. */
+int mx_pinned_full(tkv_db *db);
+/* mx_fill -- the fraction of the pool's pages in use, 0..1 (0 with l0=sst). */
+double mx_fill(tkv_db *db);
 
 /* mx_get -- the newest entry of ukey visible at seq in the rows of sv, at the
  * cursors of v (pinned together with sv). 1 (type, value in *val), 0, < 0.
@@ -54,38 +80,19 @@ int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t se
 int mx_add_iters(superversion *sv, version *v, tkv_it **children, size_t *k);
 size_t mx_iter_count(const superversion *sv);
 
-/* mx_collect -- for every row: raises its own cursor to the smallest cursor
- * any live version has for it and releases the pages below; drops rows no
- * live version lists. Caller holds mu. */
-void mx_collect(tkv_db *db);
-
-/* mx_start / mx_stop -- the column-compaction thread. mx_stop runs after the
- * flush thread has stopped (it keeps compacting while a flush waits for
- * room during shutdown). */
+/* mx_start / mx_stop -- the column-compaction thread; no lock. mx_stop runs
+ * after the flush thread has stopped (it keeps compacting while a flush
+ * waits for room during shutdown). */
 int mx_start(tkv_db *db);
 void mx_stop(tkv_db *db);
-/* mx_flush_blocked -- the flush thread found no room: wakes the column thread
- * (forming a compactor at once), reclaims what it can. Returns 1 if the flush
- * should keep waiting, 0 if it must give up (shutting down and column
- * compaction cannot make room). Caller holds mu. */
-int mx_flush_blocked(tkv_db *db);
-
-/* mx_pinned_full -- 1 if the flush waits for room although the current
- * version has drained every row: the pages it needs are held only by open
- * iterators' views (views pin pages, mx.c invariant 2). Writers must not wait
- * for that -- the iterator may belong to the waiting thread -- so make_room
- * then queues more immutable memtables in DRAM until the views close (as a
- * long-lived RocksDB iterator pins memory). Caller holds mu. */
-int mx_pinned_full(tkv_db *db);
 
 /* mx_drain -- tkv_compact_range: waits until every row that exists now has
- * been moved to L1 (or an error). Caller holds mu (released while waiting). */
+ * been moved to L1 (or an error). mu is released while waiting. */
 int mx_drain(tkv_db *db);
 
-/* mx_report -- the text of tkv.matrix (what == 0) or tkv.pmem (what == 1).
- * Caller holds mu. */
+/* mx_report -- the text of tkv.matrix (what == 0) or tkv.pmem (what == 1). */
 void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom);
-/* mx_stats_line -- one summary line for tkv.stats. Caller holds mu. */
+/* mx_stats_line -- the matrix container's summary lines for tkv.stats. */
 void mx_stats_line(tkv_db *db, tkv_buf *b, int *oom);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * options.c -- the option table, tkv_options_new/set/free, value parsers.
+ * options.c -- the option table, tkv_options_new/set/free, value parsers,
+ * and values derived from options (level targets, the pool's path).
  *
  * To add an option: a field in struct tkv_options (options.h), a row in
  * OPTION_TABLE below (with range and default), and a line in docs/options.md.
@@ -225,6 +226,14 @@ char *options_describe(const struct tkv_options *o)
     }
     if (buf_append(&b, "", 1) < 0) { buf_free(&b); return NULL; }
     return (char *)b.data;
+}
+
+uint64_t options_level_target(const struct tkv_options *o, int level)
+{
+    uint64_t t = o->l1_size;
+    for (int l = 1; l < level; l++) t = t > UINT64_MAX / (uint64_t)o->level_multiplier ? UINT64_MAX
+                                                                                        : t * (uint64_t)o->level_multiplier;
+    return t;
 }
 
 char *options_pmem_path(const struct tkv_options *o, const char *dir)

@@ -83,6 +83,10 @@ void options_init_defaults(struct tkv_options *o);
 /* options_describe -- appends "name=value\n" for every option to a malloc'd string. */
 char *options_describe(const struct tkv_options *o);
 
+/* options_level_target -- the size target in bytes of level L (L >= 1):
+ * l1_size times level_multiplier^(L-1), saturating. */
+uint64_t options_level_target(const struct tkv_options *o, int level);
+
 /* options_parse_size -- parses "123", "64K", "64M", "1G", "1T" (powers of 1024). 0 or TKV_INVALID. */
 int options_parse_size(const char *s, uint64_t *out);
 

@@ -12,14 +12,50 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "db/compact.h"
 #include "db/db_impl.h"
+#include "sched/monitor.h"
+#include "sched/ratelimit.h"
+#include "util/appendf.h"
 #include "util/status.h"
 
 #define SILK_PERIOD_US 10000u        /* monitor window */
 #define SILK_URGENT_SCORE 2.0        /* a deep level this far over target is never paused */
 #define SILK_URGENT_CHECK_US 100000u /* how often the monitor recomputes the deep backlog */
 #define PROBE_BYTES (8u << 20)       /* device_bandwidth=0: sequential write probe size */
+
+typedef struct silk_counters {
+    uint64_t pauses, resumes, pause_micros; /* deep-job pause episodes and their time */
+    uint64_t aborts;                        /* deep jobs aborted for L0->L1 work */
+    uint64_t deep_started, deep_done;
+    uint64_t stalls_over_10ms, max_stall_us; /* writes that waited (pacing + stop) > 10 ms */
+    /* write groups that stopped on a full set of memtables while the flush
+     * thread was free to work (not waiting for room in the pool, L0 below
+     * its stop trigger): the pace was faster than the flush. Should be 0. */
+    uint64_t stops_flush_running;
+    uint64_t window_bytes[IO_NCLASSES];     /* bytes (read + write) in the last window */
+} silk_counters;
+
+typedef struct silk_state {
+    int fifo;              /* scheduler=fifo */
+    uint64_t T;            /* device bandwidth in use */
+    int T_probed;
+    ratelimit *rl;         /* internal budget I (silk only) */
+    ratelimit *ssd;        /* emulated device (ssd_bandwidth), NULL = off */
+    monitor *mon;
+    wctl *wc;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;     /* pause state changes */
+    int deep_paused;       /* the monitor's decision (mu) */
+    int urgent;            /* deep backlog urgent: never paused (mu) */
+    int stopping;
+    silk_job *jobs;        /* running deep compactions (mu) */
+    monitor_thread *thread;
+    uint64_t last_bytes[IO_NCLASSES]; /* totals at the previous window (monitor thread only) */
+    uint64_t last_reads, last_read_ns;  /* IO_USER_READ read_ops / read_ns then (monitor thread only) */
+    int latency_cap;       /* the monitor's read-latency cap is on (sched_latency) */
+    uint64_t last_urgent_check_us;
+    silk_counters ctr;
+} silk_state;
 
 /* The deep job running on this thread (between silk_job_begin and _end). */
 static __thread silk_job *tls_job;
@@ -59,7 +95,9 @@ static uint64_t probe_bandwidth(const char *dir)
 
 int silk_open(tkv_db *db)
 {
-    silk_state *s = &db->silk;
+    silk_state *s = calloc(1, sizeof *s);
+    if (!s) return tkv_err(TKV_NO_MEMORY, "out of memory creating the scheduler");
+    db->silk = s;
     const struct tkv_options *o = &db->opts;
     pthread_mutex_init(&s->mu, NULL);
     sched_cond_init(&s->cv);
@@ -123,7 +161,7 @@ static int deep_urgent(tkv_db *db)
     version *v = vset_current(db->vs);
     int urgent = 0;
     for (int l = 1; l < VERSION_LEVELS - 1 && !urgent; l++)
-        urgent = (double)version_level_bytes(v, l) >= SILK_URGENT_SCORE * (double)level_target_bytes(&db->opts, l);
+        urgent = (double)version_level_bytes(v, l) >= SILK_URGENT_SCORE * (double)options_level_target(&db->opts, l);
     pthread_mutex_unlock(&db->mu);
     return urgent;
 }
@@ -133,7 +171,7 @@ static int deep_urgent(tkv_db *db)
 static void tick(void *arg, uint64_t now_us)
 {
     tkv_db *db = arg;
-    silk_state *s = &db->silk;
+    silk_state *s = db->silk;
     uint64_t cls_bytes[IO_NCLASSES];
     for (int c = 0; c < IO_NCLASSES; c++) {
         uint64_t t = ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c]);
@@ -167,7 +205,7 @@ static void tick(void *arg, uint64_t now_us)
      * threshold: an idle database is never "in a peak", whatever T) */
     int peak = ms.client_bw > db->opts.sched_threshold && ms.candidate <= db->opts.min_internal_bandwidth;
     int writers_wait = __atomic_load_n(&db->write_stopped, __ATOMIC_RELAXED) != 0 ||
-                       __atomic_load_n(&db->mx.flush_blocked, __ATOMIC_RELAXED) != 0;
+                       __atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED) != 0;
     pthread_mutex_lock(&s->mu);
     int pause = (peak || writers_wait) && !s->urgent;
     if (pause != s->deep_paused) {
@@ -179,7 +217,7 @@ static void tick(void *arg, uint64_t now_us)
 
 int silk_start(tkv_db *db)
 {
-    silk_state *s = &db->silk;
+    silk_state *s = db->silk;
     for (int c = 0; c < IO_NCLASSES; c++) s->last_bytes[c] = ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c]);
     s->last_reads = ctr_get(&db->io.read_ops[IO_USER_READ]);
     s->last_read_ns = ctr_get(&db->io.read_ns[IO_USER_READ]);
@@ -188,8 +226,8 @@ int silk_start(tkv_db *db)
 
 void silk_stop(tkv_db *db)
 {
-    silk_state *s = &db->silk;
-    if (!s->mon) return;
+    silk_state *s = db->silk;
+    if (!s || !s->mon) return;
     monitor_thread_stop(s->thread);
     s->thread = NULL;
     pthread_mutex_lock(&s->mu);
@@ -201,8 +239,13 @@ void silk_stop(tkv_db *db)
 
 void silk_close(tkv_db *db)
 {
-    silk_state *s = &db->silk;
-    if (!s->mon && !s->wc) return;
+    silk_state *s = db->silk;
+    if (!s) return;
+    db->silk = NULL;
+    if (!s->mon && !s->wc) {
+        free(s);
+        return;
+    }
     db->io.gate = NULL;
     if (s->rl) rl_shutdown(s->rl);
     if (s->ssd) rl_shutdown(s->ssd);
@@ -215,13 +258,16 @@ void silk_close(tkv_db *db)
     s->wc = NULL;
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
+    free(s);
 }
 
-void silk_job_begin(tkv_db *db, silk_job *j, struct compaction *c)
+void silk_job_begin(tkv_db *db, silk_job *j, int level, file_meta *const *inputs, size_t n)
 {
-    silk_state *s = &db->silk;
+    silk_state *s = db->silk;
     memset(j, 0, sizeof *j);
-    j->c = c;
+    j->level = level;
+    j->inputs = inputs;
+    j->ninputs = n;
     atomic_store(&j->abort, 0);
     pthread_mutex_lock(&s->mu);
     j->next = s->jobs;
@@ -233,7 +279,7 @@ void silk_job_begin(tkv_db *db, silk_job *j, struct compaction *c)
 
 void silk_job_committing(tkv_db *db)
 {
-    silk_state *s = &db->silk;
+    silk_state *s = db->silk;
     silk_job *j = tls_job;
     if (!j) return;
     pthread_mutex_lock(&s->mu);
@@ -244,7 +290,7 @@ void silk_job_committing(tkv_db *db)
 
 void silk_job_end(tkv_db *db, silk_job *j)
 {
-    silk_state *s = &db->silk;
+    silk_state *s = db->silk;
     tls_job = NULL;
     pthread_mutex_lock(&s->mu);
     for (silk_job **p = &s->jobs; *p; p = &(*p)->next)
@@ -258,17 +304,16 @@ void silk_job_end(tkv_db *db, silk_job *j)
 
 int silk_abort_l1(tkv_db *db, file_meta *const *f, size_t n)
 {
-    silk_state *s = &db->silk;
+    silk_state *s = db->silk;
     if (s->fifo) return 0;
     int told = 0;
     pthread_mutex_lock(&s->mu);
     for (silk_job *j = s->jobs; j; j = j->next) {
-        const struct compaction *c = j->c;
-        if (c->level != 1 || atomic_load(&j->abort)) continue; /* only L1->L2 jobs hold L1 files */
+        if (j->level != 1 || atomic_load(&j->abort)) continue; /* only L1->L2 jobs hold L1 files */
         if (j->committing) continue; /* merged: it lets go of them in a moment, installed */
         int hit = 0;
-        for (size_t i = 0; i < c->ninputs[0] && !hit; i++)
-            for (size_t k = 0; k < n && !hit; k++) hit = c->inputs[0][i] == f[k];
+        for (size_t i = 0; i < j->ninputs && !hit; i++)
+            for (size_t k = 0; k < n && !hit; k++) hit = j->inputs[i] == f[k];
         if (!hit) continue;
         if (s->rl) rl_cancel(s->rl, &j->abort); /* sets abort and wakes its token wait */
         else atomic_store(&j->abort, 1);
@@ -283,8 +328,8 @@ int silk_abort_l1(tkv_db *db, file_meta *const *f, size_t n)
 
 void silk_abort_all(tkv_db *db)
 {
-    silk_state *s = &db->silk;
-    if (!s->mon) return;
+    silk_state *s = db->silk;
+    if (!s || !s->mon) return;
     pthread_mutex_lock(&s->mu);
     for (silk_job *j = s->jobs; j; j = j->next) {
         if (s->rl) rl_cancel(s->rl, &j->abort);
@@ -326,7 +371,7 @@ int silk_gate(void *arg, io_class cls, int is_write, size_t n)
 {
     (void)is_write;
     tkv_db *db = arg;
-    silk_state *s = &db->silk;
+    silk_state *s = db->silk;
     silk_job *j = cls == IO_COMPACT_DEEP ? tls_job : NULL;
     if (j) {
         int rc = pause_point(s, j);
@@ -346,41 +391,57 @@ int silk_gate(void *arg, io_class cls, int is_write, size_t n)
 
 void silk_flush_sample(tkv_db *db, uint64_t bytes, uint64_t us)
 {
-    if (db->silk.wc) wctl_flush_sample(db->silk.wc, bytes, us ? us : 1);
+    if (db->silk->wc) wctl_flush_sample(db->silk->wc, bytes, us ? us : 1);
 }
+
+uint64_t silk_write_delay(tkv_db *db, wctl_write *t, const wctl_input *in, uint64_t bytes, uint64_t now_us)
+{
+    return wctl_delay_us(db->silk->wc, t, in, bytes, now_us);
+}
+
+void silk_note_write_wait(tkv_db *db, uint64_t us)
+{
+    silk_counters *c = &db->silk->ctr;
+    if (us > 10000) ctr_add(&c->stalls_over_10ms, 1);
+    uint64_t m = ctr_get(&c->max_stall_us);
+    while (us > m && !__atomic_compare_exchange_n(&c->max_stall_us, &m, us, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+void silk_note_stop_flush_running(tkv_db *db) { ctr_add(&db->silk->ctr.stops_flush_running, 1); }
 
 void silk_report(tkv_db *db, tkv_buf *b, int *oom)
 {
-    silk_state *s = &db->silk;
+    silk_state *s = db->silk;
     static const char *const wnames[] = {"prl", "classic", "off"};
     monitor_stats ms;
     monitor_get_stats(s->mon, &ms);
-    db_appendf(b, oom, "scheduler: %s write_controller: %s\n", s->fifo ? "fifo" : "silk",
+    buf_appendf(b, oom, "scheduler: %s write_controller: %s\n", s->fifo ? "fifo" : "silk",
                wnames[db->opts.write_controller % 3]);
-    db_appendf(b, oom, "bandwidth: T=%llu%s C=%llu I=%llu floor=%llu epsilon=%llu threshold=%llu rate_changes=%llu samples=%llu\n",
+    buf_appendf(b, oom, "bandwidth: T=%llu%s C=%llu I=%llu floor=%llu epsilon=%llu threshold=%llu rate_changes=%llu samples=%llu\n",
                (unsigned long long)s->T, s->T_probed ? " (probed)" : "", (unsigned long long)ms.client_bw,
                (unsigned long long)(s->rl ? ms.internal_bw : 0), (unsigned long long)db->opts.min_internal_bandwidth,
                (unsigned long long)db->opts.sched_epsilon, (unsigned long long)db->opts.sched_threshold,
                (unsigned long long)ms.changes, (unsigned long long)ms.samples);
-    db_appendf(b, oom,
+    buf_appendf(b, oom,
                "latency_cap: %s read_latency_us=%.1f baseline_us=%.1f target_us=%.1f cap=%llu capped=%d "
                "intervals=%llu backoffs=%llu user_reads=%llu\n",
                s->latency_cap ? "on" : "off", (double)ms.read_latency_ns / 1e3, (double)ms.latency_baseline_ns / 1e3,
                (double)ms.latency_target_ns / 1e3, (unsigned long long)ms.latency_cap, ms.latency_capped,
                (unsigned long long)ms.latency_intervals, (unsigned long long)ms.latency_backoffs,
                (unsigned long long)ctr_get(&db->io.read_ops[IO_USER_READ]));
-    db_appendf(b, oom, "window_bytes:");
+    buf_appendf(b, oom, "window_bytes:");
     for (int c = 0; c < IO_NCLASSES; c++)
-        db_appendf(b, oom, " %s=%llu", io_class_name((io_class)c), (unsigned long long)ctr_get(&s->ctr.window_bytes[c]));
-    db_appendf(b, oom, "\ntotal_bytes:");
+        buf_appendf(b, oom, " %s=%llu", io_class_name((io_class)c), (unsigned long long)ctr_get(&s->ctr.window_bytes[c]));
+    buf_appendf(b, oom, "\ntotal_bytes:");
     for (int c = 0; c < IO_NCLASSES; c++)
-        db_appendf(b, oom, " %s=%llu", io_class_name((io_class)c),
+        buf_appendf(b, oom, " %s=%llu", io_class_name((io_class)c),
                    (unsigned long long)(ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c])));
-    db_appendf(b, oom, "\n");
+    buf_appendf(b, oom, "\n");
     if (s->rl) {
         rl_stats rs;
         rl_get_stats(s->rl, &rs);
-        db_appendf(b, oom,
+        buf_appendf(b, oom,
                    "limiter: rate=%llu high_granted=%llu low_granted=%llu high_waits=%llu low_waits=%llu "
                    "high_wait_us=%llu low_wait_us=%llu low_reserved=%llu\n",
                    (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
@@ -391,7 +452,7 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
     if (s->ssd) {
         rl_stats rs;
         rl_get_stats(s->ssd, &rs);
-        db_appendf(b, oom, "ssd_throttle: rate=%llu granted=%llu waits=%llu wait_us=%llu\n",
+        buf_appendf(b, oom, "ssd_throttle: rate=%llu granted=%llu waits=%llu wait_us=%llu\n",
                    (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
                    (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.wait_us[RL_HIGH]);
     }
@@ -403,7 +464,7 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
     }
     pthread_mutex_unlock(&s->mu);
     const silk_counters *c = &s->ctr;
-    db_appendf(b, oom,
+    buf_appendf(b, oom,
                "deep: running=%d paused_now=%d pause_requested=%d urgent=%d started=%llu done=%llu pauses=%llu "
                "resumes=%llu pause_micros=%llu aborts=%llu\n",
                running, paused_now, paused, urgent, (unsigned long long)ctr_get(&c->deep_started),
@@ -412,7 +473,7 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                (unsigned long long)ctr_get(&c->aborts));
     wctl_stats ws;
     wctl_get_stats(s->wc, &ws);
-    db_appendf(b, oom,
+    buf_appendf(b, oom,
                "write_controller: state=%s pace_rate=%llu min_flush_sample=%llu samples=%u writes=%llu "
                "stalled_writes=%llu stopped_writes=%llu stall_micros=%llu stalls_over_10ms=%llu max_stall_us=%llu "
                "stops_flush_running=%llu\n",

@@ -28,6 +28,7 @@
  *  - scheduler=fifo: no limiter, no pause, no abort (stock RocksDB); the
  *    device throttle and the write controller are independent switches.
  *
+ * State: private to silk.c (struct silk_state, db->silk).
  * Locking: silk_state.mu guards the job list and pause state; it is never
  * taken while waiting on anything but its own condvar. db->mu may be held
  * when calling silk_abort_l1 / silk_report (they take silk.mu inside it:
@@ -36,66 +37,32 @@
 #ifndef TKV_DB_SILK_H
 #define TKV_DB_SILK_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "io/io.h"
-#include "sched/monitor.h"
-#include "sched/ratelimit.h"
 #include "sched/wctl.h"
 #include "sst/version.h"
 #include "util/coding.h"
 
 struct tkv_db;
-struct compaction;
 
 /* Internal status of an aborted deep compaction: never returned to users. */
 #define SILK_ABORTED (-1000)
 
-/* A running deep compaction, as the scheduler sees it. */
+/* A running deep compaction, as the scheduler sees it: its input level and
+ * that level's input files (what silk_abort_l1 compares against). Lives on
+ * the stack of the thread that runs the job. */
 typedef struct silk_job {
-    struct compaction *c;
+    int level;
+    file_meta *const *inputs;
+    size_t ninputs;
     atomic_int abort;      /* 1: stop at the next pause point (rl_cancel also wakes a token wait) */
     int paused;            /* waiting at a pause point now (silk.mu) */
     int committing;        /* merged; no more pauses or aborts (silk.mu; silk_job_committing) */
     uint64_t pauses, resumes;
     struct silk_job *next;
 } silk_job;
-
-typedef struct silk_counters {
-    uint64_t pauses, resumes, pause_micros; /* deep-job pause episodes and their time */
-    uint64_t aborts;                        /* deep jobs aborted for L0->L1 work */
-    uint64_t deep_started, deep_done;
-    uint64_t stalls_over_10ms, max_stall_us; /* writes that waited (pacing + stop) > 10 ms */
-    /* write groups that stopped on a full set of memtables while the flush
-     * thread was free to work (not waiting for room in the pool, L0 below
-     * its stop trigger): the pace was faster than the flush. Should be 0. */
-    uint64_t stops_flush_running;
-    uint64_t window_bytes[IO_NCLASSES];     /* bytes (read + write) in the last window */
-} silk_counters;
-
-typedef struct silk_state {
-    int fifo;              /* scheduler=fifo */
-    uint64_t T;            /* device bandwidth in use */
-    int T_probed;
-    ratelimit *rl;         /* internal budget I (silk only) */
-    ratelimit *ssd;        /* emulated device (ssd_bandwidth), NULL = off */
-    monitor *mon;
-    wctl *wc;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;     /* pause state changes */
-    int deep_paused;       /* the monitor's decision (mu) */
-    int urgent;            /* deep backlog urgent: never paused (mu) */
-    int stopping;
-    silk_job *jobs;        /* running deep compactions (mu) */
-    monitor_thread *thread;
-    uint64_t last_bytes[IO_NCLASSES]; /* totals at the previous window (monitor thread only) */
-    uint64_t last_reads, last_read_ns;  /* IO_USER_READ read_ops / read_ns then (monitor thread only) */
-    int latency_cap;       /* the monitor's read-latency cap is on (sched_latency) */
-    uint64_t last_urgent_check_us;
-    silk_counters ctr;
-} silk_state;
 
 /* silk_open -- creates the scheduler of db (after options are final, before
  * any data file is opened) and installs the gate on db->io. Probes T when
@@ -109,9 +76,11 @@ void silk_stop(struct tkv_db *db);
  * that could pass the gate has ended). */
 void silk_close(struct tkv_db *db);
 
-/* silk_job_begin / silk_job_end -- a deep compaction runs on this thread
- * between the two calls (the gate finds it through a thread-local). */
-void silk_job_begin(struct tkv_db *db, silk_job *j, struct compaction *c);
+/* silk_job_begin / silk_job_end -- a deep compaction of input level `level`
+ * with that level's inputs[0..n) (kept by the caller until silk_job_end)
+ * runs on this thread between the two calls (the gate finds it through a
+ * thread-local). */
+void silk_job_begin(struct tkv_db *db, silk_job *j, int level, file_meta *const *inputs, size_t n);
 void silk_job_end(struct tkv_db *db, silk_job *j);
 
 /* silk_job_committing -- the deep job on this thread has finished its merge
@@ -135,6 +104,17 @@ void silk_abort_all(struct tkv_db *db);
 /* silk_flush_sample -- a flush moved `bytes` of memtable in `us` (the write
  * controller's bandwidth samples). */
 void silk_flush_sample(struct tkv_db *db, uint64_t bytes, uint64_t us);
+
+/* silk_write_delay -- the write controller's answer for a write leader
+ * (sched/wctl.h: wctl_delay_us): microseconds to wait before writing. */
+uint64_t silk_write_delay(struct tkv_db *db, wctl_write *t, const wctl_input *in, uint64_t bytes, uint64_t now_us);
+/* silk_note_write_wait -- a write leader waited `us` in all (pacing and
+ * stops) before writing: counted for tkv.sched (stalls over 10 ms, max). */
+void silk_note_write_wait(struct tkv_db *db, uint64_t us);
+/* silk_note_stop_flush_running -- a write group stopped on a full set of
+ * memtables while the flush thread was free to work (counted once per
+ * stop; should stay 0: the pace was faster than the flush). */
+void silk_note_stop_flush_running(struct tkv_db *db);
 
 /* silk_report -- the tkv.sched property text. Caller holds nothing. */
 void silk_report(struct tkv_db *db, tkv_buf *b, int *oom);

@@ -14,7 +14,7 @@
  * compacts faster than delete_rate does not fill up with trash.
  *
  * A file handed over is first renamed to "<name>.trash" (by the caller,
- * under the rules of delete_obsolete_files), so that it is visibly not part
+ * under the rules of files_delete_obsolete, files.h), so that it is visibly not part
  * of the database; a crash leaves such files behind and the next open hands
  * them over again. Only files no reader can have open may be handed over:
  * truncation destroys data under an open descriptor (unlink would not).

@@ -1,9 +1,10 @@
 /*
- * thread.c -- per-thread CPU priority (see thread.h).
+ * thread.c -- background threads' name and CPU priority (see thread.h).
  */
 #include "util/thread.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -23,4 +24,10 @@ int tkv_thread_set_nice(int nice)
 int tkv_thread_get_nice(void)
 {
     return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+}
+
+void tkv_thread_background(const char *name, int nice)
+{
+    pthread_setname_np(pthread_self(), name);
+    (void)tkv_thread_set_nice(nice); /* best effort */
 }

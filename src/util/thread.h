@@ -1,5 +1,5 @@
 /*
- * thread.h -- per-thread CPU priority for the engine's background threads.
+ * thread.h -- the engine's background threads: their name and CPU priority.
  *
  * On a machine with few cores, a flush, a column or a deep compaction that
  * is merging and compressing competes for the CPU with the client threads.
@@ -18,6 +18,12 @@
  * priority never goes up). Best effort: returns 0, or an errno value if the
  * kernel refused (lowering a priority never needs a privilege). */
 int tkv_thread_set_nice(int nice);
+
+/* tkv_thread_background -- first call of every background thread of the
+ * engine (flush, column, L0 and deep compactions): names the calling thread
+ * `name` (for top and perf; at most 15 characters) and lowers its CPU
+ * priority to `nice` as tkv_thread_set_nice does (best effort). */
+void tkv_thread_background(const char *name, int nice);
 
 /* tkv_thread_get_nice -- the calling thread's nice value (for tests). */
 int tkv_thread_get_nice(void);

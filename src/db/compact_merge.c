@@ -1,0 +1,166 @@
+/*
+ * compact_merge.c -- the merge shared by every compaction: input iterators,
+ * the merge loop that writes output SSTs (dropping hidden versions and
+ * tombstones), discarding or preloading finished outputs (compact_merge.h).
+ * Steps (1) and (2) of the persistence order in files.h.
+ */
+#include "db/compact_merge.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/files.h"
+#include "db/output.h"
+#include "util/status.h"
+
+static tkv_slice fm_small(const file_meta *f) { return slice(f->smallest.data, f->smallest.len); }
+
+/* is_base_level -- 1 if no level deeper than out_level can hold ukey, so a
+ * tombstone for it at out_level shadows nothing and may be dropped. */
+static int is_base_level(const version *v, int out_level, tkv_slice ukey)
+{
+    for (int l = out_level + 1; l < VERSION_LEVELS; l++) {
+        size_t i = version_find_file(v, l, ukey);
+        if (i < v->nfiles[l] && ukey_cmp(ikey_user(fm_small(v->files[l][i])), ukey) <= 0) return 0;
+    }
+    return 1;
+}
+
+tkv_it *cmp_open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_out)
+{
+    char path[4096];
+    sst_path(db->dir, f->number, path, sizeof path);
+    io_file *file;
+    *t_out = NULL;
+    int rc = io_open_read_ex(path, db->opts.direct_io ? IO_DIRECT : 0, cls, &db->io, &file);
+    /* a compaction reads its inputs front to back: large reads, not one I/O
+     * per 4 KiB block (O_DIRECT has no kernel readahead) */
+    if (rc == 0 && db->opts.compaction_readahead) {
+        rc = io_set_readahead(file, (size_t)db->opts.compaction_readahead);
+        if (rc < 0) io_close(file);
+    }
+    if (rc == 0) rc = table_open(file, f->size, NULL, t_out);
+    if (rc < 0) return error_iter_new(rc);
+    tkv_it *it = table_iter(*t_out);
+    return it ? it : error_iter_new(TKV_NO_MEMORY);
+}
+
+/* push_output -- appends a finished output to *done. */
+static int push_output(file_meta ***done, size_t *ndone, size_t *cap, file_meta *f)
+{
+    if (*ndone == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 8;
+        file_meta **p = realloc(*done, ncap * sizeof *p);
+        if (!p) return tkv_err(TKV_NO_MEMORY, "out of memory");
+        *done = p;
+        *cap = ncap;
+    }
+    (*done)[(*ndone)++] = f;
+    return 0;
+}
+
+int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
+              file_meta ***out, size_t *nout)
+{
+    output cur;
+    file_meta **done = NULL;
+    size_t ndone = 0, cap = 0;
+    int have_out = 0, rc = 0;
+    tkv_buf cur_ukey = {0};
+    int has_cur = 0;
+    uint64_t last_seq_for_key = UINT64_MAX;
+    *out = NULL;
+    *nout = 0;
+    for (it_seek_first(in); rc == 0 && it_valid(in); it_next(in)) {
+        tkv_slice key = it_key(in), val = it_value(in);
+        tkv_slice ukey = ikey_user(key);
+        int new_key = !has_cur || ukey_cmp(ukey, slice(cur_ukey.data, cur_ukey.len)) != 0;
+        if (new_key) {
+            cur_ukey.len = 0;
+            rc = buf_append(&cur_ukey, ukey.p, ukey.n);
+            has_cur = 1;
+            last_seq_for_key = UINT64_MAX;
+        }
+        uint64_t seq = ikey_seq(key);
+        int drop = 0;
+        if (last_seq_for_key <= smallest_snapshot) {
+            drop = 1; /* a newer version visible to every reader hides it */
+        } else if (ikey_get_type(key) == IKEY_DELETION && seq <= smallest_snapshot && is_base_level(v, out_level, ukey)) {
+            drop = 1; /* tombstone with nothing below it to hide */
+        }
+        last_seq_for_key = seq;
+        if (drop || rc < 0) continue;
+        /* Split outputs by size, never between versions of one user key. */
+        if (have_out && new_key && table_builder_file_size(cur.tb) >= db->opts.sst_size) {
+            rc = output_finish(&cur);
+            if (rc == 0) rc = push_output(&done, &ndone, &cap, cur.f);
+            if (rc < 0) break;
+            (void)output_take(&cur); /* kept: now in done[] */
+            have_out = 0;
+        }
+        if (!have_out) {
+            have_out = 1;
+            rc = output_open(db, &cur, cls);
+            if (rc < 0) break;
+        }
+        rc = output_add(&cur, key, val);
+    }
+    if (rc == 0) rc = it_status(in);
+    if (rc == 0 && have_out) {
+        rc = output_finish(&cur);
+        if (rc == 0) rc = push_output(&done, &ndone, &cap, cur.f);
+        if (rc == 0) {
+            (void)output_take(&cur); /* kept: now in done[] */
+            have_out = 0;
+        }
+    }
+    if (have_out) output_discard(db, &cur);
+    buf_free(&cur_ukey);
+    if (rc == 0) rc = io_sync_dir(db->dir); /* (2) */
+    if (rc < 0) {
+        cmp_discard_outputs(db, done, ndone, 1);
+        return rc;
+    }
+    *out = done;
+    *nout = ndone;
+    return 0;
+}
+
+void cmp_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int remove_files)
+{
+    pthread_mutex_lock(&db->mu);
+    for (size_t i = 0; i < ndone; i++) {
+        if (remove_files) {
+            char path[4096];
+            sst_path(db->dir, done[i]->number, path, sizeof path);
+            table_cache_evict(db->tc, done[i]->number); /* a preloaded table must not outlive its file */
+            io_remove(path);
+        }
+        files_remove_pending(db, done[i]->number);
+        file_meta_unref(done[i]);
+    }
+    pthread_mutex_unlock(&db->mu);
+    free(done);
+}
+
+void cmp_preload_outputs(tkv_db *db, file_meta *const *files, size_t n, io_class cls)
+{
+    if (!db->opts.preload_tables) return;
+    for (size_t i = 0; i < n; i++) (void)table_cache_preload(db->tc, files[i], cls);
+}
+
+void cmp_preload_tables(tkv_db *db)
+{
+    if (!db->opts.preload_tables) return;
+    pthread_mutex_lock(&db->mu);
+    version *v = vset_current(db->vs);
+    version_ref_files(v);
+    pthread_mutex_unlock(&db->mu);
+    size_t budget = (size_t)db->opts.max_open_files;
+    for (int level = 0; level < VERSION_LEVELS && budget; level++) {
+        size_t n = v->nfiles[level] < budget ? v->nfiles[level] : budget;
+        cmp_preload_outputs(db, v->files[level], n, IO_META);
+        budget -= n;
+    }
+    version_unref_files(v);
+}

@@ -1,0 +1,54 @@
+/*
+ * compact_merge.h -- the merge shared by every compaction (leveled, and the
+ * matrix container's columns): reading inputs, writing output SSTs, and
+ * discarding or preloading the finished outputs.
+ */
+#ifndef TKV_DB_COMPACT_MERGE_H
+#define TKV_DB_COMPACT_MERGE_H
+
+#include "db/db_impl.h"
+#include "sst/table.h"
+
+/* cmp_merge -- reads `in` (an internal iterator in ikey order) and writes
+ * output SSTs of out_level (I/O class cls), split at sst_size but never
+ * between versions of one user key, dropping versions hidden by a newer
+ * version visible to every reader (seq <= smallest_snapshot) and tombstones
+ * that hide nothing (no level of v below out_level can hold the key). Steps
+ * (1) and (2) of files.h's persistence order: every output is synced and
+ * closed and the directory synced. Returns 0 and the outputs (*out
+ * malloc'd; each file is pending and referenced: hand them to
+ * cmp_discard_outputs after installing), or an error with every output
+ * removed. mu NOT held. */
+int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
+              file_meta ***out, size_t *nout);
+
+/* cmp_discard_outputs -- releases outputs of cmp_merge: removes them from
+ * the pending set and unrefs them, deleting their files first (and dropping
+ * any table cmp_preload_outputs opened) if remove_files (a job that failed
+ * before its edit was logged). Frees the array. Takes mu. */
+void cmp_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int remove_files);
+
+/* cmp_preload_outputs -- with preload_tables, opens a job's finished outputs
+ * into the table cache (their index and filter read now, charged to cls,
+ * instead of by the first clients that read them). Called after the merge
+ * and BEFORE the edit is installed: once the version that lists the outputs
+ * is current, client reads land in them at once, and a table not yet open
+ * would be opened by those reads (the stall at every compaction's end in
+ * the SILK trace). Call without mu, while the caller still holds its refs
+ * on files[]. Failures are ignored: the table stays closed and a reader
+ * meets the error; a job that then fails discards the outputs with
+ * remove_files, which drops the opened tables too. */
+void cmp_preload_outputs(tkv_db *db, file_meta *const *files, size_t n, io_class cls);
+
+/* cmp_preload_tables -- with preload_tables, opens the current version's
+ * tables into the table cache at tkv_open, upper levels first, at most
+ * max_open_files of them (IO_META). Failures are ignored as above. */
+void cmp_preload_tables(tkv_db *db);
+
+/* cmp_open_input -- an iterator over SST f read with I/O class cls and
+ * compaction_readahead, bypassing the block cache (compaction must not
+ * evict hot blocks); *t_out is the table to close after the iterator. An
+ * error iterator on failure. */
+tkv_it *cmp_open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_out);
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * compact_pick.h -- choosing the next compaction of the leveled SSD tree:
+ * scores per level, the files of a pick, and manual range picks.
+ */
+#ifndef TKV_DB_COMPACT_PICK_H
+#define TKV_DB_COMPACT_PICK_H
+
+#include "db/db_impl.h"
+
+/* A compaction: inputs[0] from `level`, inputs[1] from level+1 (the output level). */
+typedef struct compaction {
+    int level;
+    int out_level;
+    file_meta **inputs[2];
+    size_t ninputs[2];
+    int trivial_move;     /* one input file, nothing overlapping below: re-link it */
+    uint64_t est_bytes;   /* input bytes */
+    io_class cls;         /* IO_COMPACT_L0 or IO_COMPACT_DEEP */
+    int manual;
+} compaction;
+
+/* cmp_free -- unrefs the inputs and frees c (NULL-safe). The caller clears
+ * being_compacted first (cmp_run does). */
+void cmp_free(compaction *c);
+
+/* cmp_score_in -- the highest compaction score among input levels lo..hi
+ * of v and its level (*level): L0 by file count over its trigger, L1+ by
+ * bytes over target; >= 1 means compaction is needed. */
+double cmp_score_in(const version *v, const struct tkv_options *o, int lo, int hi, int *level);
+
+/* cmp_pick_in -- the compaction to run next among input levels lo..hi of v
+ * (the high pool takes level 0, the low pool 1..), or NULL. Skips files
+ * already being compacted; *busy (may be NULL) is set when the best level's
+ * L0 pick found busy files. Caller holds db->mu; the inputs are marked
+ * being_compacted (and ref'd) on return. */
+compaction *cmp_pick_in(tkv_db *db, version *v, int lo, int hi, int *busy);
+
+/* cmp_pick_range -- a compaction of every file of `level` overlapping
+ * [lo, hi] with the overlapping files of level+1 (tkv_compact_range). NULL if
+ * level has none or some are busy (*busy set). Caller holds db->mu. */
+compaction *cmp_pick_range(version *v, int level, const tkv_slice *lo, const tkv_slice *hi, int *busy);
+
+#endif

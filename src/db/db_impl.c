@@ -1,0 +1,21 @@
+/*
+ * db_impl.c -- the helpers every engine module shares: the sticky
+ * background error and timed waits on bg_cv (db_impl.h).
+ */
+#include "db/db_impl.h"
+
+#include <stdio.h>
+
+#include "sched/clock.h"
+#include "util/status.h"
+
+void db_set_bg_error(tkv_db *db, int code)
+{
+    if (db->bg_error) return;
+    db->bg_error = code;
+    snprintf(db->bg_errmsg, sizeof db->bg_errmsg, "%s", tkv_errmsg());
+}
+
+int db_bg_error(tkv_db *db) { return tkv_err(db->bg_error, "%s", db->bg_errmsg); }
+
+void db_wait_us(tkv_db *db, uint64_t us) { (void)sched_cond_wait_us(&db->bg_cv, &db->mu, us); }

@@ -1,0 +1,239 @@
+/*
+ * db_open.c -- the public lifecycle API: tkv_open (directory, lock, the
+ * tiers, recovery, background threads, in that order), tkv_close,
+ * tkv_destroy, tkv_version, tkv_free.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "db/compact_merge.h"
+#include "db/compact_thread.h"
+#include "db/db_impl.h"
+#include "db/files.h"
+#include "db/flush.h"
+#include "db/mx.h"
+#include "db/recover.h"
+#include "db/silk.h"
+#include "db/superversion.h"
+#include "io/wb.h"
+#include "sched/clock.h"
+#include "util/status.h"
+
+#define IDENTITY_FILE "IDENTITY"
+#define LOCK_FILE "LOCK"
+
+int tkv_version(void) { return TKV_VERSION_NUMBER; }
+
+void tkv_free(void *p) { free(p); }
+
+/* lock_dir -- takes an exclusive flock on <dir>/LOCK (per open file
+ * description, so a second open in the same process conflicts too). */
+static int lock_dir(const char *dir, int *fd_out)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/" LOCK_FILE, dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return tkv_err_errno(errno, "open lock file %s", path);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK) return tkv_err(TKV_BUSY, "database %s is already open (locked by %s)", dir, path);
+        return tkv_err_errno(e, "lock %s", path);
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+static int file_exists(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* prepare_dir -- checks/creates the directory and the IDENTITY file per the
+ * create_if_missing / error_if_exists options. */
+static int prepare_dir(const char *dir, const struct tkv_options *o, int *created)
+{
+    struct stat sb;
+    *created = 0;
+    if (stat(dir, &sb) != 0) {
+        if (errno != ENOENT) return tkv_err_errno(errno, "stat %s", dir);
+        if (!o->create_if_missing) return tkv_err(TKV_INVALID, "database %s does not exist (create_if_missing=0)", dir);
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) return tkv_err_errno(errno, "mkdir %s", dir);
+    } else if (!S_ISDIR(sb.st_mode)) {
+        return tkv_err(TKV_INVALID, "%s exists and is not a directory", dir);
+    }
+    if (file_exists(dir, IDENTITY_FILE)) {
+        if (o->error_if_exists) return tkv_err(TKV_INVALID, "database %s already exists (error_if_exists=1)", dir);
+        return 0;
+    }
+    if (!o->create_if_missing) return tkv_err(TKV_INVALID, "%s holds no tierkv database (create_if_missing=0)", dir);
+    *created = 1;
+    return 0;
+}
+
+int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
+{
+    if (out) *out = NULL;
+    if (!dir || !out) return tkv_err(TKV_INVALID, "tkv_open: NULL %s", dir ? "out" : "dir");
+    if (!*dir) return tkv_err(TKV_INVALID, "tkv_open: empty directory name");
+    struct tkv_options o;
+    if (opts) o = *opts;
+    else options_init_defaults(&o);
+
+    int created;
+    TKV_TRY(prepare_dir(dir, &o, &created));
+    tkv_db *db = calloc(1, sizeof *db);
+    if (!db || !(db->dir = strdup(dir))) {
+        free(db);
+        return tkv_err(TKV_NO_MEMORY, "out of memory opening %s", dir);
+    }
+    db->opts = o;
+    db->lock_fd = -1;
+    db->io.bytes_per_sync = o.bytes_per_sync; /* before any file is opened (io.h) */
+    db->snapshots.next = db->snapshots.prev = &db->snapshots;
+    pthread_mutex_init(&db->mu, NULL);
+    int rc = lock_dir(dir, &db->lock_fd);
+    if (rc == 0 && o.direct_io) rc = io_probe_direct(dir); /* refuse early, before writing anything */
+    if (rc == 0 && created) {
+        static const char identity[] = "tierkv database\nformat 1\n";
+        rc = io_write_file_atomic(dir, IDENTITY_FILE, identity, sizeof identity - 1, &db->io);
+    }
+    sched_cond_init(&db->bg_cv); /* CLOCK_MONOTONIC: db_wait_us */
+    if (rc == 0 && o.wal && o.bytes_per_sync) rc = io_wb_start(&db->io.wb); /* before the first WAL (io.h) */
+    if (rc == 0 && trash_new(o.delete_chunk, o.delete_rate, &db->trash) < 0)
+        rc = tkv_err(TKV_NO_MEMORY, "out of memory starting the trash thread");
+    if (rc == 0) rc = silk_open(db); /* installs the I/O gate before any data file is opened */
+    if (rc == 0) rc = vset_open(dir, &db->io, &db->vs);
+    if (rc == 0) rc = mx_open(db); /* before WAL replay: rows the MANIFEST does not list go first */
+    if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, 4)))
+        rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the block cache");
+    if (rc == 0 && !(db->tc = table_cache_new(dir, (size_t)db->opts.max_open_files, db->block_cache, &db->io,
+                                                  db->opts.direct_io ? IO_DIRECT : 0)))
+        rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the table cache");
+    memtable *mem = NULL;
+    if (rc == 0 && !(mem = memtable_new_sized(db->opts.memtable_size))) rc = tkv_err(TKV_NO_MEMORY, "out of memory creating a memtable");
+    rowset *rows = NULL;
+    if (rc == 0) rows = mx_initial_rowset(db, &rc);
+    if (rc == 0 && !(db->sv = sv_new(mem, NULL, NULL, 0, NULL, 0, rows))) rc = tkv_err(TKV_NO_MEMORY, "out of memory");
+    rowset_unref(rows);
+    memtable_unref(mem);
+    if (rc == 0 && (rc = batch_init(&db->group)) < 0) tkv_err(rc, "out of memory");
+    if (rc == 0) rc = recover_wals(db);
+    if (rc == 0) cmp_preload_tables(db); /* before clients: the first reads do not open tables */
+    if (rc == 0) {
+        pthread_mutex_lock(&db->mu);
+        files_delete_obsolete(db); /* orphans of a crash, WALs already in SSTs */
+        pthread_mutex_unlock(&db->mu);
+        rc = flush_start(db);
+        if (rc == 0) rc = cmp_workers_start(db);
+        if (rc == 0) rc = mx_start(db);
+        if (rc == 0) rc = silk_start(db);
+    }
+    if (rc < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tkv_errmsg());
+        tkv_close(db);
+        return tkv_err(rc, "%s", msg);
+    }
+    *out = db;
+    return TKV_OK;
+}
+
+int tkv_close(tkv_db *db)
+{
+    if (!db) return TKV_OK;
+    uint64_t its = __atomic_load_n(&db->open_iterators, __ATOMIC_ACQUIRE);
+    if (its) return tkv_err(TKV_BUSY, "tkv_close: %llu iterator(s) still open; free them first", (unsigned long long)its);
+    silk_stop(db);          /* no more pauses: paused deep jobs resume (and are aborted next) */
+    cmp_workers_stop(db);   /* running deep compactions stop at their next pause point */
+    flush_stop(db);         /* finishes flushing immutable memtables */
+    mx_stop(db);            /* after the flush thread: it may need columns to make room */
+    int rc = 0;
+    if (db->wal) {
+        if (!db->bg_error) rc = wal_sync(db->wal);
+        int crc = wal_writer_close(db->wal);
+        if (rc == 0) rc = crc;
+    }
+    while (db->snapshots.next != &db->snapshots) {
+        tkv_snapshot *s = db->snapshots.next;
+        s->prev->next = s->next;
+        s->next->prev = s->prev;
+        free(s);
+    }
+    sv_unref(db->sv);
+    io_wb_stop(db->io.wb); /* after the last WAL append; queued ranges are left to the kernel */
+    db->io.wb = NULL;
+    trash_free(db->trash); /* what is still queued is unlinked now */
+    table_cache_free(db->tc);
+    if (db->vs) vset_close(db->vs);
+    mx_close(db); /* after every rowset is gone */
+    silk_close(db); /* after every thread that passes the gate has ended */
+    cache_free(db->block_cache);
+    free(db->pending);
+    pthread_cond_destroy(&db->bg_cv);
+    buf_free(&db->group.rep);
+    if (db->lock_fd >= 0) close(db->lock_fd);
+    pthread_mutex_destroy(&db->mu);
+    free(db->dir);
+    free(db);
+    return rc;
+}
+
+/* is_db_file -- names tierkv creates in its directory. */
+static int is_db_file(const char *name)
+{
+    static const char *exact[] = {IDENTITY_FILE, LOCK_FILE, IDENTITY_FILE ".tmp", "CURRENT", "CURRENT.tmp", "matrix.pmem"};
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        if (!strcmp(name, exact[i])) return 1;
+    const char *dot = strrchr(name, '.');
+    if (!strncmp(name, "MANIFEST-", 9)) return 1;
+    int typed = dot && (!strcmp(dot, ".wal") || !strcmp(dot, ".sst"));
+    if (dot && !strcmp(dot, ".trash") && dot - name > 4 &&
+        (!strncmp(dot - 4, ".sst", 4) || !strncmp(dot - 4, ".wal", 4))) { /* "<digits>.sst.trash" (trash.h) */
+        dot -= 4;
+        typed = 1;
+    }
+    if (typed) {
+        for (const char *p = name; p < dot; p++)
+            if (*p < '0' || *p > '9') return 0;
+        return 1;
+    }
+    return 0;
+}
+
+int tkv_destroy(const char *dir)
+{
+    if (!dir) return tkv_err(TKV_INVALID, "tkv_destroy: NULL dir");
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return errno == ENOENT ? TKV_OK : tkv_err_errno(errno, "stat %s", dir);
+    if (!S_ISDIR(sb.st_mode)) return tkv_err(TKV_INVALID, "%s is not a directory", dir);
+    int lock_fd;
+    TKV_TRY(lock_dir(dir, &lock_fd));
+    DIR *d = opendir(dir);
+    int rc = 0;
+    if (!d) rc = tkv_err_errno(errno, "opendir %s", dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!is_db_file(e->d_name) || !strcmp(e->d_name, LOCK_FILE)) continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        int r = io_remove(path);
+        if (rc == 0) rc = r;
+    }
+    if (d) closedir(d);
+    char lock[4096];
+    snprintf(lock, sizeof lock, "%s/" LOCK_FILE, dir);
+    unlink(lock);
+    close(lock_fd);
+    if (rc == 0) rmdir(dir); /* fails harmlessly if the user kept other files there */
+    return rc;
+}

@@ -1,0 +1,133 @@
+/*
+ * files.c -- the database's files: WAL names, pending outputs, the snapshot
+ * floor, committing version edits, obsolete-file deletion (files.h, which
+ * also states the persistence order these steps belong to).
+ */
+#include "db/files.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/status.h"
+
+void files_wal_path(const tkv_db *db, uint64_t number, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%06llu.wal", db->dir, (unsigned long long)number);
+}
+
+int files_add_pending(tkv_db *db, uint64_t number)
+{
+    if (db->npending == db->pending_cap) {
+        size_t cap = db->pending_cap ? db->pending_cap * 2 : 16;
+        uint64_t *p = realloc(db->pending, cap * sizeof *p);
+        if (!p) return tkv_err(TKV_NO_MEMORY, "out of memory");
+        db->pending = p;
+        db->pending_cap = cap;
+    }
+    db->pending[db->npending++] = number;
+    return 0;
+}
+
+void files_remove_pending(tkv_db *db, uint64_t number)
+{
+    for (size_t i = 0; i < db->npending; i++)
+        if (db->pending[i] == number) {
+            db->pending[i] = db->pending[--db->npending];
+            return;
+        }
+}
+
+uint64_t files_smallest_snapshot(tkv_db *db)
+{
+    if (db->snapshots.next != &db->snapshots) return db->snapshots.next->seq; /* oldest first */
+    return __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE);
+}
+
+int files_install(tkv_db *db, version_edit *e)
+{
+    vset_set_last_seq(db->vs, __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE));
+    return vset_log_and_apply_unlocking(db->vs, e, &db->mu);
+}
+
+/* ------------------------------------------------------------ obsolete files */
+
+/* contains -- 1 if x is in the sorted array a[0..n). */
+static int contains(const uint64_t *a, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && a[lo] == x;
+}
+
+void files_delete_obsolete(tkv_db *db)
+{
+    uint64_t *live;
+    size_t nlive;
+    if (vset_live_files(db->vs, &live, &nlive) < 0) return; /* try again next time */
+    uint64_t log_number = vset_log_number(db->vs);
+    uint64_t manifest = vset_manifest_number(db->vs);
+    char **doomed = NULL; /* paths to unlink once mu is released */
+    size_t ndoomed = 0, cap = 0;
+    DIR *d = opendir(db->dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char *end;
+        unsigned long long num = strtoull(e->d_name, &end, 10);
+        int remove = 0;
+        if (end != e->d_name && !strcmp(end, ".sst")) {
+            int pending = 0;
+            for (size_t i = 0; i < db->npending; i++) pending |= db->pending[i] == num;
+            remove = !pending && !contains(live, nlive, num);
+            if (remove) table_cache_evict(db->tc, num);
+        } else if (end != e->d_name && !strcmp(end, ".wal")) {
+            remove = num < log_number && num != db->wal_number;
+        } else if (!strncmp(e->d_name, "MANIFEST-", 9)) {
+            remove = strtoull(e->d_name + 9, NULL, 10) != manifest;
+        } else if (end != e->d_name && (!strcmp(end, ".sst.trash") || !strcmp(end, ".wal.trash"))) {
+            remove = 1; /* left by a crash or by a remover that raced us: the trash thread sees ENOENT */
+        }
+        if (!remove) continue;
+        if (ndoomed == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **nd = realloc(doomed, ncap * sizeof *nd);
+            if (!nd) break; /* out of memory: the rest go next time */
+            doomed = nd;
+            cap = ncap;
+        }
+        size_t len = strlen(db->dir) + 1 + strlen(e->d_name) + 1;
+        if (!(doomed[ndoomed] = malloc(len))) break;
+        snprintf(doomed[ndoomed++], len, "%s/%s", db->dir, e->d_name);
+    }
+    if (d) closedir(d);
+    free(live);
+    if (!ndoomed) {
+        free(doomed);
+        return;
+    }
+    pthread_mutex_unlock(&db->mu);
+    for (size_t i = 0; i < ndoomed; i++) {
+        /* SSTs and WALs (large) go to the trash thread under a name that is
+         * visibly no longer the database's; MANIFESTs (small) at once */
+        size_t n = strlen(doomed[i]);
+        int big = n > 4 && (!strcmp(doomed[i] + n - 4, ".sst") || !strcmp(doomed[i] + n - 4, ".wal"));
+        char tpath[4200];
+        if (!big) {
+            if (n > 6 && !strcmp(doomed[i] + n - 6, ".trash")) trash_add(db->trash, doomed[i]);
+            else io_remove(doomed[i]);
+        } else if (snprintf(tpath, sizeof tpath, "%s.trash", doomed[i]) < (int)sizeof tpath &&
+                   io_rename(doomed[i], tpath) == 0) {
+            trash_add(db->trash, tpath);
+        } else {
+            io_remove(doomed[i]); /* (ENOENT: another remover was first) */
+        }
+        free(doomed[i]);
+    }
+    free(doomed);
+    pthread_mutex_lock(&db->mu);
+}

@@ -1,0 +1,54 @@
+/*
+ * files.h -- the database's files: WAL names, output files being written
+ * (pending), the oldest sequence a reader may ask for, committing a version
+ * edit, and deleting what no live version needs.
+ *
+ * Persistence order of every flush and compaction (crash-safe at every step;
+ * steps (1) and (2) are compact_merge.c's and flush.c's):
+ *  (1) write each output fully, fdatasync it, close it;
+ *  (2) fsync the directory so the new names are durable;
+ *  (3) log the version edit (outputs added, inputs removed, log number,
+ *      row cursors) to the MANIFEST and sync it -- the commit point
+ *      (files_install);
+ *  (4) install the new version; only then delete inputs and old WALs that
+ *      no live version or pending job needs (files_delete_obsolete).
+ * A crash before (3) leaves orphan outputs, deleted at the next open (they
+ * are in no version); a crash after (3) recovers the new state.
+ */
+#ifndef TKV_DB_FILES_H
+#define TKV_DB_FILES_H
+
+#include "db/db_impl.h"
+
+/* files_wal_path -- "<dir>/<number>.wal" into buf. */
+void files_wal_path(const tkv_db *db, uint64_t number, char *buf, size_t len);
+
+/* files_add_pending / files_remove_pending -- protect an output file number
+ * from obsolete-file deletion while it is being written. Caller holds mu. */
+int files_add_pending(tkv_db *db, uint64_t number);
+void files_remove_pending(tkv_db *db, uint64_t number);
+
+/* files_smallest_snapshot -- the oldest sequence any reader can still ask
+ * for: the oldest snapshot's, or the last published sequence. Versions
+ * older than the newest one at or below it may be dropped. Caller holds mu. */
+uint64_t files_smallest_snapshot(tkv_db *db);
+
+/* files_install -- steps (3) and (4): logs edit e to the MANIFEST (with the
+ * last published sequence) and installs the new version. Caller holds mu;
+ * it is released while the MANIFEST record is written and synced (readers
+ * and writers go on) and held again when the new version is installed. */
+int files_install(tkv_db *db, version_edit *e);
+
+/* files_delete_obsolete -- removes SSTs no live version references (and not
+ * pending), WALs older than the version set's log number, old MANIFESTs,
+ * and ".trash" files a crash left. SSTs and WALs are renamed to
+ * "<name>.trash" and handed to db->trash, which deletes them a chunk at a
+ * time (trash.h: online discard). Caller holds mu; the choice is made under
+ * it, and it is released while the files are renamed or unlinked:
+ * unlinking a 64 MiB file can wait for the filesystem journal behind a busy
+ * device for 100+ ms, and every get and put needs mu. (A file found
+ * obsolete stays obsolete: file numbers are never reused, and a concurrent
+ * remover of the same file just sees ENOENT.) */
+void files_delete_obsolete(tkv_db *db);
+
+#endif

@@ -1,0 +1,164 @@
+/*
+ * flush.c -- the flush thread: immutable memtables become rows of the
+ * matrix container (mx_flush.c) or L0 SSTs, oldest first (flush.h).
+ *
+ * Persistence order of an SST flush (files.h): the SST is written and
+ * synced and the directory synced (flush_sst), then the edit (file added +
+ * log number advanced past this memtable's WAL) is logged to the MANIFEST,
+ * then the memtable leaves the superversion, then old WALs go.
+ */
+#include "db/flush.h"
+
+#include "db/compact_merge.h"
+#include "db/files.h"
+#include "db/mx.h"
+#include "db/output.h"
+#include "db/silk.h"
+#include "db/superversion.h"
+#include "sched/clock.h"
+#include "util/status.h"
+#include "util/thread.h"
+
+/* flush_sst -- writes memtable m to a new L0 SST, synced, its directory
+ * synced (mu NOT held). On success *out is the new file, still pending and
+ * referenced (NULL if m held no entries). */
+static int flush_sst(tkv_db *db, memtable *m, file_meta **out)
+{
+    *out = NULL;
+    tkv_it *it = memtable_iter(m);
+    if (!it) return tkv_err(TKV_NO_MEMORY, "out of memory flushing");
+    output o;
+    int rc = output_open(db, &o, IO_FLUSH);
+    for (it_seek_first(it); rc == 0 && it_valid(it); it_next(it)) rc = output_add(&o, it_key(it), it_value(it));
+    if (rc == 0) rc = it_status(it);
+    it_destroy(it);
+    if (rc == 0) rc = output_finish(&o);
+    if (rc == 0) rc = io_sync_dir(db->dir);
+    if (rc < 0 || o.f->num_entries == 0) {
+        output_discard(db, &o);
+        return rc;
+    }
+    ctr_add(&db->ctr.flushes, 1);
+    ctr_add(&db->ctr.flush_bytes, o.f->size);
+    *out = output_take(&o);
+    return 0;
+}
+
+/* flush_one_sst -- flushes the oldest immutable memtable to an L0 SST.
+ * Caller holds mu; it is released during the write. */
+static int flush_one_sst(tkv_db *db)
+{
+    superversion *sv = sv_ref(db->sv);
+    memtable *m = sv->imm[0];
+    /* Data of WALs older than the next memtable's WAL is in this memtable or
+     * already in SSTs. */
+    uint64_t next_log = sv->nimm > 1 ? sv->imm_wal[1] : db->wal_number;
+    pthread_mutex_unlock(&db->mu);
+    file_meta *f = NULL;
+    int rc = flush_sst(db, m, &f);
+    pthread_mutex_lock(&db->mu);
+    int install_failed = 0;
+    if (rc == 0) {
+        version_edit e;
+        edit_init(&e);
+        if (f) rc = edit_add_file(&e, 0, f);
+        e.has_log_number = 1;
+        e.log_number = next_log;
+        if (rc == 0) {
+            rc = files_install(db, &e); /* mu released for the MANIFEST sync */
+            install_failed = rc < 0; /* the edit may still be recovered: keep the SST */
+        }
+        edit_free(&e);
+    }
+    if (f) {
+        files_remove_pending(db, f->number);
+        if (rc < 0 && !install_failed) {
+            char path[4096];
+            sst_path(db->dir, f->number, path, sizeof path);
+            io_remove(path);
+        }
+        if (rc < 0) {
+            file_meta_unref(f);
+            f = NULL;
+        }
+    }
+    if (rc == 0) {
+        rc = sv_replace(db, 1, NULL); /* imm[0] leaves the view (the writer may have appended more imms) */
+        if (rc == 0) files_delete_obsolete(db);
+    }
+    if (f) { /* installed: open it for the readers after the memtable has left (writers wait on that) */
+        pthread_mutex_unlock(&db->mu);
+        cmp_preload_outputs(db, &f, 1, IO_FLUSH);
+        pthread_mutex_lock(&db->mu);
+        file_meta_unref(f);
+    }
+    if (rc < 0) db_set_bg_error(db, rc);
+    sv_unref(sv);
+    pthread_cond_broadcast(&db->bg_cv);
+    return rc;
+}
+
+static void *flush_main(void *arg)
+{
+    tkv_db *db = arg;
+    tkv_thread_background("tkv-flush", db->opts.background_nice);
+    pthread_mutex_lock(&db->mu);
+    uint64_t started = 0, bytes = 0;
+    while (!db->shutting_down || (db->sv->nimm > 0 && !db->bg_error)) {
+        if (db->sv->nimm > 0 && !db->bg_error) {
+            if (!started) { /* a flush sample spans waits for pool room: its bandwidth is what writers can get */
+                started = sched_mono_us();
+                /* in the units writers are charged in (their batch bytes),
+                 * so pacing at this rate fills a memtable no faster than a
+                 * flush empties one */
+                bytes = memtable_batch_bytes(db->sv->imm[0]);
+            }
+            int frc = db->mx ? mx_flush_one(db) : flush_one_sst(db);
+            if (frc == MX_NO_SPACE) {
+                /* The pool is full: wait for column compaction to make room
+                 * (writers wait in make_room meanwhile: back-pressure). */
+                if (!mx_flush_blocked(db)) {
+                    if (db->bg_error) continue; /* the pool cannot hold a row at all (error set) */
+                    break; /* shutting down and no room will come: the WAL keeps the data */
+                }
+                db_wait_us(db, 10000);
+                continue;
+            }
+            mx_flush_unblocked(db);
+            if (frc == 0) silk_flush_sample(db, bytes, sched_mono_us() - started);
+            started = 0;
+            continue;
+        }
+        pthread_cond_wait(&db->bg_cv, &db->mu);
+    }
+    mx_flush_unblocked(db);
+    pthread_cond_broadcast(&db->bg_cv);
+    pthread_mutex_unlock(&db->mu);
+    return NULL;
+}
+
+int flush_start(tkv_db *db)
+{
+    if (pthread_create(&db->flush_thread, NULL, flush_main, db) != 0)
+        return tkv_err(TKV_NO_MEMORY, "cannot start the flush thread");
+    db->flush_started = 1;
+    return 0;
+}
+
+void flush_stop(tkv_db *db)
+{
+    pthread_mutex_lock(&db->mu);
+    db->shutting_down = 1;
+    pthread_cond_broadcast(&db->bg_cv);
+    pthread_mutex_unlock(&db->mu);
+    if (!db->flush_started) return;
+    pthread_join(db->flush_thread, NULL);
+    db->flush_started = 0;
+}
+
+int flush_wait_all(tkv_db *db)
+{
+    while (db->sv->nimm > 0 && !db->bg_error) pthread_cond_wait(&db->bg_cv, &db->mu);
+    if (db->bg_error) return db_bg_error(db);
+    return 0;
+}

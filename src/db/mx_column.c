@@ -1,0 +1,366 @@
+/*
+ * mx_column.c -- the column-compaction thread of the matrix container: the
+ * compactor (the oldest rows) drains into L1 one column at a time, each
+ * column a key range of the rows merged with the L1 files it overlaps
+ * (matrix/column.h); failed columns are retried with backoff; and
+ * tkv_compact_range's wait for every row to drain (mx.h).
+ *
+ * Persist order of a column:
+ *   (1) output SSTs written, synced, directory synced (cmp_merge);
+ *   (2) MANIFEST edit {L1 inputs deleted, outputs added, each compactor
+ *       row's cursor set -- or the row removed when drained}, synced -- the
+ *       commit point;
+ *   (3) mx_collect: release bits of the pages below the new floors, slot
+ *       removal of drained rows. A crash before (3) is finished by mx_open
+ *       (re-applied cursors, dropped rows).
+ */
+#include "db/mx_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/compact_merge.h"
+#include "db/files.h"
+#include "db/silk.h"
+#include "db/superversion.h"
+#include "matrix/column.h"
+#include "sched/clock.h"
+#include "util/status.h"
+#include "util/thread.h"
+
+/* A picked column: the compactor rows with their cursors before and after,
+ * the L1 files it rewrites, and the version it was picked in (pinned). */
+typedef struct column_job {
+    version *v;
+    size_t k;
+    rowtable **rows;        /* compactor rows, newest first */
+    uint32_t *from, *to;    /* cursors before / after the column */
+    file_meta **l1;         /* L1 inputs (ref'd, being_compacted) */
+    size_t nl1;
+    uint64_t smallest_snapshot;
+    column_plan plan;
+} column_job;
+
+static void job_free(column_job *j)
+{
+    if (!j) return;
+    for (size_t i = 0; i < j->nl1; i++) file_meta_unref(j->l1[i]);
+    free(j->l1);
+    free(j->rows);
+    free(j->from);
+    column_plan_free(&j->plan);
+    if (j->v) version_unref(j->v);
+    free(j);
+}
+
+/* compactor_wanted -- 1 if a compactor should form now: the pool passed its
+ * trigger, a flush waits for room, or tkv_compact_range waits. */
+static int compactor_wanted(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    if (__atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED) || mx->drain_waiters) return 1;
+    pool_stats st;
+    pool_get_stats(mx->pool, &st);
+    uint64_t used = st.pages_total - st.pages_free;
+    return used * 100 >= (uint64_t)db->opts.matrix_trigger * st.pages_total;
+}
+
+/* take_l1 -- claims the L1 files the planned column rewrites (ref'd,
+ * being_compacted), or sets *busy when a deep (L1->L2) compaction holds
+ * some: with scheduler=silk that job is aborted (outputs deleted, inputs
+ * untouched) and the column runs as soon as it has let go; fifo waits for
+ * it to finish. Caller holds mu. */
+static int take_l1(tkv_db *db, version *v, column_job *j, int *busy)
+{
+    for (size_t i = j->plan.l1_first; i < j->plan.l1_end; i++)
+        if (v->files[1][i]->being_compacted) {
+            silk_abort_l1(db, &v->files[1][j->plan.l1_first], j->plan.l1_end - j->plan.l1_first);
+            *busy = 1;
+            return 0;
+        }
+    size_t n = j->plan.l1_end - j->plan.l1_first;
+    j->l1 = calloc(n ? n : 1, sizeof *j->l1);
+    if (!j->l1) return tkv_err(TKV_NO_MEMORY, "out of memory picking a column");
+    j->nl1 = n;
+    for (size_t i = 0; i < j->nl1; i++) {
+        j->l1[i] = v->files[1][j->plan.l1_first + i];
+        file_meta_ref(j->l1[i]);
+        j->l1[i]->being_compacted = 1;
+    }
+    return 0;
+}
+
+/* pick_column -- the next column of the compactor (forming one if wanted),
+ * or NULL: nothing to do, L0 SST files must go first, or an L1 file it
+ * needs is busy in a deep compaction (*busy). Caller holds mu. */
+static column_job *pick_column(tkv_db *db, int *busy, int *err)
+{
+    struct mx_state *mx = db->mx;
+    version *v = vset_current(db->vs);
+    rowset *rs = db->sv->rows;
+    *busy = 0;
+    *err = 0;
+    if (v->nfiles[0] > 0) return NULL; /* SST L0 (from l0=sst) compacts first, in the leveled thread */
+    size_t k = 0;
+    for (size_t i = 0; i < rs->n; i++) k += rowtable_id(rs->rows[i]) <= mx->compactor_max_id;
+    if (k == 0) {
+        mx->compactor_max_id = 0;
+        if (rs->n == 0 || !compactor_wanted(db)) return NULL;
+        mx->compactor_max_id = rowtable_id(rs->rows[0]); /* every row there is: the oldest rows */
+        ctr_add(&mx->ctr.compactors, 1);
+        k = rs->n;
+    }
+    column_job *j = calloc(1, sizeof *j);
+    tkv_slice *l1s = calloc(v->nfiles[1] + 1, sizeof *l1s), *l1l = calloc(v->nfiles[1] + 1, sizeof *l1l);
+    if (j) {
+        j->rows = calloc(k, sizeof *j->rows);
+        j->from = calloc(2 * k, sizeof *j->from);
+    }
+    if (!j || !j->rows || !j->from || !l1s || !l1l) {
+        *err = tkv_err(TKV_NO_MEMORY, "out of memory picking a column");
+        goto fail;
+    }
+    j->to = j->from + k;
+    j->v = v;
+    version_ref(v);
+    for (size_t i = 0; i < rs->n; i++) {
+        if (rowtable_id(rs->rows[i]) > mx->compactor_max_id) continue;
+        j->rows[j->k] = rs->rows[i];
+        if ((*err = mx_cursor_in(v, rs->rows[i], &j->from[j->k])) < 0) goto fail;
+        j->k++;
+    }
+    for (size_t i = 0; i < v->nfiles[1]; i++) {
+        const file_meta *f = v->files[1][i];
+        l1s[i] = ikey_user(slice(f->smallest.data, f->smallest.len));
+        l1l[i] = ikey_user(slice(f->largest.data, f->largest.len));
+    }
+    column_input in = {j->rows, j->from, j->k, l1s, l1l, v->nfiles[1], mx->column_bytes};
+    if ((*err = column_pick(&in, &j->plan)) < 0) goto fail;
+    if (j->plan.empty) {
+        mx->compactor_max_id = 0; /* cannot happen: drained rows leave the version */
+        goto fail;
+    }
+    memcpy(j->to, j->plan.new_cursors, j->k * sizeof *j->to);
+    if ((*err = take_l1(db, v, j, busy)) < 0 || *busy) goto fail;
+    j->smallest_snapshot = files_smallest_snapshot(db);
+    free(l1s);
+    free(l1l);
+    return j;
+fail:
+    free(l1s);
+    free(l1l);
+    job_free(j);
+    return NULL;
+}
+
+/* merge_column -- step (1): the column's row ranges (newest first) and its
+ * L1 files merged into new L1 files (*done, pending). mu NOT held. */
+static int merge_column(tkv_db *db, column_job *j, file_meta ***done, size_t *ndone)
+{
+    size_t n = j->k + j->nl1;
+    tkv_it **kids = calloc(n ? n : 1, sizeof *kids);
+    table **tables = calloc(n ? n : 1, sizeof *tables);
+    if (!kids || !tables) {
+        free(kids);
+        free(tables);
+        return tkv_err(TKV_NO_MEMORY, "out of memory starting a column compaction");
+    }
+    /* rows newest first, then L1: internal keys are unique, so the order
+     * only matters for equal keys, which cannot occur */
+    for (size_t i = 0; i < j->k; i++) {
+        kids[i] = rowtable_iter_range(j->rows[i], j->from[i], j->to[i]);
+        if (!kids[i]) kids[i] = error_iter_new(TKV_NO_MEMORY);
+    }
+    for (size_t i = 0; i < j->nl1; i++) kids[j->k + i] = cmp_open_input(db, j->l1[i], IO_COMPACT_L0, &tables[j->k + i]);
+    tkv_it *in = merging_iter_new(kids, n);
+    int rc;
+    if (!in) rc = tkv_err(TKV_NO_MEMORY, "out of memory merging a column");
+    else rc = cmp_merge(db, in, 1, IO_COMPACT_L0, j->v, j->smallest_snapshot, done, ndone);
+    it_destroy(in);
+    for (size_t i = 0; i < n; i++) table_close(tables[i]);
+    free(tables);
+    return rc;
+}
+
+/* rows_still_listed -- the current rowset without the rows the current
+ * version no longer lists (drained); NULL on out of memory. Caller holds mu. */
+static rowset *rows_still_listed(tkv_db *db)
+{
+    rowset *cur = db->sv->rows;
+    rowtable **tmp = calloc(cur->n ? cur->n : 1, sizeof *tmp);
+    size_t m = 0;
+    for (size_t i = 0; tmp && i < cur->n; i++) {
+        uint64_t c;
+        if (version_row_cursor(vset_current(db->vs), rowtable_id(cur->rows[i]), &c)) tmp[m++] = cur->rows[i];
+    }
+    rowset *nrs = tmp ? rowset_new(tmp, m) : NULL;
+    free(tmp);
+    return nrs;
+}
+
+/* run_column -- merges the column (mu NOT held), then commits it (step (2),
+ * takes mu; returns holding it). Returns 0 or the error; on error the
+ * outputs are gone and the cursors untouched. */
+static int run_column(tkv_db *db, column_job *j)
+{
+    struct mx_state *mx = db->mx;
+    uint64_t l1_bytes = 0;
+    for (size_t i = 0; i < j->nl1; i++) l1_bytes += j->l1[i]->size;
+    file_meta **done = NULL;
+    size_t ndone = 0;
+    int rc = merge_column(db, j, &done, &ndone);
+    if (rc == 0) cmp_preload_outputs(db, done, ndone, IO_COMPACT_L0); /* before install: see compact_merge.h */
+
+    version_edit e;
+    edit_init(&e);
+    uint64_t written = 0;
+    size_t removed = 0;
+    for (size_t i = 0; rc == 0 && i < j->nl1; i++) rc = edit_delete_file(&e, 1, j->l1[i]->number);
+    for (size_t i = 0; rc == 0 && i < ndone; i++) {
+        rc = edit_add_file(&e, 1, done[i]);
+        written += done[i]->size;
+    }
+    for (size_t i = 0; rc == 0 && i < j->k; i++) {
+        if (j->to[i] == j->from[i]) continue;
+        if (j->to[i] == rowtable_count(j->rows[i])) {
+            rc = edit_remove_row(&e, rowtable_id(j->rows[i])); /* drained: leaves the version */
+            removed++;
+        } else {
+            rc = edit_set_row_cursor(&e, rowtable_id(j->rows[i]), j->to[i]);
+        }
+    }
+    pthread_mutex_lock(&db->mu);
+    int install_failed = 0;
+    if (rc == 0) {
+        rc = files_install(db, &e); /* step (2): the commit point */
+        install_failed = rc < 0;
+    }
+    if (rc == 0 && removed) {
+        /* invariant 1: the rowset without the drained rows, in the same
+         * critical section as the version that removed them */
+        rowset *nrs = rows_still_listed(db);
+        rc = nrs ? sv_replace(db, 0, nrs) : tkv_err(TKV_NO_MEMORY, "out of memory after a column compaction");
+        rowset_unref(nrs);
+        if (rc < 0) install_failed = 1; /* the version is installed: this cannot be undone, stop */
+    }
+    edit_free(&e);
+    if (rc == 0) {
+        ctr_add(&mx->ctr.columns, 1);
+        ctr_add(&mx->ctr.column_row_bytes, j->plan.row_bytes);
+        ctr_add(&mx->ctr.column_row_entries, j->plan.row_entries);
+        ctr_add(&mx->ctr.column_l1_read_bytes, l1_bytes);
+        ctr_add(&mx->ctr.column_write_bytes, written);
+        ctr_add(&db->ctr.compactions[IO_COMPACT_L0], 1);
+        ctr_add(&db->ctr.compaction_read_bytes[IO_COMPACT_L0], l1_bytes + j->plan.row_bytes);
+        ctr_add(&db->ctr.compaction_write_bytes[IO_COMPACT_L0], written);
+    }
+    pthread_mutex_unlock(&db->mu);
+    cmp_discard_outputs(db, done, ndone, rc < 0 && !install_failed);
+    pthread_mutex_lock(&db->mu);
+    for (size_t i = 0; i < j->nl1; i++) j->l1[i]->being_compacted = 0;
+    if (install_failed) db_set_bg_error(db, rc);
+    return rc;
+}
+
+static void *column_main(void *arg)
+{
+    tkv_db *db = arg;
+    tkv_thread_background("tkv-column", db->opts.background_nice);
+    struct mx_state *mx = db->mx;
+    pthread_mutex_lock(&db->mu);
+    for (;;) {
+        if (db->shutting_down && (!__atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED) || mx->gave_up)) break;
+        if (db->bg_error) {
+            if (db->shutting_down) break;
+            db_wait_us(db, MX_IDLE_WAIT_US);
+            continue;
+        }
+        uint64_t now = sched_mono_us();
+        if (now < mx->retry_at_us) {
+            db_wait_us(db, mx->retry_at_us - now);
+            continue;
+        }
+        int busy, err;
+        column_job *j = pick_column(db, &busy, &err);
+        if (!j) {
+            if (err < 0) {
+                db_set_bg_error(db, err);
+                continue;
+            }
+            /* Idle: views that readers released since the last flush or
+             * column may let pages and rows go now. */
+            mx_collect(db);
+            db_wait_us(db, MX_IDLE_WAIT_US);
+            continue;
+        }
+        mx->column_running = 1;
+        pthread_mutex_unlock(&db->mu);
+        int rc = run_column(db, j); /* returns holding mu */
+        mx->column_running = 0;
+        job_free(j); /* unpins its version before mx_collect looks for the oldest live cursors */
+        if (rc == 0) {
+            mx->failures = 0;
+            mx->retry_at_us = 0;
+            mx_collect(db);
+            files_delete_obsolete(db);
+        } else if (!db->bg_error) {
+            /* Not committed: outputs removed, cursors untouched. Retry the
+             * same column later, backing off; the failure is counted and
+             * blocks nothing else (MatrixKV stopped compacting for good). */
+            ctr_add(&mx->ctr.column_failures, 1);
+            if (rc == TKV_CORRUPTION) db_set_bg_error(db, rc); /* retrying cannot help */
+            mx->failures++;
+            uint64_t wait = MX_RETRY_MIN_US;
+            for (int i = 1; i < mx->failures && wait < MX_RETRY_MAX_US; i++) wait *= 2;
+            mx->retry_at_us = sched_mono_us() + (wait < MX_RETRY_MAX_US ? wait : MX_RETRY_MAX_US);
+            if (db->shutting_down && mx->failures >= MX_SHUTDOWN_GIVE_UP) mx->gave_up = 1;
+        }
+        pthread_cond_broadcast(&db->bg_cv);
+    }
+    mx->gave_up = 1; /* no more columns: a waiting flush must not wait for one */
+    pthread_cond_broadcast(&db->bg_cv);
+    pthread_mutex_unlock(&db->mu);
+    return NULL;
+}
+
+int mx_start(tkv_db *db)
+{
+    if (!db->mx) return 0;
+    if (pthread_create(&db->mx->thread, NULL, column_main, db) != 0)
+        return tkv_err(TKV_NO_MEMORY, "cannot start the column-compaction thread");
+    db->mx->thread_started = 1;
+    return 0;
+}
+
+void mx_stop(tkv_db *db)
+{
+    if (!db->mx || !db->mx->thread_started) return;
+    pthread_mutex_lock(&db->mu);
+    pthread_cond_broadcast(&db->bg_cv);
+    pthread_mutex_unlock(&db->mu);
+    pthread_join(db->mx->thread, NULL);
+    db->mx->thread_started = 0;
+}
+
+int mx_drain(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    if (!mx) return 0;
+    rowset *rs = db->sv->rows;
+    if (rs->n == 0) return 0;
+    uint64_t target = rowtable_id(rs->rows[0]);
+    mx->drain_waiters++;
+    pthread_cond_broadcast(&db->bg_cv);
+    int rc = 0;
+    for (;;) {
+        if (db->bg_error) {
+            rc = db_bg_error(db);
+            break;
+        }
+        rs = db->sv->rows;
+        if (rs->n == 0 || rowtable_id(rs->rows[rs->n - 1]) > target) break; /* the oldest row left is newer */
+        db_wait_us(db, MX_IDLE_WAIT_US);
+    }
+    mx->drain_waiters--;
+    return rc;
+}

@@ -1,0 +1,169 @@
+/*
+ * mx_flush.c -- flushing into the matrix container: the oldest immutable
+ * memtable becomes one RowTable in the pool, committed by the MANIFEST
+ * edit; and the flush thread's waits for room in a full pool (mx.h).
+ *
+ * Persist order of a flush (a crash at any point loses nothing):
+ *   (1) data and metadata, (2) row header, (3) directory slot -- the row
+ *       exists (rowtable_build_at + rowtable_commit);
+ *   (4) MANIFEST edit {row cursor 0, log number past the memtable's WAL},
+ *       synced -- the commit point of the flush;
+ *   (5) WAL files below the log number are deleted.
+ *   A crash between (3) and (4) leaves a row the MANIFEST does not list:
+ *   mx_open drops it, and the WAL (still covered) is replayed.
+ */
+#include "db/mx_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/files.h"
+#include "db/superversion.h"
+#include "sched/clock.h"
+#include "util/status.h"
+
+/* build_row -- steps (1)-(3): the memtable m as a new row, the newest one,
+ * with forward pointers into the row it is newer than (at the current
+ * version's cursor of that row). Called with mu held; released while the
+ * row is written and held again on return. *out is NULL on error and for
+ * an empty memtable (nothing to build). TKV_NO_SPACE: the pool is full,
+ * nothing changed. */
+static int build_row(tkv_db *db, memtable *m, rowtable **out)
+{
+    struct mx_state *mx = db->mx;
+    *out = NULL;
+    if (memtable_num_entries(m) == 0) return 0;
+    mx->rows_at_flush = mx->nrows; /* 0: the pool was empty -- NO_SPACE then means it never fits */
+    uint64_t id = vset_new_file_number(db->vs);
+    /* The newest row receives the forward pointers; the pinned version
+     * keeps its pages from its cursor on (invariant 2). */
+    version *v = vset_current(db->vs);
+    version_ref(v);
+    rowset *rs = db->sv->rows;
+    rowtable *older = rs->n ? rs->rows[0] : NULL, *r = NULL;
+    uint32_t older_cursor = 0;
+    int rc = older ? mx_cursor_in(v, older, &older_cursor) : 0;
+    pthread_mutex_unlock(&db->mu);
+    if (rc == 0) {
+        tkv_it *it = memtable_iter(m);
+        rc = it ? rowtable_build_at(mx->pool, id, it, older, older_cursor, &r) /* steps (1), (2) */
+                : tkv_err(TKV_NO_MEMORY, "out of memory flushing");
+        it_destroy(it);
+    }
+    /* emulated pmem: the row's pages go to the pool file from now on,
+     * paced (pmem.h), not in the kernel's next write-back burst */
+    if (rc == 0 && db->opts.pmem_writeback) rowtable_queue_writeback(r);
+    if (rc == 0 && (rc = rowtable_commit(r)) < 0) { /* step (3) */
+        rowtable_abandon(r);
+        r = NULL;
+    }
+    pthread_mutex_lock(&db->mu);
+    version_unref(v);
+    *out = r;
+    return rc;
+}
+
+/* with_new_row -- the current rowset with r in front (newest); NULL on out
+ * of memory. */
+static rowset *with_new_row(tkv_db *db, rowtable *r)
+{
+    rowset *cur = db->sv->rows, *nrs = NULL;
+    rowtable **tmp = malloc((cur->n + 1) * sizeof *tmp);
+    if (tmp) {
+        tmp[0] = r;
+        memcpy(tmp + 1, cur->rows, cur->n * sizeof *tmp);
+        nrs = rowset_new(tmp, cur->n + 1);
+        free(tmp);
+    }
+    return nrs;
+}
+
+int mx_flush_one(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    superversion *sv = sv_ref(db->sv);
+    memtable *m = sv->imm[0];
+    /* Data of WALs older than the next memtable's WAL is in this memtable or
+     * already in rows / SSTs. */
+    uint64_t next_log = sv->nimm > 1 ? sv->imm_wal[1] : db->wal_number;
+    rowtable *r = NULL;
+    int rc = build_row(db, m, &r);
+    if (rc == TKV_NO_SPACE) {
+        sv_unref(sv);
+        return MX_NO_SPACE;
+    }
+    version_edit e;
+    edit_init(&e);
+    if (rc == 0 && r) rc = edit_set_row_cursor(&e, rowtable_id(r), 0);
+    e.has_log_number = 1;
+    e.log_number = next_log;
+    if (rc == 0) rc = files_install(db, &e); /* step (4) */
+    edit_free(&e);
+    rowset *nrs = NULL;
+    int registered = 0;
+    if (rc == 0 && r) {
+        if (!(nrs = with_new_row(db, r)))
+            rc = tkv_err(TKV_NO_MEMORY, "out of memory installing row %llu", (unsigned long long)rowtable_id(r));
+        else if ((rc = mx_reg_add(mx, r)) == 0)
+            registered = 1;
+    }
+    /* The memtable leaves the view only together with the row entering it;
+     * if this fails after the edit, reads still find the data in the
+     * memtable and the database turns read-only. */
+    if (rc == 0) rc = sv_replace(db, 1, nrs);
+    rowset_unref(nrs);
+    if (rc < 0) {
+        /* The row (if committed) stays in the pool: if the edit reached the
+         * MANIFEST it is recovered, else the next open drops it. */
+        if (r && !registered) rowtable_close(r);
+        db_set_bg_error(db, rc);
+    } else {
+        if (r) {
+            rowtable_props pr;
+            rowtable_get_props(r, &pr);
+            ctr_add(&mx->ctr.rows_flushed, 1);
+            ctr_add(&mx->ctr.flush_entries, pr.entries);
+            ctr_add(&mx->ctr.flush_data_bytes, pr.data_bytes);
+            ctr_add(&db->ctr.flushes, 1);
+        }
+        mx_collect(db);
+        files_delete_obsolete(db); /* step (5) */
+    }
+    sv_unref(sv);
+    pthread_cond_broadcast(&db->bg_cv);
+    return rc;
+}
+
+int mx_flush_blocked(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    if (!mx->blocked_since) { /* a new episode: counted once */
+        mx->blocked_since = sched_mono_us();
+        ctr_add(&mx->ctr.flush_no_space, 1);
+    }
+    __atomic_store_n(&db->flush_blocked, 1, __ATOMIC_RELAXED); /* read unlocked by the silk monitor */
+    mx_collect(db);
+    pthread_cond_broadcast(&db->bg_cv);
+    if (mx->rows_at_flush == 0 && mx->nrows == 0) {
+        /* Nothing can free room: the memtable did not fit in an empty pool. */
+        pool_stats st;
+        pool_get_stats(mx->pool, &st);
+        tkv_err(TKV_NO_SPACE, "pmem pool %s (%u free pages of %u bytes) cannot hold a flushed memtable even when empty",
+                mx->path, st.pages_free, st.page_size);
+        db_set_bg_error(db, TKV_NO_SPACE);
+        return 0;
+    }
+    if (db->shutting_down && mx->gave_up) return 0;
+    return 1;
+}
+
+void mx_flush_unblocked(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    if (!mx) return;
+    if (mx->blocked_since) {
+        ctr_add(&mx->ctr.flush_wait_micros, sched_mono_us() - mx->blocked_since);
+        mx->blocked_since = 0;
+    }
+    __atomic_store_n(&db->flush_blocked, 0, __ATOMIC_RELAXED); /* read unlocked by the silk monitor */
+}

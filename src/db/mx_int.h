@@ -1,0 +1,102 @@
+/*
+ * mx_int.h -- private to the matrix container's files (mx_*.c): its state,
+ * its constants, the registry of row handles, and the rules that keep it
+ * safe. The rest of the engine sees only mx.h.
+ *
+ * Files: mx_open.c (open, reconcile with the MANIFEST, close, the registry),
+ * mx_reclaim.c (release floors, dead pages, dropped rows; how full the pool
+ * is), mx_read.c (point lookups and iterators over rows), mx_flush.c
+ * (memtable -> RowTable, waiting for room), mx_column.c (the column
+ * compaction thread), mx_props.c (tkv.matrix, tkv.pmem). Each calls only the
+ * ones before it in this list (src/db/LAYERS).
+ *
+ * Invariants:
+ *  (1) A view is a superversion and the version pinned with it, both taken
+ *      under db->mu (sv_get_view). The rows a view reads are the rowset of
+ *      its superversion, at the cursors its version records. Every edit that
+ *      changes which rows exist (a flush adds one; a column removes the rows
+ *      it drains) is logged and its version installed in the same mu
+ *      critical section as the superversion with the matching rowset, so a
+ *      pinned pair always agrees: a reader holding the old pair sees a
+ *      column's entries in the rows, one holding the new pair sees them in
+ *      L1 -- never neither.
+ *  (2) A row's own cursor (rowtable_set_cursor) is the smallest cursor any
+ *      live version has for it (vset_row_floor); readers pass their view's
+ *      cursor, which is never below it. Pages below the own cursor are
+ *      released only when it rises -- after the MANIFEST edit carrying the
+ *      higher cursor is synced (vset_log_and_apply syncs before it installs)
+ *      -- so a crash never finds a released page that its MANIFEST cursor
+ *      still covers.
+ *  (3) A row is dropped (slot cleared, then its pages freed) once no live
+ *      version lists it; until then its handle stays open.
+ *  (4) The compactor is the oldest rows (ids <= compactor_max_id; row ids
+ *      grow with age). Moving their entries to L1 never leaves an older
+ *      version of a key in L0 above a newer one in L1.
+ *  (5) Columns run one at a time, each ending every compactor row on a
+ *      user-key change (matrix/column.h), so cursors stay aligned.
+ *
+ * The persist orders of a flush and of a column are written at the top of
+ * mx_flush.c and mx_column.c.
+ */
+#ifndef TKV_DB_MX_INT_H
+#define TKV_DB_MX_INT_H
+
+#include "db/mx.h"
+#include "matrix/pool.h"
+
+#define MX_DEFAULT_POOL_SIZE (UINT64_C(1) << 30)
+/* The pool must hold this many memtables, so that a compactor and a
+ * receiver fit (and a single row always fits in an empty pool). */
+#define MX_MIN_MEMTABLES_PER_POOL 4
+#define MX_RETRY_MIN_US 10000u
+#define MX_RETRY_MAX_US 2000000u
+#define MX_IDLE_WAIT_US 100000u
+/* Column failures after which a shutdown stops waiting for room. */
+#define MX_SHUTDOWN_GIVE_UP 3
+
+/* Counters of the matrix container (atomic, relaxed), for tkv.matrix. */
+typedef struct mx_counters {
+    uint64_t rows_flushed, flush_entries, flush_data_bytes; /* rows built by flushes */
+    uint64_t flush_no_space, flush_wait_micros;    /* flushes that found the pool full, time waited */
+    uint64_t lookups, rows_searched, rows_filtered, hints_used, hints_rejected, comparisons;
+    uint64_t columns, column_row_bytes, column_row_entries, column_l1_read_bytes, column_write_bytes;
+    uint64_t column_failures, compactors;          /* failed (retried) columns, compactors formed */
+    uint64_t rows_dropped, pages_released;
+    uint64_t pinned_switches;                      /* memtables queued in DRAM while views pinned a full pool */
+} mx_counters;
+
+/* The matrix container's state (db->mx, l0=matrix only). Fields guarded
+ * by db->mu unless noted. */
+struct mx_state {
+    pool *pool;
+    char *path;
+    rowtable **rows;         /* every open row handle, oldest (smallest id) first */
+    size_t nrows, cap;
+    uint64_t column_bytes;   /* effective column size */
+    uint64_t compactor_max_id; /* rows with id <= this form the compactor; 0 = no compactor */
+    int column_running;
+    size_t rows_at_flush;    /* open rows when the last flush attempt started */
+    uint64_t blocked_since;  /* when the flush began waiting for room (db->flush_blocked) */
+    int drain_waiters;       /* tkv_compact_range calls waiting for every row to drain */
+    int failures;            /* consecutive failed columns (backoff) */
+    int gave_up;             /* shutting down and columns keep failing: flush stops waiting */
+    uint64_t retry_at_us;    /* after a failure, no column before this time */
+    pthread_t thread;
+    int thread_started;
+    mx_counters ctr;
+};
+
+/* mx_reg_add -- registers an open row handle in id order. (mx_open.c) */
+int mx_reg_add(struct mx_state *mx, rowtable *r);
+
+/* mx_cursor_in -- row r's cursor in version v (TKV_CORRUPTION if v does not
+ * list it: invariant 1 broken). (mx_open.c) */
+int mx_cursor_in(const version *v, const rowtable *r, uint32_t *c);
+
+/* mx_collect -- for every row: raises its own cursor to the smallest cursor
+ * any live version has for it and releases the pages below (invariant 2);
+ * drops rows no live version lists (invariant 3). Errors become bg_error.
+ * Caller holds mu. (mx_reclaim.c) */
+void mx_collect(tkv_db *db);
+
+#endif

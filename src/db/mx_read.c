@@ -1,0 +1,49 @@
+/*
+ * mx_read.c -- reads over the matrix container's rows: point lookups with
+ * cross-row hint search and per-row iterators, both at the cursors of the
+ * reader's pinned view (mx.h; invariant 1 of mx_int.h).
+ */
+#include "db/mx_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/status.h"
+
+int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
+{
+    rowset *rs = sv->rows;
+    if (!rs || rs->n == 0) return 0;
+    uint32_t stack[64], *cur = rs->n <= 64 ? stack : malloc(rs->n * sizeof *cur);
+    if (!cur) return tkv_err(TKV_NO_MEMORY, "out of memory reading rows");
+    int rc = 0;
+    for (size_t i = 0; i < rs->n && rc == 0; i++) rc = mx_cursor_in(v, rs->rows[i], &cur[i]);
+    row_get_result res;
+    memset(&res, 0, sizeof res);
+    if (rc == 0) rc = rows_get_at(rs->rows, cur, rs->n, ukey, seq, db->opts.row_filter ? ROWS_GET_FILTER : 0, &res, val);
+    if (cur != stack) free(cur);
+    mx_counters *c = &db->mx->ctr;
+    ctr_add(&c->lookups, 1);
+    ctr_add(&c->rows_searched, res.rows_searched);
+    if (res.hints_used) ctr_add(&c->hints_used, res.hints_used);
+    if (res.hints_rejected) ctr_add(&c->hints_rejected, res.hints_rejected);
+    ctr_add(&c->comparisons, res.comparisons);
+    if (res.rows_filtered) ctr_add(&c->rows_filtered, res.rows_filtered);
+    if (rc == 1) *type = res.type;
+    return rc;
+}
+
+size_t mx_iter_count(const superversion *sv) { return sv->rows ? sv->rows->n : 0; }
+
+int mx_add_iters(superversion *sv, version *v, tkv_it **children, size_t *k)
+{
+    rowset *rs = sv->rows;
+    for (size_t i = 0; rs && i < rs->n; i++) {
+        uint32_t c;
+        TKV_TRY(mx_cursor_in(v, rs->rows[i], &c));
+        children[*k] = rowtable_iter_at(rs->rows[i], c);
+        if (!children[*k]) return tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
+        (*k)++;
+    }
+    return 0;
+}

@@ -1,0 +1,58 @@
+/*
+ * mx_reclaim.c -- giving the pool's space back: raising rows' own cursors to
+ * the release floor of the live versions, releasing dead pages, dropping
+ * rows no version lists (invariants 2 and 3 of mx_int.h); and telling how
+ * full the pool is, and whether only open views hold it full (mx.h).
+ */
+#include "db/mx_int.h"
+
+void mx_collect(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    size_t keep = 0;
+    for (size_t i = 0; i < mx->nrows; i++) {
+        rowtable *r = mx->rows[i];
+        uint64_t floor;
+        int rc = 0;
+        if (!vset_row_floor(db->vs, rowtable_id(r), &floor)) {
+            rc = rowtable_drop(r); /* invariant 3: slot cleared, then pages freed */
+            if (rc == 0) ctr_add(&mx->ctr.rows_dropped, 1);
+            if (rc < 0) db_set_bg_error(db, rc);
+            continue;
+        }
+        mx->rows[keep++] = r;
+        if (floor > rowtable_cursor(r)) { /* invariant 2 */
+            uint32_t released = 0;
+            rc = rowtable_set_cursor(r, (uint32_t)floor);
+            if (rc == 0) rc = rowtable_release_dead_pages(r, &released);
+            ctr_add(&mx->ctr.pages_released, released);
+            if (rc < 0) db_set_bg_error(db, rc);
+        }
+    }
+    mx->nrows = keep;
+}
+
+int mx_pinned_full(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    if (!mx || !__atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&db->open_iterators, __ATOMIC_ACQUIRE) == 0)
+        return 0;
+    version *v = vset_current(db->vs);
+    rowset *rs = db->sv->rows;
+    for (size_t i = 0; rs && i < rs->n; i++) {
+        uint64_t cur;
+        if (!version_row_cursor(v, rowtable_id(rs->rows[i]), &cur)) continue; /* drained and removed */
+        if (cur < rowtable_count(rs->rows[i])) return 0; /* columns still have work: ordinary back-pressure */
+    }
+    ctr_add(&mx->ctr.pinned_switches, 1);
+    return 1;
+}
+
+double mx_fill(tkv_db *db)
+{
+    if (!db->mx) return 0.0;
+    pool_stats st;
+    pool_get_stats(db->mx->pool, &st);
+    return st.pages_total ? (double)(st.pages_total - st.pages_free) / (double)st.pages_total : 0.0;
+}

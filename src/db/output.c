@@ -1,0 +1,84 @@
+/*
+ * output.c -- one SST being written by a flush or a compaction (output.h).
+ */
+#include "db/output.h"
+
+#include <string.h>
+
+#include "db/files.h"
+#include "util/status.h"
+
+int output_open(tkv_db *db, output *o, io_class cls)
+{
+    memset(o, 0, sizeof *o);
+    pthread_mutex_lock(&db->mu);
+    uint64_t number = vset_new_file_number(db->vs);
+    int rc = files_add_pending(db, number);
+    pthread_mutex_unlock(&db->mu);
+    TKV_TRY(rc);
+    o->f = file_meta_new();
+    if (!o->f) {
+        pthread_mutex_lock(&db->mu);
+        files_remove_pending(db, number);
+        pthread_mutex_unlock(&db->mu);
+        return tkv_err(TKV_NO_MEMORY, "out of memory");
+    }
+    o->f->number = number;
+    sst_path(db->dir, number, o->path, sizeof o->path);
+    TKV_TRY(io_open_append_ex(o->path, 0, db->opts.direct_io ? IO_DIRECT : 0, cls, &db->io, &o->file));
+    table_options to;
+    table_options_default(&to);
+    to.block_size = db->opts.block_size;
+    to.bloom_bits_per_key = db->opts.bloom_bits_per_key;
+    to.compression = db->opts.compression;
+    return table_builder_new(o->file, &to, &o->tb);
+}
+
+int output_add(output *o, tkv_slice k, tkv_slice v)
+{
+    TKV_TRY(table_builder_add(o->tb, k, v));
+    file_meta *f = o->f;
+    if (f->smallest.len == 0) TKV_TRY(buf_append(&f->smallest, k.p, k.n));
+    f->largest.len = 0;
+    TKV_TRY(buf_append(&f->largest, k.p, k.n));
+    uint64_t seq = ikey_seq(k);
+    if (f->num_entries == 0 || seq < f->min_seq) f->min_seq = seq;
+    if (seq > f->max_seq) f->max_seq = seq;
+    f->num_entries++;
+    return 0;
+}
+
+int output_finish(output *o)
+{
+    int rc = table_builder_finish(o->tb);
+    if (rc == 0) o->f->size = table_builder_file_size(o->tb);
+    if (rc == 0) rc = io_sync(o->file);
+    table_builder_free(o->tb);
+    o->tb = NULL;
+    int crc = io_close(o->file);
+    o->file = NULL;
+    return rc ? rc : crc;
+}
+
+file_meta *output_take(output *o)
+{
+    file_meta *f = o->f;
+    table_builder_free(o->tb); /* NULL after output_finish */
+    io_close(o->file);
+    memset(o, 0, sizeof *o);
+    return f;
+}
+
+void output_discard(tkv_db *db, output *o)
+{
+    table_builder_free(o->tb);
+    io_close(o->file);
+    if (o->path[0]) io_remove(o->path);
+    if (o->f) {
+        pthread_mutex_lock(&db->mu);
+        files_remove_pending(db, o->f->number);
+        pthread_mutex_unlock(&db->mu);
+        file_meta_unref(o->f);
+    }
+    memset(o, 0, sizeof *o);
+}

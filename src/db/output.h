@@ -1,0 +1,37 @@
+/*
+ * output.h -- one SST being written by a flush or a compaction: a new file
+ * number (pending, files.h), the table builder, and the file's key and
+ * sequence range as entries are added.
+ */
+#ifndef TKV_DB_OUTPUT_H
+#define TKV_DB_OUTPUT_H
+
+#include "db/db_impl.h"
+#include "sst/table.h"
+
+typedef struct output {
+    file_meta *f;
+    io_file *file;
+    table_builder *tb;
+    char path[4096];
+} output;
+
+/* output_open -- a new SST with a fresh file number (added to the pending
+ * set, under mu, which it takes), written with I/O class cls. On error the
+ * caller still calls output_discard. mu NOT held. */
+int output_open(tkv_db *db, output *o, io_class cls);
+/* output_add -- appends an entry (internal keys in order) and tracks the
+ * file's key and sequence range. */
+int output_add(output *o, tkv_slice k, tkv_slice v);
+/* output_finish -- step (1) of files.h: finishes the table, syncs and
+ * closes the file. */
+int output_finish(output *o);
+/* output_take -- after output_finish: hands the file's meta over (still
+ * pending and referenced: the caller removes it from the pending set after
+ * install) and clears o. */
+file_meta *output_take(output *o);
+/* output_discard -- removes an unfinished or unwanted output: closes and
+ * deletes its file, drops it from the pending set (takes mu), clears o. */
+void output_discard(tkv_db *db, output *o);
+
+#endif

@@ -1,0 +1,276 @@
+/*
+ * write.c -- the write path: group commit (one leader writes the WAL record
+ * of a whole group of queued writers), making room in the memtables
+ * (switching, pacing and stopping writers through the write controller),
+ * and publishing sequences (write.h).
+ *
+ * Durability invariants:
+ *  (1) A write is acknowledged only after its group's WAL record has been
+ *      handed to the OS (write()), and with TKV_SYNC after fdatasync.
+ *  (2) A group is one WAL record: it survives a crash whole or not at all.
+ *  (3) Records are applied to the memtable in WAL order, and last_seq is
+ *      published only after the whole group is in the memtable.
+ *  (4) After a WAL write or sync error the database is read-only (sticky
+ *      bg_error): a later write could land after a partial record.
+ *  (5) WAL files are deleted only once their data is durable in another
+ *      tier: a flush's edit advances the MANIFEST's log number past them
+ *      (flush.c, mx_flush.c), and files_delete_obsolete removes only WALs
+ *      below it.
+ */
+#include "db/write.h"
+
+#include <stdio.h>
+
+#include "db/files.h"
+#include "db/mx.h"
+#include "db/silk.h"
+#include "db/superversion.h"
+#include "sched/clock.h"
+#include "util/status.h"
+
+#define GROUP_MAX_BYTES (1u << 20)
+
+int write_switch_memtable(tkv_db *db)
+{
+    uint64_t number = vset_new_file_number(db->vs);
+    wal_writer *w = NULL;
+    if (db->opts.wal) {
+        char path[4096];
+        files_wal_path(db, number, path, sizeof path);
+        TKV_TRY(wal_writer_open(path, &db->io, &w));
+    }
+    memtable *mem = memtable_new_sized(db->opts.memtable_size);
+    superversion *old = db->sv, *sv = NULL;
+    if (mem) sv = sv_new(mem, old->imm, old->imm_wal, old->nimm, old->mem, db->wal_number, old->rows);
+    if (mem) memtable_unref(mem); /* sv holds it */
+    if (!sv) {
+        wal_writer_close(w);
+        if (w) {
+            char path[4096];
+            files_wal_path(db, number, path, sizeof path);
+            io_remove(path);
+        }
+        return tkv_err(TKV_NO_MEMORY, "out of memory switching memtables");
+    }
+    /* The old WAL's bytes were all handed to the OS before acknowledgement (1);
+     * closing it without a sync loses nothing on a process crash. */
+    if (db->wal) wal_writer_close(db->wal);
+    db->wal = w;
+    db->wal_number = number;
+    sv_install(db, sv);
+    ctr_add(&db->ctr.memtable_switches, 1);
+    return 0;
+}
+
+/* insert_record -- batch_iterate's callback: one record into the memtable arg. */
+static int insert_record(void *arg, uint64_t seq, ikey_type type, tkv_slice key, tkv_slice value)
+{
+    return memtable_add(arg, seq, type, key.p, key.n, value.p, value.n);
+}
+
+int write_insert_batch(memtable *mem, const uint8_t *rep, size_t len)
+{
+    return batch_iterate(rep, len, insert_record, mem);
+}
+
+/* count_record -- accounts one accepted user record. */
+static int count_record(void *arg, uint64_t seq, ikey_type type, tkv_slice key, tkv_slice value)
+{
+    (void)seq;
+    db_counters *c = arg;
+    ctr_add(type == IKEY_VALUE ? &c->user_puts : &c->user_deletes, 1);
+    ctr_add(&c->user_bytes_written, key.n + value.n);
+    return 0;
+}
+
+/* build_group -- merges the batches of the queued writers that can share one
+ * WAL record with the leader: same no_wal, no sync writer behind a non-sync
+ * leader, at most GROUP_MAX_BYTES (a small leader batch limits the group so
+ * that small writes are not delayed behind large ones). Returns the last
+ * writer of the group. Caller holds mu. */
+static writer *build_group(tkv_db *db, const uint8_t **rep, size_t *len)
+{
+    writer *first = db->wq_head, *last = first;
+    size_t size = first->batch->rep.len;
+    size_t max = size <= (128u << 10) ? size + (128u << 10) : GROUP_MAX_BYTES;
+    *rep = first->batch->rep.data;
+    *len = size;
+    int merged = 0;
+    for (writer *w = first->next; w; w = w->next) {
+        if (!w->batch || w->no_wal != first->no_wal || (w->sync && !first->sync)) break;
+        size_t add = w->batch->rep.len - BATCH_HEADER;
+        if (size + add > max) break;
+        if (!merged) {
+            if (batch_init(&db->group) < 0 || batch_append(&db->group, first->batch->rep.data, first->batch->rep.len) < 0)
+                break; /* out of memory: write the leader alone */
+            merged = 1;
+        }
+        if (batch_append(&db->group, w->batch->rep.data, w->batch->rep.len) < 0) break;
+        size += add;
+        last = w;
+    }
+    if (merged) {
+        *rep = db->group.rep.data;
+        *len = db->group.rep.len;
+    }
+    return last;
+}
+
+
+/* container_fill -- the write controller's "container" fill fraction:
+ * the matrix pool's pages in use, or with l0=sst 1.0 once L0 holds
+ * l0_slowdown_trigger files (0 below). Caller holds mu. */
+static double container_fill(tkv_db *db, size_t l0)
+{
+    if (db->mx) return mx_fill(db);
+    return l0 >= (size_t)db->opts.l0_slowdown_trigger ? 1.0 : 0.0;
+}
+
+/* make_room -- called by the write leader with mu held before it writes a
+ * group of `bytes`: makes sure the active memtable has room (or, with force,
+ * switches a non-empty one), and lets the write controller (sched/wctl.h)
+ * pace or stop the leader -- and so every writer queued behind it:
+ *   - a full active memtable is switched while a memtable slot is free
+ *     (memtables - 1 immutables at most; more while only open views pin a
+ *     full pool, mx_pinned_full);
+ *   - SLOWDOWN (one memtable left, or the container >= 90 % full): paced
+ *     in steps of <= 1 ms at the minimum recent flush bandwidth (prl), at
+ *     16 MiB/s (classic) or not at all (off);
+ *   - STOP: the active memtable is full and no slot is free, or (l0=sst)
+ *     L0 holds l0_stop_trigger files: wait for a flush or compaction.
+ * Sleeping releases mu. Waits are counted in tkv.stats (stalls:) and
+ * tkv.sched (write_controller:). */
+static int make_room(tkv_db *db, int force, size_t bytes)
+{
+    wctl_write t = WCTL_WRITE_INIT;
+    int first = 1, paced = 0, stopped = 0, rc = 0;
+    uint64_t waited_from = 0;
+    for (;;) {
+        if (db->bg_error) {
+            rc = tkv_err(db->bg_error, "database is read-only after an earlier error: %s", db->bg_errmsg);
+            break;
+        }
+        size_t l0 = vset_current(db->vs)->nfiles[0];
+        int empty = memtable_num_entries(db->sv->mem) == 0;
+        int active_full = force ? !empty : memtable_memory_usage(db->sv->mem) >= db->opts.memtable_size;
+        int stop_l0 = l0 >= (size_t)db->opts.l0_stop_trigger;
+        size_t max_imm = (size_t)db->opts.memtables - 1;
+        size_t slots = db->sv->nimm < max_imm ? max_imm - db->sv->nimm : 0;
+        if (active_full && !slots && !stop_l0 && mx_pinned_full(db))
+            slots = 1; /* room is held only by open views: queue in DRAM instead of waiting (mx.h) */
+        if (active_full && slots && !stop_l0) {
+            rc = write_switch_memtable(db);
+            pthread_cond_broadcast(&db->bg_cv); /* wake the flush thread */
+            if (rc < 0 || force) break;
+            continue;
+        }
+        if (force && !active_full) break; /* nothing to switch */
+        wctl_input in;
+        in.max_memtables = (unsigned)db->opts.memtables;
+        in.mutable_left = (active_full || stop_l0) ? 0 : 1 + (unsigned)slots;
+        in.container_fill = container_fill(db, l0);
+        uint64_t now = sched_mono_us();
+        uint64_t d = silk_write_delay(db, &t, &in, first ? bytes : 0, now);
+        first = 0;
+        if (d == 0 && in.mutable_left == 0) d = 1000; /* never write past a full memtable */
+        if (d == 0) break;
+        if (!waited_from) waited_from = now;
+        if (in.mutable_left == 0) {
+            if (!stopped && !stop_l0 && !__atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED))
+                silk_note_stop_flush_running(db);
+            stopped = 1;
+            __atomic_store_n(&db->write_stopped, 1, __ATOMIC_RELAXED); /* the monitor pauses deep work */
+            pthread_cond_broadcast(&db->bg_cv);
+            db_wait_us(db, d);
+        } else {
+            paced = 1;
+            pthread_mutex_unlock(&db->mu);
+            sched_sleep_us(d);
+            pthread_mutex_lock(&db->mu);
+        }
+    }
+    if (stopped) __atomic_store_n(&db->write_stopped, 0, __ATOMIC_RELAXED);
+    if (waited_from) {
+        uint64_t w = sched_mono_us() - waited_from;
+        if (paced) ctr_add(&db->ctr.stall_slowdowns, 1);
+        if (stopped) ctr_add(&db->ctr.stall_stops, 1);
+        ctr_add(&db->ctr.stall_micros, w);
+        silk_note_write_wait(db, w);
+    }
+    return rc;
+}
+
+int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags)
+{
+    writer w = {.batch = b, .sync = (flags & TKV_SYNC) || db->opts.sync, .no_wal = (flags & TKV_NO_WAL) || !db->opts.wal};
+    pthread_cond_init(&w.cv, NULL);
+    pthread_mutex_lock(&db->mu);
+    if (db->wq_tail) db->wq_tail->next = &w;
+    else db->wq_head = &w;
+    db->wq_tail = &w;
+    while (!w.done && db->wq_head != &w) pthread_cond_wait(&w.cv, &db->mu);
+    if (w.done) {
+        pthread_mutex_unlock(&db->mu);
+        pthread_cond_destroy(&w.cv);
+        if (w.status < 0) tkv_err(w.status, "%s", db->bg_errmsg);
+        return w.status;
+    }
+
+    /* This thread leads a group. */
+    size_t group_bytes = 0; /* the controller charges what the group will write (about: the queue) */
+    for (writer *x = &w; b && x; x = x->next) group_bytes += x->batch ? x->batch->rep.len : 0;
+    int rc = make_room(db, b == NULL, group_bytes);
+    memtable *mem = db->sv->mem;
+    const uint8_t *rep = NULL;
+    size_t len = 0;
+    writer *last = &w;
+    uint64_t seq = db->last_seq;
+    uint32_t count = 0;
+    if (rc == 0 && b) {
+        last = build_group(db, &rep, &len);
+        count = batch_count(rep);
+        batch_set_seq((uint8_t *)rep, seq + 1);
+        wal_writer *wal = last->no_wal ? NULL : db->wal;
+        int sync = 0;
+        for (writer *x = &w;; x = x->next) {
+            sync |= x->sync;
+            if (x == last) break;
+        }
+        pthread_mutex_unlock(&db->mu);
+
+        if (wal) {
+            rc = wal_add_record(wal, rep, len);
+            if (rc == 0) ctr_add(&db->ctr.wal_records, 1);
+            if (rc == 0 && sync) {
+                rc = wal_sync(wal);
+                ctr_add(&db->ctr.wal_syncs, 1);
+            }
+        }
+        if (rc == 0) {
+            rc = write_insert_batch(mem, rep, len);
+            if (rc == 0) batch_iterate(rep, len, count_record, &db->ctr);
+            memtable_add_batch_bytes(mem, len); /* the flush's bandwidth sample is in these units */
+        }
+        pthread_mutex_lock(&db->mu);
+        if (rc < 0) db_set_bg_error(db, rc);
+        else __atomic_store_n(&db->last_seq, seq + count, __ATOMIC_RELEASE);
+        ctr_add(&db->ctr.groups, 1);
+    }
+
+    /* Hand results to every member of the group and pass leadership on. */
+    for (;;) {
+        writer *x = db->wq_head;
+        db->wq_head = x->next;
+        if (!db->wq_head) db->wq_tail = NULL;
+        x->status = rc;
+        x->done = 1;
+        if (x != &w) pthread_cond_signal(&x->cv);
+        if (x == last) break;
+    }
+    if (db->wq_head) pthread_cond_signal(&db->wq_head->cv);
+    if (rc < 0 && db->bg_errmsg[0] == '\0') snprintf(db->bg_errmsg, sizeof db->bg_errmsg, "%s", tkv_errmsg());
+    pthread_mutex_unlock(&db->mu);
+    pthread_cond_destroy(&w.cv);
+    if (b) ctr_add(&db->ctr.batches, 1);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/*
+ * write.h -- the write path: group commit, room in the memtables (the write
+ * controller's pacing and stops), memtable switches.
+ */
+#ifndef TKV_DB_WRITE_H
+#define TKV_DB_WRITE_H
+
+#include "db/db_impl.h"
+
+/* write_batch -- queues batch b (flags: TKV_SYNC, TKV_NO_WAL, already
+ * checked) and waits until its group is written: if this thread becomes the
+ * leader it writes the group's WAL record (+ sync), inserts it into the
+ * active memtable and publishes the sequences. b == NULL switches a
+ * non-empty active memtable (tkv_flush) when its turn comes. Takes mu. */
+int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags);
+
+/* write_switch_memtable -- makes the active memtable immutable and starts a
+ * new one with a new WAL file. Caller holds mu and is the write leader (or
+ * open). On failure nothing changes. */
+int write_switch_memtable(tkv_db *db);
+
+/* write_insert_batch -- inserts every record of the batch representation
+ * rep[0..len) into mem, at the sequences it carries. */
+int write_insert_batch(memtable *mem, const uint8_t *rep, size_t len);
+
+#endif
