@@ -1,5 +1,5 @@
 /*
- * version.c -- versions, the version set and the MANIFEST (docs/format-manifest.md).
+ * version_set.c -- versions, the version set and the MANIFEST (docs/format-manifest.md).
  *
  * Invariants:
  *  (1) Every version is immutable once built. Applying an edit copies the file
