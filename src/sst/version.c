@@ -23,8 +23,15 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static tkv_slice smallest_user(const file_meta *f) { return ikey_user(slice(f->smallest.data, f->smallest.len)); }
-static tkv_slice largest_user(const file_meta *f) { return ikey_user(slice(f->largest.data, f->largest.len)); }
+/* version_smallest_ukey, version_largest_ukey -- the user keys of f's bounds. */
+static tkv_slice version_smallest_ukey(const file_meta *f)
+{
+    return ikey_user(slice(f->smallest.data, f->smallest.len));
+}
+static tkv_slice version_largest_ukey(const file_meta *f)
+{
+    return ikey_user(slice(f->largest.data, f->largest.len));
+}
 
 /* ---------------------------------------------------------------- versions */
 
@@ -94,7 +101,7 @@ size_t version_find_file(const version *v, int level, tkv_slice ukey)
     size_t lo = 0, hi = v->nfiles[level];
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ukey_cmp(largest_user(v->files[level][mid]), ukey) < 0)
+        if (ukey_cmp(version_largest_ukey(v->files[level][mid]), ukey) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -119,8 +126,8 @@ int version_overlapping(const version *v, int level, const tkv_slice *lo, const 
     size_t cnt = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = start; i < nf; i++) {
-            if (lo && ukey_cmp(largest_user(files[i]), *lo) < 0) continue;
-            if (hi && ukey_cmp(smallest_user(files[i]), *hi) > 0) {
+            if (lo && ukey_cmp(version_largest_ukey(files[i]), *lo) < 0) continue;
+            if (hi && ukey_cmp(version_smallest_ukey(files[i]), *hi) > 0) {
                 if (level > 0) break; /* sorted: nothing further can intersect */
                 continue;
             }
@@ -136,8 +143,8 @@ int version_overlapping(const version *v, int level, const tkv_slice *lo, const 
     return 0;
 }
 
-/* cmp_l0 -- newest first: max_seq descending, then number descending. */
-static int cmp_l0(const void *a, const void *b)
+/* version_cmp_l0 -- newest first: max_seq descending, then number descending. */
+static int version_cmp_l0(const void *a, const void *b)
 {
     const file_meta *x = *(file_meta *const *)a, *y = *(file_meta *const *)b;
     if (x->max_seq != y->max_seq) return x->max_seq > y->max_seq ? -1 : 1;
@@ -145,8 +152,8 @@ static int cmp_l0(const void *a, const void *b)
     return 0;
 }
 
-/* cmp_sorted -- L1+: smallest internal key ascending, then number. */
-static int cmp_sorted(const void *a, const void *b)
+/* version_cmp_sorted -- L1+: smallest internal key ascending, then number. */
+static int version_cmp_sorted(const void *a, const void *b)
 {
     const file_meta *x = *(file_meta *const *)a, *y = *(file_meta *const *)b;
     int c = ikey_cmp(slice(x->smallest.data, x->smallest.len), slice(y->smallest.data, y->smallest.len));
@@ -154,9 +161,9 @@ static int cmp_sorted(const void *a, const void *b)
     return x->number < y->number ? -1 : x->number > y->number;
 }
 
-/* build_level -- the files of `level` in base minus e's deletions plus its
- * additions, sorted (invariant 2 checked for L1+). Marks found[] deletions. */
-static int build_level(version *v, const version *base, const version_edit *e, int level, char *found)
+/* version_build_level -- the files of `level` in base minus e's deletions plus
+ * its additions, sorted (invariant 2 checked for L1+). Marks found[] deletions. */
+static int version_build_level(version *v, const version *base, const version_edit *e, int level, char *found)
 {
     size_t nadd = 0;
     for (size_t i = 0; i < e->nadded; i++) nadd += e->added[i].level == level;
@@ -191,10 +198,10 @@ static int build_level(version *v, const version *base, const version_edit *e, i
         v->files[level] = NULL;
         return 0;
     }
-    qsort(files, n, sizeof *files, level == 0 ? cmp_l0 : cmp_sorted);
+    qsort(files, n, sizeof *files, level == 0 ? version_cmp_l0 : version_cmp_sorted);
     if (level > 0) {
         for (size_t i = 1; i < n; i++) {
-            if (ukey_cmp(largest_user(files[i - 1]), smallest_user(files[i])) >= 0)
+            if (ukey_cmp(version_largest_ukey(files[i - 1]), version_smallest_ukey(files[i])) >= 0)
                 return tkv_err(TKV_CORRUPTION, "edit would overlap files at L%d (%06llu.sst and %06llu.sst)", level,
                                (unsigned long long)files[i - 1]->number, (unsigned long long)files[i]->number);
         }
@@ -202,8 +209,8 @@ static int build_level(version *v, const version *base, const version_edit *e, i
     return 0;
 }
 
-/* check_unique -- every file number appears once in v. */
-static int check_unique(const version *v)
+/* version_check_unique -- every file number appears once in v. */
+static int version_check_unique(const version *v)
 {
     size_t total = 0;
     for (int l = 0; l < VERSION_LEVELS; l++) total += v->nfiles[l];
@@ -236,16 +243,16 @@ int version_row_cursor(const version *v, uint64_t row_id, uint64_t *cursor)
     return 1;
 }
 
-static int cmp_row(const void *a, const void *b)
+static int version_cmp_row(const void *a, const void *b)
 {
     uint64_t x = ((const row_cursor *)a)->row_id, y = ((const row_cursor *)b)->row_id;
     return x < y ? -1 : x > y;
 }
 
-/* build_rows -- v->rows = base's rows with e's cursors set/added and e's
- * removed rows dropped. Removing a row the base does not have is
+/* version_build_rows -- v->rows = base's rows with e's cursors set/added and
+ * e's removed rows dropped. Removing a row the base does not have is
  * TKV_CORRUPTION (as is deleting a file a level does not hold). */
-static int build_rows(version *v, const version *base, const version_edit *e)
+static int version_build_rows(version *v, const version *base, const version_edit *e)
 {
     size_t nbase = base ? base->nrows : 0, cap = nbase + e->ncursors;
     if (cap == 0) return 0;
@@ -268,7 +275,7 @@ static int build_rows(version *v, const version *base, const version_edit *e)
         }
     }
     for (size_t j = 0; j < e->ncursors; j++) rows[n++] = e->cursors[j];
-    qsort(rows, n, sizeof *rows, cmp_row);
+    qsort(rows, n, sizeof *rows, version_cmp_row);
     v->rows = rows;
     v->nrows = n;
     return 0;
@@ -283,13 +290,13 @@ int version_build(version_set *vs, const version *base, const version_edit *e, v
     if (!v) return TKV_NO_MEMORY;
     char *found = e->ndeleted ? calloc(e->ndeleted, 1) : NULL;
     int rc = (e->ndeleted && !found) ? tkv_err(TKV_NO_MEMORY, "out of memory building a version") : 0;
-    for (int l = 0; l < VERSION_LEVELS && rc == 0; l++) rc = build_level(v, base, e, l, found);
+    for (int l = 0; l < VERSION_LEVELS && rc == 0; l++) rc = version_build_level(v, base, e, l, found);
     for (size_t d = 0; d < e->ndeleted && rc == 0; d++)
         if (!found[d])
             rc = tkv_err(TKV_CORRUPTION, "edit deletes %06llu.sst from L%d, which does not hold it",
                          (unsigned long long)e->deleted[d].number, e->deleted[d].level);
-    if (rc == 0) rc = check_unique(v);
-    if (rc == 0) rc = build_rows(v, base, e);
+    if (rc == 0) rc = version_check_unique(v);
+    if (rc == 0) rc = version_build_rows(v, base, e);
     free(found);
     if (rc < 0) {
         version_free(v);

@@ -51,36 +51,37 @@ struct version_set {
 
 /* ---------------------------------------------------------------- helpers */
 
-/* manifest_name -- "MANIFEST-%06llu" into buf. */
-static void manifest_name(uint64_t number, char *buf, size_t len)
+/* vset_manifest_name -- "MANIFEST-%06llu" into buf. */
+static void vset_manifest_name(uint64_t number, char *buf, size_t len)
 {
     snprintf(buf, len, "MANIFEST-%06llu", (unsigned long long)number);
 }
 
-/* dir_file -- "<dir>/<name>" into buf; TKV_INVALID if it does not fit. */
-static int dir_file(const char *dir, const char *name, char *buf, size_t len)
+/* vset_dir_path -- "<dir>/<name>" into buf; TKV_INVALID if it does not fit. */
+static int vset_dir_path(const char *dir, const char *name, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "%s/%s", dir, name);
     if (n < 0 || (size_t)n >= len) return tkv_err(TKV_INVALID, "path %s/%s is too long", dir, name);
     return 0;
 }
 
-/* account -- adds MANIFEST bytes/syncs to the IO_META counters (the WAL
- * writer is opened without stats, since it would count them as IO_WAL). */
-static void account(version_set *vs, uint64_t bytes, uint64_t syncs)
+/* vset_account_meta_io -- adds MANIFEST bytes/syncs to the IO_META counters
+ * (the WAL writer is opened without stats, since it would count them as
+ * IO_WAL). */
+static void vset_account_meta_io(version_set *vs, uint64_t bytes, uint64_t syncs)
 {
     if (!vs->st) return;
     __atomic_fetch_add(&vs->st->write_bytes[IO_META], bytes, __ATOMIC_RELAXED);
     __atomic_fetch_add(&vs->st->syncs[IO_META], syncs, __ATOMIC_RELAXED);
 }
 
-/* save_msg -- copies the thread's error message (to re-record it wrapped). */
-static void save_msg(char *buf, size_t len) { snprintf(buf, len, "%s", tkv_errmsg()); }
+/* vset_save_errmsg -- copies the thread's error message (to re-record it wrapped). */
+static void vset_save_errmsg(char *buf, size_t len) { snprintf(buf, len, "%s", tkv_errmsg()); }
 
 /* ---------------------------------------------------------------- live versions */
 
-/* link_version -- adds v to the live list. */
-static void link_version(version_set *vs, version *v)
+/* vset_link_version -- adds v to the live list. */
+static void vset_link_version(version_set *vs, version *v)
 {
     pthread_mutex_lock(&vs->live_mu);
     v->prev = vs->live.prev;
@@ -103,11 +104,11 @@ void vset_unlink_version(version_set *vs, version *v)
     pthread_mutex_unlock(&vs->live_mu);
 }
 
-/* install -- makes v (unlinked, 0 refs) the current version. */
-static void install(version_set *vs, version *v)
+/* vset_install_version -- makes v (unlinked, 0 refs) the current version. */
+static void vset_install_version(version_set *vs, version *v)
 {
     v->refs = 1; /* the set's ref */
-    link_version(vs, v);
+    vset_link_version(vs, v);
     version *old = vs->current;
     vs->current = v;
     version_unref(old);
@@ -115,8 +116,8 @@ static void install(version_set *vs, version *v)
 
 /* ---------------------------------------------------------------- MANIFEST writing */
 
-/* snapshot_edit -- the full state of vs as one edit (counters + every file). */
-static int snapshot_edit(const version_set *vs, version_edit *e)
+/* vset_snapshot_edit -- the full state of vs as one edit (counters + every file). */
+static int vset_snapshot_edit(const version_set *vs, version_edit *e)
 {
     edit_init(e);
     e->has_log_number = e->has_next_file = e->has_last_seq = 1;
@@ -144,16 +145,16 @@ static int snapshot_edit(const version_set *vs, version_edit *e)
     return 0;
 }
 
-/* write_new_manifest -- creates MANIFEST-<number> holding the snapshot record
- * of vs, synced; on success *out is its writer. */
-static int write_new_manifest(version_set *vs, uint64_t number, wal_writer **out)
+/* vset_write_new_manifest -- creates MANIFEST-<number> holding the snapshot
+ * record of vs, synced; on success *out is its writer. */
+static int vset_write_new_manifest(version_set *vs, uint64_t number, wal_writer **out)
 {
     char name[64], path[4096];
     *out = NULL;
-    manifest_name(number, name, sizeof name);
-    TKV_TRY(dir_file(vs->dir, name, path, sizeof path));
+    vset_manifest_name(number, name, sizeof name);
+    TKV_TRY(vset_dir_path(vs->dir, name, path, sizeof path));
     version_edit e;
-    TKV_TRY(snapshot_edit(vs, &e));
+    TKV_TRY(vset_snapshot_edit(vs, &e));
     tkv_buf rec = {0};
     int rc = edit_encode(&e, &rec);
     edit_free(&e);
@@ -162,10 +163,10 @@ static int write_new_manifest(version_set *vs, uint64_t number, wal_writer **out
     if (rc == 0) rc = wal_add_record(w, rec.data, rec.len);
     if (rc == 0) rc = wal_sync(w);
     buf_free(&rec);
-    if (w) account(vs, wal_size(w), rc == 0);
+    if (w) vset_account_meta_io(vs, wal_size(w), rc == 0);
     if (rc < 0) {
         char saved[512];
-        save_msg(saved, sizeof saved);
+        vset_save_errmsg(saved, sizeof saved);
         wal_writer_close(w);
         return tkv_err(rc, "%s", saved);
     }
@@ -173,8 +174,8 @@ static int write_new_manifest(version_set *vs, uint64_t number, wal_writer **out
     return 0;
 }
 
-/* list_manifests -- numbers of every "MANIFEST-<digits>" in dir (malloc'd). */
-static int list_manifests(const char *dir, uint64_t **out, size_t *n)
+/* vset_list_manifests -- numbers of every "MANIFEST-<digits>" in dir (malloc'd). */
+static int vset_list_manifests(const char *dir, uint64_t **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -213,25 +214,25 @@ static int list_manifests(const char *dir, uint64_t **out, size_t *n)
 /* ---------------------------------------------------------------- recovery */
 
 /* State rebuilt while replaying a MANIFEST. */
-typedef struct recovery {
+typedef struct vset_recovery {
     version_set *vs;
     version *v;  /* unlinked, 0 refs; NULL = empty */
     const char *mname;
     int has_next_file;
     uint64_t next_file, last_seq, log_number;
-} recovery;
+} vset_recovery;
 
-/* replay_record -- wal_record_fn: decodes one edit and applies it to r->v. */
-static int replay_record(void *arg, const uint8_t *p, size_t n, uint64_t off)
+/* vset_replay_record -- wal_record_fn: decodes one edit and applies it to r->v. */
+static int vset_replay_record(void *arg, const uint8_t *p, size_t n, uint64_t off)
 {
-    recovery *r = arg;
+    vset_recovery *r = arg;
     version_edit e;
     int rc = edit_decode(p, n, &e);
     version *nv = NULL;
     if (rc == 0) rc = version_build(r->vs, r->v, &e, &nv);
     if (rc < 0) {
         char saved[400];
-        save_msg(saved, sizeof saved);
+        vset_save_errmsg(saved, sizeof saved);
         edit_free(&e);
         return tkv_err(rc, "%s: record at offset %llu: %s", r->mname, (unsigned long long)off, saved);
     }
@@ -251,15 +252,15 @@ static int replay_record(void *arg, const uint8_t *p, size_t n, uint64_t off)
     return 0;
 }
 
-/* replay_manifest -- rebuilds r from MANIFEST-<number> of dir. */
-static int replay_manifest(version_set *vs, uint64_t number, recovery *r, char *mname, size_t mlen)
+/* vset_replay_manifest -- rebuilds r from MANIFEST-<number> of dir. */
+static int vset_replay_manifest(version_set *vs, uint64_t number, vset_recovery *r, char *mname, size_t mlen)
 {
     char path[4096];
-    manifest_name(number, mname, mlen);
+    vset_manifest_name(number, mname, mlen);
     memset(r, 0, sizeof *r);
     r->vs = vs;
     r->mname = mname;
-    TKV_TRY(dir_file(vs->dir, mname, path, sizeof path));
+    TKV_TRY(vset_dir_path(vs->dir, mname, path, sizeof path));
     struct stat sb;
     if (stat(path, &sb) != 0) {
         if (errno == ENOENT)
@@ -268,11 +269,11 @@ static int replay_manifest(version_set *vs, uint64_t number, recovery *r, char *
     }
     /* The torn-tail rule of docs/format-wal.md applies: a torn last edit is
      * dropped; a bad record followed by data is TKV_CORRUPTION naming the path. */
-    return wal_replay(path, vs->st, replay_record, r, NULL);
+    return wal_replay(path, vs->st, vset_replay_record, r, NULL);
 }
 
-/* parse_current -- the MANIFEST number named by CURRENT ("MANIFEST-%06llu\n"). */
-static int parse_current(const char *dir, const uint8_t *d, size_t n, uint64_t *number)
+/* vset_parse_current -- the MANIFEST number named by CURRENT ("MANIFEST-%06llu\n"). */
+static int vset_parse_current(const char *dir, const uint8_t *d, size_t n, uint64_t *number)
 {
     size_t i = 9;
     uint64_t num = 0;
@@ -287,15 +288,15 @@ bad:
     return tkv_err(TKV_CORRUPTION, "CURRENT in %s is malformed (%zu bytes, expected \"MANIFEST-<number>\\n\")", dir, n);
 }
 
-/* verify_files -- every file of v exists with its recorded size. */
-static int verify_files(const version_set *vs, const version *v, const char *mname)
+/* vset_verify_files -- every file of v exists with its recorded size. */
+static int vset_verify_files(const version_set *vs, const version *v, const char *mname)
 {
     for (int l = 0; l < VERSION_LEVELS; l++) {
         for (size_t i = 0; i < v->nfiles[l]; i++) {
             const file_meta *f = v->files[l][i];
             char name[32], path[4096];
             snprintf(name, sizeof name, "%06llu.sst", (unsigned long long)f->number);
-            TKV_TRY(dir_file(vs->dir, name, path, sizeof path));
+            TKV_TRY(vset_dir_path(vs->dir, name, path, sizeof path));
             struct stat sb;
             if (stat(path, &sb) != 0) {
                 if (errno == ENOENT)
@@ -310,12 +311,12 @@ static int verify_files(const version_set *vs, const version *v, const char *mna
     return 0;
 }
 
-/* recover -- fills vs from its directory. Sets *old_manifest (0 = none). */
-static int recover(version_set *vs, uint64_t *old_manifest)
+/* vset_recover -- fills vs from its directory. Sets *old_manifest (0 = none). */
+static int vset_recover(version_set *vs, uint64_t *old_manifest)
 {
     char cpath[4096], mname[64];
     *old_manifest = 0;
-    TKV_TRY(dir_file(vs->dir, "CURRENT", cpath, sizeof cpath));
+    TKV_TRY(vset_dir_path(vs->dir, "CURRENT", cpath, sizeof cpath));
     struct stat sb;
     uint64_t number = 0;
     int have_current = 1, rc;
@@ -327,7 +328,7 @@ static int recover(version_set *vs, uint64_t *old_manifest)
         uint8_t *data = NULL;
         size_t len = 0;
         TKV_TRY(io_read_file(cpath, IO_META, vs->st, &data, &len));
-        rc = parse_current(vs->dir, data, len, &number);
+        rc = vset_parse_current(vs->dir, data, len, &number);
         free(data);
         TKV_TRY(rc);
     } else {
@@ -336,7 +337,7 @@ static int recover(version_set *vs, uint64_t *old_manifest)
          * alone, holding nothing or an empty snapshot. */
         uint64_t *nums;
         size_t n;
-        TKV_TRY(list_manifests(vs->dir, &nums, &n));
+        TKV_TRY(vset_list_manifests(vs->dir, &nums, &n));
         uint64_t first = n ? nums[0] : 0;
         free(nums);
         if (n == 0) return 0;
@@ -346,8 +347,8 @@ static int recover(version_set *vs, uint64_t *old_manifest)
         number = 1;
     }
 
-    recovery r;
-    rc = replay_manifest(vs, number, &r, mname, sizeof mname);
+    vset_recovery r;
+    rc = vset_replay_manifest(vs, number, &r, mname, sizeof mname);
     if (have_current) {
         if (rc == 0 && !r.has_next_file)
             rc = tkv_err(TKV_CORRUPTION, "%s (named by CURRENT in %s) has no snapshot record", mname, vs->dir);
@@ -358,7 +359,7 @@ static int recover(version_set *vs, uint64_t *old_manifest)
             rc = tkv_err(TKV_CORRUPTION, "CURRENT missing in %s (%s exists and %s)", vs->dir, mname,
                          rc == 0 ? "lists files" : "is corrupt");
     }
-    if (rc == 0 && r.v) rc = verify_files(vs, r.v, mname);
+    if (rc == 0 && r.v) rc = vset_verify_files(vs, r.v, mname);
     if (rc < 0) {
         if (r.v) version_free(r.v);
         return rc;
@@ -366,7 +367,7 @@ static int recover(version_set *vs, uint64_t *old_manifest)
     if (r.has_next_file) vs->next_file = r.next_file;
     vs->last_seq = r.last_seq;
     vs->log_number = r.log_number;
-    if (r.v) install(vs, r.v);
+    if (r.v) vset_install_version(vs, r.v);
     /* next_file must exceed every number in use. */
     vset_mark_file_number_used(vs, number);
     for (int l = 0; l < VERSION_LEVELS; l++)
@@ -376,18 +377,18 @@ static int recover(version_set *vs, uint64_t *old_manifest)
     return 0;
 }
 
-/* remove_stale_manifests -- deletes every MANIFEST-* but the live one (best
- * effort: a leftover is harmless, the next open retries). */
-static void remove_stale_manifests(version_set *vs)
+/* vset_remove_stale_manifests -- deletes every MANIFEST-* but the live one
+ * (best effort: a leftover is harmless, the next open retries). */
+static void vset_remove_stale_manifests(version_set *vs)
 {
     uint64_t *nums;
     size_t n;
-    if (list_manifests(vs->dir, &nums, &n) < 0) return;
+    if (vset_list_manifests(vs->dir, &nums, &n) < 0) return;
     for (size_t i = 0; i < n; i++) {
         if (nums[i] == vs->manifest_number) continue;
         char name[64], path[4096];
-        manifest_name(nums[i], name, sizeof name);
-        if (dir_file(vs->dir, name, path, sizeof path) == 0) (void)io_remove(path);
+        vset_manifest_name(nums[i], name, sizeof name);
+        if (vset_dir_path(vs->dir, name, path, sizeof path) == 0) (void)io_remove(path);
     }
     free(nums);
 }
@@ -414,7 +415,7 @@ int vset_open(const char *dir, io_stats *st, version_set **out)
         return TKV_NO_MEMORY;
     }
     vs->current->refs = 1;
-    link_version(vs, vs->current);
+    vset_link_version(vs, vs->current);
 
     /* Recovery, then the CURRENT switch:
      *   1. replay the MANIFEST named by CURRENT (none: fresh, empty state);
@@ -425,26 +426,26 @@ int vset_open(const char *dir, io_stats *st, version_set **out)
      *   6. delete the old MANIFEST (and any stale one). A crash before 5
      *      recovers from the old MANIFEST again; after 5, from the new one. */
     uint64_t old;
-    int rc = recover(vs, &old);
+    int rc = vset_recover(vs, &old);
     if (rc == 0) {
         uint64_t number = old ? vset_new_file_number(vs) : 1;
-        rc = write_new_manifest(vs, number, &vs->manifest);
+        rc = vset_write_new_manifest(vs, number, &vs->manifest);
         if (rc == 0) vs->manifest_number = number;
     }
     if (rc == 0) rc = io_sync_dir(dir);
     if (rc == 0) {
         char cur[64];
-        manifest_name(vs->manifest_number, cur, sizeof cur - 1);
+        vset_manifest_name(vs->manifest_number, cur, sizeof cur - 1);
         strcat(cur, "\n");
         rc = io_write_file_atomic(dir, "CURRENT", cur, strlen(cur), st);
     }
     if (rc < 0) {
         char saved[512];
-        save_msg(saved, sizeof saved);
+        vset_save_errmsg(saved, sizeof saved);
         vset_close(vs);
         return tkv_err(rc, "%s", saved);
     }
-    remove_stale_manifests(vs);
+    vset_remove_stale_manifests(vs);
     tkv_err_clear();
     *out = vs;
     return 0;
@@ -496,10 +497,10 @@ void vset_mark_file_number_used(version_set *vs, uint64_t number)
 
 /* ---------------------------------------------------------------- apply */
 
-/* log_and_apply -- vset_log_and_apply(_unlocking); mu NULL: nothing is
+/* vset_log_then_install -- vset_log_and_apply(_unlocking); mu NULL: nothing is
  * released. Persistence order: the record is appended and synced before the
  * version is installed, so no reader sees a version the MANIFEST could lose. */
-static int log_and_apply(version_set *vs, version_edit *e, pthread_mutex_t *mu)
+static int vset_log_then_install(version_set *vs, version_edit *e, pthread_mutex_t *mu)
 {
     if (!vs || !e) return tkv_err(TKV_INVALID, "vset_log_and_apply: NULL argument");
     if (mu) {
@@ -546,7 +547,7 @@ static int log_and_apply(version_set *vs, version_edit *e, pthread_mutex_t *mu)
         vs->installing = 0;
         pthread_cond_broadcast(&vs->install_cv);
     }
-    account(vs, appended, rc == 0);
+    vset_account_meta_io(vs, appended, rc == 0);
     if (rc < 0) {
         vs->err = rc;
         version_free(v);
@@ -559,15 +560,15 @@ static int log_and_apply(version_set *vs, version_edit *e, pthread_mutex_t *mu)
         vs->has_pool_uuid = 1;
         memcpy(vs->pool_uuid, e->pool_uuid, sizeof e->pool_uuid);
     }
-    install(vs, v);
+    vset_install_version(vs, v);
     return 0;
 }
 
-int vset_log_and_apply(version_set *vs, version_edit *e) { return log_and_apply(vs, e, NULL); }
+int vset_log_and_apply(version_set *vs, version_edit *e) { return vset_log_then_install(vs, e, NULL); }
 
 int vset_log_and_apply_unlocking(version_set *vs, version_edit *e, pthread_mutex_t *mu)
 {
-    return log_and_apply(vs, e, mu);
+    return vset_log_then_install(vs, e, mu);
 }
 
 /* vset_live_files -- sorted, deduplicated numbers of every file any live
