@@ -58,9 +58,11 @@ void version_free(version *v)
     free(v);
 }
 
+/* version_ref -- takes one more reference on v. */
 void version_ref(version *v) { __atomic_fetch_add(&v->refs, 1, __ATOMIC_RELAXED); }
 
-/* Order: refs up before file_refs, file_refs down before refs, so that
+/* version_ref_files -- a files-only reference (pins no matrix rows). Order:
+ * refs up before file_refs, file_refs down before refs, so that
  * refs == file_refs never holds while a row reader is among the refs. */
 void version_ref_files(version *v)
 {
@@ -68,6 +70,7 @@ void version_ref_files(version *v)
     __atomic_fetch_add(&v->file_refs, 1, __ATOMIC_RELEASE);
 }
 
+/* version_unref_files -- drops a version_ref_files reference. */
 void version_unref_files(version *v)
 {
     if (!v) return;
@@ -243,6 +246,7 @@ int version_row_cursor(const version *v, uint64_t row_id, uint64_t *cursor)
     return 1;
 }
 
+/* version_cmp_row -- row_cursor by row_id ascending. */
 static int version_cmp_row(const void *a, const void *b)
 {
     uint64_t x = ((const row_cursor *)a)->row_id, y = ((const row_cursor *)b)->row_id;

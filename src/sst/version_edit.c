@@ -12,6 +12,7 @@
  *                  varint len + smallest ikey, varint len + largest ikey
  *   6 row cursor   varint row id, varint cursor (matrix container)
  *   7 row removed  varint row id
+ *   8 pool uuid    16 raw bytes (the matrix pool's uuid)
  * The END tag makes every strict prefix of a record malformed, so a decoder
  * never mistakes a cut record for a shorter edit. Decoding never reads past
  * the input and rejects unknown tags, levels >= VERSION_LEVELS, keys shorter
@@ -49,6 +50,7 @@ file_meta *file_meta_new(void)
     return f;
 }
 
+/* file_meta_ref -- takes one more reference on f. */
 void file_meta_ref(file_meta *f) { __atomic_fetch_add(&f->refs, 1, __ATOMIC_RELAXED); }
 
 /* file_meta_unref -- drops a reference; frees the keys and f at 0. */
@@ -63,6 +65,7 @@ void file_meta_unref(file_meta *f)
 
 /* ---------------------------------------------------------------- edit */
 
+/* edit_init -- an empty edit (no fields, no arrays). */
 void edit_init(version_edit *e) { memset(e, 0, sizeof *e); }
 
 /* edit_free -- drops the refs on added files and releases the arrays. */
@@ -140,6 +143,7 @@ static int edit_has_row(const version_edit *e, uint64_t row_id)
     return 0;
 }
 
+/* edit_set_row_cursor -- records row_id's cursor (once per edit). */
 int edit_set_row_cursor(version_edit *e, uint64_t row_id, uint64_t cursor)
 {
     if (!e) return tkv_err(TKV_INVALID, "edit_set_row_cursor: NULL edit");
@@ -152,6 +156,7 @@ int edit_set_row_cursor(version_edit *e, uint64_t row_id, uint64_t cursor)
     return 0;
 }
 
+/* edit_remove_row -- records row_id as leaving the version (once per edit). */
 int edit_remove_row(version_edit *e, uint64_t row_id)
 {
     if (!e) return tkv_err(TKV_INVALID, "edit_remove_row: NULL edit");

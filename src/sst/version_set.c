@@ -477,11 +477,13 @@ void vset_close(version_set *vs)
 
 /* ---------------------------------------------------------------- accessors */
 
+/* One-line accessors of the set's counters (declared in version.h). */
 version *vset_current(version_set *vs) { return vs->current; }
 uint64_t vset_new_file_number(version_set *vs) { return vs->next_file++; }
 uint64_t vset_next_file_number(const version_set *vs) { return vs->next_file; }
 uint64_t vset_log_number(const version_set *vs) { return vs->log_number; }
 uint64_t vset_last_seq(const version_set *vs) { return vs->last_seq; }
+/* vset_pool_uuid -- the recorded pool uuid, if any. */
 int vset_pool_uuid(const version_set *vs, uint8_t out[16])
 {
     if (vs->has_pool_uuid) memcpy(out, vs->pool_uuid, sizeof vs->pool_uuid);
@@ -490,6 +492,7 @@ int vset_pool_uuid(const version_set *vs, uint8_t out[16])
 void vset_set_last_seq(version_set *vs, uint64_t seq) { vs->last_seq = seq; }
 uint64_t vset_manifest_number(const version_set *vs) { return vs->manifest_number; }
 
+/* vset_mark_file_number_used -- next_file = max(next_file, number + 1). */
 void vset_mark_file_number_used(version_set *vs, uint64_t number)
 {
     if (vs->next_file <= number) vs->next_file = number + 1;
@@ -564,8 +567,10 @@ static int vset_log_then_install(version_set *vs, version_edit *e, pthread_mutex
     return 0;
 }
 
+/* vset_log_and_apply -- logs e to the MANIFEST, syncs it, then installs the new version. */
 int vset_log_and_apply(version_set *vs, version_edit *e) { return vset_log_then_install(vs, e, NULL); }
 
+/* vset_log_and_apply_unlocking -- the same, releasing mu around the MANIFEST write and sync. */
 int vset_log_and_apply_unlocking(version_set *vs, version_edit *e, pthread_mutex_t *mu)
 {
     return vset_log_then_install(vs, e, mu);
