@@ -456,15 +456,10 @@ static void *prefault_main(void *arg)
     return NULL;
 }
 
-int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, pm_region **out, int *created)
+/* pm_open_alloc -- a zeroed region for path with no mapping yet: profile set,
+ * descriptors -1, and (PM_CRASHSIM) the cut point armed by pm_crashsim_arm. */
+static int pm_open_alloc(const char *path, pm_mode mode, pm_profile profile, pm_region **out)
 {
-    if (out) *out = NULL;
-    if (created) *created = 0;
-    if (!path || !out) return tkv_err(TKV_INVALID, "pm_open: NULL argument");
-    if ((unsigned)mode > PM_CRASHSIM) return tkv_err(TKV_INVALID, "pool %s: unknown pmem_mode %d", path, (int)mode);
-    if ((unsigned)profile > PM_PROFILE_OPTANE)
-        return tkv_err(TKV_INVALID, "pool %s: unknown emul_profile %d", path, (int)profile);
-
     pm_region *r = aligned_alloc(_Alignof(pm_region), sizeof *r);
     char *p = strdup(path);
     if (!r || !p) {
@@ -482,9 +477,19 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
         r->cs_cut = __atomic_load_n(&cs_armed_cut, __ATOMIC_ACQUIRE);
         r->on_cut = cs_armed_hook;
     }
+    *out = r;
+    return 0;
+}
 
-    int rc = 0, made = 0;
+/* pm_open_map -- maps the pool file into r->durable: an existing file (which
+ * must be a non-empty regular file of `size` bytes, when size != 0), or a new
+ * one of `size` bytes (*made = 1). A creator that loses a race to another
+ * creator (EEXIST) maps the other's file on the second attempt. */
+static int pm_open_map(pm_region *r, const char *path, uint64_t size, int *made)
+{
+    int rc = 0;
     struct stat sb;
+    *made = 0;
     for (int attempt = 0; attempt < 2 && !r->durable; attempt++) {
         if (stat(path, &sb) == 0) {
             if (!S_ISREG(sb.st_mode)) {
@@ -514,51 +519,108 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
         } else {
             int exists = 0;
             if ((rc = map_pool(r, path, size, 1, &exists)) < 0) break;
-            made = !exists; /* on EEXIST (a racing creator) the loop maps the existing file */
+            *made = !exists; /* on EEXIST (a racing creator) the loop maps the existing file */
         }
     }
     if (rc == 0 && !r->durable) rc = tkv_err(TKV_IO_ERROR, "pool %s: created and removed concurrently", path);
-    if (rc == 0) {
-        r->size = r->map_len;
-        if (size != 0 && r->size != size)
-            rc = tkv_err(TKV_INVALID, "pool %s is %llu bytes, pmem_size asks for %llu", path,
-                         (unsigned long long)r->size, (unsigned long long)size);
-        else if (r->size % PM_POOL_ALIGN != 0)
-            rc = tkv_err(TKV_INVALID, "pool %s is %llu bytes, not a multiple of %u", path,
-                         (unsigned long long)r->size, PM_POOL_ALIGN);
-    }
-    if (rc == 0) {
-        int is_pmem = pmem_is_pmem(r->durable, r->size);
-        if (mode == PM_AUTO) mode = is_pmem ? PM_PMEM : PM_EMULATED;
-        if (mode == PM_PMEM && !is_pmem)
-            rc = tkv_err(TKV_INVALID,
-                         "pool %s is not persistent memory (pmem_mode=pmem); use pmem_mode=auto or emulated", path);
-        r->mode = mode;
-    }
-    if (rc == 0 && mode == PM_CRASHSIM) {
-        void *v = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (v == MAP_FAILED)
-            rc = tkv_err_errno(errno, "pool %s: mapping the crash-simulation image of %llu bytes", path,
-                               (unsigned long long)r->size);
-        else
-            r->base = memcpy(v, r->durable, r->size);
-    } else if (rc == 0) {
+    return rc;
+}
+
+/* pm_open_check_size -- sets r->size from the mapping and checks it: equal to
+ * `size` when one was asked for, and a multiple of PM_POOL_ALIGN. */
+static int pm_open_check_size(pm_region *r, const char *path, uint64_t size)
+{
+    r->size = r->map_len;
+    if (size != 0 && r->size != size)
+        return tkv_err(TKV_INVALID, "pool %s is %llu bytes, pmem_size asks for %llu", path,
+                       (unsigned long long)r->size, (unsigned long long)size);
+    if (r->size % PM_POOL_ALIGN != 0)
+        return tkv_err(TKV_INVALID, "pool %s is %llu bytes, not a multiple of %u", path,
+                       (unsigned long long)r->size, PM_POOL_ALIGN);
+    return 0;
+}
+
+/* pm_open_resolve_mode -- sets r->mode: PM_AUTO becomes PM_PMEM on a pmem
+ * mapping, else PM_EMULATED; PM_PMEM on a mapping that is not pmem is
+ * TKV_INVALID. */
+static int pm_open_resolve_mode(pm_region *r, const char *path, pm_mode mode)
+{
+    int rc = 0;
+    int is_pmem = pmem_is_pmem(r->durable, r->size);
+    if (mode == PM_AUTO) mode = is_pmem ? PM_PMEM : PM_EMULATED;
+    if (mode == PM_PMEM && !is_pmem)
+        rc = tkv_err(TKV_INVALID,
+                     "pool %s is not persistent memory (pmem_mode=pmem); use pmem_mode=auto or emulated", path);
+    r->mode = mode;
+    return rc;
+}
+
+/* pm_open_engine_image -- sets r->base, what the engine reads and writes: the
+ * file mapping itself, or in PM_CRASHSIM a private anonymous copy of it (the
+ * volatile image). */
+static int pm_open_engine_image(pm_region *r, const char *path)
+{
+    if (r->mode != PM_CRASHSIM) {
         r->base = r->durable;
+        return 0;
     }
-    if (rc == 0 && made && (mode == PM_MSYNC || mode == PM_PMEM)) rc = fsync_parent(path);
+    void *v = mmap(NULL, r->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (v == MAP_FAILED)
+        return tkv_err_errno(errno, "pool %s: mapping the crash-simulation image of %llu bytes", path,
+                             (unsigned long long)r->size);
+    r->base = memcpy(v, r->durable, r->size);
+    return 0;
+}
+
+/* pm_open_undo -- a failed pm_open: unmaps what was mapped, removes the pool
+ * file if this open created it, and frees r. */
+static void pm_open_undo(pm_region *r, const char *path, int made)
+{
+    if (r->base && r->base != r->durable) munmap(r->base, r->size);
+    if (r->durable) pmem_unmap(r->durable, r->map_len);
+    if (made) unlink(path);
+    free(r->path);
+    free(r);
+}
+
+/* pm_open_start_helpers -- best effort, after a successful open: the
+ * write-back descriptors (PM_EMULATED on a file system that writes back) and
+ * the prefault thread (not in PM_CRASHSIM). */
+static void pm_open_start_helpers(pm_region *r, const char *path)
+{
+    if (r->mode == PM_EMULATED) r->wb_fd = open_writeback_fd(path);
+    if (r->wb_fd >= 0) r->wb_dir_fd = open_parent_dir(path); /* for the device-cache flushes (wb_flush_every) */
+    if (r->mode != PM_CRASHSIM) /* (the crash image is an anonymous copy, already touched) */
+        r->prefault_started = pthread_create(&r->prefault, NULL, prefault_main, r) == 0;
+}
+
+/* pm_open -- opens, or creates, the pool at path (contract: emul/pmem.h).
+ * Steps: allocate the region, map the file, check its size, resolve the mode,
+ * set up the engine's image, fsync the directory of a pool created here
+ * (PM_MSYNC, PM_PMEM); a failure in any step undoes the earlier ones. */
+int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, pm_region **out, int *created)
+{
+    if (out) *out = NULL;
+    if (created) *created = 0;
+    if (!path || !out) return tkv_err(TKV_INVALID, "pm_open: NULL argument");
+    if ((unsigned)mode > PM_CRASHSIM) return tkv_err(TKV_INVALID, "pool %s: unknown pmem_mode %d", path, (int)mode);
+    if ((unsigned)profile > PM_PROFILE_OPTANE)
+        return tkv_err(TKV_INVALID, "pool %s: unknown emul_profile %d", path, (int)profile);
+
+    pm_region *r = NULL;
+    TKV_TRY(pm_open_alloc(path, mode, profile, &r));
+    int made = 0;
+    int rc = pm_open_map(r, path, size, &made);
+    if (rc == 0) rc = pm_open_check_size(r, path, size);
+    if (rc == 0) rc = pm_open_resolve_mode(r, path, mode);
+    if (rc == 0) rc = pm_open_engine_image(r, path);
+    if (rc == 0 && made && (r->mode == PM_MSYNC || r->mode == PM_PMEM)) rc = fsync_parent(path);
     if (rc < 0) {
-        if (r->base && r->base != r->durable) munmap(r->base, r->size);
-        if (r->durable) pmem_unmap(r->durable, r->map_len);
-        if (made) unlink(path);
-        free(r->path);
-        free(r);
+        pm_open_undo(r, path, made);
         return rc;
     }
     if (created) *created = made;
-    if (mode == PM_EMULATED) r->wb_fd = open_writeback_fd(path);
-    if (r->wb_fd >= 0) r->wb_dir_fd = open_parent_dir(path); /* for the device-cache flushes (wb_flush_every) */
-    if (mode != PM_CRASHSIM) /* (the crash image is an anonymous copy, already touched) */
-        r->prefault_started = pthread_create(&r->prefault, NULL, prefault_main, r) == 0;
+    pm_open_start_helpers(r, path);
     *out = r;
     return 0;
 }

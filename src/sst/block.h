@@ -2,7 +2,7 @@
  * block.h -- the sorted key/value block of SSTables (data and index blocks):
  * a builder, and an iterator that reads a block in place.
  *
- * Block contents (docs/format-sst.md, "Blocks"):
+ * Block contents (docs/format-sst.md, §4 "Data and index blocks"):
  *   entry*   each: varint shared, varint non_shared, varint value_len,
  *            key bytes [shared, shared+non_shared) (the prefix comes from the
  *            previous key), value bytes

@@ -15,6 +15,9 @@
  *
  * Thread safety: vset_* calls are made with the db mutex held (or single
  * threaded at open); version_ref/unref are atomic and lock-free.
+ *
+ * Implemented by version.c (the version object), version_set.c (the set and
+ * the MANIFEST) and version_edit.c (file_meta, edits and their codec).
  */
 #ifndef TKV_SST_VERSION_H
 #define TKV_SST_VERSION_H
@@ -48,7 +51,8 @@ typedef struct version_set version_set;
 /* row_cursor -- the drain cursor of one matrix-container row (RowTable):
  * entries below `cursor` have been moved to L1 by column compaction. The
  * cursor is recorded here, in the same version edit that installs the L1
- * files, so the two move together atomically (design.md §2). A row with no
+ * files, so the two move together atomically (docs/design.md, durability
+ * invariant 7). A row with no
  * entry has cursor 0; a row is removed from the version when it is gone. */
 typedef struct row_cursor {
     uint64_t row_id;
@@ -119,10 +123,6 @@ int edit_remove_row(version_edit *e, uint64_t row_id);
 /* edit_encode / edit_decode -- the MANIFEST record codec. Decode returns
  * TKV_CORRUPTION on any malformed input (never crashes). */
 int edit_encode(const version_edit *e, tkv_buf *out);
-/* vset_pool_uuid -- the pool uuid the MANIFEST records: 1 and *out, or 0 if
- * none was ever recorded (l0=sst, or a database created before the tag).
- * An edit with has_pool_uuid replaces it (vset_log_and_apply). */
-int vset_pool_uuid(const version_set *vs, uint8_t out[16]);
 int edit_decode(const uint8_t *p, size_t n, version_edit *e);
 
 /* vset_open -- opens the version set of `dir`: if CURRENT exists, recovers
@@ -141,6 +141,10 @@ void vset_mark_file_number_used(version_set *vs, uint64_t number); /* next_file 
 uint64_t vset_log_number(const version_set *vs);
 uint64_t vset_last_seq(const version_set *vs);
 void vset_set_last_seq(version_set *vs, uint64_t seq);
+/* vset_pool_uuid -- the pool uuid the MANIFEST records: 1 and *out, or 0 if
+ * none was ever recorded (l0=sst, or a database created before the tag).
+ * An edit with has_pool_uuid replaces it (vset_log_and_apply). */
+int vset_pool_uuid(const version_set *vs, uint8_t out[16]);
 
 /* vset_log_and_apply -- sets the edit's next_file/last_seq from vs, appends it
  * to the MANIFEST and syncs it, then installs the new current version.

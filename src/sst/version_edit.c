@@ -12,6 +12,7 @@
  *                  varint len + smallest ikey, varint len + largest ikey
  *   6 row cursor   varint row id, varint cursor (matrix container)
  *   7 row removed  varint row id
+ *   8 pool uuid    16 raw bytes (the matrix pool's uuid)
  * The END tag makes every strict prefix of a record malformed, so a decoder
  * never mistakes a cut record for a shorter edit. Decoding never reads past
  * the input and rejects unknown tags, levels >= VERSION_LEVELS, keys shorter
@@ -24,15 +25,15 @@
 #include "util/status.h"
 
 enum {
-    TAG_END = 0,
-    TAG_LOG_NUMBER = 1,
-    TAG_NEXT_FILE = 2,
-    TAG_LAST_SEQ = 3,
-    TAG_DELETED = 4,
-    TAG_ADDED = 5,
-    TAG_ROW_CURSOR = 6,
-    TAG_ROW_REMOVED = 7,
-    TAG_POOL_UUID = 8,
+    EDIT_TAG_END = 0,
+    EDIT_TAG_LOG_NUMBER = 1,
+    EDIT_TAG_NEXT_FILE = 2,
+    EDIT_TAG_LAST_SEQ = 3,
+    EDIT_TAG_DELETED = 4,
+    EDIT_TAG_ADDED = 5,
+    EDIT_TAG_ROW_CURSOR = 6,
+    EDIT_TAG_ROW_REMOVED = 7,
+    EDIT_TAG_POOL_UUID = 8,
 };
 
 /* ---------------------------------------------------------------- file_meta */
@@ -49,6 +50,7 @@ file_meta *file_meta_new(void)
     return f;
 }
 
+/* file_meta_ref -- takes one more reference on f. */
 void file_meta_ref(file_meta *f) { __atomic_fetch_add(&f->refs, 1, __ATOMIC_RELAXED); }
 
 /* file_meta_unref -- drops a reference; frees the keys and f at 0. */
@@ -63,6 +65,7 @@ void file_meta_unref(file_meta *f)
 
 /* ---------------------------------------------------------------- edit */
 
+/* edit_init -- an empty edit (no fields, no arrays). */
 void edit_init(version_edit *e) { memset(e, 0, sizeof *e); }
 
 /* edit_free -- drops the refs on added files and releases the arrays. */
@@ -77,10 +80,10 @@ void edit_free(version_edit *e)
     edit_init(e);
 }
 
-/* grow -- makes room for element n of an array that only grows one element at
- * a time: capacity is 4, 8, 16, ... so a realloc is due when n is 0 or a power
- * of two >= 4. */
-static int grow(void **arr, size_t n, size_t elem)
+/* edit_grow -- makes room for element n of an array that only grows one element
+ * at a time: capacity is 4, 8, 16, ... so a realloc is due when n is 0 or a
+ * power of two >= 4. */
+static int edit_grow(void **arr, size_t n, size_t elem)
 {
     if (n != 0 && (n < 4 || (n & (n - 1)) != 0)) return 0;
     size_t cap = n ? n * 2 : 4;
@@ -91,9 +94,9 @@ static int grow(void **arr, size_t n, size_t elem)
     return 0;
 }
 
-/* check_file -- the shape every file_meta of an edit must have; 0 or a
+/* edit_check_file -- the shape every file_meta of an edit must have; 0 or a
  * message (static) saying what is wrong. */
-static const char *check_file(const file_meta *f)
+static const char *edit_check_file(const file_meta *f)
 {
     if (f->smallest.len < IKEY_TRAILER || f->largest.len < IKEY_TRAILER) return "key shorter than an ikey trailer";
     if (ikey_cmp(slice(f->smallest.data, f->smallest.len), slice(f->largest.data, f->largest.len)) > 0)
@@ -107,9 +110,9 @@ int edit_add_file(version_edit *e, int level, file_meta *f)
 {
     if (!e || !f) return tkv_err(TKV_INVALID, "edit_add_file: NULL argument");
     if (level < 0 || level >= VERSION_LEVELS) return tkv_err(TKV_INVALID, "edit_add_file: level %d out of range", level);
-    const char *why = check_file(f);
+    const char *why = edit_check_file(f);
     if (why) return tkv_err(TKV_INVALID, "edit_add_file: %06llu.sst: %s", (unsigned long long)f->number, why);
-    TKV_TRY(grow((void **)&e->added, e->nadded, sizeof e->added[0]));
+    TKV_TRY(edit_grow((void **)&e->added, e->nadded, sizeof e->added[0]));
     file_meta_ref(f);
     e->added[e->nadded].level = level;
     e->added[e->nadded].f = f;
@@ -123,15 +126,15 @@ int edit_delete_file(version_edit *e, int level, uint64_t number)
     if (!e) return tkv_err(TKV_INVALID, "edit_delete_file: NULL edit");
     if (level < 0 || level >= VERSION_LEVELS)
         return tkv_err(TKV_INVALID, "edit_delete_file: level %d out of range", level);
-    TKV_TRY(grow((void **)&e->deleted, e->ndeleted, sizeof e->deleted[0]));
+    TKV_TRY(edit_grow((void **)&e->deleted, e->ndeleted, sizeof e->deleted[0]));
     e->deleted[e->ndeleted].level = level;
     e->deleted[e->ndeleted].number = number;
     e->ndeleted++;
     return 0;
 }
 
-/* row_in_edit -- whether row_id is already set or removed by e. */
-static int row_in_edit(const version_edit *e, uint64_t row_id)
+/* edit_has_row -- whether row_id is already set or removed by e. */
+static int edit_has_row(const version_edit *e, uint64_t row_id)
 {
     for (size_t i = 0; i < e->ncursors; i++)
         if (e->cursors[i].row_id == row_id) return 1;
@@ -140,32 +143,34 @@ static int row_in_edit(const version_edit *e, uint64_t row_id)
     return 0;
 }
 
+/* edit_set_row_cursor -- records row_id's cursor (once per edit). */
 int edit_set_row_cursor(version_edit *e, uint64_t row_id, uint64_t cursor)
 {
     if (!e) return tkv_err(TKV_INVALID, "edit_set_row_cursor: NULL edit");
-    if (row_in_edit(e, row_id))
+    if (edit_has_row(e, row_id))
         return tkv_err(TKV_INVALID, "edit_set_row_cursor: row %llu appears twice in one edit", (unsigned long long)row_id);
-    TKV_TRY(grow((void **)&e->cursors, e->ncursors, sizeof e->cursors[0]));
+    TKV_TRY(edit_grow((void **)&e->cursors, e->ncursors, sizeof e->cursors[0]));
     e->cursors[e->ncursors].row_id = row_id;
     e->cursors[e->ncursors].cursor = cursor;
     e->ncursors++;
     return 0;
 }
 
+/* edit_remove_row -- records row_id as leaving the version (once per edit). */
 int edit_remove_row(version_edit *e, uint64_t row_id)
 {
     if (!e) return tkv_err(TKV_INVALID, "edit_remove_row: NULL edit");
-    if (row_in_edit(e, row_id))
+    if (edit_has_row(e, row_id))
         return tkv_err(TKV_INVALID, "edit_remove_row: row %llu appears twice in one edit", (unsigned long long)row_id);
-    TKV_TRY(grow((void **)&e->rows_removed, e->nrows_removed, sizeof e->rows_removed[0]));
+    TKV_TRY(edit_grow((void **)&e->rows_removed, e->nrows_removed, sizeof e->rows_removed[0]));
     e->rows_removed[e->nrows_removed++] = row_id;
     return 0;
 }
 
 /* ---------------------------------------------------------------- codec */
 
-/* put_key -- varint length then the bytes. */
-static int put_key(tkv_buf *out, const tkv_buf *k)
+/* edit_put_key -- varint length then the bytes. */
+static int edit_put_key(tkv_buf *out, const tkv_buf *k)
 {
     TKV_TRY(buf_append_varint(out, k->len));
     return buf_append(out, k->data, k->len);
@@ -176,57 +181,57 @@ int edit_encode(const version_edit *e, tkv_buf *out)
 {
     if (!e || !out) return tkv_err(TKV_INVALID, "edit_encode: NULL argument");
     if (e->has_log_number) {
-        TKV_TRY(buf_append_varint(out, TAG_LOG_NUMBER));
+        TKV_TRY(buf_append_varint(out, EDIT_TAG_LOG_NUMBER));
         TKV_TRY(buf_append_varint(out, e->log_number));
     }
     if (e->has_next_file) {
-        TKV_TRY(buf_append_varint(out, TAG_NEXT_FILE));
+        TKV_TRY(buf_append_varint(out, EDIT_TAG_NEXT_FILE));
         TKV_TRY(buf_append_varint(out, e->next_file));
     }
     if (e->has_last_seq) {
-        TKV_TRY(buf_append_varint(out, TAG_LAST_SEQ));
+        TKV_TRY(buf_append_varint(out, EDIT_TAG_LAST_SEQ));
         TKV_TRY(buf_append_varint(out, e->last_seq));
     }
     for (size_t i = 0; i < e->ndeleted; i++) {
-        TKV_TRY(buf_append_varint(out, TAG_DELETED));
+        TKV_TRY(buf_append_varint(out, EDIT_TAG_DELETED));
         TKV_TRY(buf_append_varint(out, (uint64_t)e->deleted[i].level));
         TKV_TRY(buf_append_varint(out, e->deleted[i].number));
     }
     for (size_t i = 0; i < e->nadded; i++) {
         const file_meta *f = e->added[i].f;
-        TKV_TRY(buf_append_varint(out, TAG_ADDED));
+        TKV_TRY(buf_append_varint(out, EDIT_TAG_ADDED));
         TKV_TRY(buf_append_varint(out, (uint64_t)e->added[i].level));
         TKV_TRY(buf_append_varint(out, f->number));
         TKV_TRY(buf_append_varint(out, f->size));
         TKV_TRY(buf_append_varint(out, f->num_entries));
         TKV_TRY(buf_append_varint(out, f->min_seq));
         TKV_TRY(buf_append_varint(out, f->max_seq));
-        TKV_TRY(put_key(out, &f->smallest));
-        TKV_TRY(put_key(out, &f->largest));
+        TKV_TRY(edit_put_key(out, &f->smallest));
+        TKV_TRY(edit_put_key(out, &f->largest));
     }
     for (size_t i = 0; i < e->ncursors; i++) {
-        TKV_TRY(buf_append_varint(out, TAG_ROW_CURSOR));
+        TKV_TRY(buf_append_varint(out, EDIT_TAG_ROW_CURSOR));
         TKV_TRY(buf_append_varint(out, e->cursors[i].row_id));
         TKV_TRY(buf_append_varint(out, e->cursors[i].cursor));
     }
     for (size_t i = 0; i < e->nrows_removed; i++) {
-        TKV_TRY(buf_append_varint(out, TAG_ROW_REMOVED));
+        TKV_TRY(buf_append_varint(out, EDIT_TAG_ROW_REMOVED));
         TKV_TRY(buf_append_varint(out, e->rows_removed[i]));
     }
     if (e->has_pool_uuid) {
-        TKV_TRY(buf_append_varint(out, TAG_POOL_UUID));
+        TKV_TRY(buf_append_varint(out, EDIT_TAG_POOL_UUID));
         TKV_TRY(buf_append(out, e->pool_uuid, sizeof e->pool_uuid));
     }
-    return buf_append_varint(out, TAG_END);
+    return buf_append_varint(out, EDIT_TAG_END);
 }
 
 /* A cursor over the record being decoded. */
-typedef struct rd {
+typedef struct edit_reader {
     const uint8_t *p, *start, *limit;
-} rd;
+} edit_reader;
 
-/* get_varint -- next varint, or TKV_CORRUPTION naming the field. */
-static int get_varint(rd *r, uint64_t *v, const char *what)
+/* edit_get_varint -- next varint, or TKV_CORRUPTION naming the field. */
+static int edit_get_varint(edit_reader *r, uint64_t *v, const char *what)
 {
     const uint8_t *q = dec_varint(r->p, r->limit, v);
     if (!q)
@@ -236,23 +241,23 @@ static int get_varint(rd *r, uint64_t *v, const char *what)
     return 0;
 }
 
-/* get_level -- a varint level < VERSION_LEVELS. */
-static int get_level(rd *r, int *level)
+/* edit_get_level -- a varint level < VERSION_LEVELS. */
+static int edit_get_level(edit_reader *r, int *level)
 {
     uint64_t v;
     size_t at = (size_t)(r->p - r->start);
-    TKV_TRY(get_varint(r, &v, "level"));
+    TKV_TRY(edit_get_varint(r, &v, "level"));
     if (v >= VERSION_LEVELS)
         return tkv_err(TKV_CORRUPTION, "version edit: level %llu at byte %zu is out of range", (unsigned long long)v, at);
     *level = (int)v;
     return 0;
 }
 
-/* get_key -- a length-prefixed internal key copied into k. */
-static int get_key(rd *r, tkv_buf *k, const char *what)
+/* edit_get_key -- a length-prefixed internal key copied into k. */
+static int edit_get_key(edit_reader *r, tkv_buf *k, const char *what)
 {
     uint64_t len;
-    TKV_TRY(get_varint(r, &len, what));
+    TKV_TRY(edit_get_varint(r, &len, what));
     if (len > (uint64_t)(r->limit - r->p))
         return tkv_err(TKV_CORRUPTION, "version edit: %s of %llu bytes extends past the end of the record", what,
                        (unsigned long long)len);
@@ -264,22 +269,22 @@ static int get_key(rd *r, tkv_buf *k, const char *what)
     return 0;
 }
 
-/* decode_added -- the value of an added-file field; adds it to e. */
-static int decode_added(rd *r, version_edit *e)
+/* edit_decode_added -- the value of an added-file field; adds it to e. */
+static int edit_decode_added(edit_reader *r, version_edit *e)
 {
     int level;
-    TKV_TRY(get_level(r, &level));
+    TKV_TRY(edit_get_level(r, &level));
     file_meta *f = file_meta_new();
     if (!f) return TKV_NO_MEMORY;
-    int rc = get_varint(r, &f->number, "file number");
-    if (rc == 0) rc = get_varint(r, &f->size, "file size");
-    if (rc == 0) rc = get_varint(r, &f->num_entries, "entry count");
-    if (rc == 0) rc = get_varint(r, &f->min_seq, "min_seq");
-    if (rc == 0) rc = get_varint(r, &f->max_seq, "max_seq");
-    if (rc == 0) rc = get_key(r, &f->smallest, "smallest key");
-    if (rc == 0) rc = get_key(r, &f->largest, "largest key");
+    int rc = edit_get_varint(r, &f->number, "file number");
+    if (rc == 0) rc = edit_get_varint(r, &f->size, "file size");
+    if (rc == 0) rc = edit_get_varint(r, &f->num_entries, "entry count");
+    if (rc == 0) rc = edit_get_varint(r, &f->min_seq, "min_seq");
+    if (rc == 0) rc = edit_get_varint(r, &f->max_seq, "max_seq");
+    if (rc == 0) rc = edit_get_key(r, &f->smallest, "smallest key");
+    if (rc == 0) rc = edit_get_key(r, &f->largest, "largest key");
     if (rc == 0) {
-        const char *why = check_file(f);
+        const char *why = edit_check_file(f);
         if (why)
             rc = tkv_err(TKV_CORRUPTION, "version edit: added file %06llu.sst: %s", (unsigned long long)f->number, why);
     }
@@ -288,62 +293,62 @@ static int decode_added(rd *r, version_edit *e)
     return rc;
 }
 
-/* decode_fields -- the body of edit_decode. */
-static int decode_fields(rd *r, version_edit *e)
+/* edit_decode_fields -- the body of edit_decode. */
+static int edit_decode_fields(edit_reader *r, version_edit *e)
 {
     for (;;) {
         uint64_t tag;
         size_t at = (size_t)(r->p - r->start);
         if (r->p == r->limit)
             return tkv_err(TKV_CORRUPTION, "version edit: record ends at byte %zu without its end marker", at);
-        TKV_TRY(get_varint(r, &tag, "tag"));
+        TKV_TRY(edit_get_varint(r, &tag, "tag"));
         switch (tag) {
-        case TAG_END:
+        case EDIT_TAG_END:
             if (r->p != r->limit)
                 return tkv_err(TKV_CORRUPTION, "version edit: %zu bytes after the end marker at byte %zu",
                                (size_t)(r->limit - r->p), at);
             return 0;
-        case TAG_LOG_NUMBER:
-            TKV_TRY(get_varint(r, &e->log_number, "log_number"));
+        case EDIT_TAG_LOG_NUMBER:
+            TKV_TRY(edit_get_varint(r, &e->log_number, "log_number"));
             e->has_log_number = 1;
             break;
-        case TAG_NEXT_FILE:
-            TKV_TRY(get_varint(r, &e->next_file, "next_file"));
+        case EDIT_TAG_NEXT_FILE:
+            TKV_TRY(edit_get_varint(r, &e->next_file, "next_file"));
             e->has_next_file = 1;
             break;
-        case TAG_LAST_SEQ:
-            TKV_TRY(get_varint(r, &e->last_seq, "last_seq"));
+        case EDIT_TAG_LAST_SEQ:
+            TKV_TRY(edit_get_varint(r, &e->last_seq, "last_seq"));
             e->has_last_seq = 1;
             break;
-        case TAG_DELETED: {
+        case EDIT_TAG_DELETED: {
             int level;
             uint64_t number;
-            TKV_TRY(get_level(r, &level));
-            TKV_TRY(get_varint(r, &number, "deleted file number"));
+            TKV_TRY(edit_get_level(r, &level));
+            TKV_TRY(edit_get_varint(r, &number, "deleted file number"));
             TKV_TRY(edit_delete_file(e, level, number));
             break;
         }
-        case TAG_ADDED: TKV_TRY(decode_added(r, e)); break;
-        case TAG_ROW_CURSOR: {
+        case EDIT_TAG_ADDED: TKV_TRY(edit_decode_added(r, e)); break;
+        case EDIT_TAG_ROW_CURSOR: {
             uint64_t row, cur;
-            TKV_TRY(get_varint(r, &row, "row id"));
-            TKV_TRY(get_varint(r, &cur, "row cursor"));
-            if (row_in_edit(e, row))
+            TKV_TRY(edit_get_varint(r, &row, "row id"));
+            TKV_TRY(edit_get_varint(r, &cur, "row cursor"));
+            if (edit_has_row(e, row))
                 return tkv_err(TKV_CORRUPTION, "version edit: row %llu appears twice (byte %zu)",
                                (unsigned long long)row, at);
             TKV_TRY(edit_set_row_cursor(e, row, cur));
             break;
         }
-        case TAG_ROW_REMOVED: {
+        case EDIT_TAG_ROW_REMOVED: {
             uint64_t row;
-            TKV_TRY(get_varint(r, &row, "removed row id"));
-            if (row_in_edit(e, row))
+            TKV_TRY(edit_get_varint(r, &row, "removed row id"));
+            if (edit_has_row(e, row))
                 return tkv_err(TKV_CORRUPTION, "version edit: row %llu appears twice (byte %zu)",
                                (unsigned long long)row, at);
             TKV_TRY(edit_remove_row(e, row));
             break;
         }
-        case TAG_POOL_UUID:
+        case EDIT_TAG_POOL_UUID:
             if ((size_t)(r->limit - r->p) < sizeof e->pool_uuid)
                 return tkv_err(TKV_CORRUPTION, "version edit: truncated pool uuid at byte %zu", at);
             memcpy(e->pool_uuid, r->p, sizeof e->pool_uuid);
@@ -364,8 +369,8 @@ int edit_decode(const uint8_t *p, size_t n, version_edit *e)
     edit_init(e);
     if (n == 0) return tkv_err(TKV_CORRUPTION, "version edit: empty record (no end marker)");
     if (!p) return tkv_err(TKV_INVALID, "edit_decode: NULL input");
-    rd r = {p, p, p + n};
-    int rc = decode_fields(&r, e);
+    edit_reader r = {p, p, p + n};
+    int rc = edit_decode_fields(&r, e);
     if (rc < 0) edit_free(e);
     return rc;
 }
