@@ -91,7 +91,7 @@ void pm_read_delay(pm_region *r, unsigned accesses);
  * device-cache flush holds up every read of the disk for as long as the
  * cache takes to drain, roughly in proportion to what was written since the
  * last flush; so many small flushes are better than the one large one the
- * engine's next MANIFEST or SST sync would otherwise pay (docs/scheduler.md,
+ * engine's next MANIFEST or SST sync would otherwise pay (docs/bench/scheduler-history.md,
  * fifth and seventh runs). The engine passes its bytes_per_sync.
  * Durability is unchanged: PM_EMULATED survives a process crash either
  * way, not an OS crash.

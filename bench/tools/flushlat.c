@@ -1,6 +1,6 @@
 /*
  * flushlat.c -- how a writer's device-cache flushes hold up reads of the same
- * disk (the measurement behind the bytes_per_sync option, docs/scheduler.md
+ * disk (the measurement behind the bytes_per_sync option, docs/bench/scheduler-history.md
  * "Fourth run" and "Seventh run"). Not part of the build:
  *
  *   cc -O2 -o /tmp/flushlat bench/tools/flushlat.c -lpthread

@@ -56,7 +56,7 @@ static void compact_worker(tkv_db *db, int deep)
 static void *l0_main(void *arg)
 {
     tkv_db *db = arg;
-    tkv_thread_background("tkv-l0", db->opts.background_nice);
+    thread_background("tkv-l0", db->opts.background_nice);
     compact_worker(db, 0);
     return NULL;
 }
@@ -64,7 +64,7 @@ static void *l0_main(void *arg)
 static void *deep_main(void *arg)
 {
     tkv_db *db = arg;
-    tkv_thread_background("tkv-deep", db->opts.background_nice);
+    thread_background("tkv-deep", db->opts.background_nice);
     compact_worker(db, 1);
     return NULL;
 }

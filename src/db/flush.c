@@ -101,7 +101,7 @@ static int flush_one_sst(tkv_db *db)
 static void *flush_main(void *arg)
 {
     tkv_db *db = arg;
-    tkv_thread_background("tkv-flush", db->opts.background_nice);
+    thread_background("tkv-flush", db->opts.background_nice);
     pthread_mutex_lock(&db->mu);
     uint64_t started = 0, bytes = 0;
     while (!db->shutting_down || (db->sv->nimm > 0 && !db->bg_error)) {

@@ -265,7 +265,7 @@ static int run_column(tkv_db *db, column_job *j)
 static void *column_main(void *arg)
 {
     tkv_db *db = arg;
-    tkv_thread_background("tkv-column", db->opts.background_nice);
+    thread_background("tkv-column", db->opts.background_nice);
     struct mx_state *mx = db->mx;
     pthread_mutex_lock(&db->mu);
     for (;;) {

@@ -1,9 +1,10 @@
 /*
  * options.h -- the engine's option set behind the opaque tkv_options.
  *
- * Every option is a row of the table in options.c (name, type, range, default,
- * documentation); docs/options.md is generated from the same text. tkv_open
- * copies the options, so the engine reads them without locking.
+ * Every option is a row of the table in options.c (name, type, range,
+ * default); docs/options.md documents each one and is kept by hand beside
+ * the table. tkv_open copies the options, so the engine reads them without
+ * locking.
  */
 #ifndef TKV_DB_OPTIONS_H
 #define TKV_DB_OPTIONS_H

@@ -3,7 +3,7 @@
  * glue between the primitives of src/sched/ and the engine's threads.
  *
  *  - Accounting: io/io.c counts every byte per class where it happens; the
- *    monitor thread (tkv-monitor, 10 ms) turns the deltas into windows: client
+ *    monitor thread (tkv-sched-mon, 10 ms) turns the deltas into windows: client
  *    bytes (IO_WAL writes + IO_USER_READ reads) feed the control law
  *    I = max(floor, T - C - epsilon) (sched/monitor.h), whose published
  *    changes set the internal rate limiter (sched/ratelimit.h). With
@@ -68,8 +68,9 @@ typedef struct silk_job {
  * any data file is opened) and installs the gate on db->io. Probes T when
  * device_bandwidth=0. */
 int silk_open(struct tkv_db *db);
-/* silk_start / silk_stop -- the monitor thread. silk_stop also wakes every
- * waiter (paused jobs and token waits end with SILK_ABORTED). */
+/* silk_start / silk_stop -- the monitor thread. silk_stop also lifts the
+ * pause for good: paused deep jobs resume (silk_abort_all, at shutdown,
+ * makes them stop at their next pause point with SILK_ABORTED). */
 int silk_start(struct tkv_db *db);
 void silk_stop(struct tkv_db *db);
 /* silk_close -- frees everything (after silk_stop and after every thread

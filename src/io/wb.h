@@ -7,7 +7,7 @@
  * does not write a large dirty backlog in one burst later. That call is
  * "asynchronous" only in that it does not wait for the device: it submits the
  * whole range, and submitting 8 MiB to a busy or throttled disk took 8-20 ms
- * (strace in a SILK run, docs/scheduler.md). For the WAL that time was spent
+ * (strace in a SILK run, docs/bench/scheduler-history.md). For the WAL that time was spent
  * by the write leader, so every writer queued behind it -- and with readers
  * queued behind the stuck writers, every client -- waited. An io_wb moves the
  * work to its own thread ("tkv-wal-wb"): the writer only queues the range.
@@ -20,7 +20,7 @@
  * the write-back made that sync stall all reads for 30-150 ms. Beside a
  * 6 MB/s WAL, reads had a per-second p99 of 14 ms with a flush every 8 MiB
  * and 2 ms with one every 1 MiB, the default bytes_per_sync
- * (docs/scheduler.md, fifth and seventh runs). It is not an
+ * (docs/bench/scheduler-history.md, fifth and seventh runs). It is not an
  * acknowledgement: a write is durable only when wal_sync (sync=1, TKV_SYNC)
  * says so.
  *

@@ -9,25 +9,25 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int tkv_thread_set_nice(int nice)
+int thread_set_nice(int nice)
 {
     if (nice <= 0) return 0;
     if (nice > 19) nice = 19;
     /* never raise the priority above what the thread inherited (a process
      * started under `nice -n 15` keeps 15; as root it could go lower) */
-    if (tkv_thread_get_nice() >= nice) return 0;
+    if (thread_get_nice() >= nice) return 0;
     /* PRIO_PROCESS with a thread id sets that thread only (Linux) */
     if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0) return errno;
     return 0;
 }
 
-int tkv_thread_get_nice(void)
+int thread_get_nice(void)
 {
     return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
 }
 
-void tkv_thread_background(const char *name, int nice)
+void thread_background(const char *name, int nice)
 {
     pthread_setname_np(pthread_self(), name);
-    (void)tkv_thread_set_nice(nice); /* best effort */
+    (void)thread_set_nice(nice); /* best effort */
 }

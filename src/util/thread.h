@@ -13,19 +13,19 @@
 #ifndef TKV_UTIL_THREAD_H
 #define TKV_UTIL_THREAD_H
 
-/* tkv_thread_set_nice -- raises the calling thread's nice value to `nice`
+/* thread_set_nice -- raises the calling thread's nice value to `nice`
  * (1..19; 0, or a value not above the current one, leaves it unchanged: the
  * priority never goes up). Best effort: returns 0, or an errno value if the
  * kernel refused (lowering a priority never needs a privilege). */
-int tkv_thread_set_nice(int nice);
+int thread_set_nice(int nice);
 
-/* tkv_thread_background -- first call of every background thread of the
+/* thread_background -- first call of every background thread of the
  * engine (flush, column, L0 and deep compactions): names the calling thread
  * `name` (for top and perf; at most 15 characters) and lowers its CPU
- * priority to `nice` as tkv_thread_set_nice does (best effort). */
-void tkv_thread_background(const char *name, int nice);
+ * priority to `nice` as thread_set_nice does (best effort). */
+void thread_background(const char *name, int nice);
 
-/* tkv_thread_get_nice -- the calling thread's nice value (for tests). */
-int tkv_thread_get_nice(void);
+/* thread_get_nice -- the calling thread's nice value (for tests). */
+int thread_get_nice(void);
 
 #endif
