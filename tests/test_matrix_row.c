@@ -1,6 +1,6 @@
 /*
  * test_matrix_row.c -- the persistent-memory pool (src/matrix/pool.c) and
- * the RowTable format (src/matrix/rowtable.c), standalone:
+ * the RowTable format (src/matrix/rowtable_*.c), standalone:
  *   - pool create/reopen, geometry read from the header, the page-size rule,
  *     damaged headers -> TKV_CORRUPTION naming the pool file;
  *   - page alloc/free, rebuild from committed rows (an uncommitted row's

@@ -54,6 +54,19 @@
  * 64 MiB row of 60,000 1 KiB entries in 32 x 2 MiB pages: ~75 KiB).
  *
  * Errors: TKV_* codes; tkv_errmsg() names the pool file and the row id.
+ *
+ * Files (each names its job in its first comment):
+ *   rowtable_int.h     private to the files below: byte layout (named
+ *                      offsets), struct rowtable, invariants, rt_* helpers
+ *   rowtable_media.c   reading a row's bytes: data access, entry decoding,
+ *                      key comparison and binary search
+ *   rowtable_handle.c  the DRAM handle (alloc, close, getters, props) and
+ *                      the key filter
+ *   rowtable_build.c   build (persist order), commit, abandon, write-back
+ *   rowtable_open.c    open and verify
+ *   rowtable_read.c    point lookups, rows_get(_at), column-support lookups
+ *   rowtable_iter.c    iterators (whole row, a view's, a range)
+ *   rowtable_drain.c   drain cursor, dead pages and their release, drop
  */
 #ifndef TKV_MATRIX_ROWTABLE_H
 #define TKV_MATRIX_ROWTABLE_H
