@@ -42,8 +42,79 @@ int rowtable_get(const rowtable *r, tkv_slice ukey, uint64_t snap, const row_hin
     return rowtable_get_at(r, 0, ukey, snap, hint_in, res, value, hint_out);
 }
 
-/* rowtable_get_at -- the hinted lower bound of (ukey, snap) among the live
- * entries, its entry if it holds ukey, and the window for the older row. */
+/* search_hint -- the lower bound of the target inside window `h` of this
+ * row: clamps the window to the live entries [c, n), searches inside it,
+ * then verifies the edges the answer rests on. The lower bound is proven
+ * when entry pos-1 < T (or pos is the cursor) and entry pos >= T (or
+ * pos == n); the search compared entry pos-1 if pos > hl and entry pos if
+ * pos < hh, so only an answer on the window's edge needs one more comparison
+ * (the upper one also tells whether entry pos holds the user key). Returns 1
+ * (hints_used) with *pos and *hi_ueq if the edges hold, else 0
+ * (hints_rejected, *hi_ueq reset): the window was wrong, and the caller
+ * searches the whole row. */
+static int search_hint(probe *pr, const row_hint *h, uint32_t c, uint32_t n, row_get_result *res, uint32_t *pos,
+                       int *hi_ueq)
+{
+    uint32_t hl = h->lo > c ? h->lo : c, hh = h->hi < n ? h->hi : n;
+    if (hl > n) hl = n;
+    if (hh < hl) hh = hl; /* a window below the cursor: the answer is the cursor */
+    int ueq = 0, hinted = 1;
+    *pos = search_window(pr, hl, hh, hi_ueq);
+    if (*pos == hl && hl > c && !pr->err && rt_cmp_at(pr, hl - 1, &ueq) >= 0) hinted = 0;
+    if (hinted && *pos == hh && hh < n && !pr->err) {
+        if (rt_cmp_at(pr, hh, &ueq) < 0) hinted = 0;
+        else *hi_ueq = ueq;
+    }
+    if (hinted) {
+        res->hints_used++;
+    } else {
+        *hi_ueq = 0;
+        res->hints_rejected++;
+    }
+    return hinted;
+}
+
+/* load_answer -- entry pos is the answer: its type and seq into res, and
+ * unless value is NULL its value into *value (value->len set; 0 for a
+ * deletion). 1, or <0 (TKV_CORRUPTION, TKV_NO_MEMORY). */
+static int load_answer(probe *pr, uint32_t pos, row_get_result *res, tkv_buf *value)
+{
+    const rowtable *r = pr->r;
+    meta m;
+    meta_load(r, pos, &m);
+    res->type = (ikey_type)(m.trailer & 0xff);
+    res->seq = m.trailer >> 8;
+    if (!value) return 1;
+    value->len = 0;
+    if (res->type != IKEY_VALUE) return 1;
+    ent_loc e;
+    pm_read_delay(r->reg, 1);
+    pr->nprobe++;
+    TKV_TRY(rt_entry_decode(r, pos, &m, &e));
+    TKV_TRY(buf_reserve(value, e.val_len + 1));
+    rt_data_copy(r, e.val_off, value->data, e.val_len);
+    value->len = e.val_len;
+    return 1;
+}
+
+/* older_hint -- the window for the next-older row: the forward pointers of
+ * the entries on either side of lower bound pos (invariant (2) of
+ * rowtable_int.h); a zeroed hint for a row built without an older row. */
+static void older_hint(const rowtable *r, uint32_t c, uint32_t pos, row_hint *out)
+{
+    if (r->older_id == 0) {
+        *out = (row_hint){0, 0, 0};
+        return;
+    }
+    out->row_id = r->older_id;
+    out->lo = pos > c ? dec_u32(meta_ptr(r, pos - 1) + ME_FWD) : 0;
+    out->hi = pos < r->n ? dec_u32(meta_ptr(r, pos) + ME_FWD) : UINT32_MAX;
+}
+
+/* rowtable_get_at -- the lower bound of (ukey, snap) among the live entries,
+ * inside hint_in's window when that holds (search_hint), else by a binary
+ * search of the whole row; then the answer (load_answer) and the window for
+ * the older row (older_hint). */
 int rowtable_get_at(const rowtable *r, uint32_t cursor, tkv_slice ukey, uint64_t snap, const row_hint *hint_in,
                     row_get_result *res, tkv_buf *value, row_hint *hint_out)
 {
@@ -51,39 +122,12 @@ int rowtable_get_at(const rowtable *r, uint32_t cursor, tkv_slice ukey, uint64_t
     target t;
     target_init(&t, ukey, ikey_pack(snap, IKEY_SEEK_TYPE));
     probe pr = {r, &t, 0, 0, 0};
-    uint32_t c = live_from(r, cursor), n = r->n, lo = c, hi = n;
-    int hi_ueq = 0, rc = 0;
+    uint32_t c = live_from(r, cursor), n = r->n, pos = 0;
+    int hi_ueq = 0, hinted = 0, rc = 0;
     res->rows_searched++;
-
-    /* The hint: clamp it to the live entries, search inside it, then verify
-     * the edges the answer rests on. The lower bound is proven when entry
-     * pos-1 < T (or pos is the cursor) and entry pos >= T (or pos == n); the
-     * search compared entry pos-1 if pos > hl and entry pos if pos < hh, so
-     * only an answer on the window's edge needs one more comparison
-     * (the upper one also tells whether entry pos holds the user key). If an
-     * edge does not hold, the window was wrong: search the whole row. */
-    uint32_t pos = 0;
-    int hinted = 0;
-    if (hint_in && hint_in->row_id != 0 && hint_in->row_id == r->row_id) {
-        uint32_t hl = hint_in->lo > c ? hint_in->lo : c, hh = hint_in->hi < n ? hint_in->hi : n;
-        if (hl > n) hl = n;
-        if (hh < hl) hh = hl; /* a window below the cursor: the answer is the cursor */
-        int ueq = 0;
-        pos = search_window(&pr, hl, hh, &hi_ueq);
-        hinted = 1;
-        if (pos == hl && hl > c && !pr.err && rt_cmp_at(&pr, hl - 1, &ueq) >= 0) hinted = 0;
-        if (hinted && pos == hh && hh < n && !pr.err) {
-            if (rt_cmp_at(&pr, hh, &ueq) < 0) hinted = 0;
-            else hi_ueq = ueq;
-        }
-        if (hinted) {
-            res->hints_used++;
-        } else {
-            hi_ueq = 0;
-            res->hints_rejected++;
-        }
-    }
-    if (!hinted) pos = rt_lower_bound(&pr, lo, hi, &hi_ueq);
+    if (hint_in && hint_in->row_id != 0 && hint_in->row_id == r->row_id)
+        hinted = search_hint(&pr, hint_in, c, n, res, &pos, &hi_ueq);
+    if (!hinted) pos = rt_lower_bound(&pr, c, n, &hi_ueq);
     if (pr.err) {
         rc = pr.err;
         goto done;
@@ -92,34 +136,10 @@ int rowtable_get_at(const rowtable *r, uint32_t cursor, tkv_slice ukey, uint64_t
      * so hi_ueq says whether it holds the target user key -- and being >= T
      * it is then the newest version with seq <= snap. */
     if (pos < n && hi_ueq) {
-        meta m;
-        meta_load(r, pos, &m);
-        res->type = (ikey_type)(m.trailer & 0xff);
-        res->seq = m.trailer >> 8;
-        rc = 1;
-        if (value) {
-            value->len = 0;
-            if (res->type == IKEY_VALUE) {
-                ent_loc e;
-                pm_read_delay(r->reg, 1);
-                pr.nprobe++;
-                if ((rc = rt_entry_decode(r, pos, &m, &e)) < 0) goto done;
-                if ((rc = buf_reserve(value, e.val_len + 1)) < 0) goto done;
-                rt_data_copy(r, e.val_off, value->data, e.val_len);
-                value->len = e.val_len;
-                rc = 1;
-            }
-        }
+        rc = load_answer(&pr, pos, res, value);
+        if (rc < 0) goto done;
     }
-    if (hint_out) {
-        if (r->older_id == 0) {
-            *hint_out = (row_hint){0, 0, 0};
-        } else {
-            hint_out->row_id = r->older_id;
-            hint_out->lo = pos > c ? dec_u32(meta_ptr(r, pos - 1) + ME_FWD) : 0;
-            hint_out->hi = pos < n ? dec_u32(meta_ptr(r, pos) + ME_FWD) : UINT32_MAX;
-        }
-    }
+    if (hint_out) older_hint(r, c, pos, hint_out);
 done:
     res->comparisons += pr.ncmp;
     res->media_probes += pr.nprobe;
