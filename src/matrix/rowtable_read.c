@@ -146,18 +146,21 @@ done:
     return rc;
 }
 
-/* rows_get -- rows_get_at with each row's own cursor and no key filter. */
-int rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row_get_result *res, tkv_buf *value)
+/* rowtable_rows_get -- rowtable_rows_get_at with each row's own cursor and
+ * no key filter. */
+int rowtable_rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row_get_result *res,
+                      tkv_buf *value)
 {
-    return rows_get_at(rows, NULL, k, ukey, snap, 0, res, value);
+    return rowtable_rows_get_at(rows, NULL, k, ukey, snap, 0, res, value);
 }
 
-/* rows_get_at -- rowtable_get_at over the rows, newest first, each row's
- * window passed on to the next, until no older row can hold a newer entry. */
-int rows_get_at(rowtable *const *rows, const uint32_t *cursors, size_t k, tkv_slice ukey, uint64_t snap,
-                unsigned flags, row_get_result *res, tkv_buf *value)
+/* rowtable_rows_get_at -- rowtable_get_at over the rows, newest first, each
+ * row's window passed on to the next, until no older row can hold a newer
+ * entry. */
+int rowtable_rows_get_at(rowtable *const *rows, const uint32_t *cursors, size_t k, tkv_slice ukey, uint64_t snap,
+                         unsigned flags, row_get_result *res, tkv_buf *value)
 {
-    uint64_t h = flags & ROWS_GET_FILTER ? rowtable_key_hash(ukey) : 0;
+    uint64_t h = flags & ROWTABLE_ROWS_GET_FILTER ? rowtable_key_hash(ukey) : 0;
     row_hint hint = {0, 0, 0};
     int found = 0;
     uint64_t best_seq = 0;
@@ -172,7 +175,7 @@ int rows_get_at(rowtable *const *rows, const uint32_t *cursors, size_t k, tkv_sl
             hint = (row_hint){0, 0, 0};
             continue;
         }
-        if ((flags & ROWS_GET_FILTER) && !rowtable_may_contain(r, h)) {
+        if ((flags & ROWTABLE_ROWS_GET_FILTER) && !rowtable_may_contain(r, h)) {
             res->rows_filtered++;
             hint = (row_hint){0, 0, 0}; /* the next row has no window: a binary search if it is searched */
             continue;
