@@ -23,7 +23,7 @@ typedef struct row_iter {
     tkv_buf kbuf, vbuf; /* entries that cross a page end are gathered here */
 } row_iter;
 
-/* ri_load -- positions on entry pos (or invalid if outside [lo, n)). */
+/* ri_load -- positions on entry pos (or invalid if outside [lo, to)). */
 static void ri_load(row_iter *it)
 {
     const rowtable *r = it->r;
