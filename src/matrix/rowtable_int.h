@@ -29,12 +29,13 @@
  *  (3) every byte a reader derives from media is bounds-checked against the
  *      row's own geometry before use (checksums are verified once, at open).
  * Who keeps them: (1) and (2) the builder (scan_source and write_entries in
- * rowtable_build.c), and verify_meta (rowtable_open.c) checks them on open;
- * (2) is what the hinted lookups of rowtable_read.c rest on; (3) every
- * reader, through rt_entry_decode and rt_cmp_at (rowtable_media.c) and the
- * open-time checks of rowtable_open.c. The released pages of a row form a
- * prefix of each stream: rowtable_drain.c keeps that (rt_check_released,
- * rowtable_dead_pages).
+ * rowtable_build.c); on open, verify_meta (rowtable_open.c) checks what the
+ * metadata alone shows of them (offsets increase, prefixes and forward
+ * pointers do not decrease). The hinted lookups of rowtable_read.c rest on
+ * (2). (3): every reader, through rt_entry_decode and rt_cmp_at
+ * (rowtable_media.c), and the open-time checks of rowtable_open.c. The
+ * released pages of a row form a prefix of each stream: rowtable_drain.c
+ * keeps that (rowtable_dead_pages) and checks it (rt_check_released).
  *
  * Which file holds what: rowtable.h's header comment.
  */
