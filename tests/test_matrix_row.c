@@ -1,15 +1,15 @@
 /*
  * test_matrix_row.c -- the persistent-memory pool (src/matrix/pool.c) and
- * the RowTable format (src/matrix/rowtable.c), standalone:
+ * the RowTable format (src/matrix/rowtable_*.c), standalone:
  *   - pool create/reopen, geometry read from the header, the page-size rule,
  *     damaged headers -> TKV_CORRUPTION naming the pool file;
  *   - page alloc/free, rebuild from committed rows (an uncommitted row's
  *     pages are free after reopen), directory listing;
- *   - 1..6 rows of random keys with several versions and tombstones: rows_get
+ *   - 1..6 rows of random keys with several versions and tombstones: rowtable_rows_get
  *     at random snapshots against a model (present, absent, deleted keys),
  *     before and after reopening; forward pointers against brute-force lower
  *     bounds; iterators forward/reverse/seek against the model;
- *   - key comparisons of rows_get over k = 8 rows of 100k entries, with and
+ *   - key comparisons of rowtable_rows_get over k = 8 rows of 100k entries, with and
  *     without hints: every lookup <= log2(n) + C_PER_ROW * k;
  *   - a broken chain (an older row's cursor advanced, a middle row dropped):
  *     still correct; dead pages released and free after reopen;
@@ -42,7 +42,7 @@
 #include "util/status.h"
 #include "util/vec_iter.h"
 
-/* The c of the bound log2(n) + c*k on the key comparisons of one rows_get
+/* The c of the bound log2(n) + c*k on the key comparisons of one rowtable_rows_get
  * over k rows (see test_comparison_bound). */
 #define C_PER_ROW 5
 
@@ -510,7 +510,7 @@ static model model_of(row_data *rows, const uint32_t *cursors, size_t k)
     return m;
 }
 
-/* check_get -- rows_get(ukey u, snapshot s) against the model. */
+/* check_get -- rowtable_rows_get(ukey u, snapshot s) against the model. */
 static void check_get(rowtable *const *rows, size_t k, const model *m, uint64_t ux, uint64_t snap, tkv_buf *val,
                       const char *what)
 {
@@ -523,18 +523,19 @@ static void check_get(rowtable *const *rows, size_t k, const model *m, uint64_t 
     row_get_result res;
     memset(&res, 0, sizeof res);
     val->len = 7777;
-    int rc = rows_get(rows, k, slice(u, un), snap, &res, val);
-    if (rc < 0) fail_msg("%s: rows_get(%s): %d %s", what, tu_hex(u, un), rc, tkv_errmsg());
+    int rc = rowtable_rows_get(rows, k, slice(u, un), snap, &res, val);
+    if (rc < 0) fail_msg("%s: rowtable_rows_get(%s): %d %s", what, tu_hex(u, un), rc, tkv_errmsg());
     if (rc != want)
-        fail_msg("%s: rows_get(%s, snap %llu) = %d, model %d", what, tu_hex(u, un), (unsigned long long)snap, rc, want);
+        fail_msg("%s: rowtable_rows_get(%s, snap %llu) = %d, model %d", what, tu_hex(u, un), (unsigned long long)snap,
+                 rc, want);
     if (!want) return;
     const ent *e = &m->e[pos];
     if (res.seq != ikey_seq(ekey(e)) || res.type != ikey_get_type(ekey(e)))
-        fail_msg("%s: rows_get(%s, snap %llu): seq %llu type %d, model seq %llu type %d", what, tu_hex(u, un),
+        fail_msg("%s: rowtable_rows_get(%s, snap %llu): seq %llu type %d, model seq %llu type %d", what, tu_hex(u, un),
                  (unsigned long long)snap, (unsigned long long)res.seq, res.type,
                  (unsigned long long)ikey_seq(ekey(e)), ikey_get_type(ekey(e)));
     if (val->len != e->vn || (e->vn && memcmp(val->data, e->v, e->vn)))
-        fail_msg("%s: rows_get(%s): value %s, model %s", what, tu_hex(u, un), tu_hex(val->data, val->len),
+        fail_msg("%s: rowtable_rows_get(%s): value %s, model %s", what, tu_hex(u, un), tu_hex(val->data, val->len),
                  tu_hex(e->v, e->vn));
 }
 
@@ -762,7 +763,7 @@ static void test_rows_model(void **state)
 /* ---------------------------------------------------------------- view cursors */
 
 /* test_view_cursors -- the engine's reads pass the cursor of their own view
- * (rowtable_get_at / rows_get_at / rowtable_iter_at) while the row's own
+ * (rowtable_get_at / rowtable_rows_get_at / rowtable_iter_at) while the row's own
  * cursor is only the floor of what released pages allow; column compaction
  * sizes and ends columns with rowtable_upper_bound / data_offset / user_key;
  * a flush builds forward pointers from the view's cursor of the older row
@@ -807,7 +808,7 @@ static void test_view_cursors(void **state)
             if (round == 5 && i == 0) view[i] = key_boundary(&rows[i], floor); /* one row fully live */
         }
         model m = model_of(rows, view, K);
-        /* rows_get_at against the model of what the view sees */
+        /* rowtable_rows_get_at against the model of what the view sees */
         for (int q = 0; q < 1500; q++) {
             char u[40];
             uint64_t ux = tu_rng_below(&rng, universe + 200);
@@ -819,8 +820,10 @@ static void test_view_cursors(void **state)
             int want = pos < m.n && ukey_cmp(ikey_user(ekey(&m.e[pos])), slice(u, un)) == 0;
             row_get_result res;
             memset(&res, 0, sizeof res);
-            int rc = rows_get_at(rt, view, K, slice(u, un), snap, q % 2 ? ROWS_GET_FILTER : 0, &res, &val);
-            if (rc != want) fail_msg("round %d: rows_get_at(%s) = %d, model %d", round, tu_hex(u, un), rc, want);
+            int rc = rowtable_rows_get_at(rt, view, K, slice(u, un), snap, q % 2 ? ROWTABLE_ROWS_GET_FILTER : 0, &res,
+                                          &val);
+            if (rc != want)
+                fail_msg("round %d: rowtable_rows_get_at(%s) = %d, model %d", round, tu_hex(u, un), rc, want);
             if (want) {
                 assert_int_equal(res.seq, ikey_seq(ekey(&m.e[pos])));
                 assert_int_equal(val.len, m.e[pos].vn);
@@ -1112,7 +1115,7 @@ static void test_comparison_bound(void **state)
         }
         row_get_result res;
         memset(&res, 0, sizeof res);
-        assert_true(rows_get(rt, K, slice(u, un), UINT64_MAX, &res, &val) >= 0);
+        assert_true(rowtable_rows_get(rt, K, slice(u, un), UINT64_MAX, &res, &val) >= 0);
         /* compare against the same lookup row by row without hints */
         row_get_result plain;
         memset(&plain, 0, sizeof plain);
@@ -1136,7 +1139,7 @@ static void test_comparison_bound(void **state)
         row_get_result res, plain;
         memset(&res, 0, sizeof res);
         memset(&plain, 0, sizeof plain);
-        assert_int_equal(rows_get(rt, K, slice(u, un), UINT64_MAX, &res, &val), 0);
+        assert_int_equal(rowtable_rows_get(rt, K, slice(u, un), UINT64_MAX, &res, &val), 0);
         assert_int_equal(res.rows_searched, K);
         for (size_t r = 0; r < K; r++)
             assert_int_equal(rowtable_get(rt[r], slice(u, un), UINT64_MAX, NULL, &plain, NULL, NULL), 0);
@@ -1301,7 +1304,7 @@ static void test_broken_chain(void **state)
         memset(&res, 0, sizeof res);
         char u[40];
         size_t un = absent_key_of(i, u); /* absent: walks every row */
-        assert_true(rows_get(rest, 3, slice(u, un), UINT64_MAX, &res, &v) >= 0);
+        assert_true(rowtable_rows_get(rest, 3, slice(u, un), UINT64_MAX, &res, &v) >= 0);
         rejected_or_ignored += res.rows_searched - res.hints_used - 1;
     }
     assert_true(rejected_or_ignored > 0);
@@ -1503,7 +1506,7 @@ static void test_crash(void **state)
 
 /* ---------------------------------------------------------------- overlapping rows */
 
-/* Rows whose sequence ranges overlap (flushes never make them, but rows_get
+/* Rows whose sequence ranges overlap (flushes never make them, but rowtable_rows_get
  * must not return an older version because a newer row came first). */
 static void test_overlapping_rows(void **state)
 {
@@ -1529,26 +1532,26 @@ static void test_overlapping_rows(void **state)
     row_get_result res;
     tkv_buf v = {0};
     memset(&res, 0, sizeof res);
-    assert_int_equal(rows_get(rows, 2, slice("apple", 5), UINT64_MAX, &res, &v), 1);
+    assert_int_equal(rowtable_rows_get(rows, 2, slice("apple", 5), UINT64_MAX, &res, &v), 1);
     assert_int_equal(res.seq, 20);
     assert_int_equal(res.row_index, 1);
     assert_int_equal(v.len, 13);
     assert_memory_equal(v.data, "old-but-newer", 13);
     memset(&res, 0, sizeof res);
-    assert_int_equal(rows_get(rows, 2, slice("apple", 5), 15, &res, &v), 1); /* snapshot 15: apple@10 */
+    assert_int_equal(rowtable_rows_get(rows, 2, slice("apple", 5), 15, &res, &v), 1); /* snapshot 15: apple@10 */
     assert_int_equal(res.seq, 10);
     assert_memory_equal(v.data, "a10", 3);
     memset(&res, 0, sizeof res);
-    assert_int_equal(rows_get(rows, 2, slice("pear", 4), UINT64_MAX, &res, &v), 1);
+    assert_int_equal(rowtable_rows_get(rows, 2, slice("pear", 4), UINT64_MAX, &res, &v), 1);
     assert_int_equal(res.seq, 11);
     assert_int_equal(res.type, IKEY_VALUE);
     memset(&res, 0, sizeof res);
-    assert_int_equal(rows_get(rows, 2, slice("pear", 4), 10, &res, &v), 1); /* the tombstone at 5 */
+    assert_int_equal(rowtable_rows_get(rows, 2, slice("pear", 4), 10, &res, &v), 1); /* the tombstone at 5 */
     assert_int_equal(res.type, IKEY_DELETION);
     assert_int_equal(v.len, 0);
     memset(&res, 0, sizeof res);
-    assert_int_equal(rows_get(rows, 2, slice("pear", 4), 4, &res, &v), 0);
-    assert_int_equal(rows_get(rows, 2, slice("zzz", 3), UINT64_MAX, &res, &v), 0);
+    assert_int_equal(rowtable_rows_get(rows, 2, slice("pear", 4), 4, &res, &v), 0);
+    assert_int_equal(rowtable_rows_get(rows, 2, slice("zzz", 3), UINT64_MAX, &res, &v), 0);
     buf_free(&v);
     rowtable_abandon(r2);
     rowtable_abandon(r1);

@@ -20,7 +20,8 @@ int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t se
     for (size_t i = 0; i < rs->n && rc == 0; i++) rc = mx_cursor_in(v, rs->rows[i], &cur[i]);
     row_get_result res;
     memset(&res, 0, sizeof res);
-    if (rc == 0) rc = rows_get_at(rs->rows, cur, rs->n, ukey, seq, db->opts.row_filter ? ROWS_GET_FILTER : 0, &res, val);
+    unsigned flags = db->opts.row_filter ? ROWTABLE_ROWS_GET_FILTER : 0;
+    if (rc == 0) rc = rowtable_rows_get_at(rs->rows, cur, rs->n, ukey, seq, flags, &res, val);
     if (cur != stack) free(cur);
     mx_counters *c = &db->mx->ctr;
     ctr_add(&c->lookups, 1);

@@ -86,6 +86,110 @@ static int set_range(const column_input *in, column_plan *plan, tkv_buf *tmp)
     return 0;
 }
 
+/* measure_rows -- each row's data offset at its cursor (pk->start_off), and
+ * the bytes and entries left in the rows. */
+static int measure_rows(picker *pk, uint64_t *total, uint64_t *entries)
+{
+    const column_input *in = pk->in;
+    for (size_t r = 0; r < in->nrows; r++) {
+        uint64_t end;
+        TKV_TRY(rowtable_data_offset(in->rows[r], in->cursors[r], &pk->start_off[r]));
+        TKV_TRY(rowtable_data_offset(in->rows[r], rowtable_count(in->rows[r]), &end));
+        *total += end - pk->start_off[r];
+        *entries += rowtable_count(in->rows[r]) - in->cursors[r];
+    }
+    return 0;
+}
+
+/* sample_ends -- (2) candidate ends: SAMPLES_PER_ROW user keys spread over
+ * each row's remaining entries, sorted and deduplicated into cand[0..*u).
+ * *cand (calloc'd) holds *ncand buffers, duplicates included: the caller
+ * frees them, on error too. */
+static int sample_ends(const column_input *in, tkv_buf **cand, size_t *ncand, size_t *u)
+{
+    size_t k = in->nrows;
+    tkv_buf *c0 = *cand = calloc(k * SAMPLES_PER_ROW, sizeof *c0);
+    if (!c0) return tkv_err(TKV_NO_MEMORY, "out of memory picking a column");
+    for (size_t r = 0; r < k; r++) {
+        uint32_t c = in->cursors[r], n = rowtable_count(in->rows[r]);
+        if (c >= n) continue;
+        for (uint32_t j = 1; j <= SAMPLES_PER_ROW; j++) {
+            uint32_t pos = c + (uint32_t)(((uint64_t)(n - c) * j + SAMPLES_PER_ROW - 1) / SAMPLES_PER_ROW) - 1;
+            TKV_TRY(rowtable_user_key(in->rows[r], pos, &c0[*ncand]));
+            (*ncand)++;
+        }
+    }
+    qsort(c0, *ncand, sizeof *c0, cmp_buf);
+    *u = 0;
+    for (size_t i = 0; i < *ncand; i++) {
+        if (*u && cmp_buf(&c0[*u - 1], &c0[i]) == 0) continue;
+        tkv_buf t = c0[*u];
+        c0[*u] = c0[i];
+        c0[i] = t;
+        (*u)++;
+    }
+    return 0;
+}
+
+/* smallest_reaching -- the smallest of the sorted candidates cand[0..u) whose
+ * column reaches the target (the largest candidate is the largest key left,
+ * so one does), by binary search. */
+static int smallest_reaching(picker *pk, const tkv_buf *cand, size_t u, tkv_slice *key)
+{
+    size_t lo = 0, hi = u - 1;
+    uint64_t bytes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        TKV_TRY(bytes_until(pk, slice(cand[mid].data, cand[mid].len), 1, &bytes));
+        if (bytes >= pk->in->target_bytes) hi = mid;
+        else lo = mid + 1;
+    }
+    *key = slice(cand[lo].data, cand[lo].len);
+    return 0;
+}
+
+/* set_end -- steps (3) and (4) for end key `key`: align it to an L1 file
+ * boundary, then plan->new_cursors (each on a user-key change) and
+ * plan->row_bytes. */
+static int set_end(picker *pk, tkv_slice key, column_plan *plan)
+{
+    const column_input *in = pk->in;
+    size_t f = first_file_reaching(in, key);
+    if (f < in->nl1 && ukey_cmp(in->l1_smallest[f], key) <= 0) {
+        uint64_t before = 0;
+        TKV_TRY(bytes_until(pk, in->l1_smallest[f], 0, &before));
+        if (before > 0 && before >= in->target_bytes / 2) {
+            memcpy(plan->new_cursors, pk->scratch, in->nrows * sizeof *pk->scratch);
+            plan->row_bytes = before;
+            return 0;
+        }
+        key = in->l1_largest[f];
+    }
+    TKV_TRY(bytes_until(pk, key, 1, &plan->row_bytes));
+    memcpy(plan->new_cursors, pk->scratch, in->nrows * sizeof *pk->scratch);
+    return 0;
+}
+
+/* finish_plan -- from the new cursors: the entry count, to_end, and the key
+ * range with the L1 files it overlaps (set_range). */
+static int finish_plan(const column_input *in, column_plan *plan)
+{
+    tkv_buf tmp = {0};
+    plan->row_entries = 0;
+    plan->to_end = 1;
+    for (size_t r = 0; r < in->nrows; r++) {
+        plan->row_entries += plan->new_cursors[r] - in->cursors[r];
+        if (plan->new_cursors[r] < rowtable_count(in->rows[r])) plan->to_end = 0;
+    }
+    int rc = set_range(in, plan, &tmp);
+    buf_free(&tmp);
+    return rc;
+}
+
+/* column_pick -- the steps of column.h: what is left (measure_rows); if more
+ * than the target, sampled candidate ends (sample_ends), the smallest that
+ * reaches the target (smallest_reaching), aligned to L1 (set_end); then the
+ * plan's entry count and key range (finish_plan). */
 int column_pick(const column_input *in, column_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
@@ -93,22 +197,15 @@ int column_pick(const column_input *in, column_plan *plan)
     size_t k = in->nrows;
     picker pk = {in, calloc(k ? k : 1, sizeof *pk.start_off), calloc(k ? k : 1, sizeof *pk.scratch)};
     plan->new_cursors = calloc(k ? k : 1, sizeof *plan->new_cursors);
-    tkv_buf *cand = NULL, tmp = {0};
+    tkv_buf *cand = NULL;
     size_t ncand = 0;
+    uint64_t total = 0, entries = 0;
     int rc = 0;
     if (!pk.start_off || !pk.scratch || !plan->new_cursors) {
         rc = tkv_err(TKV_NO_MEMORY, "out of memory picking a column");
         goto out;
     }
-    uint64_t total = 0, entries = 0;
-    for (size_t r = 0; r < k && rc == 0; r++) {
-        uint64_t end;
-        rc = rowtable_data_offset(in->rows[r], in->cursors[r], &pk.start_off[r]);
-        if (rc == 0) rc = rowtable_data_offset(in->rows[r], rowtable_count(in->rows[r]), &end);
-        if (rc == 0) total += end - pk.start_off[r];
-        entries += rowtable_count(in->rows[r]) - in->cursors[r];
-    }
-    if (rc < 0) goto out;
+    if ((rc = measure_rows(&pk, &total, &entries)) < 0) goto out;
     if (entries == 0) {
         plan->empty = 1;
         goto out;
@@ -117,82 +214,24 @@ int column_pick(const column_input *in, column_plan *plan)
         plan->to_end = 1;
         plan->row_bytes = total;
         for (size_t r = 0; r < k; r++) plan->new_cursors[r] = rowtable_count(in->rows[r]);
-        goto done;
+    } else {
+        size_t u = 0;
+        tkv_slice key;
+        if ((rc = sample_ends(in, &cand, &ncand, &u)) < 0) goto out;
+        if ((rc = smallest_reaching(&pk, cand, u, &key)) < 0) goto out;
+        if ((rc = set_end(&pk, key, plan)) < 0) goto out;
     }
-
-    /* (2) candidate ends: SAMPLES_PER_ROW user keys spread over each row's
-     * remaining entries, sorted and deduplicated */
-    cand = calloc(k * SAMPLES_PER_ROW, sizeof *cand);
-    if (!cand) {
-        rc = tkv_err(TKV_NO_MEMORY, "out of memory picking a column");
-        goto out;
-    }
-    for (size_t r = 0; r < k && rc == 0; r++) {
-        uint32_t c = in->cursors[r], n = rowtable_count(in->rows[r]);
-        if (c >= n) continue;
-        for (uint32_t j = 1; j <= SAMPLES_PER_ROW && rc == 0; j++) {
-            uint32_t pos = c + (uint32_t)(((uint64_t)(n - c) * j + SAMPLES_PER_ROW - 1) / SAMPLES_PER_ROW) - 1;
-            rc = rowtable_user_key(in->rows[r], pos, &cand[ncand]);
-            if (rc == 0) ncand++;
-        }
-    }
-    if (rc < 0) goto out;
-    qsort(cand, ncand, sizeof *cand, cmp_buf);
-    size_t u = 0;
-    for (size_t i = 0; i < ncand; i++) {
-        if (u && cmp_buf(&cand[u - 1], &cand[i]) == 0) continue;
-        tkv_buf t = cand[u];
-        cand[u] = cand[i];
-        cand[i] = t;
-        u++;
-    }
-    /* the smallest candidate whose column reaches the target (the largest
-     * candidate is the largest key left, so one does) */
-    size_t lo = 0, hi = u - 1;
-    uint64_t bytes;
-    while (lo < hi && rc == 0) {
-        size_t mid = lo + (hi - lo) / 2;
-        rc = bytes_until(&pk, slice(cand[mid].data, cand[mid].len), 1, &bytes);
-        if (rc == 0 && bytes >= in->target_bytes) hi = mid;
-        else lo = mid + 1;
-    }
-    if (rc < 0) goto out;
-    tkv_slice key = slice(cand[lo].data, cand[lo].len);
-
-    /* (3) align the end to an L1 file boundary; (4) cursors end on a user-key change */
-    size_t f = first_file_reaching(in, key);
-    if (f < in->nl1 && ukey_cmp(in->l1_smallest[f], key) <= 0) {
-        uint64_t before = 0;
-        rc = bytes_until(&pk, in->l1_smallest[f], 0, &before);
-        if (rc < 0) goto out;
-        if (before > 0 && before >= in->target_bytes / 2) {
-            memcpy(plan->new_cursors, pk.scratch, k * sizeof *pk.scratch);
-            plan->row_bytes = before;
-            goto done;
-        }
-        key = in->l1_largest[f];
-    }
-    rc = bytes_until(&pk, key, 1, &plan->row_bytes);
-    if (rc < 0) goto out;
-    memcpy(plan->new_cursors, pk.scratch, k * sizeof *pk.scratch);
-done:
-    plan->row_entries = 0;
-    plan->to_end = 1;
-    for (size_t r = 0; r < k; r++) {
-        plan->row_entries += plan->new_cursors[r] - in->cursors[r];
-        if (plan->new_cursors[r] < rowtable_count(in->rows[r])) plan->to_end = 0;
-    }
-    rc = set_range(in, plan, &tmp);
+    rc = finish_plan(in, plan);
 out:
     for (size_t i = 0; i < ncand; i++) buf_free(&cand[i]);
     free(cand);
-    buf_free(&tmp);
     free(pk.start_off);
     free(pk.scratch);
     if (rc < 0) column_plan_free(plan);
     return rc;
 }
 
+/* column_plan_free -- frees the plan's cursors and key range, and zeroes it. */
 void column_plan_free(column_plan *plan)
 {
     free(plan->new_cursors);

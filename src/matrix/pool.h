@@ -146,7 +146,7 @@ void pool_free_page(pool *p, uint32_t page);
 size_t pool_row_header_area(uint32_t body_len, uint32_t npages);
 
 /* pool_row_write_header -- step (2) of a row's persist order (see
- * rowtable.c): encodes the header of row `row_id` (kind, body, page list
+ * rowtable_build.c): encodes the header of row `row_id` (kind, body, page list
  * pages[0..npages), checksum, zeroed release bitmap) into the start of page
  * pages[0] and persists it (one pm_memcpy_persist). The caller has already
  * persisted every other byte of the row. Returns 0, TKV_INVALID (header

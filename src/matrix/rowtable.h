@@ -16,7 +16,8 @@
  *   recovery:  pool_rows() -> for each: rowtable_open(pool, slot, &r),
  *              rowtable_set_cursor(r, cursor from the MANIFEST),
  *              rowtable_release_dead_pages(r) (idempotent)
- *   read:      rows_get(rows newest..oldest, k, ukey, snapshot_seq, &res, &value)
+ *   read:      rowtable_rows_get(rows newest..oldest, k, ukey, snapshot_seq,
+ *                                &res, &value)
  *              rowtable_iter(r) for the merging iterator
  *   column compaction: after the version edit that installs the L1 files and
  *              the new cursor, and once no reader of an older version remains:
@@ -30,10 +31,10 @@
  *
  * Row ids: assigned by the caller, nonzero, unique for the pool's lifetime,
  * larger = newer (the engine draws them from the MANIFEST's next_file
- * counter). Rows passed to rows_get must be ordered newest first, with
- * sequence ranges that do not overlap (each row's min_seq > the next's
- * max_seq, as flushes of successive memtables give); rows_get stays correct
- * if they overlap, it just searches further.
+ * counter). Rows passed to rowtable_rows_get must be ordered newest first,
+ * with sequence ranges that do not overlap (each row's min_seq > the next's
+ * max_seq, as flushes of successive memtables give); rowtable_rows_get stays
+ * correct if they overlap, it just searches further.
  *
  * The drain cursor: entries [0, cursor) have moved to L1. Lookups and
  * iterators see only entries [cursor, n) -- the cursor is read once per
@@ -41,8 +42,8 @@
  * MANIFEST (the engine's job); the row only accepts it.
  *
  * Thread safety: after build/open returns, any number of threads may call
- * rowtable_get, rows_get, rowtable_iter (each iterator belongs to one thread),
- * rowtable_fwd and the getters concurrently. rowtable_commit, set_cursor,
+ * rowtable_get, rowtable_rows_get, rowtable_iter (each iterator belongs to
+ * one thread), rowtable_fwd and the getters concurrently. rowtable_commit, set_cursor,
  * release_dead_pages, drop, abandon and close are called by one thread at a
  * time (the engine's flush/compaction owner); set_cursor may run concurrently
  * with readers. release/drop/abandon/close must not race with readers of the
@@ -54,6 +55,20 @@
  * 64 MiB row of 60,000 1 KiB entries in 32 x 2 MiB pages: ~75 KiB).
  *
  * Errors: TKV_* codes; tkv_errmsg() names the pool file and the row id.
+ *
+ * Files (each names its job in its first comment):
+ *   rowtable_int.h     private to the files below: byte layout (named
+ *                      offsets), struct rowtable, invariants, rt_* helpers
+ *   rowtable_media.c   reading a row's bytes: data access, entry decoding,
+ *                      key comparison and binary search
+ *   rowtable_handle.c  the DRAM handle (alloc, close, getters, props) and
+ *                      the key filter
+ *   rowtable_build.c   build (persist order), commit, abandon, write-back
+ *   rowtable_open.c    open and verify
+ *   rowtable_read.c    point lookups (rowtable_get, rowtable_rows_get), the
+ *                      lookups column compaction sizes columns with
+ *   rowtable_iter.c    iterators (whole row, a view's, a range)
+ *   rowtable_drain.c   drain cursor, dead pages and their release, drop
  */
 #ifndef TKV_MATRIX_ROWTABLE_H
 #define TKV_MATRIX_ROWTABLE_H
@@ -173,15 +188,15 @@ typedef struct row_hint {
 
 /* Lookup outcome and counters. Zero it before the first call: rowtable_get
  * overwrites type/seq/row_index and ADDS to the counters, so one struct
- * passed through rows_get totals them over the rows. */
+ * passed through rowtable_rows_get totals them over the rows. */
 typedef struct row_get_result {
     ikey_type type;        /* IKEY_VALUE or IKEY_DELETION when found */
     uint64_t seq;          /* sequence number of the entry found */
-    size_t row_index;      /* rows_get: index in rows[] of the row that answered */
+    size_t row_index;      /* rowtable_rows_get: index in rows[] of the row that answered */
     uint64_t comparisons;  /* key comparisons (target vs an entry), always counted */
     uint64_t media_probes; /* pm_read_delay accesses charged (metadata + data reads) */
     uint32_t rows_searched, hints_used, hints_rejected;
-    uint32_t rows_filtered; /* rows_get_at with ROWS_GET_FILTER: rows the key filter ruled out */
+    uint32_t rows_filtered; /* with ROWTABLE_ROWS_GET_FILTER: rows the key filter ruled out */
 } row_get_result;
 
 /* rowtable_get -- the newest entry of user key `ukey` with seq <= `snap`
@@ -206,21 +221,23 @@ int rowtable_get(const rowtable *r, tkv_slice ukey, uint64_t snap, const row_hin
 int rowtable_get_at(const rowtable *r, uint32_t cursor, tkv_slice ukey, uint64_t snap, const row_hint *hint_in,
                     row_get_result *res, tkv_buf *value, row_hint *hint_out);
 
-/* rows_get -- looks ukey up in rows[0..k) (newest first; NULL entries are
- * skipped), passing each row's hint to the next; stops at the first row that
- * has a visible entry (unless an older row's max_seq is above that entry's
- * seq, which flushes never produce). A row whose min_seq is above snap is
- * skipped unsearched. Same returns as rowtable_get; res->row_index names the
- * row that answered. */
-int rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row_get_result *res, tkv_buf *value);
-/* rows_get_at -- rows_get with a view cursor per row (cursors[i] for rows[i],
- * as rowtable_get_at; cursors NULL = each row's own cursor). A row with no
- * live entry in the view is skipped. With ROWS_GET_FILTER a row whose key
- * filter rules ukey out is skipped too (res->rows_filtered); the next row
- * searched then starts without a window. */
-#define ROWS_GET_FILTER 1u
-int rows_get_at(rowtable *const *rows, const uint32_t *cursors, size_t k, tkv_slice ukey, uint64_t snap,
-                unsigned flags, row_get_result *res, tkv_buf *value);
+/* rowtable_rows_get -- looks ukey up in rows[0..k) (newest first; NULL
+ * entries are skipped), passing each row's hint to the next; stops at the
+ * first row that has a visible entry (unless an older row's max_seq is above
+ * that entry's seq, which flushes never produce). A row whose min_seq is
+ * above snap is skipped unsearched. Same returns as rowtable_get;
+ * res->row_index names the row that answered. */
+int rowtable_rows_get(rowtable *const *rows, size_t k, tkv_slice ukey, uint64_t snap, row_get_result *res,
+                      tkv_buf *value);
+/* rowtable_rows_get_at -- rowtable_rows_get with a view cursor per row
+ * (cursors[i] for rows[i], as rowtable_get_at; cursors NULL = each row's own
+ * cursor). A row with no live entry in the view is skipped. With
+ * ROWTABLE_ROWS_GET_FILTER a row whose key filter rules ukey out is skipped
+ * too (res->rows_filtered); the next row searched then starts without a
+ * window. */
+#define ROWTABLE_ROWS_GET_FILTER 1u
+int rowtable_rows_get_at(rowtable *const *rows, const uint32_t *cursors, size_t k, tkv_slice ukey, uint64_t snap,
+                         unsigned flags, row_get_result *res, tkv_buf *value);
 
 /* rowtable_key_hash -- the hash the key filter uses for a user key. */
 uint64_t rowtable_key_hash(tkv_slice ukey);

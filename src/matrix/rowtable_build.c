@@ -1,0 +1,370 @@
+/*
+ * rowtable_build.c -- writing a row: two passes over a sorted source (check
+ * and measure, then write data, metadata and forward pointers page by
+ * page), the header, and the commit of the directory slot; also abandoning
+ * an uncommitted row and queueing a flushed row for write-back. The persist
+ * order is at rowtable_build below; the byte layout and the invariants the
+ * builder establishes ((1) and (2)) are in rowtable_int.h.
+ */
+#include "matrix/rowtable_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tierkv.h"
+#include "util/checksum.h"
+#include "util/status.h"
+
+/* ---------------------------------------------------------------- data placement and stream writers */
+
+/* entry_size -- encoded bytes of an entry in the data stream. */
+static inline uint64_t entry_size(uint64_t ikey_len, uint64_t vlen)
+{
+    return varint_len(ikey_len) + ikey_len + varint_len(vlen) + vlen;
+}
+
+/* entry_place -- where an entry of esz bytes starts when the data stream is
+ * at dpos: entries of at most page_size/8 bytes never cross a page end (they
+ * move to the next page, the rest of this one is zero padding); larger ones
+ * start at once and span pages. */
+static inline uint64_t entry_place(uint64_t dpos, uint64_t esz, uint32_t ps)
+{
+    uint64_t room = ps - (dpos & ((uint64_t)ps - 1));
+    return esz > room && esz <= ps / 8 ? dpos + room : dpos;
+}
+
+/* A writer over one stream of a row being built. */
+typedef struct pstream {
+    rowtable *r;
+    uint32_t base;        /* list index of the stream's page 0 */
+    uint64_t begin, end;  /* content range of the stream */
+    uint64_t pos;
+    uint32_t *crc;        /* per list index */
+} pstream;
+
+/* ps_finish -- step (1) for one page: persist its content range and record
+ * its checksum. */
+static void ps_finish(pstream *s, uint32_t j)
+{
+    rowtable *r = s->r;
+    uint64_t lo, hi;
+    stream_range(s->begin, s->end, j, r->page_size, &lo, &hi);
+    uint8_t *a = r->addr[s->base + j];
+    if (hi > lo) pm_persist(r->reg, a + lo, hi - lo);
+    s->crc[s->base + j] = tkv_checksum(a + lo, hi - lo);
+}
+
+/* ps_write -- appends len bytes, finishing each page it fills. */
+static void ps_write(pstream *s, const uint8_t *src, uint64_t len)
+{
+    rowtable *r = s->r;
+    while (len) {
+        uint64_t in = s->pos & r->mask, chunk = min_u64(len, r->page_size - in);
+        memcpy(r->addr[s->base + (s->pos >> r->shift)] + in, src, chunk);
+        s->pos += chunk;
+        src += chunk;
+        len -= chunk;
+        if ((s->pos & r->mask) == 0) ps_finish(s, (uint32_t)(s->pos >> r->shift) - 1);
+    }
+}
+
+/* ps_pad_to -- zero padding up to `to` (at most the next page end). */
+static void ps_pad_to(pstream *s, uint64_t to)
+{
+    rowtable *r = s->r;
+    if (to == s->pos) return;
+    memset(r->addr[s->base + (s->pos >> r->shift)] + (s->pos & r->mask), 0, to - s->pos);
+    s->pos = to;
+    if ((s->pos & r->mask) == 0) ps_finish(s, (uint32_t)(s->pos >> r->shift) - 1);
+}
+
+/* ps_close -- finishes the last, partly filled page. */
+static void ps_close(pstream *s)
+{
+    if (s->pos & s->r->mask) ps_finish(s, (uint32_t)(s->pos >> s->r->shift));
+}
+
+/* ---------------------------------------------------------------- the two passes */
+
+/* Totals of pass 1. */
+typedef struct build_totals {
+    uint64_t n, data_bytes, min_seq, max_seq, deletions, key_bytes, value_bytes;
+} build_totals;
+
+/* scan_source -- pass 1: validates the source (order, sizes) and computes
+ * the totals and the exact data-stream length (with padding). */
+static int scan_source(pool *p, uint64_t row_id, tkv_it *src, build_totals *t)
+{
+    uint32_t ps = pool_page_size(p);
+    tkv_buf prev = {0};
+    int rc = 0;
+    memset(t, 0, sizeof *t);
+    t->min_seq = UINT64_MAX;
+    for (it_seek_first(src); it_valid(src); it_next(src)) {
+        tkv_slice k = it_key(src), v = it_value(src);
+        if (k.n < IKEY_TRAILER || k.n - IKEY_TRAILER > TKV_MAX_KEY_SIZE || v.n > TKV_MAX_VALUE_SIZE) {
+            rc = tkv_err(TKV_INVALID, "pool %s: row %llu: entry %llu: key of %zu or value of %zu bytes out of range",
+                         pool_path(p), (unsigned long long)row_id, (unsigned long long)t->n, k.n, v.n);
+            goto out;
+        }
+        ikey_type ty = ikey_get_type(k);
+        if (ty != IKEY_VALUE && ty != IKEY_DELETION) {
+            rc = tkv_err(TKV_INVALID, "pool %s: row %llu: entry %llu: unknown type %d", pool_path(p),
+                         (unsigned long long)row_id, (unsigned long long)t->n, (int)ty);
+            goto out;
+        }
+        if (t->n && ikey_cmp(slice(prev.data, prev.len), k) >= 0) {
+            rc = tkv_err(TKV_INVALID, "pool %s: row %llu: entry %llu: keys not in strictly increasing order",
+                         pool_path(p), (unsigned long long)row_id, (unsigned long long)t->n);
+            goto out;
+        }
+        prev.len = 0;
+        if ((rc = buf_append(&prev, k.p, k.n)) < 0) goto out;
+        if (++t->n > ROWTABLE_MAX_ENTRIES) {
+            rc = tkv_err(TKV_INVALID, "pool %s: row %llu: more than %u entries", pool_path(p),
+                         (unsigned long long)row_id, ROWTABLE_MAX_ENTRIES);
+            goto out;
+        }
+        uint64_t seq = ikey_seq(k), esz = entry_size(k.n, v.n);
+        t->data_bytes = entry_place(t->data_bytes, esz, ps) + esz;
+        if (seq < t->min_seq) t->min_seq = seq;
+        if (seq > t->max_seq) t->max_seq = seq;
+        t->deletions += ty == IKEY_DELETION;
+        t->key_bytes += k.n - IKEY_TRAILER;
+        t->value_bytes += v.n;
+    }
+    rc = it_status(src);
+    if (t->n == 0) t->min_seq = 0;
+out:
+    buf_free(&prev);
+    return rc;
+}
+
+/* write_entries -- pass 2, step (1): data and metadata entries into the
+ * row's pages (persisted page by page as each fills), forward pointers by a
+ * linear merge with `older` (<= n_new + n_old comparisons in all). */
+static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32_t older_cursor, uint32_t *crc)
+{
+    pstream data = {r, r->nmeta, 0, r->data_bytes, 0, crc};
+    pstream mst = {r, 0, r->meta_off, r->meta_off + (uint64_t)r->n * ROWTABLE_META_ENTRY_SIZE, r->meta_off, crc};
+    uint32_t oj = older ? older_cursor : 0, on = older ? older->n : 0;
+    target t;
+    probe pr = {older, &t, 0, 0, 0};
+    uint32_t i = 0;
+    tkv_slice prev_ukey = {NULL, 0};
+    tkv_buf prev_buf = {0}; /* the previous user key, when it may not stay valid */
+    uint8_t me[ROWTABLE_META_ENTRY_SIZE], hdr[20];
+    for (it_seek_first(src); it_valid(src); it_next(src), i++) {
+        tkv_slice k = it_key(src), v = it_value(src);
+        uint64_t esz = entry_size(k.n, v.n), start = entry_place(data.pos, esz, r->page_size);
+        if (i >= r->n || start + esz > r->data_bytes || k.n < IKEY_TRAILER) {
+            buf_free(&prev_buf);
+            return tkv_err(TKV_INVALID, "pool %s: row %llu: the source changed between the two build passes",
+                           pool_path(r->pl), (unsigned long long)r->row_id);
+        }
+        tkv_slice uk = ikey_user(k);
+        if (i == 0 || ukey_cmp(uk, prev_ukey) != 0) { /* one filter entry per user key */
+            rt_filter_add(r, rowtable_key_hash(uk));
+            prev_buf.len = 0;
+            if (buf_append(&prev_buf, uk.p, uk.n) < 0) return tkv_err(TKV_NO_MEMORY, "out of memory building a row");
+            prev_ukey = slice(prev_buf.data, prev_buf.len);
+        }
+        /* forward pointer: advance through the older row to entry i's lower bound */
+        uint32_t fwd = ROWTABLE_NO_FWD;
+        if (older) {
+            target_init(&t, ikey_user(k), ikey_trailer(k));
+            int ueq;
+            while (oj < on && rt_cmp_at(&pr, oj, &ueq) < 0) oj++;
+            if (pr.err) {
+                buf_free(&prev_buf);
+                return pr.err;
+            }
+            fwd = oj;
+        }
+        ps_pad_to(&data, start);
+        uint8_t *h = enc_varint(hdr, k.n);
+        ps_write(&data, hdr, (uint64_t)(h - hdr));
+        ps_write(&data, k.p, k.n);
+        h = enc_varint(hdr, v.n);
+        ps_write(&data, hdr, (uint64_t)(h - hdr));
+        ps_write(&data, v.p, v.n);
+
+        memset(me, 0, sizeof me);
+        size_t ukn = k.n - IKEY_TRAILER;
+        memcpy(me + ME_PREFIX, k.p, ukn < 8 ? ukn : 8);
+        enc_u64(me + ME_TRAILER, ikey_trailer(k));
+        enc_u64(me + ME_DATA_OFF, start);
+        enc_u32(me + ME_FWD, fwd);
+        enc_u32(me + ME_KLEN, (uint32_t)ukn);
+        ps_write(&mst, me, sizeof me);
+    }
+    buf_free(&prev_buf);
+    TKV_TRY(it_status(src));
+    if (i != r->n || data.pos != r->data_bytes)
+        return tkv_err(TKV_INVALID, "pool %s: row %llu: the source changed between the two build passes",
+                       pool_path(r->pl), (unsigned long long)r->row_id);
+    ps_close(&data);
+    ps_close(&mst);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- build, commit, abandon */
+
+/* encode_body -- the RowTable body of the row header. */
+static void encode_body(const rowtable *r, const uint32_t *crc, uint8_t *b)
+{
+    enc_u32(b + RB_VERSION, ROWTABLE_FORMAT_VERSION);
+    enc_u32(b + RB_META_ESIZE, ROWTABLE_META_ENTRY_SIZE);
+    enc_u64(b + RB_N, r->n);
+    enc_u64(b + RB_MIN_SEQ, r->min_seq);
+    enc_u64(b + RB_MAX_SEQ, r->max_seq);
+    enc_u64(b + RB_DELETIONS, r->deletions);
+    enc_u64(b + RB_DATA_BYTES, r->data_bytes);
+    enc_u64(b + RB_META_OFF, r->meta_off);
+    enc_u32(b + RB_NMETA, r->nmeta);
+    enc_u32(b + RB_NDATA, r->ndata);
+    enc_u64(b + RB_OLDER_ID, r->older_id);
+    enc_u64(b + RB_OLDER_N, r->older_n);
+    enc_u64(b + RB_KEY_BYTES, r->key_bytes);
+    enc_u64(b + RB_VALUE_BYTES, r->value_bytes);
+    for (uint32_t j = 0; j < r->npages; j++) enc_u32(b + RB_PAGE_CRC + 4 * (size_t)j, crc[j]);
+}
+
+/* layout -- page counts and meta_off for n entries and data_bytes of data:
+ * the header (whose size grows with the page count) and the metadata share
+ * the meta stream, so iterate to the fixed point (page counts only grow). */
+static void layout(uint64_t n, uint64_t data_bytes, uint32_t ps, uint64_t *npages, uint64_t *nmeta, uint64_t *ndata,
+                   uint64_t *meta_off)
+{
+    *ndata = (data_bytes + ps - 1) / ps;
+    uint64_t np = *ndata + 1;
+    for (;;) {
+        uint64_t area = pool_row_header_area((uint32_t)min_u64(RB_FIXED + 4 * np, UINT32_MAX),
+                                             (uint32_t)min_u64(np, UINT32_MAX));
+        *meta_off = round_up(area, META_ALIGN);
+        *nmeta = (*meta_off + n * ROWTABLE_META_ENTRY_SIZE + ps - 1) / ps;
+        if (*nmeta + *ndata <= np) break;
+        np = *nmeta + *ndata;
+    }
+    *npages = np;
+}
+
+/*
+ * rowtable_build -- persist order (a crash anywhere before step 3 leaves no
+ * row, and its pages are free at the next open by pool.h invariant 2):
+ *   (1) every data page and every metadata range is written and persisted
+ *       (pm_persist per page as it fills, in write_entries);
+ *   (2) the row header -- fields, page list, page checksums, header checksum,
+ *       zeroed release bitmap -- is written and persisted (one
+ *       pm_memcpy_persist, pool_row_write_header);
+ *   (3) the caller commits the directory slot (rowtable_commit): the 8-byte
+ *       persisted store that makes the row exist.
+ */
+int rowtable_build(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, rowtable **out)
+{
+    return rowtable_build_at(p, row_id, src, older, older ? cursor_load(older) : 0, out);
+}
+
+/* rowtable_build_at -- the build itself: pass 1, layout, page allocation,
+ * steps (1) and (2); on any error every page allocated is freed. */
+int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, uint32_t older_cursor,
+                      rowtable **out)
+{
+    *out = NULL;
+    if (!p || !src || row_id == 0)
+        return tkv_err(TKV_INVALID, "rowtable_build: NULL pool/source or row id 0");
+    if (older && older->pl != p)
+        return tkv_err(TKV_INVALID, "pool %s: row %llu: the older row belongs to another pool", pool_path(p),
+                       (unsigned long long)row_id);
+    if (older) { /* never read below what the older row's released pages allow */
+        uint32_t floor = cursor_load(older);
+        if (older_cursor < floor) older_cursor = floor;
+        if (older_cursor > older->n) older_cursor = older->n;
+    }
+    build_totals tot;
+    TKV_TRY(scan_source(p, row_id, src, &tot));
+
+    uint32_t ps = pool_page_size(p);
+    uint64_t npages, nmeta, ndata, meta_off;
+    layout(tot.n, tot.data_bytes, ps, &npages, &nmeta, &ndata, &meta_off);
+    if (npages > pool_page_count(p) || pool_row_header_area((uint32_t)(RB_FIXED + 4 * npages), (uint32_t)npages) > ps) {
+        return tkv_err(TKV_NO_SPACE, "pool %s: row %llu needs %llu pages of %u bytes, the pool has %u", pool_path(p),
+                       (unsigned long long)row_id, (unsigned long long)npages, ps, pool_page_count(p));
+    }
+    rowtable *r = rt_alloc(p, (uint32_t)npages);
+    uint32_t *crc = calloc(npages, sizeof *crc);
+    uint8_t *body = calloc(1, RB_FIXED + 4 * npages);
+    int rc = TKV_NO_MEMORY, allocated = 0;
+    if (!r || !crc || !body) {
+        tkv_err(rc, "pool %s: row %llu: out of memory building the row", pool_path(p), (unsigned long long)row_id);
+        goto fail;
+    }
+    r->row_id = row_id;
+    r->n = (uint32_t)tot.n;
+    r->min_seq = tot.min_seq;
+    r->max_seq = tot.max_seq;
+    r->deletions = tot.deletions;
+    r->key_bytes = tot.key_bytes;
+    r->value_bytes = tot.value_bytes;
+    r->data_bytes = tot.data_bytes;
+    r->meta_off = meta_off;
+    r->nmeta = (uint32_t)nmeta;
+    r->ndata = (uint32_t)ndata;
+    r->older_id = older ? older->row_id : 0;
+    r->older_n = older ? older->n : 0;
+    rc = rt_filter_alloc(r, tot.n);
+    if (rc < 0) goto fail;
+    rc = pool_alloc_pages(p, r->npages, r->pages);
+    if (rc < 0) goto fail;
+    allocated = 1;
+    for (uint32_t j = 0; j < r->npages; j++) {
+        r->addr[j] = pool_page_addr(p, r->pages[j]);
+        crc[j] = tkv_checksum("", 0); /* pages left with no content (e.g. no metadata in page 0) */
+    }
+    rc = write_entries(r, src, older, older_cursor, crc); /* step (1) */
+    if (rc < 0) goto fail;
+    encode_body(r, crc, body);
+    rc = pool_row_write_header(p, row_id, POOL_ROW_KIND_ROWTABLE, body, (uint32_t)(RB_FIXED + 4 * npages), r->pages,
+                               r->npages); /* step (2) */
+    if (rc < 0) goto fail;
+    free(crc);
+    free(body);
+    *out = r;
+    return 0;
+fail:
+    if (allocated)
+        for (uint32_t j = 0; j < r->npages; j++) pool_free_page(p, r->pages[j]);
+    rowtable_close(r);
+    free(crc);
+    free(body);
+    return rc;
+}
+
+/* rowtable_commit -- step (3): the row's directory slot. */
+int rowtable_commit(rowtable *r)
+{
+    if (r->slot != UINT32_MAX)
+        return tkv_err(TKV_INVALID, "pool %s: row %llu is already committed", pool_path(r->pl), (unsigned long long)r->row_id);
+    uint32_t slot;
+    TKV_TRY(pool_commit_row(r->pl, r->pages[0], r->row_id, &slot)); /* step (3) */
+    r->slot = slot;
+    return 0;
+}
+
+/* rowtable_queue_writeback -- every page not released, to the paced write-back. */
+void rowtable_queue_writeback(const rowtable *r)
+{
+    for (uint32_t j = 0; j < r->npages; j++)
+        if (!r->released[j]) pm_writeback_enqueue(r->reg, r->addr[j], r->page_size);
+}
+
+/* rowtable_abandon -- frees an uncommitted row's pages, then the handle (of
+ * a committed row, only the handle). */
+void rowtable_abandon(rowtable *r)
+{
+    if (!r) return;
+    if (r->slot == UINT32_MAX)
+        for (uint32_t j = 0; j < r->npages; j++) pool_free_page(r->pl, r->pages[j]);
+    rowtable_close(r);
+}
+

@@ -1,0 +1,146 @@
+/*
+ * rowtable_open.c -- opening a committed row at recovery: the header fields
+ * against each other and the pool geometry, the checksum of every page not
+ * released, the live metadata, then the DRAM key filter rebuilt from the
+ * live keys. Never reads outside the pool on garbage (invariant (3) of
+ * rowtable_int.h); which pages are released, and the first entry still
+ * whole, come from rt_check_released (rowtable_drain.c).
+ */
+#include "matrix/rowtable_int.h"
+
+#include "tierkv.h"
+#include "util/checksum.h"
+#include "util/status.h"
+
+/* ---------------------------------------------------------------- verification */
+
+/* verify_pages -- the checksum of every page not released. */
+static int verify_pages(rowtable *r, const uint8_t *body)
+{
+    uint64_t meta_end = r->meta_off + (uint64_t)r->n * ROWTABLE_META_ENTRY_SIZE;
+    for (uint32_t j = 0; j < r->npages; j++) {
+        if (r->released[j]) continue;
+        int is_meta = j < r->nmeta;
+        uint64_t lo, hi;
+        if (is_meta) stream_range(r->meta_off, meta_end, j, r->page_size, &lo, &hi);
+        else stream_range(0, r->data_bytes, j - r->nmeta, r->page_size, &lo, &hi);
+        pm_read_delay(r->reg, 1);
+        if (tkv_checksum(r->addr[j] + lo, hi - lo) != dec_u32(body + RB_PAGE_CRC + 4 * (size_t)j))
+            return rt_corrupt(r, "checksum mismatch in %s page %u (pool page %u)", is_meta ? "metadata" : "data",
+                              is_meta ? j : j - r->nmeta, r->pages[j]);
+    }
+    return 0;
+}
+
+/* verify_meta -- the live metadata entries are well formed: data offsets
+ * strictly increase and leave room for an entry, key lengths are in range,
+ * prefixes do not decrease, types and sequence numbers are valid, forward
+ * pointers do not decrease and stay within the older row. */
+static int verify_meta(rowtable *r)
+{
+    meta m, prev = {0};
+    for (uint32_t i = r->min_cursor; i < r->n; i++) {
+        meta_load(r, i, &m);
+        uint64_t seq = m.trailer >> 8, ty = m.trailer & 0xff;
+        if (m.data_off >= r->data_bytes || r->data_bytes - m.data_off < 10 || m.klen > TKV_MAX_KEY_SIZE)
+            return rt_corrupt(r, "entry %u: data offset or key length out of range", i);
+        if (ty > IKEY_VALUE || seq < r->min_seq || seq > r->max_seq)
+            return rt_corrupt(r, "entry %u: bad type or sequence number", i);
+        if (r->older_id ? m.fwd > r->older_n : m.fwd != ROWTABLE_NO_FWD)
+            return rt_corrupt(r, "entry %u: forward pointer out of range", i);
+        if (i > r->min_cursor && (m.data_off <= prev.data_off || m.prefix < prev.prefix || m.fwd < prev.fwd))
+            return rt_corrupt(r, "entry %u: out of order with entry %u", i, i - 1);
+        prev = m;
+    }
+    return 0;
+}
+
+/* filter_rebuild -- the key filter of an opened row, from its live entries
+ * (the keys are read from the data stream, verified by verify_pages). */
+static int filter_rebuild(rowtable *r)
+{
+    TKV_TRY(rt_filter_alloc(r, r->n - r->min_cursor));
+    tkv_buf key = {0};
+    for (uint32_t i = r->min_cursor; i < r->n; i++) {
+        meta m;
+        ent_loc e;
+        meta_load(r, i, &m);
+        int rc = rt_entry_decode(r, i, &m, &e);
+        const uint8_t *kp = rc == 0 ? data_ptr(r, e.key_off, m.klen) : NULL;
+        if (rc == 0 && !kp) {
+            key.len = 0;
+            if ((rc = buf_reserve(&key, m.klen)) == 0) {
+                rt_data_copy(r, e.key_off, key.data, m.klen);
+                kp = key.data;
+            }
+        }
+        if (rc < 0) {
+            buf_free(&key);
+            return rc;
+        }
+        rt_filter_add(r, rowtable_key_hash(slice(kp, m.klen))); /* versions of a key add the same bits */
+    }
+    buf_free(&key);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- open */
+
+/* rowtable_open -- reads the row header of `slot`, checks it, fills the
+ * handle, then verifies the pages and metadata and rebuilds the filter. */
+int rowtable_open(pool *p, uint32_t slot, rowtable **out)
+{
+    *out = NULL;
+    pool_row pr;
+    TKV_TRY(pool_row_read(p, slot, &pr));
+    rowtable *r = rt_alloc(p, pr.npages);
+    if (!r) return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory opening row %llu", pool_path(p), (unsigned long long)pr.row_id);
+    r->row_id = pr.row_id;
+    r->slot = slot;
+    int rc;
+    const uint8_t *b = pr.body;
+    if (pr.kind != POOL_ROW_KIND_ROWTABLE || pr.body_len != RB_FIXED + 4 * (uint64_t)pr.npages) {
+        rc = rt_corrupt(r, "not a RowTable header (kind %u, body %u bytes)", pr.kind, pr.body_len);
+        goto fail;
+    }
+    if (dec_u32(b + RB_VERSION) != ROWTABLE_FORMAT_VERSION || dec_u32(b + RB_META_ESIZE) != ROWTABLE_META_ENTRY_SIZE) {
+        rc = rt_corrupt(r, "format version %u / entry size %u unknown", dec_u32(b + RB_VERSION), dec_u32(b + RB_META_ESIZE));
+        goto fail;
+    }
+    uint64_t n = dec_u64(b + RB_N), older_n = dec_u64(b + RB_OLDER_N);
+    r->min_seq = dec_u64(b + RB_MIN_SEQ);
+    r->max_seq = dec_u64(b + RB_MAX_SEQ);
+    r->deletions = dec_u64(b + RB_DELETIONS);
+    r->data_bytes = dec_u64(b + RB_DATA_BYTES);
+    r->meta_off = dec_u64(b + RB_META_OFF);
+    r->nmeta = dec_u32(b + RB_NMETA);
+    r->ndata = dec_u32(b + RB_NDATA);
+    r->older_id = dec_u64(b + RB_OLDER_ID);
+    r->key_bytes = dec_u64(b + RB_KEY_BYTES);
+    r->value_bytes = dec_u64(b + RB_VALUE_BYTES);
+    uint64_t ps = r->page_size;
+    uint64_t want_meta_off = round_up(pool_row_header_area(pr.body_len, pr.npages), META_ALIGN);
+    if (n > ROWTABLE_MAX_ENTRIES || older_n > ROWTABLE_MAX_ENTRIES || r->deletions > n ||
+        (n && (r->min_seq > r->max_seq || r->max_seq > IKEY_MAX_SEQ)) || r->meta_off != want_meta_off ||
+        r->nmeta < 1 || (uint64_t)r->nmeta + r->ndata != pr.npages ||
+        r->nmeta != (r->meta_off + n * ROWTABLE_META_ENTRY_SIZE + ps - 1) / ps ||
+        r->data_bytes > (uint64_t)r->ndata * ps || r->ndata != r->data_bytes / ps + (r->data_bytes % ps != 0)) {
+        rc = rt_corrupt(r, "header fields inconsistent with each other or the pool geometry");
+        goto fail;
+    }
+    r->n = (uint32_t)n;
+    r->older_n = older_n;
+    for (uint32_t j = 0; j < r->npages; j++) {
+        r->pages[j] = pool_row_page(&pr, j); /* < page_count: checked by the pool */
+        r->addr[j] = pool_page_addr(p, r->pages[j]);
+        r->released[j] = (uint8_t)pool_row_released(&pr, j);
+    }
+    if ((rc = rt_check_released(r)) < 0 || (rc = verify_pages(r, b)) < 0 || (rc = verify_meta(r)) < 0) goto fail;
+    r->cursor = r->min_cursor;
+    if ((rc = filter_rebuild(r)) < 0) goto fail;
+    *out = r;
+    return 0;
+fail:
+    rowtable_close(r);
+    return rc;
+}
