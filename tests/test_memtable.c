@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "mem/arena.h"
-#include "mem/ikey.h"
+#include "util/ikey.h"
 #include "mem/memtable.h"
 #include "util/iter.h"
 

@@ -18,7 +18,7 @@
 #include <sched.h>
 #include <cmocka.h>
 
-#include "mem/ikey.h"
+#include "util/ikey.h"
 #include "mem/memtable.h"
 #include "util/iter.h"
 

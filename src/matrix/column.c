@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem/ikey.h"
+#include "util/ikey.h"
 #include "util/status.h"
 
 /* Candidate end keys sampled per row: the column's size is found to within

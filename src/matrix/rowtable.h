@@ -77,7 +77,7 @@
 #include <stdint.h>
 
 #include "matrix/pool.h"
-#include "mem/ikey.h"
+#include "util/ikey.h"
 #include "util/coding.h"
 #include "util/iter.h"
 

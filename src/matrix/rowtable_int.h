@@ -48,7 +48,7 @@
 
 #include "matrix/pool.h"
 #include "matrix/rowtable.h"
-#include "mem/ikey.h"
+#include "util/ikey.h"
 #include "util/coding.h"
 
 /* ---------------------------------------------------------------- layout constants */

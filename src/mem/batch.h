@@ -11,7 +11,7 @@
 #ifndef TKV_MEM_BATCH_H
 #define TKV_MEM_BATCH_H
 
-#include "mem/ikey.h"
+#include "util/ikey.h"
 #include "util/coding.h"
 
 #define BATCH_HEADER 12

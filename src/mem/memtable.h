@@ -1,6 +1,6 @@
 /*
  * memtable.h -- the DRAM write buffer: a concurrent skiplist of internal keys
- * (mem/ikey.h order) whose entries live in an arena (mem/arena.h).
+ * (util/ikey.h order) whose entries live in an arena (mem/arena.h).
  *
  * Entry encoding in the arena (what flush sees through the iterator):
  *   varint ikey_len | internal key (user key + 8-byte trailer) | varint vlen | value
@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mem/ikey.h"
+#include "util/ikey.h"
 #include "tierkv.h" /* status codes and size limits */
 #include "util/iter.h"
 

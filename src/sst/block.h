@@ -9,7 +9,7 @@
  *   u32 restart[count]   offsets of the entries whose shared == 0, ascending;
  *                        restart[0] == 0
  *   u32 count            0 only for an empty block (which is then 4 bytes)
- * Keys are internal keys (mem/ikey.h) strictly increasing in ikey_cmp order;
+ * Keys are internal keys (util/ikey.h) strictly increasing in ikey_cmp order;
  * every key is at least IKEY_TRAILER bytes.
  *
  * Integrity: the block trailer checksum (sst/format.h) is what detects

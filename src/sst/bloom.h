@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mem/ikey.h"
+#include "util/ikey.h"
 #include "util/coding.h"
 
 #define BLOOM_MAX_PROBES 30

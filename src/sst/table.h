@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "io/io.h"
-#include "mem/ikey.h"
+#include "util/ikey.h"
 #include "sst/cache.h"
 #include "util/coding.h"
 #include "util/iter.h"

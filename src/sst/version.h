@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "io/io.h"
-#include "mem/ikey.h"
+#include "util/ikey.h"
 #include "util/coding.h"
 
 #define VERSION_LEVELS 7

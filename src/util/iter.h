@@ -2,7 +2,7 @@
  * iter.h -- the internal iterator interface shared by every sorted source
  * (memtables, SST blocks and tables, matrix rows, merging iterators).
  *
- * Keys are internal keys (mem/ikey.h) in ikey_cmp order. A source positions with
+ * Keys are internal keys (util/ikey.h) in ikey_cmp order. A source positions with
  * seek_first/seek_last/seek(target: first key >= target) and moves with
  * next/prev while valid. key()/value() stay valid until the iterator moves.
  * status() is 0 or the first error met (an iterator with an error is not
@@ -12,7 +12,7 @@
 #ifndef TKV_UTIL_ITER_H
 #define TKV_UTIL_ITER_H
 
-#include "mem/ikey.h"
+#include "util/ikey.h"
 
 typedef struct tkv_it tkv_it;
 

@@ -10,8 +10,8 @@
  * A lookup for user key K at snapshot S seeks to ikey(K, S, IKEY_SEEK_TYPE): the
  * first entry at or after it is the newest version of K visible at S, if any.
  */
-#ifndef TKV_MEM_IKEY_H
-#define TKV_MEM_IKEY_H
+#ifndef TKV_UTIL_IKEY_H
+#define TKV_UTIL_IKEY_H
 
 #include <stddef.h>
 #include <stdint.h>
