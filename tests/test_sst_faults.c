@@ -517,7 +517,11 @@ static void test_flip_sweep(void **state)
     tkv_options *o = make_opts(NULL); /* lz4 */
     tu_model *m = tu_model_new();
     numlist files;
-    build_l1_db(dir, o, m, 1500, 120, seed, 1, &files);
+    /* 4000 compressible entries are about 100 KB of lz4 blocks: at least two
+     * L1 files of sst_size=64K however the flushes and compactions happened
+     * to group them (1500 made one ~40 KB file when one compaction took
+     * every L0 file at once) */
+    build_l1_db(dir, o, m, 4000, 120, seed, 1, &files);
 
     /* Offsets to damage: every footer byte of one file, the start, middle,
      * end and trailer of its index, filter and properties blocks, offset 100,
