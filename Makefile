@@ -2,6 +2,9 @@
 #   make            build/libtierkv.so (+ soname links) and build/libtierkv.a
 #   make test       install missing Debian packages, then build and run every test
 #                   twice: a normal build and an ASan+UBSan build
+#   make check-structure  the library's shape: src/db's one-way order (src/db/LAYERS),
+#                   folders one way, no file over 800 lines, no function over 80
+#                   without a written reason (tests/check_structure.py; part of make test)
 #   make tsan       the concurrency tests under ThreadSanitizer
 #   make soak       long randomized / crash runs (not part of `make test`)
 #   make bench      the headline benchmark
@@ -50,7 +53,7 @@ BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip
 
-.PHONY: all lib tests test test-run tsan soak bench bench-silk deps install clean
+.PHONY: all lib tests test test-run check-structure tsan soak bench bench-silk deps install clean
 .SECONDARY:
 all: lib
 
@@ -83,7 +86,12 @@ tests: lib $(TESTS) $(BUILD)/tkv_bench
 test-run: tests
 	@TKV_BUILD=$(BUILD) bash tests/run.sh $(TESTS)
 
+check-structure: lib
+	@python3 tests/check_structure.py --self-test $(BUILD)/obj
+	@python3 tests/check_structure.py $(BUILD)/obj
+
 test: deps
+	$(MAKE) check-structure
 	$(MAKE) test-run
 	$(MAKE) test-run SAN=asan
 
