@@ -49,6 +49,7 @@ for r in $(seq 1 "$REPEAT"); do
         *) echo "run_headline.sh: unknown configuration $c" >&2; exit 2 ;;
         esac
         dir="$out/$c/run$r"
+        mkdir -p "$dir"
         plot=()
         [ "$r" = 1 ] && plot=(--plot)
         echo "== round $r of $REPEAT: $c"
