@@ -12,8 +12,10 @@
  *   reclaim:   release floors, dead pages, dropped rows (inside mx)
  *
  * The container owns its state (db->mx, opaque outside mx_*.c: mx_int.h,
- * which also holds the rules that make it safe). With l0=sst db->mx is NULL
- * and every function here is a no-op that reports nothing to do.
+ * which also holds the rules that make it safe). With l0=sst db->mx is NULL:
+ * mx_open then only refuses a MANIFEST that still lists rows, mx_report says
+ * there is no container, mx_flush_one and mx_flush_blocked must not be
+ * called, and every other function is a no-op that finds nothing to do.
  * Locking: every function takes db->mu held unless its comment says
  * otherwise.
  */

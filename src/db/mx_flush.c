@@ -153,7 +153,10 @@ int mx_flush_blocked(tkv_db *db)
         db_set_bg_error(db, TKV_NO_SPACE);
         return 0;
     }
-    if (db->shutting_down && mx->gave_up) return 0;
+    /* shutting down: wait for columns to make room unless they gave up or
+     * never started (a tkv_open that failed before mx_start closes the
+     * database: nothing would ever make room) */
+    if (db->shutting_down && (mx->gave_up || !mx->thread_started)) return 0;
     return 1;
 }
 

@@ -241,12 +241,12 @@ void silk_close(tkv_db *db)
 {
     silk_state *s = db->silk;
     if (!s) return;
+    db->io.gate = NULL; /* first: nothing may pass the gate into freed state */
     db->silk = NULL;
     if (!s->mon && !s->wc) {
         free(s);
         return;
     }
-    db->io.gate = NULL;
     if (s->rl) rl_shutdown(s->rl);
     if (s->ssd) rl_shutdown(s->ssd);
     rl_free(s->rl);
