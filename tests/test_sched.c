@@ -1045,6 +1045,109 @@ static void test_wctl_modes(void **state)
     wctl_free(w);
 }
 
+/* The container ramp (PRL): no pacing below ramp_lo; from (1 + gain) x the
+ * drain rate at ramp_lo down to the drain rate at near_full, smoothly (never
+ * rising with the fill), and on down to its floor at a full container; a memtable
+ * limit on top; a drain slower than min_rate holds writers below it; the
+ * drain rate falling to zero slows writers to min_rate / 16 without a stop, and its recovery lifts the pace again; without a drain
+ * measurement (or in CLASSIC / OFF) the old near_full step applies. */
+static void test_wctl_ramp(void **state)
+{
+    (void)state;
+    wctl *w = wctl_new(WCTL_PRL); /* ramp_lo 0.5, ramp_gain 3, near_full 0.9 */
+    for (int i = 0; i < 8; i++) wctl_flush_sample(w, 200 * MiB, 1000000);
+    wctl_input in = {.mutable_left = 2, .max_memtables = 2, .drain_known = 1, .drain_rate = 40 * MiB};
+    const struct {
+        double fill;
+        double want; /* x drain rate; 0 = not paced */
+    } pts[] = {{0.0, 0}, {0.49, 0}, {0.5, 4.0}, {0.7, 2.5}, {0.8, 1.75}, {0.9, 1.0}, {0.95, 0.5}, {0.99, 0.1}};
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        in.container_fill = pts[i].fill;
+        uint64_t r = wctl_target_rate(w, &in);
+        print_message("ramp: fill %.2f -> %.1f MiB/s\n", pts[i].fill, (double)r / MiB);
+        assert_int_equal(wctl_classify(w, &in), pts[i].want ? WCTL_SLOWDOWN : WCTL_NORMAL);
+        double want = pts[i].want * 40 * MiB;
+        assert_true((double)r >= want - 2 && (double)r <= want + 2);
+    }
+    uint64_t prev = UINT64_MAX;
+    for (int pct = 50; pct <= 99; pct++) { /* smooth: never rises as the container fills */
+        in.container_fill = pct / 100.0;
+        uint64_t r = wctl_target_rate(w, &in);
+        assert_true(r <= prev && r > 0);
+        prev = r;
+    }
+
+    /* steady state at 80 %: writers get 1.75 x 40 MiB/s = 70 MiB/s */
+    in.container_fill = 0.8;
+    uint64_t now = 1000000;
+    uint64_t total = pace_many(w, &in, 2048, 4 * KiB, &now); /* 8 MiB */
+    double ideal = 8.0 / 70 * 1e6;
+    print_message("ramp steady state: 8 MiB in %llu us (ideal %.0f)\n", (unsigned long long)total, ideal);
+    assert_true((double)total >= 0.9 * ideal && (double)total <= 1.1 * ideal);
+    wctl_stats st;
+    wctl_get_stats(w, &st);
+    assert_int_equal(st.ramp_writes, 2048);
+    assert_true(st.target_rate >= 70 * MiB - 2 && st.target_rate <= 70 * MiB + 2);
+    assert_int_equal(st.ramp_rate, st.target_rate);
+    assert_int_equal(st.drain_rate, 40 * MiB);
+    assert_int_equal(st.stopped_writes, 0);
+
+    /* a memtable limit paces at the slower of the flush and the ramp */
+    in.mutable_left = 1;
+    in.container_fill = 0.5;
+    uint64_t r50 = wctl_target_rate(w, &in);
+    assert_true(r50 >= 160 * MiB - 2 && r50 <= 160 * MiB + 2);
+    wctl *slow = wctl_new(WCTL_PRL);
+    for (int i = 0; i < 8; i++) wctl_flush_sample(slow, 50 * MiB, 1000000);
+    assert_int_equal(wctl_target_rate(slow, &in), 50 * MiB);
+    wctl_free(slow);
+    in.mutable_left = 2;
+
+    /* a drain slower than min_rate (1 MiB/s) still holds writers below it */
+    in.container_fill = 0.9;
+    in.drain_rate = 256 * KiB;
+    assert_int_equal(wctl_target_rate(w, &in), 256 * KiB);
+    /* the drain stops: paced at the ramp's floor, min_rate / 16 = 64 KiB/s,
+     * still SLOWDOWN, never STOP */
+    in.container_fill = 0.85;
+    in.drain_rate = 0;
+    assert_int_equal(wctl_classify(w, &in), WCTL_SLOWDOWN);
+    assert_int_equal(wctl_target_rate(w, &in), 64 * KiB);
+    pace_result pr = pace(w, &in, 4 * KiB, &now);
+    assert_int_equal(pr.first_state, WCTL_SLOWDOWN);
+    assert_true(pr.total_us >= 55000 && pr.total_us <= 70000); /* 4 KiB at 64 KiB/s = 62.5 ms */
+    /* ... and recovers */
+    in.drain_rate = 40 * MiB;
+    uint64_t back = wctl_target_rate(w, &in);
+    assert_true(back >= 55 * MiB - 2 && back <= 55 * MiB + 2); /* 1.375 x 40 */
+
+    /* no drain measurement: the old step at near_full, at the flush pace */
+    in.drain_known = 0;
+    in.container_fill = 0.8;
+    assert_int_equal(wctl_classify(w, &in), WCTL_NORMAL);
+    in.container_fill = 0.95;
+    assert_int_equal(wctl_target_rate(w, &in), 200 * MiB);
+    /* CLASSIC and OFF ignore the ramp */
+    in.drain_known = 1;
+    in.container_fill = 0.8;
+    for (int mode = WCTL_CLASSIC; mode <= WCTL_OFF; mode++) {
+        wctl *m = wctl_new((wctl_mode)mode);
+        assert_int_equal(wctl_classify(m, &in), WCTL_NORMAL);
+        assert_int_equal(wctl_target_rate(m, &in), 0);
+        wctl_free(m);
+    }
+    /* bad bands */
+    wctl_options o;
+    wctl_options_default(&o);
+    o.ramp_lo = 0.9; /* not below near_full */
+    wctl *bad = NULL;
+    assert_int_equal(wctl_create(&o, &bad), TKV_INVALID);
+    wctl_options_default(&o);
+    o.ramp_gain = -1;
+    assert_int_equal(wctl_create(&o, &bad), TKV_INVALID);
+    wctl_free(w);
+}
+
 int main(void)
 {
     const char *filter = getenv("TKV_TEST_FILTER");
@@ -1075,6 +1178,7 @@ int main(void)
         cmocka_unit_test(test_wctl_prl_pacing),
         cmocka_unit_test(test_wctl_stop),
         cmocka_unit_test(test_wctl_modes),
+        cmocka_unit_test(test_wctl_ramp),
     };
     return cmocka_run_group_tests_name("sched", tests, NULL, NULL);
 }

@@ -9,6 +9,8 @@
  *    need L1 files deep compactions hold: aborted deep jobs leave no output
  *    file behind (every .sst in the directory is in the current version) and
  *    lose nothing (model check, reopen).
+ *  - sched_slow_column_ramp: slow columns; the PRL controller's container
+ *    ramp paces the writer so that the pool never fills (off: it does).
  *  - sched_fifo_and_switches: scheduler=fifo, write_controller=classic/off,
  *    ssd_bandwidth: the same workload stays correct, tkv.sched reports the
  *    modes, fifo never pauses or aborts, the SSD throttle meters bytes.
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -194,7 +197,7 @@ static int hold_deep_hook(io_op op, const char *path, size_t len, void *arg)
     pthread_getname_np(pthread_self(), name, sizeof name);
     if (strcmp(name, "tkv-deep")) return 0;
     __atomic_fetch_add(&g_deep_held, 1, __ATOMIC_RELAXED);
-    for (int i = 0; i < 60000 && __atomic_load_n(&g_hold_deep, __ATOMIC_ACQUIRE); i++) usleep(1000);
+    for (int i = 0; i < 60000 && __atomic_load_n(&g_hold_deep, __ATOMIC_ACQUIRE); i++) usleep(300);
     return 0;
 }
 
@@ -545,6 +548,81 @@ static void sched_background_nice(void **state)
     tkv_options_free(o);
 }
 
+/* sched_slow_column_ramp -- the container ramp of the PRL write controller
+ * (sched/wctl.h): l0=matrix, column compaction held to a slow pace (every
+ * write of an SST sleeps 300 us in the fault hook: a few MB/s), one writer at
+ * full speed putting twice the pool. With write_controller=prl the writer
+ * is paced down to what the columns drain as the pool fills, so the flush
+ * never finds the pool full (tkv.matrix flush no_space=0) and the ramp paced
+ * writes at a measured drain rate. With write_controller=off the same
+ * workload runs the pool full. */
+static int slow_sst_writes(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    size_t n = strlen(path);
+    if (op == IO_OP_WRITE && n >= 4 && strcmp(path + n - 4, ".sst") == 0) usleep(300);
+    return 0;
+}
+
+/* mono_us -- CLOCK_MONOTONIC in microseconds. */
+static uint64_t mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t ramp_run(const char *wc, uint64_t *ramp_writes, uint64_t *drain, uint64_t *max_stall)
+{
+    char *dir = tu_tmpdir("sched-ramp");
+    tkv_options *o = sched_options("write_controller", wc, "l0", "matrix", "memtable_size", "128K",
+                                   "pmem_size", "8M", "matrix_trigger", "50", "column_bytes", "256K",
+                                   "sst_size", "256K", "l1_size", "64M", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 21);
+    char key[32], val[1000];
+    io_set_fault_hook(slow_sst_writes, NULL);
+    uint64_t t0 = mono_us();
+    for (uint64_t i = 0; i < 16000; i++) { /* 16 MB: twice the pool */
+        size_t kn = (size_t)sprintf(key, "key%08llu", (unsigned long long)tu_rng_below(&r, 1000000));
+        tu_rng_fill(&r, val, sizeof val);
+        assert_int_equal(tkv_put(db, key, kn, val, sizeof val, 0), TKV_OK);
+    }
+    uint64_t us = mono_us() - t0;
+    uint64_t no_space = tu_prop_u64(db, "tkv.matrix", "no_space=");
+    *ramp_writes = tu_prop_u64(db, "tkv.sched", "ramp_writes=");
+    *drain = tu_prop_u64(db, "tkv.sched", "drain_rate=");
+    *max_stall = tu_prop_u64(db, "tkv.sched", "max_stall_us=");
+    char *s = tkv_property(db, "tkv.sched");
+    print_message("write_controller=%s: 16 MB in %.1f s, flush found the pool full %llu times, %llu writes paced "
+                  "by the ramp, drain rate %.1f MB/s\n%s",
+                  wc, (double)us / 1e6, (unsigned long long)no_space, (unsigned long long)*ramp_writes,
+                  (double)*drain / 1e6, s);
+    tkv_free(s);
+    io_set_fault_hook(NULL, NULL);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+    return no_space;
+}
+
+static void sched_slow_column_ramp(void **state)
+{
+    (void)state;
+    uint64_t ramp_prl, drain_prl, stall_prl, ramp_off, drain_off, stall_off;
+    uint64_t full_prl = ramp_run("prl", &ramp_prl, &drain_prl, &stall_prl);
+    uint64_t full_off = ramp_run("off", &ramp_off, &drain_off, &stall_off);
+    assert_true(full_off > 0);   /* unpaced, the writer runs the pool full */
+    assert_int_equal(full_prl, 0); /* paced by the ramp, it never does */
+    assert_true(ramp_prl > 0 && drain_prl > 0);
+    assert_int_equal(ramp_off, 0);
+    /* off waits out whole columns at a full pool (~0.7 s here); the ramp's
+     * longest wait is a pacing step or a flush */
+    assert_true(stall_prl * 2 < stall_off);
+}
+
 int main(void)
 {
     tu_seed();
@@ -553,6 +631,7 @@ int main(void)
         cmocka_unit_test(sched_abort_cleanup),
         cmocka_unit_test(sched_abort_held_job),
         cmocka_unit_test(sched_no_stop_while_flushing),
+        cmocka_unit_test(sched_slow_column_ramp),
         cmocka_unit_test(sched_fifo_and_switches),
         cmocka_unit_test(sched_latency_wiring),
         cmocka_unit_test(sched_background_nice),

@@ -71,6 +71,14 @@ void mx_flush_unblocked(tkv_db *db);
 int mx_pinned_full(tkv_db *db);
 /* mx_fill -- the fraction of the pool's pages in use, 0..1 (0 with l0=sst). */
 double mx_fill(tkv_db *db);
+/* mx_drain_rate -- the rate at which column compaction empties the pool, in
+ * bytes/s of the units writers are charged in (batch bytes): the slowest of
+ * the last MX_DRAIN_SAMPLES columns, and no more than the running column has
+ * managed since it started (a stalled column drags it towards 0); before
+ * the first column has finished, that column's pace once it has run
+ * MX_FIRST_DRAIN_US. Returns 0 when there is no measurement yet (or
+ * l0=sst): unknown. */
+int mx_drain_rate(tkv_db *db, uint64_t *rate);
 
 /* mx_get -- the newest entry of ukey visible at seq in the rows of sv, at the
  * cursors of v (pinned together with sv). 1 (type, value in *val), 0, < 0.

@@ -262,6 +262,47 @@ static int run_column(tkv_db *db, column_job *j)
     return rc;
 }
 
+/* writer_units -- row bytes of the pool in the units writers are charged
+ * in (their batch bytes), by the ratio of the two over every flush so far
+ * (1:1 before the first). */
+static uint64_t writer_units(const struct mx_state *mx, uint64_t row_bytes)
+{
+    uint64_t data = ctr_get(&mx->ctr.flush_data_bytes), batch = ctr_get(&mx->ctr.flush_batch_bytes);
+    if (!data || !batch) return row_bytes;
+    return (uint64_t)((double)row_bytes * (double)batch / (double)data);
+}
+
+/* note_drain -- a column drained column_drains (writer units) in `us`: one
+ * more sample of the drain rate. Caller holds mu. */
+static void note_drain(struct mx_state *mx, uint64_t us)
+{
+    double r = (double)mx->column_drains * 1e6 / (double)(us ? us : 1);
+    uint64_t v = r >= 1.8e19 ? UINT64_MAX : (uint64_t)r;
+    mx->drain_samples[mx->drain_pos] = v ? v : 1;
+    mx->drain_pos = (mx->drain_pos + 1) % MX_DRAIN_SAMPLES;
+    if (mx->ndrain < MX_DRAIN_SAMPLES) mx->ndrain++;
+}
+
+int mx_drain_rate(tkv_db *db, uint64_t *rate)
+{
+    struct mx_state *mx = db->mx;
+    *rate = 0;
+    if (!mx) return 0;
+    uint64_t us = mx->column_running ? sched_mono_us() - mx->column_started_us : 0;
+    double now = (double)mx->column_drains * 1e6 / (double)(us ? us : 1);
+    if (!mx->ndrain) { /* the first column: its pace so far, once it has run a while */
+        if (!mx->column_running || us < MX_FIRST_DRAIN_US) return 0;
+        *rate = now >= 1.8e19 ? UINT64_MAX : (uint64_t)now;
+        return 1;
+    }
+    uint64_t r = UINT64_MAX;
+    for (unsigned i = 0; i < mx->ndrain; i++)
+        if (mx->drain_samples[i] < r) r = mx->drain_samples[i];
+    if (mx->column_running && now < (double)r) r = (uint64_t)now; /* no faster than the running column so far */
+    *rate = r;
+    return 1;
+}
+
 static void *column_main(void *arg)
 {
     tkv_db *db = arg;
@@ -294,11 +335,14 @@ static void *column_main(void *arg)
             continue;
         }
         mx->column_running = 1;
+        mx->column_started_us = sched_mono_us();
+        mx->column_drains = writer_units(mx, j->plan.row_bytes);
         pthread_mutex_unlock(&db->mu);
         int rc = run_column(db, j); /* returns holding mu */
         mx->column_running = 0;
         job_free(j); /* unpins its version before mx_collect looks for the oldest live cursors */
         if (rc == 0) {
+            note_drain(mx, sched_mono_us() - mx->column_started_us);
             mx->failures = 0;
             mx->retry_at_us = 0;
             mx_collect(db);

@@ -124,6 +124,7 @@ int mx_flush_one(tkv_db *db)
             ctr_add(&mx->ctr.rows_flushed, 1);
             ctr_add(&mx->ctr.flush_entries, pr.entries);
             ctr_add(&mx->ctr.flush_data_bytes, pr.data_bytes);
+            ctr_add(&mx->ctr.flush_batch_bytes, memtable_batch_bytes(m));
             ctr_add(&db->ctr.flushes, 1);
         }
         mx_collect(db);

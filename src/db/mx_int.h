@@ -51,12 +51,18 @@
 #define MX_RETRY_MIN_US 10000u
 #define MX_RETRY_MAX_US 2000000u
 #define MX_IDLE_WAIT_US 100000u
+/* The drain rate is the slowest of the last this many columns (as the write
+ * controller takes the slowest of its last flushes). */
+#define MX_DRAIN_SAMPLES 4
+/* The first column's pace counts as the drain rate once it has run this long. */
+#define MX_FIRST_DRAIN_US 20000u
 /* Column failures after which a shutdown stops waiting for room. */
 #define MX_SHUTDOWN_GIVE_UP 3
 
 /* Counters of the matrix container (atomic, relaxed), for tkv.matrix. */
 typedef struct mx_counters {
     uint64_t rows_flushed, flush_entries, flush_data_bytes; /* rows built by flushes */
+    uint64_t flush_batch_bytes;                    /* the same flushes in writer units (batch bytes) */
     uint64_t flush_no_space, flush_wait_micros;    /* flushes that found the pool full, time waited */
     uint64_t lookups, rows_searched, rows_filtered, hints_used, hints_rejected, comparisons;
     uint64_t columns, column_row_bytes, column_row_entries, column_l1_read_bytes, column_write_bytes;
@@ -81,6 +87,10 @@ struct mx_state {
     int failures;            /* consecutive failed columns (backoff) */
     int gave_up;             /* shutting down and columns keep failing: flush stops waiting */
     uint64_t retry_at_us;    /* after a failure, no column before this time */
+    uint64_t drain_samples[MX_DRAIN_SAMPLES]; /* bytes/s (writer units) of the last columns, newest at drain_pos-1 */
+    unsigned ndrain, drain_pos;
+    uint64_t column_started_us; /* the running column's start */
+    uint64_t column_drains;  /* the running column's row bytes, in writer units */
     pthread_t thread;
     int thread_started;
     mx_counters ctr;

@@ -147,6 +147,10 @@ int silk_open(tkv_db *db)
      * flush is the sample the pace needs, however small memtables are. */
     if (o->memtable_size / 4 < wo.min_sample_bytes) wo.min_sample_bytes = o->memtable_size / 4;
     wo.pace_margin = 0.125; /* headroom under the slowest recent flush (wctl.h) */
+    /* the container ramp starts where column compaction starts (the
+     * compactor forms at matrix_trigger), and leaves a band below near_full */
+    wo.ramp_lo = (double)o->matrix_trigger / 100.0;
+    if (wo.ramp_lo > wo.near_full - 0.1) wo.ramp_lo = wo.near_full - 0.1;
     TKV_TRY(wctl_create(&wo, &s->wc));
     db->io.gate_arg = db;
     db->io.gate = silk_gate;
@@ -476,11 +480,14 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
     buf_appendf(b, oom,
                "write_controller: state=%s pace_rate=%llu min_flush_sample=%llu samples=%u writes=%llu "
                "stalled_writes=%llu stopped_writes=%llu stall_micros=%llu stalls_over_10ms=%llu max_stall_us=%llu "
-               "stops_flush_running=%llu\n",
+               "stops_flush_running=%llu target_rate=%llu ramp_rate=%llu drain_rate=%llu container_fill=%.3f "
+               "ramp_writes=%llu\n",
                ws.state == WCTL_NORMAL ? "normal" : ws.state == WCTL_SLOWDOWN ? "slowdown" : "stop",
                (unsigned long long)ws.pace_rate, (unsigned long long)ws.min_sample, ws.nsamples,
                (unsigned long long)ws.writes, (unsigned long long)ws.stalled_writes,
                (unsigned long long)ws.stopped_writes, (unsigned long long)ws.stall_us,
                (unsigned long long)ctr_get(&c->stalls_over_10ms), (unsigned long long)ctr_get(&c->max_stall_us),
-               (unsigned long long)ctr_get(&c->stops_flush_running));
+               (unsigned long long)ctr_get(&c->stops_flush_running), (unsigned long long)ws.target_rate,
+               (unsigned long long)ws.ramp_rate, (unsigned long long)ws.drain_rate, ws.container_fill,
+               (unsigned long long)ws.ramp_writes);
 }

@@ -133,9 +133,13 @@ static double container_fill(tkv_db *db, size_t l0)
  *   - a full active memtable is switched while a memtable slot is free
  *     (memtables - 1 immutables at most; more while only open views pin a
  *     full pool, mx_pinned_full);
- *   - SLOWDOWN (one memtable left, or the container >= 90 % full): paced
- *     in steps of <= 1 ms at the minimum recent flush bandwidth (prl), at
- *     16 MiB/s (classic) or not at all (off);
+ *   - SLOWDOWN: paced in steps of <= 1 ms. prl: with one memtable left at
+ *     the minimum recent flush bandwidth; with the matrix container past
+ *     its compaction trigger, on a ramp that tightens as it fills towards
+ *     the rate at which column compaction drains it (sched/wctl.h); with
+ *     the container >= 90 % full before any column has finished, at the
+ *     flush bandwidth. classic: 16 MiB/s with one memtable left or the
+ *     container >= 90 % full; off: not at all;
  *   - STOP: the active memtable is full and no slot is free, or (l0=sst)
  *     L0 holds l0_stop_trigger files: wait for a flush or compaction.
  * Sleeping releases mu. Waits are counted in tkv.stats (stalls:) and
@@ -169,6 +173,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         in.max_memtables = (unsigned)db->opts.memtables;
         in.mutable_left = (active_full || stop_l0) ? 0 : 1 + (unsigned)slots;
         in.container_fill = container_fill(db, l0);
+        in.drain_known = mx_drain_rate(db, &in.drain_rate);
         uint64_t now = sched_mono_us();
         uint64_t d = silk_write_delay(db, &t, &in, first ? bytes : 0, now);
         first = 0;

@@ -45,6 +45,8 @@ void wctl_options_default(wctl_options *o)
     o->min_sample_bytes = 1ull << 20;
     o->max_step_us = 1000;
     o->min_step_us = 100;
+    o->ramp_lo = 0.5;
+    o->ramp_gain = 3.0;
     o->pace_margin = 0;
 }
 
@@ -53,7 +55,8 @@ int wctl_create(const wctl_options *o, wctl **out)
 {
     if (!o || !out || (unsigned)o->mode > WCTL_OFF || o->classic_rate == 0 || o->initial_rate == 0 ||
         o->max_step_us < 1 || o->max_step_us > 1000 || o->min_step_us >= o->max_step_us || !(o->near_full > 0) ||
-        !(o->pace_margin >= 0 && o->pace_margin <= 0.5))
+        !(o->pace_margin >= 0 && o->pace_margin <= 0.5) || !(o->ramp_lo >= 0 && o->ramp_lo < o->near_full) ||
+        !(o->ramp_gain >= 0))
         return TKV_INVALID;
     wctl *w = calloc(1, sizeof *w);
     if (!w) return TKV_NO_MEMORY;
@@ -95,7 +98,7 @@ static uint64_t min_sample_locked(const wctl *w)
     return m;
 }
 
-/* pace_rate_locked -- the SLOWDOWN rate for the current mode (0 = none). */
+/* pace_rate_locked -- the flush pace for the current mode (0 = none). */
 static uint64_t pace_rate_locked(const wctl *w)
 {
     switch (w->o.mode) {
@@ -129,12 +132,63 @@ int wctl_flush_sample(wctl *w, uint64_t bytes, uint64_t duration_us)
     return 1;
 }
 
+/* ramp_on -- 1 if the container ramp paces this input (PRL, a drain
+ * measurement, fill inside or past the band). */
+static int ramp_on(const wctl *w, const wctl_input *in)
+{
+    return w->o.mode == WCTL_PRL && in->drain_known && in->container_fill >= w->o.ramp_lo;
+}
+
+/* ramp_rate -- the container ramp of wctl.h at in's fill and drain rate. */
+static uint64_t ramp_rate(const wctl *w, const wctl_input *in)
+{
+    double f = in->container_fill, hi = w->o.near_full, lo = w->o.ramp_lo, k;
+    if (f <= hi) {
+        k = 1.0 + w->o.ramp_gain * (hi - f) / (hi - lo);
+    } else {
+        double past = hi < 1.0 ? (f - hi) / (1.0 - hi) : 1.0; /* 0 at near_full, 1 when full */
+        k = 1.0 - (past > 1.0 ? 1.0 : past);
+    }
+    double r = (double)in->drain_rate * k;
+    return r >= 1.8e19 ? UINT64_MAX : (uint64_t)r;
+}
+
 /* wctl_classify -- the state table of wctl.h. */
 wctl_state wctl_classify(const wctl *w, const wctl_input *in)
 {
     if (in->mutable_left == 0) return WCTL_STOP;
-    if (in->mutable_left == 1 || in->container_fill >= w->o.near_full) return WCTL_SLOWDOWN;
+    if (in->mutable_left == 1 || in->container_fill >= w->o.near_full || ramp_on(w, in)) return WCTL_SLOWDOWN;
     return WCTL_NORMAL;
+}
+
+/* target_rate_locked -- the pace of a write with inputs `in` in state s:
+ * the slowest applicable stage (wctl.h), never below min_rate; 0 = not
+ * paced. *ramp gets the ramp's rate (0 when it does not apply). */
+static uint64_t target_rate_locked(const wctl *w, const wctl_input *in, wctl_state s, uint64_t *ramp)
+{
+    *ramp = 0;
+    if (s != WCTL_SLOWDOWN) return 0;
+    uint64_t flush = pace_rate_locked(w);
+    if (flush == 0) return 0; /* OFF */
+    if (!ramp_on(w, in)) return flush;
+    *ramp = ramp_rate(w, in);
+    /* the flush limits too while a memtable is the limit; a near-full
+     * container with a measured drain is paced by the ramp alone */
+    if (in->mutable_left == 1 && flush < *ramp) return flush < w->o.min_rate ? w->o.min_rate : flush;
+    /* the ramp's own floor is far lower: a drain slower than min_rate must
+     * still hold writers below it, or they overrun the container */
+    uint64_t floor = w->o.min_rate / 16 ? w->o.min_rate / 16 : 1;
+    return *ramp < floor ? floor : *ramp;
+}
+
+/* wctl_target_rate -- see wctl.h. */
+uint64_t wctl_target_rate(wctl *w, const wctl_input *in)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t ramp;
+    uint64_t r = target_rate_locked(w, in, wctl_classify(w, in), &ramp);
+    pthread_mutex_unlock(&w->mu);
+    return r;
 }
 
 /* wctl_delay_us -- see wctl.h. */
@@ -148,7 +202,8 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
         w->st.writes++;
     }
     wctl_state s = wctl_classify(w, in);
-    uint64_t rate = pace_rate_locked(w);
+    uint64_t ramp;
+    uint64_t rate = target_rate_locked(w, in, s, &ramp);
     uint64_t d = 0;
     if (s == WCTL_STOP) {
         if (!(t->flags & WT_STOPPED)) {
@@ -166,6 +221,7 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
             w->vt_ns = base + (cost >= 1e18 ? (uint64_t)1e18 : (uint64_t)cost);
             t->until_ns = w->vt_ns;
             t->flags |= WT_CHARGED;
+            if (ramp) w->st.ramp_writes++;
         }
         uint64_t owed = t->until_ns > now_ns ? (t->until_ns - now_ns) / 1000u : 0;
         if (owed >= w->o.min_step_us) { /* else carried in vt for later writes */
@@ -178,6 +234,10 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
     }
     w->last_state = s;
     w->st.state = s;
+    w->st.target_rate = rate;
+    w->st.ramp_rate = ramp;
+    w->st.drain_rate = in->drain_known ? in->drain_rate : 0;
+    w->st.container_fill = in->container_fill;
     w->st.stall_us += d; /* (W3) */
     t->state = s;
     if (d == 0) t->flags = 0; /* finished: the ticket may start a new write */

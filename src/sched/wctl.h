@@ -5,9 +5,11 @@
  *
  * State, from the engine's memtable picture (wctl_input):
  *
- *   NORMAL    mutable_left >= 2 and the container is below near_full
+ *   NORMAL    mutable_left >= 2 and the container is below near_full (and,
+ *             in PRL mode with a known drain rate, below ramp_lo)
  *   SLOWDOWN  mutable_left == 1 (only the active memtable can take writes),
- *             or container_fill >= near_full (default 0.9)
+ *             or container_fill >= near_full (default 0.9), or (PRL, drain
+ *             rate known) container_fill >= ramp_lo: the container ramp
  *   STOP      mutable_left == 0: every memtable is full; writes wait until a
  *             flush frees one (physical: there is nowhere to put them)
  *
@@ -15,12 +17,30 @@
  *        SLOWDOWN --(active memtable full, no free slot)--> STOP
  *        STOP --(flush frees a memtable)--> SLOWDOWN or NORMAL
  *
- * The state depends on the inputs only, not on the mode. What the mode does
- * in SLOWDOWN:
- *   WCTL_PRL      pace writers at the MINIMUM of the last WCTL_SAMPLES flush
- *                 bandwidths (wctl_flush_sample); before any sample, at
- *                 initial_rate (16 MiB/s, conservative), less pace_margin.
- *                 Never below min_rate.
+ * The state depends on the inputs and, for the ramp, on the mode. What the
+ * mode does in SLOWDOWN:
+ *   WCTL_PRL      pace writers at the slowest stage of the pipeline:
+ *                 - the flush: the MINIMUM of the last WCTL_SAMPLES flush
+ *                   bandwidths (wctl_flush_sample); before any sample, at
+ *                   initial_rate (16 MiB/s, conservative), less pace_margin
+ *                   -- when a memtable is the limit (mutable_left == 1), or
+ *                   the container is near full and its drain rate unknown;
+ *                 - the container's drain (the rate at which column
+ *                   compaction empties the pool, wctl_input.drain_rate),
+ *                   on a ramp over the band of fill [ramp_lo, near_full]:
+ *                       ramp(f) = drain x (1 + ramp_gain x (near_full - f)
+ *                                                 / (near_full - ramp_lo))
+ *                   from (1 + ramp_gain) x drain at ramp_lo down to the
+ *                   drain itself at near_full, and past near_full down to
+ *                   nothing (the floor below) at a full container, so that
+ *                   writers settle where they put in what the background
+ *                   takes out, below near_full, and a drain that turns out
+ *                   slower than measured pushes them back instead of into
+ *                   a full pool;
+ *                 the smaller of the two that apply. The flush pace is
+ *                 never below min_rate, the ramp never below min_rate / 16
+ *                 (a drain slower than min_rate must still hold writers
+ *                 below it; a drain of 0 paces at that floor, not a stop).
  *   WCTL_CLASSIC  pace at the fixed classic_rate (RocksDB's
  *                 delayed_write_rate, 16 MiB/s).
  *   WCTL_OFF      no pacing.
@@ -78,7 +98,11 @@ typedef struct wctl_options {
     uint64_t max_step_us;      /* longest single delay, 1..1000. Default 1000 */
     uint64_t min_step_us;      /* debts below this are carried, not slept; < max_step_us.
                                 * Default 100 */
-    double pace_margin;        /* PRL paces at (1 - pace_margin) x the rate above, 0..0.5.
+    double ramp_lo;            /* PRL: container fill where the drain ramp starts, [0, near_full).
+                                * Default 0.5 */
+    double ramp_gain;          /* PRL: at ramp_lo writers may run at (1 + ramp_gain) x the
+                                * drain rate, >= 0. Default 3 */
+    double pace_margin;        /* PRL paces at (1 - pace_margin) x the flush rate, 0..0.5.
                                 * Default 0; the engine uses 1/8: with two memtables the
                                 * pace starts when the flush does, so a flush a little
                                 * slower than every recent sample would stop writers */
@@ -90,6 +114,8 @@ typedef struct wctl_input {
                              * not full, plus free slots (memtables - immutables) */
     unsigned max_memtables; /* total memtables (informational; >= mutable_left) */
     double container_fill;  /* L0 container fill fraction 0..1 (0 without one) */
+    int drain_known;        /* drain_rate is a measurement (else the ramp is off) */
+    uint64_t drain_rate;    /* bytes/s (writer units) the container drains at; may be 0 */
 } wctl_input;
 
 /* A write's ticket; initialise with WCTL_WRITE_INIT. `state` is the state at
@@ -106,7 +132,12 @@ typedef struct wctl_write {
 typedef struct wctl_stats {
     wctl_mode mode;
     wctl_state state;         /* at the last call */
-    uint64_t pace_rate;       /* bytes/s SLOWDOWN would pace at now (0 in OFF mode) */
+    uint64_t pace_rate;       /* bytes/s of the flush pace (0 in OFF mode) */
+    uint64_t target_rate;     /* bytes/s writers were paced at in the last call (0: not paced) */
+    uint64_t ramp_rate;       /* the container ramp's rate in the last call (0: off) */
+    uint64_t drain_rate;      /* the drain rate of the last call (0: unknown or none) */
+    double container_fill;    /* of the last call */
+    uint64_t ramp_writes;     /* tickets paced by the container ramp */
     uint64_t min_sample;      /* min of the samples (0 if none) */
     unsigned nsamples;        /* samples held, <= WCTL_SAMPLES */
     uint64_t samples_total;   /* samples accepted */
@@ -137,8 +168,8 @@ int wctl_set_mode(wctl *w, wctl_mode mode);
  * Returns 1 if the sample was kept, 0 if ignored (bytes < min_sample_bytes). */
 int wctl_flush_sample(wctl *w, uint64_t bytes, uint64_t duration_us);
 
-/* wctl_classify -- the state for `in` (pure function of the inputs and
- * near_full). */
+/* wctl_classify -- the state for `in` (a pure function of the inputs, the
+ * mode and the fill band). */
 wctl_state wctl_classify(const wctl *w, const wctl_input *in);
 
 /* wctl_delay_us -- the deterministic core (never sleeps). For a new ticket
@@ -149,8 +180,14 @@ wctl_state wctl_classify(const wctl *w, const wctl_input *in);
  * t->state. */
 uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t bytes, uint64_t now_us);
 
-/* wctl_pace_rate -- the rate SLOWDOWN paces at now (0 = no pacing, OFF). */
+/* wctl_pace_rate -- the flush pace: the rate SLOWDOWN paces at now when a
+ * memtable is the limit (0 = no pacing, OFF). */
 uint64_t wctl_pace_rate(wctl *w);
+
+/* wctl_target_rate -- the rate a write with inputs `in` is paced at (0 =
+ * not paced: NORMAL, OFF, or STOP). A pure function of the inputs and the
+ * flush samples; the unit tests of the control law read it. */
+uint64_t wctl_target_rate(wctl *w, const wctl_input *in);
 
 /* wctl_get_stats -- a consistent snapshot. */
 void wctl_get_stats(wctl *w, wctl_stats *st);
