@@ -86,10 +86,7 @@ int cmp_workers_start(tkv_db *db)
 
 void cmp_workers_stop(tkv_db *db)
 {
-    pthread_mutex_lock(&db->mu);
-    db->shutting_down = 1;
-    pthread_cond_broadcast(&db->bg_cv);
-    pthread_mutex_unlock(&db->mu);
+    db_shut_down(db);
     if (!db->workers_started) return;
     silk_abort_all(db); /* running deep compactions stop at their next pause point (redone after reopen) */
     for (int i = 0; i < db->ndeep_threads; i++) pthread_join(db->deep_threads[i], NULL);

@@ -1,6 +1,6 @@
 /*
  * db_impl.c -- the helpers every engine module shares: the sticky
- * background error and timed waits on bg_cv (db_impl.h).
+ * background error, shutting down, and timed waits on bg_cv (db_impl.h).
  */
 #include "db/db_impl.h"
 
@@ -17,5 +17,13 @@ void db_set_bg_error(tkv_db *db, int code)
 }
 
 int db_bg_error(tkv_db *db) { return tkv_err(db->bg_error, "%s", db->bg_errmsg); }
+
+void db_shut_down(tkv_db *db)
+{
+    pthread_mutex_lock(&db->mu);
+    db->shutting_down = 1;
+    pthread_cond_broadcast(&db->bg_cv);
+    pthread_mutex_unlock(&db->mu);
+}
 
 void db_wait_us(tkv_db *db, uint64_t us) { (void)sched_cond_wait_us(&db->bg_cv, &db->mu, us); }

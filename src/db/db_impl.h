@@ -146,6 +146,10 @@ void db_set_bg_error(tkv_db *db, int code);
  * return to a caller that found bg_error set. Caller holds mu. */
 int db_bg_error(tkv_db *db);
 
+/* db_shut_down -- sets shutting_down and wakes every background thread
+ * waiting on bg_cv (idempotent). Takes mu. */
+void db_shut_down(tkv_db *db);
+
 /* db_wait_us -- waits on bg_cv for at most `us` microseconds. Caller holds mu. */
 void db_wait_us(tkv_db *db, uint64_t us);
 

@@ -147,10 +147,7 @@ int flush_start(tkv_db *db)
 
 void flush_stop(tkv_db *db)
 {
-    pthread_mutex_lock(&db->mu);
-    db->shutting_down = 1;
-    pthread_cond_broadcast(&db->bg_cv);
-    pthread_mutex_unlock(&db->mu);
+    db_shut_down(db);
     if (!db->flush_started) return;
     pthread_join(db->flush_thread, NULL);
     db->flush_started = 0;
