@@ -126,6 +126,29 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
     return 0;
 }
 
+int cmp_inputs_new(cmp_inputs *in, size_t n, const char *what)
+{
+    in->n = n;
+    in->kids = calloc(n ? n : 1, sizeof *in->kids);
+    in->tables = calloc(n ? n : 1, sizeof *in->tables);
+    if (in->kids && in->tables) return 0;
+    free(in->kids);
+    free(in->tables);
+    return tkv_err(TKV_NO_MEMORY, "out of memory starting %s", what);
+}
+
+int cmp_merge_inputs(tkv_db *db, cmp_inputs *in, int out_level, io_class cls, const version *v,
+                     uint64_t smallest_snapshot, file_meta ***out, size_t *nout)
+{
+    tkv_it *it = merging_iter_new(in->kids, in->n); /* takes the children and the array */
+    int rc = it ? cmp_merge(db, it, out_level, cls, v, smallest_snapshot, out, nout)
+                : tkv_err(TKV_NO_MEMORY, "out of memory merging");
+    it_destroy(it);
+    for (size_t i = 0; i < in->n; i++) table_close(in->tables[i]);
+    free(in->tables);
+    return rc;
+}
+
 void cmp_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int remove_files)
 {
     pthread_mutex_lock(&db->mu);

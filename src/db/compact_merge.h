@@ -22,6 +22,23 @@
 int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
               file_meta ***out, size_t *nout);
 
+/* The inputs of one merge: n child iterators, newest data first, and the
+ * tables under them (NULL where a child reads no SST). */
+typedef struct cmp_inputs {
+    tkv_it **kids;
+    table **tables;
+    size_t n;
+} cmp_inputs;
+
+/* cmp_inputs_new -- room for n inputs (all NULL); TKV_NO_MEMORY ("out of
+ * memory starting <what>"), then nothing to free. */
+int cmp_inputs_new(cmp_inputs *in, size_t n, const char *what);
+
+/* cmp_merge_inputs -- cmp_merge over the merging iterator of in's children,
+ * then closes them and their tables and frees in (also on error). */
+int cmp_merge_inputs(tkv_db *db, cmp_inputs *in, int out_level, io_class cls, const version *v,
+                     uint64_t smallest_snapshot, file_meta ***out, size_t *nout);
+
 /* cmp_discard_outputs -- releases outputs of cmp_merge: removes them from
  * the pending set and unrefs them, deleting their files first (and dropping
  * any table cmp_preload_outputs opened) if remove_files (a job that failed

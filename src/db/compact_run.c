@@ -30,29 +30,18 @@ static int trivial_move(tkv_db *db, compaction *c, version_edit *e)
  * mu NOT held. */
 static int merge_inputs(tkv_db *db, compaction *c, file_meta ***done, size_t *ndone)
 {
-    size_t n = c->ninputs[0] + c->ninputs[1];
-    tkv_it **kids = calloc(n ? n : 1, sizeof *kids);
-    table **tables = calloc(n ? n : 1, sizeof *tables);
-    if (!kids || !tables) {
-        free(kids);
-        free(tables);
-        return tkv_err(TKV_NO_MEMORY, "out of memory starting a compaction");
-    }
+    cmp_inputs in;
+    TKV_TRY(cmp_inputs_new(&in, c->ninputs[0] + c->ninputs[1], "a compaction"));
     size_t k = 0;
     for (int w = 0; w < 2; w++)
-        for (size_t i = 0; i < c->ninputs[w]; i++, k++) kids[k] = cmp_open_input(db, c->inputs[w][i], c->cls, &tables[k]);
-    tkv_it *in = merging_iter_new(kids, n);
+        for (size_t i = 0; i < c->ninputs[w]; i++, k++)
+            in.kids[k] = cmp_open_input(db, c->inputs[w][i], c->cls, &in.tables[k]);
     pthread_mutex_lock(&db->mu);
     uint64_t smallest_snapshot = files_smallest_snapshot(db);
     version *v = vset_current(db->vs);
     version_ref_files(v); /* SST levels only: pins no matrix rows while it runs (or is paused) */
     pthread_mutex_unlock(&db->mu);
-    int rc;
-    if (!in) rc = tkv_err(TKV_NO_MEMORY, "out of memory merging");
-    else rc = cmp_merge(db, in, c->out_level, c->cls, v, smallest_snapshot, done, ndone);
-    it_destroy(in);
-    for (size_t i = 0; i < n; i++) table_close(tables[i]);
-    free(tables);
+    int rc = cmp_merge_inputs(db, &in, c->out_level, c->cls, v, smallest_snapshot, done, ndone);
     version_unref_files(v);
     return rc;
 }

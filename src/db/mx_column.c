@@ -157,29 +157,17 @@ fail:
  * L1 files merged into new L1 files (*done, pending). mu NOT held. */
 static int merge_column(tkv_db *db, column_job *j, file_meta ***done, size_t *ndone)
 {
-    size_t n = j->k + j->nl1;
-    tkv_it **kids = calloc(n ? n : 1, sizeof *kids);
-    table **tables = calloc(n ? n : 1, sizeof *tables);
-    if (!kids || !tables) {
-        free(kids);
-        free(tables);
-        return tkv_err(TKV_NO_MEMORY, "out of memory starting a column compaction");
-    }
+    cmp_inputs in;
+    TKV_TRY(cmp_inputs_new(&in, j->k + j->nl1, "a column compaction"));
     /* rows newest first, then L1: internal keys are unique, so the order
      * only matters for equal keys, which cannot occur */
     for (size_t i = 0; i < j->k; i++) {
-        kids[i] = rowtable_iter_range(j->rows[i], j->from[i], j->to[i]);
-        if (!kids[i]) kids[i] = error_iter_new(TKV_NO_MEMORY);
+        in.kids[i] = rowtable_iter_range(j->rows[i], j->from[i], j->to[i]);
+        if (!in.kids[i]) in.kids[i] = error_iter_new(TKV_NO_MEMORY);
     }
-    for (size_t i = 0; i < j->nl1; i++) kids[j->k + i] = cmp_open_input(db, j->l1[i], IO_COMPACT_L0, &tables[j->k + i]);
-    tkv_it *in = merging_iter_new(kids, n);
-    int rc;
-    if (!in) rc = tkv_err(TKV_NO_MEMORY, "out of memory merging a column");
-    else rc = cmp_merge(db, in, 1, IO_COMPACT_L0, j->v, j->smallest_snapshot, done, ndone);
-    it_destroy(in);
-    for (size_t i = 0; i < n; i++) table_close(tables[i]);
-    free(tables);
-    return rc;
+    for (size_t i = 0; i < j->nl1; i++)
+        in.kids[j->k + i] = cmp_open_input(db, j->l1[i], IO_COMPACT_L0, &in.tables[j->k + i]);
+    return cmp_merge_inputs(db, &in, 1, IO_COMPACT_L0, j->v, j->smallest_snapshot, done, ndone);
 }
 
 /* rows_still_listed -- the current rowset without the rows the current
