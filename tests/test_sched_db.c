@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -565,14 +564,6 @@ static int slow_sst_writes(io_op op, const char *path, size_t len, void *arg)
     return 0;
 }
 
-/* mono_us -- CLOCK_MONOTONIC in microseconds. */
-static uint64_t mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 static uint64_t ramp_run(const char *wc, uint64_t *ramp_writes, uint64_t *drain, uint64_t *max_stall)
 {
     char *dir = tu_tmpdir("sched-ramp");
@@ -584,13 +575,13 @@ static uint64_t ramp_run(const char *wc, uint64_t *ramp_writes, uint64_t *drain,
     tu_rng_init(&r, tu_seed() + 21);
     char key[32], val[1000];
     io_set_fault_hook(slow_sst_writes, NULL);
-    uint64_t t0 = mono_us();
+    double t0 = tu_now_ms();
     for (uint64_t i = 0; i < 16000; i++) { /* 16 MB: twice the pool */
         size_t kn = (size_t)sprintf(key, "key%08llu", (unsigned long long)tu_rng_below(&r, 1000000));
         tu_rng_fill(&r, val, sizeof val);
         assert_int_equal(tkv_put(db, key, kn, val, sizeof val, 0), TKV_OK);
     }
-    uint64_t us = mono_us() - t0;
+    double secs = (tu_now_ms() - t0) / 1e3;
     uint64_t no_space = tu_prop_u64(db, "tkv.matrix", "no_space=");
     *ramp_writes = tu_prop_u64(db, "tkv.sched", "ramp_writes=");
     *drain = tu_prop_u64(db, "tkv.sched", "drain_rate=");
@@ -598,7 +589,7 @@ static uint64_t ramp_run(const char *wc, uint64_t *ramp_writes, uint64_t *drain,
     char *s = tkv_property(db, "tkv.sched");
     print_message("write_controller=%s: 16 MB in %.1f s, flush found the pool full %llu times, %llu writes paced "
                   "by the ramp, drain rate %.1f MB/s\n%s",
-                  wc, (double)us / 1e6, (unsigned long long)no_space, (unsigned long long)*ramp_writes,
+                  wc, secs, (unsigned long long)no_space, (unsigned long long)*ramp_writes,
                   (double)*drain / 1e6, s);
     tkv_free(s);
     io_set_fault_hook(NULL, NULL);
