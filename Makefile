@@ -51,7 +51,7 @@ BENCH_LIB_SRCS := $(filter-out bench/tkv_bench.c,$(sort $(wildcard bench/*.c)))
 BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
-                librocksdb-dev libleveldb-dev python3-matplotlib unzip
+                librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils
 
 .PHONY: all lib tests test test-run check-structure tsan soak bench bench-silk deps install clean
 .SECONDARY:
