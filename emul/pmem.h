@@ -72,6 +72,13 @@ void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n);
 /* pm_store8_persist -- an 8-byte aligned atomic store, persisted: the
  * commit-point primitive (a power cut leaves either the old or the new value). */
 void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value);
+/* pm_prefault_upto -- asks the region's background thread to make the
+ * prefix [0, end) of the mapping resident ahead of use (MADV_POPULATE_READ:
+ * page-cache pages allocated and mapped, contents unchanged), so that the
+ * first store to a page does not pay for the fault. Requests only grow the
+ * prefix; the call returns at once. Best effort: a no-op in PM_CRASHSIM, when
+ * the thread could not start, or on a kernel without MADV_POPULATE_READ. */
+void pm_prefault_upto(pm_region *r, uint64_t end);
 /* pm_read_delay -- charges `accesses` random media reads to the profile
  * (a no-op without a profile). Readers call it per probe into the pool. */
 void pm_read_delay(pm_region *r, unsigned accesses);
@@ -121,6 +128,7 @@ typedef struct pm_stats {
      * refused), bytes skipped as expired (queued > 20 s ago: the kernel wrote them), bytes queued */
     uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending;
     uint64_t wb_device_flushes; /* device-cache flushes made by the write-back (one per flush_every) */
+    uint64_t prefault_bytes;    /* bytes of the mapping made resident ahead of use (pm_prefault_upto) */
 } pm_stats;
 void pm_get_stats(pm_region *r, pm_stats *out);
 

@@ -392,6 +392,56 @@ static void test_pool_corrupt_header(void **state)
     fx_free(&f);
 }
 
+/* test_pool_prefault_ahead -- the pool asks its region to keep resident
+ * the pages a next row would get: `ahead` bytes (or the last allocation's
+ * size, if larger) past the highest page handed out. */
+static void test_pool_prefault_ahead(void **state)
+{
+    (void)state;
+    fixture f = fx_new("pool-prefault");
+    pool_options o = {.page_size = 64u << 10, .dir_slots = 4};
+    pool *p = open_pool(f.path, 16u << 20, PM_EMULATED, &o);
+    pm_region *reg = pool_region(p);
+    uint64_t pages_off = (uint64_t)(pool_page_addr(p, 0) - pm_base(reg)), ps = 64u << 10;
+    pm_stats st;
+    usleep(20000);
+    pm_get_stats(reg, &st);
+    assert_int_equal(st.prefault_bytes, 0); /* nothing asked for yet */
+
+    pool_prefault_ahead(p, 3 * ps - 100); /* rounds up to 3 pages */
+    uint32_t pg[8];
+    /* wait_end -- the counter reaches the expected end, and stays there */
+#define WAIT_END(want)                                                                                                  \
+    do {                                                                                                                \
+        double t0_ = tu_now_ms();                                                                                       \
+        do {                                                                                                            \
+            pm_get_stats(reg, &st);                                                                                     \
+        } while (st.prefault_bytes < (want) && tu_now_ms() - t0_ < 10000 && usleep(1000) == 0);                        \
+        if (st.prefault_bytes == 0) { /* no MADV_POPULATE_READ (kernel < 5.14) */                                      \
+            pool_close(p);                                                                                              \
+            fx_free(&f);                                                                                                \
+            skip();                                                                                                     \
+        }                                                                                                               \
+        usleep(20000);                                                                                                  \
+        pm_get_stats(reg, &st);                                                                                         \
+        assert_int_equal(st.prefault_bytes, (want));                                                                   \
+    } while (0)
+    WAIT_END(pages_off + 3 * ps);
+    assert_int_equal(pool_alloc_pages(p, 2, pg), 0); /* pages 0, 1: high water 2, window 3 */
+    WAIT_END(pages_off + 5 * ps);
+    assert_int_equal(pool_alloc_pages(p, 5, pg), 0); /* pages 2..6: window = the last allocation, 5 */
+    WAIT_END(pages_off + 12 * ps);
+    pool_free_page(p, 0);
+    assert_int_equal(pool_alloc_page(p, pg), 0); /* reuses page 0: below the high-water mark */
+    assert_int_equal(pg[0], 0);
+    usleep(20000);
+    pm_get_stats(reg, &st);
+    assert_int_equal(st.prefault_bytes, pages_off + 12 * ps);
+#undef WAIT_END
+    pool_close(p);
+    fx_free(&f);
+}
+
 static void test_pool_pages(void **state)
 {
     (void)state;
@@ -1650,7 +1700,7 @@ int main(void)
         cmocka_unit_test(test_corruption),      cmocka_unit_test(test_crash),
         cmocka_unit_test(test_overlapping_rows), cmocka_unit_test(test_build_errors),
         cmocka_unit_test(test_view_cursors),    cmocka_unit_test(test_pool_drop_row),
-        cmocka_unit_test(test_column_pick),
+        cmocka_unit_test(test_column_pick),     cmocka_unit_test(test_pool_prefault_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,6 +78,9 @@ static int open_pool(tkv_db *db, struct mx_state *mx, size_t manifest_rows, int 
                        "(raise pmem_size or lower memtable_size)",
                        mx->path, (unsigned long long)usable, MX_MIN_MEMTABLES_PER_POOL,
                        (unsigned long long)db->opts.memtable_size);
+    /* the next row (one memtable's worth of pages) made resident while the
+     * memtable it will come from fills */
+    pool_prefault_ahead(mx->pool, db->opts.memtable_size);
     mx->column_bytes = db->opts.column_bytes ? db->opts.column_bytes : st.pool_size / 16;
     if (mx->column_bytes < st.page_size) mx->column_bytes = st.page_size;
     return 0;

@@ -66,6 +66,8 @@ struct pool {
     uint64_t *free_bits; /* bit i set = page i free */
     uint32_t free_count;
     uint32_t rows;
+    uint32_t high_water;   /* 1 + the highest page allocated (or in use at open); mu */
+    uint32_t ahead_pages;  /* pool_prefault_ahead's window in pages; mu */
     int lock_fd;         /* holds an exclusive flock on the pool file while open */
 };
 
@@ -241,6 +243,26 @@ static inline int page_is_free(const pool *p, uint32_t pg) { return (int)((p->fr
 static inline void page_set_free(pool *p, uint32_t pg) { p->free_bits[pg / 64] |= 1ull << (pg % 64); }
 static inline void page_set_used(pool *p, uint32_t pg) { p->free_bits[pg / 64] &= ~(1ull << (pg % 64)); }
 
+/* prefault_end -- the end (byte offset in the region) of what the region
+ * should keep resident: ahead pages past the high-water mark (mu held). */
+static uint64_t prefault_end(const pool *p, uint32_t last_n)
+{
+    if (p->ahead_pages == 0) return 0;
+    uint64_t want = (uint64_t)p->high_water + (last_n > p->ahead_pages ? last_n : p->ahead_pages);
+    if (want > p->page_count) want = p->page_count;
+    return p->pages_off + (want << p->page_shift);
+}
+
+void pool_prefault_ahead(pool *p, uint64_t bytes)
+{
+    pthread_mutex_lock(&p->mu);
+    uint64_t n = (bytes + p->page_size - 1) >> p->page_shift;
+    p->ahead_pages = n > p->page_count ? p->page_count : (uint32_t)n;
+    uint64_t end = prefault_end(p, 0);
+    pthread_mutex_unlock(&p->mu);
+    if (end) pm_prefault_upto(p->reg, end);
+}
+
 int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
 {
     pthread_mutex_lock(&p->mu);
@@ -258,10 +280,13 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
             bits &= bits - 1;
             page_set_used(p, pg);
             pages[got++] = pg;
+            if (pg >= p->high_water) p->high_water = pg + 1;
         }
     }
     p->free_count -= n;
+    uint64_t end = prefault_end(p, n);
     pthread_mutex_unlock(&p->mu);
+    if (end) pm_prefault_upto(p->reg, end);
     return 0;
 }
 
@@ -526,6 +551,7 @@ static int rebuild(pool *p)
             }
             page_set_used(p, pg);
             p->free_count--;
+            if (pg >= p->high_water) p->high_water = pg + 1;
         }
         p->rows++;
     }

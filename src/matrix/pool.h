@@ -125,6 +125,14 @@ void pool_get_stats(pool *p, pool_stats *out);
  * nothing allocated; the message gives the numbers). The pages' contents are
  * whatever was there before. */
 int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages);
+/* pool_prefault_ahead -- keeps the pages a new row will get resident ahead
+ * of it: from now on the pool asks its region (pm_prefault_upto) for every
+ * page up to `bytes` past the highest page handed out so far (or, if more,
+ * as many pages past it as the last allocation took). Allocation is lowest
+ * free index first, so a page above that high-water mark has never been
+ * written in this open; pages below it were touched by earlier rows. 0 (the
+ * default) asks for nothing. Thread-safe. */
+void pool_prefault_ahead(pool *p, uint64_t bytes);
 /* pool_alloc_page -- one page. 0 or TKV_NO_SPACE. */
 int pool_alloc_page(pool *p, uint32_t *page);
 /* pool_free_page -- returns a page to the free list (DRAM only). For pages of
