@@ -25,6 +25,10 @@
  * with a CAS) and spins until its reservation has elapsed, so concurrent
  * writers share the bandwidth. Spinning (not sleeping) is deliberate: a core
  * issuing stores to a saturated Optane DIMM stalls too.
+ *
+ * The region's two helper threads live in their own files: the paced
+ * write-back (pmem_writeback.c) and the prefault (pmem_prefault.c); the
+ * region's fields are in pmem_int.h.
  */
 #include "emul/pmem.h"
 
@@ -39,65 +43,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "sched/clock.h"
+#include "emul/pmem_int.h"
 #include "util/status.h"
-#include "util/thread.h"
-
-#define PM_LINE 64u                 /* persistence granularity (cache line) */
-#define PM_POOL_ALIGN 4096u         /* pool sizes are multiples of this */
-#define PM_CS_NLOCKS 1024u          /* crashsim: striped locks, one stripe per 4 KiB page */
-#define PM_OPTANE_READ_NS 300u      /* per pm_read_delay access */
-#define PM_OPTANE_WRITE_BW 2000000000ull /* bytes per second */
-#define PM_PACE_CHUNK (256u << 10)  /* pm_memcpy_persist reserves bandwidth in 256 KiB steps (128 us) */
-
-struct pm_region {
-    /* read-mostly */
-    uint8_t *base;    /* what the engine sees (the volatile image in crashsim) */
-    uint8_t *durable; /* the file mapping */
-    uint64_t size;
-    size_t map_len;
-    pm_mode mode;
-    pm_profile profile;
-    char *path;
-    /* crashsim: persists with an index >= cs_cut copy nothing; on_cut runs
-     * at the first one (pm_crashsim_arm) */
-    _Alignas(64) uint64_t cs_cut;
-    void (*on_cut)(void);
-    uint8_t cs_locks[PM_CS_NLOCKS];
-    /* stats (persist_calls is also the crashsim persist index) */
-    _Alignas(64) uint64_t persist_calls;
-    uint64_t bytes_persisted;
-    /* optane profile: CLOCK_MONOTONIC ns until which the write bandwidth is taken */
-    _Alignas(64) uint64_t busy_until_ns;
-    /* paced write-back (pm_writeback_start); wb_mu guards the queue and wb_stop */
-    int wb_fd; /* read-only descriptor of the pool file, -1: none */
-    int wb_dir_fd; /* the pool's directory: fdatasync of it = a device-cache flush, -1: none */
-    uint64_t wb_flush_every; /* bytes between two device-cache flushes, 0 = none (set before the thread) */
-    uint64_t wb_since_flush; /* bytes written back since the last device-cache flush (thread only) */
-    uint64_t wb_device_flushes; /* relaxed atomic */
-    pthread_t wb_thread;
-    int wb_started, wb_stop;
-    pthread_mutex_t wb_mu;
-    pthread_cond_t wb_cv; /* CLOCK_MONOTONIC */
-    uint64_t (*wb_queue)[3]; /* ring of {offset, length, CLOCK_MONOTONIC ns queued} */
-    size_t wb_head, wb_n;
-    pm_admit_fn wb_admit;
-    void *wb_arg;
-    uint64_t wb_rate, wb_expire_ns;
-    uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending; /* relaxed atomics */
-    /* prefault thread (prefault_main); pf_mu guards pf_upto and pf_stop */
-    pthread_t prefault;
-    int prefault_started;
-    pthread_mutex_t pf_mu;
-    pthread_cond_t pf_cv;
-    uint64_t pf_upto;   /* populate [0, pf_upto) of the mapping (pm_prefault_upto) */
-    int pf_stop;
-    uint64_t pf_bytes;  /* relaxed atomic: bytes the thread has populated */
-};
 
 const char *pm_mode_name(pm_mode m)
 {
@@ -112,13 +62,6 @@ const char *pm_mode_name(pm_mode m)
 }
 
 /* ------------------------------------------------------------------ timing */
-
-static inline uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static inline void cpu_relax(void)
 {
@@ -150,13 +93,6 @@ static uint64_t pace_reserve(pm_region *r, uint64_t bytes)
 }
 
 /* ------------------------------------------------------------------ helpers */
-
-static void check_range(const pm_region *r, const void *addr, size_t len)
-{
-    const uint8_t *p = addr;
-    (void)p;
-    assert(p >= r->base && len <= r->size && (uint64_t)(p - r->base) <= r->size - len);
-}
 
 /* line_span -- bytes of whole 64-byte lines covering [addr, addr+len). */
 static uint64_t line_span(const pm_region *r, const void *addr, size_t len)
@@ -249,9 +185,9 @@ void pm_crashsim_arm(uint64_t n, void (*on_cut)(void))
     __atomic_store_n(&cs_armed_cut, n, __ATOMIC_RELEASE);
 }
 
-/* open_parent_dir -- a read-only descriptor of the directory holding path,
+/* pm_open_parent_dir -- a read-only descriptor of the directory holding path,
  * or -1 with errno set. */
-static int open_parent_dir(const char *path)
+int pm_open_parent_dir(const char *path)
 {
     char *copy = strdup(path);
     if (!copy) {
@@ -268,7 +204,7 @@ static int open_parent_dir(const char *path)
 /* fsync_parent -- makes a newly created pool's directory entry durable. */
 static int fsync_parent(const char *path)
 {
-    int fd = open_parent_dir(path);
+    int fd = pm_open_parent_dir(path);
     int rc = 0;
     if (fd < 0 || fsync(fd) != 0) rc = tkv_err_errno(errno, "fsync the directory of pool %s", path);
     if (fd >= 0) close(fd);
@@ -295,203 +231,6 @@ static int map_pool(pm_region *r, const char *path, uint64_t size, int create, i
     r->durable = p;
     r->map_len = map_len;
     return 0;
-}
-
-/* open_writeback_fd -- a descriptor for the paced write-back, or -1 when
- * there is nothing to write back to: the pool lives in memory (tmpfs,
- * ramfs) or the file cannot be opened again. */
-#define FS_TMPFS_MAGIC 0x01021994
-#define FS_RAMFS_MAGIC 0x858458f6
-static int open_writeback_fd(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    struct statfs sf;
-    if (fstatfs(fd, &sf) != 0 || sf.f_type == FS_TMPFS_MAGIC || sf.f_type == FS_RAMFS_MAGIC) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-#define WB_QUEUE_CAP 4096u  /* queued ranges (a row queues one per pool page) */
-/* Bytes admitted and written back per step. Small: the scheduler's device
- * throttle grants a step in one piece, and a client read that arrives just
- * after a large grant waits for the bucket to refill (2 MiB at 200 MB/s:
- * 10 ms, which showed as a 10 ms valley p99). */
-#define WB_CHUNK (256u << 10)
-/* At most this many seconds of work (at the rate) are queued; beyond it a
- * range is dropped and left to the kernel (a bulk load faster than the rate
- * would otherwise leave minutes of stale work behind it). */
-#define WB_QUEUE_SECONDS 8u
-/* A range queued this long ago is skipped: the kernel has written it back
- * by now (dirty_expire_centisecs, 30 s by default) or will at once, so
- * pacing it would only spend the rate on clean pages. */
-#define WB_EXPIRE_DEFAULT_MS 20000u
-
-/* wb_wait_until -- waits on wb_cv until CLOCK_MONOTONIC ns `t` or stop
- * (wb_mu held). */
-static void wb_wait_until(pm_region *r, uint64_t t)
-{
-    for (uint64_t n = now_ns(); !r->wb_stop && n < t; n = now_ns())
-        sched_cond_wait_us(&r->wb_cv, &r->wb_mu, (t - n + 999) / 1000);
-}
-
-/* writeback_main -- the paced write-back thread (pm_writeback_start). */
-static void *writeback_main(void *arg)
-{
-    pthread_setname_np(pthread_self(), "tkv-pool-wb"); /* for top and perf */
-    pm_region *r = arg;
-    uint64_t next_ns = now_ns(); /* the rate's schedule: no credit for idle time */
-    pthread_mutex_lock(&r->wb_mu);
-    for (;;) {
-        while (!r->wb_stop && r->wb_n == 0) pthread_cond_wait(&r->wb_cv, &r->wb_mu);
-        if (r->wb_stop) break;
-        if (r->wb_rate) {
-            wb_wait_until(r, next_ns);
-            if (r->wb_stop) break;
-        }
-        uint64_t off = r->wb_queue[r->wb_head][0], len = r->wb_queue[r->wb_head][1];
-        if (now_ns() - r->wb_queue[r->wb_head][2] > r->wb_expire_ns) {
-            r->wb_head = (r->wb_head + 1) % WB_QUEUE_CAP;
-            r->wb_n--;
-            __atomic_fetch_add(&r->wb_expired, len, __ATOMIC_RELAXED);
-            __atomic_fetch_sub(&r->wb_pending, len, __ATOMIC_RELAXED);
-            continue;
-        }
-        uint64_t n = len < WB_CHUNK ? len : WB_CHUNK;
-        if (n == len) { /* the range is done with this step */
-            r->wb_head = (r->wb_head + 1) % WB_QUEUE_CAP;
-            r->wb_n--;
-        } else {
-            r->wb_queue[r->wb_head][0] += n;
-            r->wb_queue[r->wb_head][1] -= n;
-        }
-        pthread_mutex_unlock(&r->wb_mu);
-        if (r->wb_admit && r->wb_admit(r->wb_arg, (size_t)n) < 0)
-            __atomic_fetch_add(&r->wb_dropped, n, __ATOMIC_RELAXED); /* the engine is closing */
-        else if (sync_file_range(r->wb_fd, (off_t)off, (off_t)n,
-                                 SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
-            __atomic_fetch_add(&r->wb_failures, 1, __ATOMIC_RELAXED);
-        else {
-            __atomic_fetch_add(&r->wb_bytes, n, __ATOMIC_RELAXED);
-            r->wb_since_flush += n;
-            if (r->wb_flush_every && r->wb_since_flush >= r->wb_flush_every && r->wb_dir_fd >= 0) {
-                r->wb_since_flush = 0;
-                if (fdatasync(r->wb_dir_fd) != 0) __atomic_fetch_add(&r->wb_failures, 1, __ATOMIC_RELAXED);
-                else __atomic_fetch_add(&r->wb_device_flushes, 1, __ATOMIC_RELAXED);
-            }
-        }
-        __atomic_fetch_sub(&r->wb_pending, n, __ATOMIC_RELAXED);
-        if (r->wb_rate) {
-            uint64_t now = now_ns();
-            if (next_ns < now) next_ns = now;
-            next_ns += n * 1000000000ull / r->wb_rate;
-        }
-        pthread_mutex_lock(&r->wb_mu);
-    }
-    pthread_mutex_unlock(&r->wb_mu);
-    return NULL;
-}
-
-int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate, unsigned expire_ms,
-                       uint64_t flush_every)
-{
-    if (r->wb_fd < 0 || r->wb_started) return 0;
-    r->wb_queue = calloc(WB_QUEUE_CAP, sizeof *r->wb_queue);
-    if (!r->wb_queue) return tkv_err(TKV_NO_MEMORY, "out of memory for the write-back queue of pool %s", r->path);
-    pthread_mutex_init(&r->wb_mu, NULL);
-    sched_cond_init(&r->wb_cv); /* CLOCK_MONOTONIC timed waits (wb_wait_until) */
-    r->wb_admit = admit;
-    r->wb_arg = arg;
-    r->wb_rate = rate;
-    r->wb_flush_every = flush_every;
-    r->wb_expire_ns = (uint64_t)(expire_ms ? expire_ms : WB_EXPIRE_DEFAULT_MS) * 1000000ull;
-    if (pthread_create(&r->wb_thread, NULL, writeback_main, r) != 0) {
-        pthread_cond_destroy(&r->wb_cv);
-        pthread_mutex_destroy(&r->wb_mu);
-        free(r->wb_queue);
-        r->wb_queue = NULL;
-        return tkv_err(TKV_IO_ERROR, "pool %s: cannot start the write-back thread", r->path);
-    }
-    r->wb_started = 1;
-    return 0;
-}
-
-void pm_writeback_enqueue(pm_region *r, const void *addr, size_t len)
-{
-    if (!r->wb_started || len == 0) return;
-    check_range(r, addr, len);
-    uint64_t off = (uint64_t)((const uint8_t *)addr - r->base);
-    pthread_mutex_lock(&r->wb_mu);
-    uint64_t pending = __atomic_load_n(&r->wb_pending, __ATOMIC_RELAXED);
-    if (r->wb_n == WB_QUEUE_CAP || (r->wb_rate && pending + len > r->wb_rate * WB_QUEUE_SECONDS)) {
-        __atomic_fetch_add(&r->wb_dropped, len, __ATOMIC_RELAXED);
-    } else {
-        size_t tail = (r->wb_head + r->wb_n) % WB_QUEUE_CAP;
-        r->wb_queue[tail][0] = off;
-        r->wb_queue[tail][1] = len;
-        r->wb_queue[tail][2] = now_ns();
-        r->wb_n++;
-        __atomic_fetch_add(&r->wb_pending, len, __ATOMIC_RELAXED);
-        pthread_cond_signal(&r->wb_cv);
-    }
-    pthread_mutex_unlock(&r->wb_mu);
-}
-
-/* The prefault thread: the first touch of a page of a file mapping costs a
- * page-cache allocation and a zeroing of the page (a few microseconds on a
- * VM), which would land on the flush that writes a new row. The thread does
- * it ahead with MADV_POPULATE_READ, PREFAULT_CHUNK at a time: it maps pages
- * without dirtying them (no write-back, no I/O accounted) and never changes
- * their contents, so it may run beside the engine's stores.
- * It populates only the prefix [0, pf_upto) the owner asked for
- * (pm_prefault_upto: the pool asks for one row's worth of pages past the
- * highest page it has handed out), not the whole mapping: populating a
- * 1 GiB pool that a run barely uses took half of all CPU samples of a short
- * fill on two cores. It runs at the lowest CPU priority (nice 19), so it
- * takes idle cycles only; a page it has not reached yet is faulted by the
- * store that needs it, as without the thread. */
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
-#define PREFAULT_CHUNK (2u << 20)
-
-static void *prefault_main(void *arg)
-{
-    thread_background("tkv-prefault", 19); /* named for top and perf */
-    pm_region *r = arg;
-    uint64_t done = 0;
-    pthread_mutex_lock(&r->pf_mu);
-    for (;;) {
-        while (!r->pf_stop && done >= r->pf_upto) pthread_cond_wait(&r->pf_cv, &r->pf_mu);
-        if (r->pf_stop) break;
-        uint64_t end = r->pf_upto;
-        pthread_mutex_unlock(&r->pf_mu);
-        int failed = 0;
-        while (done < end && !failed && !__atomic_load_n(&r->pf_stop, __ATOMIC_RELAXED)) {
-            uint64_t len = end - done < PREFAULT_CHUNK ? end - done : PREFAULT_CHUNK;
-            failed = madvise(r->base + done, len, MADV_POPULATE_READ) != 0; /* an older kernel: no prefault */
-            if (!failed) __atomic_fetch_add(&r->pf_bytes, len, __ATOMIC_RELAXED);
-            done += len;
-        }
-        pthread_mutex_lock(&r->pf_mu);
-        if (failed) break;
-    }
-    pthread_mutex_unlock(&r->pf_mu);
-    return NULL;
-}
-
-void pm_prefault_upto(pm_region *r, uint64_t end)
-{
-    if (!r->prefault_started) return;
-    if (end > r->size) end = r->size;
-    pthread_mutex_lock(&r->pf_mu);
-    if (end > r->pf_upto) {
-        r->pf_upto = end;
-        pthread_cond_signal(&r->pf_cv);
-    }
-    pthread_mutex_unlock(&r->pf_mu);
 }
 
 /* pm_open_alloc -- a zeroed region for path with no mapping yet: profile set,
@@ -626,17 +365,8 @@ static void pm_open_undo(pm_region *r, const char *path, int made)
  * the prefault thread (not in PM_CRASHSIM). */
 static void pm_open_start_helpers(pm_region *r, const char *path)
 {
-    if (r->mode == PM_EMULATED) r->wb_fd = open_writeback_fd(path);
-    if (r->wb_fd >= 0) r->wb_dir_fd = open_parent_dir(path); /* for the device-cache flushes (wb_flush_every) */
-    if (r->mode != PM_CRASHSIM) { /* (the crash image is an anonymous copy, already touched) */
-        pthread_mutex_init(&r->pf_mu, NULL);
-        pthread_cond_init(&r->pf_cv, NULL);
-        r->prefault_started = pthread_create(&r->prefault, NULL, prefault_main, r) == 0;
-        if (!r->prefault_started) {
-            pthread_cond_destroy(&r->pf_cv);
-            pthread_mutex_destroy(&r->pf_mu);
-        }
-    }
+    if (r->mode == PM_EMULATED) pm_wb_open(r, path);
+    if (r->mode != PM_CRASHSIM) pm_prefault_start(r); /* (the crash image is an anonymous copy, already touched) */
 }
 
 /* pm_open -- opens, or creates, the pool at path (contract: emul/pmem.h).
@@ -673,27 +403,8 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
 void pm_close(pm_region *r)
 {
     if (!r) return;
-    if (r->prefault_started) {
-        pthread_mutex_lock(&r->pf_mu);
-        __atomic_store_n(&r->pf_stop, 1, __ATOMIC_RELAXED);
-        pthread_cond_signal(&r->pf_cv);
-        pthread_mutex_unlock(&r->pf_mu);
-        pthread_join(r->prefault, NULL);
-        pthread_cond_destroy(&r->pf_cv);
-        pthread_mutex_destroy(&r->pf_mu);
-    }
-    if (r->wb_started) {
-        pthread_mutex_lock(&r->wb_mu);
-        r->wb_stop = 1;
-        pthread_cond_broadcast(&r->wb_cv);
-        pthread_mutex_unlock(&r->wb_mu);
-        pthread_join(r->wb_thread, NULL);
-        pthread_cond_destroy(&r->wb_cv);
-        pthread_mutex_destroy(&r->wb_mu);
-        free(r->wb_queue);
-    }
-    if (r->wb_fd >= 0) close(r->wb_fd);
-    if (r->wb_dir_fd >= 0) close(r->wb_dir_fd);
+    pm_prefault_stop(r);
+    pm_wb_close(r);
     if (r->mode == PM_CRASHSIM) {
         /* no final copy: what was not persisted is lost, like at a power cut */
         munmap(r->base, r->size);
@@ -719,7 +430,7 @@ pm_profile pm_profile_in_use(pm_region *r) { return r->profile; }
  * modelled). */
 void pm_flush(pm_region *r, const void *addr, size_t len)
 {
-    check_range(r, addr, len);
+    pm_check_range(r, addr, len);
     uint64_t idx = count(r, len);
     uint64_t end = pace_reserve(r, line_span(r, addr, len));
     switch (r->mode) {
@@ -748,7 +459,7 @@ void pm_persist(pm_region *r, const void *addr, size_t len)
  * concurrent writers interleave on the bandwidth budget. */
 void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n)
 {
-    check_range(r, dst, n);
+    pm_check_range(r, dst, n);
     uint64_t idx = count(r, n);
     size_t step = r->profile == PM_PROFILE_OPTANE ? PM_PACE_CHUNK : (n ? n : 1);
     uint8_t *d = dst;
@@ -780,7 +491,7 @@ void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n)
 void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value)
 {
     assert(((uintptr_t)dst & 7u) == 0);
-    check_range(r, dst, 8);
+    pm_check_range(r, dst, 8);
     uint64_t idx = count(r, 8);
     uint64_t end = pace_reserve(r, PM_LINE);
     __atomic_store_n(dst, value, __ATOMIC_RELEASE);

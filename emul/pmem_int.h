@@ -1,0 +1,102 @@
+/*
+ * pmem_int.h -- the inside of a pm_region (emul/pmem.h), shared by the files
+ * of the pmem device: pmem.c (open, close, persist primitives, crash
+ * simulation), pmem_writeback.c (the paced write-back thread) and
+ * pmem_prefault.c (the prefault thread). Not for use outside emul/.
+ */
+#ifndef TKV_EMUL_PMEM_INT_H
+#define TKV_EMUL_PMEM_INT_H
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "emul/pmem.h"
+
+#define PM_LINE 64u                 /* persistence granularity (cache line) */
+#define PM_POOL_ALIGN 4096u         /* pool sizes are multiples of this */
+#define PM_CS_NLOCKS 1024u          /* crashsim: striped locks, one stripe per 4 KiB page */
+#define PM_OPTANE_READ_NS 300u      /* per pm_read_delay access */
+#define PM_OPTANE_WRITE_BW 2000000000ull /* bytes per second */
+#define PM_PACE_CHUNK (256u << 10)  /* pm_memcpy_persist reserves bandwidth in 256 KiB steps (128 us) */
+
+struct pm_region {
+    /* read-mostly */
+    uint8_t *base;    /* what the engine sees (the volatile image in crashsim) */
+    uint8_t *durable; /* the file mapping */
+    uint64_t size;
+    size_t map_len;
+    pm_mode mode;
+    pm_profile profile;
+    char *path;
+    /* crashsim: persists with an index >= cs_cut copy nothing; on_cut runs
+     * at the first one (pm_crashsim_arm) */
+    _Alignas(64) uint64_t cs_cut;
+    void (*on_cut)(void);
+    uint8_t cs_locks[PM_CS_NLOCKS];
+    /* stats (persist_calls is also the crashsim persist index) */
+    _Alignas(64) uint64_t persist_calls;
+    uint64_t bytes_persisted;
+    /* optane profile: CLOCK_MONOTONIC ns until which the write bandwidth is taken */
+    _Alignas(64) uint64_t busy_until_ns;
+    /* paced write-back (pm_writeback_start); wb_mu guards the queue and wb_stop */
+    int wb_fd; /* read-only descriptor of the pool file, -1: none */
+    int wb_dir_fd; /* the pool's directory: fdatasync of it = a device-cache flush, -1: none */
+    uint64_t wb_flush_every; /* bytes between two device-cache flushes, 0 = none (set before the thread) */
+    uint64_t wb_since_flush; /* bytes written back since the last device-cache flush (thread only) */
+    uint64_t wb_device_flushes; /* relaxed atomic */
+    pthread_t wb_thread;
+    int wb_started, wb_stop;
+    pthread_mutex_t wb_mu;
+    pthread_cond_t wb_cv; /* CLOCK_MONOTONIC */
+    uint64_t (*wb_queue)[3]; /* ring of {offset, length, CLOCK_MONOTONIC ns queued} */
+    size_t wb_head, wb_n;
+    pm_admit_fn wb_admit;
+    void *wb_arg;
+    uint64_t wb_rate, wb_expire_ns;
+    uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending; /* relaxed atomics */
+    /* prefault thread (prefault_main); pf_mu guards pf_upto and pf_stop */
+    pthread_t prefault;
+    int prefault_started;
+    pthread_mutex_t pf_mu;
+    pthread_cond_t pf_cv;
+    uint64_t pf_upto;   /* populate [0, pf_upto) of the mapping (pm_prefault_upto) */
+    int pf_stop;
+    uint64_t pf_bytes;  /* relaxed atomic: bytes the thread has populated */
+};
+
+/* now_ns -- CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* pm_check_range -- asserts that [addr, addr+len) lies inside the region. */
+static inline void pm_check_range(const pm_region *r, const void *addr, size_t len)
+{
+    const uint8_t *p = addr;
+    (void)p;
+    assert(p >= r->base && len <= r->size && (uint64_t)(p - r->base) <= r->size - len);
+}
+
+/* pm_open_parent_dir -- a read-only descriptor of the directory holding
+ * path, or -1 with errno set (pmem.c). */
+int pm_open_parent_dir(const char *path);
+
+/* pm_wb_open -- the paced write-back's descriptors for the pool at path
+ * (PM_EMULATED; none on a file system with nothing to write back to), so
+ * that pm_writeback_start can start the thread. Best effort. */
+void pm_wb_open(pm_region *r, const char *path);
+/* pm_wb_close -- stops the write-back thread (queued ranges are dropped)
+ * and closes its descriptors. */
+void pm_wb_close(pm_region *r);
+
+/* pm_prefault_start -- starts the prefault thread (best effort). */
+void pm_prefault_start(pm_region *r);
+/* pm_prefault_stop -- stops and joins it (a no-op if it never started). */
+void pm_prefault_stop(pm_region *r);
+
+#endif
