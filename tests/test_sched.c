@@ -1148,6 +1148,93 @@ static void test_wctl_ramp(void **state)
     wctl_free(w);
 }
 
+/* test_wctl_debt -- the deep-debt pace of wctl.h on synthetic inputs: no
+ * pacing below debt_soft (2), the flush pace at 2 falling linearly to the
+ * floor (min_rate / 16) at debt_hard (4) and beyond, never a STOP; the
+ * smaller of the debt and the container ramp wins; the debt falling back
+ * lifts the pace again; CLASSIC scales its fixed rate the same way, OFF
+ * ignores the debt, debt_soft <= 0 disables it, and debt_hard must lie
+ * above debt_soft. */
+static void test_wctl_debt(void **state)
+{
+    (void)state;
+    wctl *w = wctl_new(WCTL_PRL);
+    for (int i = 0; i < 8; i++) wctl_flush_sample(w, 200 * MiB, 1000000);
+    wctl_input in = {.mutable_left = 2, .max_memtables = 2};
+    const struct {
+        double score;
+        double want; /* MiB/s; 0 = not paced */
+    } pts[] = {{0, 0}, {1.0, 0}, {1.99, 0}, {2.0, 200}, {2.5, 150}, {3.0, 100}, {3.5, 50}, {4.0, 1.0 / 16}, {9.0, 1.0 / 16}};
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        in.deep_score = pts[i].score;
+        uint64_t r = wctl_target_rate(w, &in);
+        print_message("debt: score %.2f -> %.3f MiB/s\n", pts[i].score, (double)r / MiB);
+        assert_int_equal(wctl_classify(w, &in), pts[i].want ? WCTL_SLOWDOWN : WCTL_NORMAL);
+        double want = pts[i].want * MiB;
+        assert_true((double)r >= want - 2 && (double)r <= want + 2);
+    }
+    uint64_t prev = UINT64_MAX;
+    for (int k = 200; k <= 500; k += 5) { /* smooth: never rises as the debt grows */
+        in.deep_score = k / 100.0;
+        uint64_t r = wctl_target_rate(w, &in);
+        assert_true(r <= prev && r > 0);
+        prev = r;
+    }
+    /* steady state at score 3: writers get 100 MiB/s, counted as debt writes */
+    in.deep_score = 3.0;
+    uint64_t now = 1000000;
+    uint64_t total = pace_many(w, &in, 2048, 4 * KiB, &now); /* 8 MiB */
+    double ideal = 8.0 / 100 * 1e6;
+    assert_true((double)total >= 0.9 * ideal && (double)total <= 1.1 * ideal);
+    wctl_stats st;
+    wctl_get_stats(w, &st);
+    assert_int_equal(st.debt_writes, 2048);
+    assert_int_equal(st.ramp_writes, 0);
+    assert_int_equal(st.debt_rate, 100 * MiB);
+    assert_int_equal(st.target_rate, 100 * MiB);
+    assert_true(st.deep_score == 3.0);
+    assert_int_equal(st.stopped_writes, 0);
+    /* a slower container ramp wins over the debt (score 3: 100 MiB/s; the
+     * ramp at 90 % fill with a 40 MiB/s drain: 40 MiB/s) */
+    in.drain_known = 1;
+    in.drain_rate = 40 * MiB;
+    in.container_fill = 0.9;
+    assert_int_equal(wctl_target_rate(w, &in), 40 * MiB);
+    /* ... and a slower debt over the ramp (score 3.9: 10 MiB/s) */
+    in.deep_score = 3.9;
+    uint64_t r39 = wctl_target_rate(w, &in);
+    assert_true(r39 >= 10 * MiB - 2 && r39 <= 10 * MiB + 2);
+    /* the deep work catches up: no pacing again */
+    in.drain_known = 0;
+    in.container_fill = 0;
+    in.deep_score = 1.5;
+    assert_int_equal(wctl_classify(w, &in), WCTL_NORMAL);
+    assert_int_equal(wctl_target_rate(w, &in), 0);
+    wctl_free(w);
+
+    /* CLASSIC: its fixed 16 MiB/s, scaled by the debt; OFF: nothing */
+    in.deep_score = 3.0;
+    wctl *c = wctl_new(WCTL_CLASSIC);
+    assert_int_equal(wctl_classify(c, &in), WCTL_SLOWDOWN);
+    assert_int_equal(wctl_target_rate(c, &in), 8 * MiB);
+    wctl_free(c);
+    wctl *off = wctl_new(WCTL_OFF);
+    assert_int_equal(wctl_classify(off, &in), WCTL_NORMAL);
+    assert_int_equal(wctl_target_rate(off, &in), 0);
+    wctl_free(off);
+    /* disabled, and bad bands */
+    wctl_options o;
+    wctl_options_default(&o);
+    o.debt_soft = 0;
+    wctl *dis = NULL;
+    assert_int_equal(wctl_create(&o, &dis), TKV_OK);
+    assert_int_equal(wctl_classify(dis, &in), WCTL_NORMAL);
+    wctl_free(dis);
+    wctl_options_default(&o);
+    o.debt_hard = o.debt_soft;
+    assert_int_equal(wctl_create(&o, &dis), TKV_INVALID);
+}
+
 int main(void)
 {
     const char *filter = getenv("TKV_TEST_FILTER");
@@ -1179,6 +1266,7 @@ int main(void)
         cmocka_unit_test(test_wctl_stop),
         cmocka_unit_test(test_wctl_modes),
         cmocka_unit_test(test_wctl_ramp),
+        cmocka_unit_test(test_wctl_debt),
     };
     return cmocka_run_group_tests_name("sched", tests, NULL, NULL);
 }

@@ -11,6 +11,8 @@
  *    lose nothing (model check, reopen).
  *  - sched_slow_column_ramp: slow columns; the PRL controller's container
  *    ramp paces the writer so that the pool never fills (off: it does).
+ *  - sched_deep_debt: deep compactions held; the PRL controller paces
+ *    writers on the deep backlog (off: it does not).
  *  - sched_fifo_and_switches: scheduler=fifo, write_controller=classic/off,
  *    ssd_bandwidth: the same workload stays correct, tkv.sched reports the
  *    modes, fifo never pauses or aborts, the SSD throttle meters bytes.
@@ -614,6 +616,84 @@ static void sched_slow_column_ramp(void **state)
     assert_true(stall_prl * 2 < stall_off);
 }
 
+/* sched_deep_debt -- the deep-debt pace of the write controller
+ * (sched/wctl.h), wired through the engine: deep compactions are held (every
+ * SST write of a tkv-deep thread waits while `deep_held` is set, in the
+ * fault hook, for 3 s), so L1 grows past its target as columns fill it. With
+ * write_controller=prl, writers are paced by the debt once the deep score
+ * passes 2 (debt_writes > 0); with off they never are. Once the deep work is
+ * released the backlog drains and every write reads back. */
+static double deep_held_until; /* tu_now_ms() at which held deep writes go on (atomic) */
+
+static int hold_deep_writes(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    char name[16] = "";
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    size_t n = strlen(path);
+    if (op != IO_OP_WRITE || strcmp(name, "tkv-deep") != 0 || n < 4 || strcmp(path + n - 4, ".sst") != 0) return 0;
+    double until;
+    __atomic_load(&deep_held_until, &until, __ATOMIC_ACQUIRE);
+    while (tu_now_ms() < until) usleep(1000);
+    return 0;
+}
+
+static double prop_double(tkv_db *db, const char *name, const char *field)
+{
+    char *p = tkv_property(db, name);
+    assert_non_null(p);
+    const char *at = strstr(p, field);
+    if (!at) fail_msg("property %s has no \"%s\":\n%s", name, field, p);
+    double v = strtod(at + strlen(field), NULL);
+    tkv_free(p);
+    return v;
+}
+
+static uint64_t debt_run(const char *wc, double *max_score)
+{
+    char *dir = tu_tmpdir("sched-debt");
+    tkv_options *o = sched_options("write_controller", wc, "l0", "matrix", "memtable_size", "128K", "pmem_size", "8M",
+                                   "column_bytes", "256K", "sst_size", "64K", "l1_size", "256K", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 33);
+    double t0 = tu_now_ms(), until = t0 + 3000;
+    __atomic_store(&deep_held_until, &until, __ATOMIC_RELEASE);
+    io_set_fault_hook(hold_deep_writes, NULL);
+    *max_score = 0;
+    for (uint64_t i = 0; i < 6000 && tu_now_ms() < until; i++) { /* 6 MB, or while deep work is held */
+        put_model(db, m, &r, tu_rng_below(&r, 100000), 1000);
+        if (i % 100 == 0) {
+            double sc = prop_double(db, "tkv.sched", "deep_score=");
+            if (sc > *max_score) *max_score = sc;
+        }
+    }
+    uint64_t debt_writes = tu_prop_u64(db, "tkv.sched", "debt_writes=");
+    print_message("write_controller=%s: deep work held, %.1f s, max deep score %.2f, %llu writes paced by the debt\n",
+                  wc, (tu_now_ms() - t0) / 1e3, *max_score, (unsigned long long)debt_writes);
+    wait_quiet(db);
+    io_set_fault_hook(NULL, NULL);
+    tu_check_db(db, NULL, m, wc);
+    tu_close_ok(db);
+    tu_model_free(m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+    return debt_writes;
+}
+
+static void sched_deep_debt(void **state)
+{
+    (void)state;
+    double score_prl, score_off;
+    uint64_t paced_prl = debt_run("prl", &score_prl);
+    uint64_t paced_off = debt_run("off", &score_off);
+    assert_true(score_prl >= 2.0); /* the backlog reached debt_soft ... */
+    assert_true(paced_prl > 0);    /* ... and writers were paced by it */
+    assert_int_equal(paced_off, 0);
+}
+
 int main(void)
 {
     tu_seed();
@@ -623,6 +703,7 @@ int main(void)
         cmocka_unit_test(sched_abort_held_job),
         cmocka_unit_test(sched_no_stop_while_flushing),
         cmocka_unit_test(sched_slow_column_ramp),
+        cmocka_unit_test(sched_deep_debt),
         cmocka_unit_test(sched_fifo_and_switches),
         cmocka_unit_test(sched_latency_wiring),
         cmocka_unit_test(sched_background_nice),

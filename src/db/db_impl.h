@@ -118,6 +118,7 @@ struct tkv_db {
     int manual_waiting;          /* a tkv_compact_range waits for every compaction to end; no new picks */
     int compactions_running;     /* deep + L0 compactions in flight */
     uint64_t compact_cursor[VERSION_LEVELS]; /* round-robin file index per level (compact_pick.c) */
+    double deep_score;           /* the current version's deep backlog (files_deep_score); mu */
 
     /* Background threads: flush.c, compact_thread.c (the matrix container's
      * column thread is in its own state). */

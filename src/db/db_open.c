@@ -132,6 +132,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     if (rc == 0) {
         pthread_mutex_lock(&db->mu);
         files_delete_obsolete(db); /* orphans of a crash, WALs already in SSTs */
+        files_update_deep_score(db);
         pthread_mutex_unlock(&db->mu);
         rc = flush_start(db);
         if (rc == 0) rc = cmp_workers_start(db);

@@ -48,7 +48,21 @@ uint64_t files_smallest_snapshot(tkv_db *db)
 int files_install(tkv_db *db, version_edit *e)
 {
     vset_set_last_seq(db->vs, __atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE));
-    return vset_log_and_apply_unlocking(db->vs, e, &db->mu);
+    int rc = vset_log_and_apply_unlocking(db->vs, e, &db->mu);
+    files_update_deep_score(db);
+    return rc;
+}
+
+void files_update_deep_score(tkv_db *db)
+{
+    version *v = vset_current(db->vs);
+    double score = 0;
+    for (int l = 1; l < VERSION_LEVELS - 1; l++) {
+        uint64_t target = options_level_target(&db->opts, l);
+        double s = target ? (double)version_level_bytes(v, l) / (double)target : 0;
+        if (s > score) score = s;
+    }
+    db->deep_score = score;
 }
 
 /* ------------------------------------------------------------ obsolete files */

@@ -39,6 +39,15 @@ uint64_t files_smallest_snapshot(tkv_db *db);
  * and writers go on) and held again when the new version is installed. */
 int files_install(tkv_db *db, version_edit *e);
 
+/* files_update_deep_score -- recomputes db->deep_score for the current
+ * version: the largest ratio of a level's bytes to its target over L1 and
+ * the levels below it (not the last level, which has no target to meet);
+ * 0 with no SST levels. The write controller paces writers on it (the deep
+ * debt, sched/wctl.h) and the SILK scheduler stops pausing deep work at
+ * SILK_URGENT_SCORE. files_install calls it; open calls it once after
+ * recovery. Caller holds mu. */
+void files_update_deep_score(tkv_db *db);
+
 /* files_delete_obsolete -- removes SSTs no live version references (and not
  * pending), WALs older than the version set's log number, old MANIFESTs,
  * and ".trash" files a crash left. SSTs and WALs are renamed to

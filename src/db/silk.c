@@ -151,6 +151,9 @@ int silk_open(tkv_db *db)
      * compactor forms at matrix_trigger), and leaves a band below near_full */
     wo.ramp_lo = (double)o->matrix_trigger / 100.0;
     if (wo.ramp_lo > wo.near_full - 0.1) wo.ramp_lo = wo.near_full - 0.1;
+    /* the deep debt paces writers from where deep work stops being paused */
+    wo.debt_soft = SILK_URGENT_SCORE;
+    wo.debt_hard = 2 * SILK_URGENT_SCORE;
     TKV_TRY(wctl_create(&wo, &s->wc));
     db->io.gate_arg = db;
     db->io.gate = silk_gate;
@@ -162,10 +165,7 @@ int silk_open(tkv_db *db)
 static int deep_urgent(tkv_db *db)
 {
     pthread_mutex_lock(&db->mu);
-    version *v = vset_current(db->vs);
-    int urgent = 0;
-    for (int l = 1; l < VERSION_LEVELS - 1 && !urgent; l++)
-        urgent = (double)version_level_bytes(v, l) >= SILK_URGENT_SCORE * (double)options_level_target(&db->opts, l);
+    int urgent = db->deep_score >= SILK_URGENT_SCORE;
     pthread_mutex_unlock(&db->mu);
     return urgent;
 }
@@ -481,7 +481,7 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                "write_controller: state=%s pace_rate=%llu min_flush_sample=%llu samples=%u writes=%llu "
                "stalled_writes=%llu stopped_writes=%llu stall_micros=%llu stalls_over_10ms=%llu max_stall_us=%llu "
                "stops_flush_running=%llu target_rate=%llu ramp_rate=%llu drain_rate=%llu container_fill=%.3f "
-               "ramp_writes=%llu\n",
+               "ramp_writes=%llu deep_score=%.3f debt_rate=%llu debt_writes=%llu\n",
                ws.state == WCTL_NORMAL ? "normal" : ws.state == WCTL_SLOWDOWN ? "slowdown" : "stop",
                (unsigned long long)ws.pace_rate, (unsigned long long)ws.min_sample, ws.nsamples,
                (unsigned long long)ws.writes, (unsigned long long)ws.stalled_writes,
@@ -489,5 +489,6 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                (unsigned long long)ctr_get(&c->stalls_over_10ms), (unsigned long long)ctr_get(&c->max_stall_us),
                (unsigned long long)ctr_get(&c->stops_flush_running), (unsigned long long)ws.target_rate,
                (unsigned long long)ws.ramp_rate, (unsigned long long)ws.drain_rate, ws.container_fill,
-               (unsigned long long)ws.ramp_writes);
+               (unsigned long long)ws.ramp_writes, ws.deep_score, (unsigned long long)ws.debt_rate,
+               (unsigned long long)ws.debt_writes);
 }

@@ -174,6 +174,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         in.mutable_left = (active_full || stop_l0) ? 0 : 1 + (unsigned)slots;
         in.container_fill = container_fill(db, l0);
         in.drain_known = mx_drain_rate(db, &in.drain_rate);
+        in.deep_score = db->deep_score;
         uint64_t now = sched_mono_us();
         uint64_t d = silk_write_delay(db, &t, &in, first ? bytes : 0, now);
         first = 0;

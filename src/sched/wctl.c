@@ -48,6 +48,8 @@ void wctl_options_default(wctl_options *o)
     o->ramp_lo = 0.5;
     o->ramp_gain = 3.0;
     o->pace_margin = 0;
+    o->debt_soft = 2.0;
+    o->debt_hard = 4.0;
 }
 
 /* wctl_create -- see wctl.h. */
@@ -56,7 +58,7 @@ int wctl_create(const wctl_options *o, wctl **out)
     if (!o || !out || (unsigned)o->mode > WCTL_OFF || o->classic_rate == 0 || o->initial_rate == 0 ||
         o->max_step_us < 1 || o->max_step_us > 1000 || o->min_step_us >= o->max_step_us || !(o->near_full > 0) ||
         !(o->pace_margin >= 0 && o->pace_margin <= 0.5) || !(o->ramp_lo >= 0 && o->ramp_lo < o->near_full) ||
-        !(o->ramp_gain >= 0))
+        !(o->ramp_gain >= 0) || !(o->debt_soft <= 0 || o->debt_hard > o->debt_soft))
         return TKV_INVALID;
     wctl *w = calloc(1, sizeof *w);
     if (!w) return TKV_NO_MEMORY;
@@ -153,21 +155,38 @@ static uint64_t ramp_rate(const wctl *w, const wctl_input *in)
     return r >= 1.8e19 ? UINT64_MAX : (uint64_t)r;
 }
 
+/* debt_on -- 1 if the deep-compaction debt paces this input (any mode but
+ * OFF, the debt pacing enabled, the deepest backlog at debt_soft or more). */
+static int debt_on(const wctl *w, const wctl_input *in)
+{
+    return w->o.mode != WCTL_OFF && w->o.debt_soft > 0 && in->deep_score >= w->o.debt_soft;
+}
+
+/* debt_rate -- the debt's pace of wctl.h: `pace` at debt_soft, falling
+ * linearly to 0 at debt_hard (the caller applies the floor). */
+static uint64_t debt_rate(const wctl *w, const wctl_input *in, uint64_t pace)
+{
+    double k = (w->o.debt_hard - in->deep_score) / (w->o.debt_hard - w->o.debt_soft);
+    if (k > 1.0) k = 1.0;
+    if (!(k > 0.0)) return 0;
+    return (uint64_t)((double)pace * k);
+}
+
 /* wctl_classify -- the state table of wctl.h. */
 wctl_state wctl_classify(const wctl *w, const wctl_input *in)
 {
     if (in->mutable_left == 0) return WCTL_STOP;
-    if (in->mutable_left == 1 || in->container_fill >= w->o.near_full || ramp_on(w, in)) return WCTL_SLOWDOWN;
+    if (in->mutable_left == 1 || in->container_fill >= w->o.near_full || ramp_on(w, in) || debt_on(w, in))
+        return WCTL_SLOWDOWN;
     return WCTL_NORMAL;
 }
 
-/* target_rate_locked -- the pace of a write with inputs `in` in state s:
- * the slowest applicable stage (wctl.h), never below min_rate; 0 = not
- * paced. *ramp gets the ramp's rate (0 when it does not apply). */
-static uint64_t target_rate_locked(const wctl *w, const wctl_input *in, wctl_state s, uint64_t *ramp)
+/* stage_rate_locked -- the pace of the memtable and container stages of a
+ * write with inputs `in` in SLOWDOWN (wctl.h), before the debt's; 0 = OFF.
+ * *ramp gets the ramp's rate (0 when it does not apply). */
+static uint64_t stage_rate_locked(const wctl *w, const wctl_input *in, uint64_t *ramp)
 {
     *ramp = 0;
-    if (s != WCTL_SLOWDOWN) return 0;
     uint64_t flush = pace_rate_locked(w);
     if (flush == 0) return 0; /* OFF */
     if (!ramp_on(w, in)) return flush;
@@ -181,12 +200,27 @@ static uint64_t target_rate_locked(const wctl *w, const wctl_input *in, wctl_sta
     return *ramp < floor ? floor : *ramp;
 }
 
+/* target_rate_locked -- the pace of a write with inputs `in` in state s:
+ * the slowest applicable stage (wctl.h); 0 = not paced. *ramp and *debt get
+ * the container ramp's and the debt's rates (0 when they do not apply). */
+static uint64_t target_rate_locked(const wctl *w, const wctl_input *in, wctl_state s, uint64_t *ramp, uint64_t *debt)
+{
+    *ramp = *debt = 0;
+    if (s != WCTL_SLOWDOWN) return 0;
+    uint64_t r = stage_rate_locked(w, in, ramp);
+    if (r == 0 || !debt_on(w, in)) return r;
+    uint64_t floor = w->o.min_rate / 16 ? w->o.min_rate / 16 : 1;
+    *debt = debt_rate(w, in, pace_rate_locked(w));
+    if (*debt < floor) *debt = floor;
+    return *debt < r ? *debt : r;
+}
+
 /* wctl_target_rate -- see wctl.h. */
 uint64_t wctl_target_rate(wctl *w, const wctl_input *in)
 {
     pthread_mutex_lock(&w->mu);
-    uint64_t ramp;
-    uint64_t r = target_rate_locked(w, in, wctl_classify(w, in), &ramp);
+    uint64_t ramp, debt;
+    uint64_t r = target_rate_locked(w, in, wctl_classify(w, in), &ramp, &debt);
     pthread_mutex_unlock(&w->mu);
     return r;
 }
@@ -202,8 +236,8 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
         w->st.writes++;
     }
     wctl_state s = wctl_classify(w, in);
-    uint64_t ramp;
-    uint64_t rate = target_rate_locked(w, in, s, &ramp);
+    uint64_t ramp, debt;
+    uint64_t rate = target_rate_locked(w, in, s, &ramp, &debt);
     uint64_t d = 0;
     if (s == WCTL_STOP) {
         if (!(t->flags & WT_STOPPED)) {
@@ -222,6 +256,7 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
             t->until_ns = w->vt_ns;
             t->flags |= WT_CHARGED;
             if (ramp) w->st.ramp_writes++;
+            if (debt && debt <= rate) w->st.debt_writes++;
         }
         uint64_t owed = t->until_ns > now_ns ? (t->until_ns - now_ns) / 1000u : 0;
         if (owed >= w->o.min_step_us) { /* else carried in vt for later writes */
@@ -236,6 +271,8 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
     w->st.state = s;
     w->st.target_rate = rate;
     w->st.ramp_rate = ramp;
+    w->st.debt_rate = debt;
+    w->st.deep_score = in->deep_score;
     w->st.drain_rate = in->drain_known ? in->drain_rate : 0;
     w->st.container_fill = in->container_fill;
     w->st.stall_us += d; /* (W3) */

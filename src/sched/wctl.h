@@ -9,7 +9,8 @@
  *             in PRL mode with a known drain rate, below ramp_lo)
  *   SLOWDOWN  mutable_left == 1 (only the active memtable can take writes),
  *             or container_fill >= near_full (default 0.9), or (PRL, drain
- *             rate known) container_fill >= ramp_lo: the container ramp
+ *             rate known) container_fill >= ramp_lo: the container ramp,
+ *             or (PRL, CLASSIC) deep_score >= debt_soft: the deep debt
  *   STOP      mutable_left == 0: every memtable is full; writes wait until a
  *             flush frees one (physical: there is nowhere to put them)
  *
@@ -37,12 +38,24 @@
  *                   takes out, below near_full, and a drain that turns out
  *                   slower than measured pushes them back instead of into
  *                   a full pool;
- *                 the smaller of the two that apply. The flush pace is
- *                 never below min_rate, the ramp never below min_rate / 16
- *                 (a drain slower than min_rate must still hold writers
- *                 below it; a drain of 0 paces at that floor, not a stop).
+ *                 - the deep compactions: when the deepest backlog
+ *                   (wctl_input.deep_score, a level's bytes over its
+ *                   target, the largest over L1 and below) reaches
+ *                   debt_soft, at
+ *                       debt(s) = flush x (debt_hard - s) / (debt_hard - debt_soft)
+ *                   from the flush pace at debt_soft down to the floor at
+ *                   debt_hard, so that writers leave the deep compactions
+ *                   room to catch up instead of growing a backlog that
+ *                   makes every later column rewrite more of L1;
+ *                 the smallest of those that apply. The flush pace is
+ *                 never below min_rate, the ramp and the debt never below
+ *                 min_rate / 16 (a drain slower than min_rate must still
+ *                 hold writers below it; a drain of 0 paces at that floor,
+ *                 not a stop).
  *   WCTL_CLASSIC  pace at the fixed classic_rate (RocksDB's
- *                 delayed_write_rate, 16 MiB/s).
+ *                 delayed_write_rate, 16 MiB/s), and with a deep backlog
+ *                 past debt_soft at debt(s) of that rate (RocksDB slows
+ *                 writers on pending compaction bytes too).
  *   WCTL_OFF      no pacing.
  * Every mode reports STOP when mutable_left == 0.
  *
@@ -106,6 +119,10 @@ typedef struct wctl_options {
                                 * Default 0; the engine uses 1/8: with two memtables the
                                 * pace starts when the flush does, so a flush a little
                                 * slower than every recent sample would stop writers */
+    double debt_soft;          /* deep_score at which the debt pacing starts; <= 0 disables.
+                                * Default 2 (where the SILK scheduler stops pausing deep work) */
+    double debt_hard;          /* deep_score at which the debt pace reaches the floor, > debt_soft.
+                                * Default 4 */
 } wctl_options;
 
 /* What the engine tells the controller, per call. */
@@ -116,6 +133,7 @@ typedef struct wctl_input {
     double container_fill;  /* L0 container fill fraction 0..1 (0 without one) */
     int drain_known;        /* drain_rate is a measurement (else the ramp is off) */
     uint64_t drain_rate;    /* bytes/s (writer units) the container drains at; may be 0 */
+    double deep_score;      /* the deep backlog: max over levels L1.. of bytes / target (0: none) */
 } wctl_input;
 
 /* A write's ticket; initialise with WCTL_WRITE_INIT. `state` is the state at
@@ -138,6 +156,9 @@ typedef struct wctl_stats {
     uint64_t drain_rate;      /* the drain rate of the last call (0: unknown or none) */
     double container_fill;    /* of the last call */
     uint64_t ramp_writes;     /* tickets paced by the container ramp */
+    uint64_t debt_rate;       /* the debt's rate in the last call (0: off) */
+    double deep_score;        /* of the last call */
+    uint64_t debt_writes;     /* tickets paced by the debt (it was the slowest stage) */
     uint64_t min_sample;      /* min of the samples (0 if none) */
     unsigned nsamples;        /* samples held, <= WCTL_SAMPLES */
     uint64_t samples_total;   /* samples accepted */
