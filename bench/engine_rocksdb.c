@@ -336,15 +336,16 @@ static void engine_free(engine *e)
     free(e);
 }
 
-/* lib_open -- the common open: every setting listed in describe(). */
-static int lib_open(rdb_lib *lib, const engine_config *cfg, engine **out, char *err, size_t errlen)
+/* engine_new -- an engine on lib with its option objects created (nothing
+ * set yet), or NULL with the message in err. */
+static engine *engine_new(rdb_lib *lib, const engine_config *cfg, char *err, size_t errlen)
 {
-    *out = NULL;
-    if (lib_load(lib) < 0) return eng_errf(err, errlen, "%s open: unavailable: %s", lib->engine, lib->why);
-    if (!cfg || !cfg->dir) return eng_errf(err, errlen, "%s open: no directory given", lib->engine);
     const rdb_api *a = &lib->api;
     engine *e = calloc(1, sizeof *e);
-    if (!e) return eng_errf(err, errlen, "%s open: out of memory", lib->engine);
+    if (!e) {
+        eng_errf(err, errlen, "%s open: out of memory", lib->engine);
+        return NULL;
+    }
     e->lib = lib;
     e->api = a;
     e->name = lib->engine;
@@ -352,13 +353,23 @@ static int lib_open(rdb_lib *lib, const engine_config *cfg, engine **out, char *
     e->cache = a->rocksdb_cache_create_lru((size_t)cfg->cache_bytes);
     e->wo = a->rocksdb_writeoptions_create();
     e->ro = a->rocksdb_readoptions_create();
-    rocksdb_block_based_table_options_t *bbto = a->rocksdb_block_based_options_create();
-    if (!e->opts || !e->cache || !e->wo || !e->ro || !bbto) {
-        if (bbto) a->rocksdb_block_based_options_destroy(bbto);
+    if (!e->opts || !e->cache || !e->wo || !e->ro) {
         engine_free(e);
-        return eng_errf(err, errlen, "%s open: out of memory creating options", lib->engine);
+        eng_errf(err, errlen, "%s open: out of memory creating options", lib->engine);
+        return NULL;
     }
+    return e;
+}
+
+/* set_common_options -- what every RocksDB engine is given (engine.h): the
+ * DRAM split, block-based tables with bloom filters, lz4, direct I/O,
+ * background threads, per-write sync. 0, or -1 with the message in err. */
+static int set_common_options(engine *e, const engine_config *cfg, char *err, size_t errlen)
+{
+    const rdb_api *a = e->api;
     rocksdb_options_t *o = e->opts;
+    rocksdb_block_based_table_options_t *bbto = a->rocksdb_block_based_options_create();
+    if (!bbto) return eng_errf(err, errlen, "%s open: out of memory creating options", e->name);
     a->rocksdb_options_increase_parallelism(o, ROCKSDB_THREADS);
     a->rocksdb_options_set_create_if_missing(o, 1);
     a->rocksdb_options_set_write_buffer_size(o, (size_t)cfg->memtable_bytes);
@@ -375,38 +386,38 @@ static int lib_open(rdb_lib *lib, const engine_config *cfg, engine **out, char *
     a->rocksdb_options_set_max_background_jobs(o, ROCKSDB_THREADS);
     a->rocksdb_options_set_target_file_size_base(o, TARGET_FILE_SIZE);
     a->rocksdb_writeoptions_set_sync(e->wo, cfg->sync ? 1 : 0);
-    char limiter[96] = "none";
-    if (cfg->rate_limit) {
-        /* RocksDB's defaults: 100 ms refill period, fairness 10 */
-        rocksdb_ratelimiter_t *rl = NULL;
-        if (cfg->rate_limit_auto && !a->ratelimiter_create_auto_tuned) {
-            engine_free(e);
-            return eng_errf(err, errlen, "%s open: this build has no rocksdb_ratelimiter_create_auto_tuned",
-                            lib->engine);
-        }
-        rl = cfg->rate_limit_auto ? a->ratelimiter_create_auto_tuned((int64_t)cfg->rate_limit, 100000, 10)
-                                  : a->rocksdb_ratelimiter_create((int64_t)cfg->rate_limit, 100000, 10);
-        if (!rl) {
-            engine_free(e);
-            return eng_errf(err, errlen, "%s open: cannot create the rate limiter", lib->engine);
-        }
-        a->rocksdb_options_set_ratelimiter(o, rl); /* the options hold their own reference */
-        a->rocksdb_ratelimiter_destroy(rl);
-        snprintf(limiter, sizeof limiter, "%s:%llu", cfg->rate_limit_auto ? "auto_tuned" : "generic",
-                 (unsigned long long)cfg->rate_limit);
-    }
+    return 0;
+}
 
-    char *rerr = NULL;
-    e->db = a->rocksdb_open(o, cfg->dir, &rerr);
-    if (rerr || !e->db) {
-        eng_errf(err, errlen, "%s open %s: %s", lib->engine, cfg->dir, rerr ? rerr : "failed");
-        free(rerr);
-        engine_free(e);
-        return -1;
-    }
+/* set_rate_limiter -- cfg's rate limiter (if any) on the options, and what
+ * it is ("none", "generic:BPS", "auto_tuned:BPS") in desc[n]. 0, or -1 with
+ * the message in err. */
+static int set_rate_limiter(engine *e, const engine_config *cfg, char *desc, size_t n, char *err, size_t errlen)
+{
+    const rdb_api *a = e->api;
+    snprintf(desc, n, "none");
+    if (!cfg->rate_limit) return 0;
+    if (cfg->rate_limit_auto && !a->ratelimiter_create_auto_tuned)
+        return eng_errf(err, errlen, "%s open: this build has no rocksdb_ratelimiter_create_auto_tuned", e->name);
+    /* RocksDB's defaults: 100 ms refill period, fairness 10 */
+    rocksdb_ratelimiter_t *rl = cfg->rate_limit_auto
+                                    ? a->ratelimiter_create_auto_tuned((int64_t)cfg->rate_limit, 100000, 10)
+                                    : a->rocksdb_ratelimiter_create((int64_t)cfg->rate_limit, 100000, 10);
+    if (!rl) return eng_errf(err, errlen, "%s open: cannot create the rate limiter", e->name);
+    a->rocksdb_options_set_ratelimiter(e->opts, rl); /* the options hold their own reference */
+    a->rocksdb_ratelimiter_destroy(rl);
+    snprintf(desc, n, "%s:%llu", cfg->rate_limit_auto ? "auto_tuned" : "generic",
+             (unsigned long long)cfg->rate_limit);
+    return 0;
+}
+
+/* describe_open -- e->describe of a database just opened with cfg: every
+ * setting the set_* functions made, as key=value. */
+static void describe_open(engine *e, const engine_config *cfg, const char *limiter)
+{
     char optver[64];
     options_file_version(cfg->dir, optver, sizeof optver);
-    rdb_lib *other = lib == &LIB_RELEASE ? &LIB_DEB : &LIB_RELEASE;
+    rdb_lib *lib = e->lib, *other = lib == &LIB_RELEASE ? &LIB_DEB : &LIB_RELEASE;
     pthread_mutex_lock(&other->mu);
     int coresident = other->state == 1;
     pthread_mutex_unlock(&other->mu);
@@ -429,6 +440,31 @@ static int lib_open(rdb_lib *lib, const engine_config *cfg, engine **out, char *
                 lib->path, eng_dlopen_mode(), optver, ROCKSDB_THREADS, ROCKSDB_THREADS, (unsigned long long)cfg->memtable_bytes,
                 cfg->memtables, (unsigned long long)cfg->cache_bytes, cfg->direct_io ? 1 : 0, cfg->direct_io ? 1 : 0,
                 TARGET_FILE_SIZE, limiter, cfg->sync ? 1 : 0);
+}
+
+/* lib_open -- the common open: every setting listed in describe(). */
+static int lib_open(rdb_lib *lib, const engine_config *cfg, engine **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (lib_load(lib) < 0) return eng_errf(err, errlen, "%s open: unavailable: %s", lib->engine, lib->why);
+    if (!cfg || !cfg->dir) return eng_errf(err, errlen, "%s open: no directory given", lib->engine);
+    engine *e = engine_new(lib, cfg, err, errlen);
+    if (!e) return -1;
+    char limiter[96];
+    if (set_common_options(e, cfg, err, errlen) < 0 ||
+        set_rate_limiter(e, cfg, limiter, sizeof limiter, err, errlen) < 0) {
+        engine_free(e);
+        return -1;
+    }
+    char *rerr = NULL;
+    e->db = e->api->rocksdb_open(e->opts, cfg->dir, &rerr);
+    if (rerr || !e->db) {
+        eng_errf(err, errlen, "%s open %s: %s", e->name, cfg->dir, rerr ? rerr : "failed");
+        free(rerr);
+        engine_free(e);
+        return -1;
+    }
+    describe_open(e, cfg, limiter);
     *out = e;
     return 0;
 }
