@@ -22,8 +22,8 @@
 /* ---------------------------------------------------------------- registry */
 
 static const engine_ops *const ENGINES[] = {
-    &engine_tierkv_ops, &engine_rocksdb_ops, &engine_rocksdb_deb_ops, &engine_leveldb_ops, &engine_null_ops,
-    &engine_devread_ops,
+    &engine_tierkv_ops,  &engine_rocksdb_ops, &engine_rocksdb_l0nvm_ops, &engine_rocksdb_deb_ops,
+    &engine_leveldb_ops, &engine_null_ops,    &engine_devread_ops,
 };
 #define N_ENGINES (sizeof ENGINES / sizeof ENGINES[0])
 
@@ -38,7 +38,7 @@ const engine_ops *engine_find(const char *name)
 const char *engine_names(void)
 {
     /* Kept in the order of ENGINES (checked by tests/test_bench_engines.c). */
-    return "tierkv,rocksdb,rocksdb-deb,leveldb,null,devread";
+    return "tierkv,rocksdb,rocksdb-l0nvm,rocksdb-deb,leveldb,null,devread";
 }
 
 int eng_multi_get_each(int (*get)(engine *, const char *, size_t, size_t *), engine *e, size_t n,

@@ -5,8 +5,10 @@
  * disables that engine), and "null" (does nothing; for testing the harness).
  *
  * Engines: "tierkv", "rocksdb" (the release build from the rocksdbjni jar,
- * librocksdbjni-linux64.so), "rocksdb-deb" (Debian's librocksdb.so.7.8),
- * "leveldb" (Debian's libleveldb.so.1d), "null".
+ * librocksdbjni-linux64.so), "rocksdb-l0nvm" (the same build and settings,
+ * with its WAL and first data path in engine_config.nvm_dir: MatrixKV's
+ * "RocksDB-L0-NVM"), "rocksdb-deb" (Debian's librocksdb.so.7.8), "leveldb"
+ * (Debian's libleveldb.so.1d), "null", "devread".
  *
  * Every engine gets the same configuration (engine_config): the same DRAM
  * budget split the same way (memtables + block cache), WAL on, no per-write
@@ -43,6 +45,12 @@ typedef struct engine_config {
      * common settings above; ignored by the other engines. */
     const char *const *tkv_opts;
     size_t n_tkv_opts;
+    /* Engines with uses_nvm_dir (rocksdb-l0nvm): their directory on the
+     * storage standing in for NVM (created if missing, one level; removed
+     * by the caller), and the bytes they may plan to keep there (0 = 1 GiB,
+     * tierkv's default pool size). Ignored by the other engines. */
+    const char *nvm_dir;
+    uint64_t nvm_bytes;
 } engine_config;
 
 /* Counters an engine can report; -1 where it cannot. */
@@ -59,6 +67,10 @@ typedef struct engine_iter engine_iter;
 
 typedef struct engine_ops {
     const char *name;
+    /* uses_nvm_dir -- 1 if the engine keeps files in engine_config.nvm_dir
+     * too (the caller then wipes and removes that directory with the
+     * database directory). */
+    int uses_nvm_dir;
     /* available -- 1 if the engine's library can be loaded; else 0 and why in err. */
     int (*available)(char *err, size_t errlen);
     /* version -- a version string such as "tierkv 0.1.0" or "RocksDB 10.10.1 (rocksdbjni release build)". */

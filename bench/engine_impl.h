@@ -17,6 +17,7 @@
 /* The engines (one table each, defined in engine_<name>.c). */
 extern const engine_ops engine_tierkv_ops;
 extern const engine_ops engine_rocksdb_ops;
+extern const engine_ops engine_rocksdb_l0nvm_ops;
 extern const engine_ops engine_rocksdb_deb_ops;
 extern const engine_ops engine_leveldb_ops;
 extern const engine_ops engine_null_ops;

@@ -1,15 +1,18 @@
 /*
- * engine_rocksdb.c -- the "rocksdb" and "rocksdb-deb" engines: RocksDB's C API
- * (<rocksdb/c.h>) from a library loaded at run time with dlopen, so that two
- * builds can sit in one process and a missing library only disables its
- * engine.
+ * engine_rocksdb.c -- the "rocksdb", "rocksdb-l0nvm" and "rocksdb-deb"
+ * engines: RocksDB's C API (<rocksdb/c.h>) from a library loaded at run time
+ * with dlopen, so that two builds can sit in one process and a missing
+ * library only disables its engine.
  *
- *   "rocksdb"      the release build shipped in the Maven jar
- *                  org.rocksdb:rocksdbjni:10.10.1 (librocksdbjni-linux64.so,
- *                  which exports the whole C API and needs no JVM; fetched by
- *                  bench/fetch_rocksdbjni.sh). $TKV_ROCKSDB_LIB overrides.
- *   "rocksdb-deb"  Debian's librocksdb.so.7.8 (7.8.3, built with assertions).
- *                  $TKV_ROCKSDB_DEB_LIB overrides.
+ *   "rocksdb"        the release build shipped in the Maven jar
+ *                    org.rocksdb:rocksdbjni:10.10.1 (librocksdbjni-linux64.so,
+ *                    which exports the whole C API and needs no JVM; fetched
+ *                    by bench/fetch_rocksdbjni.sh). $TKV_ROCKSDB_LIB overrides.
+ *   "rocksdb-l0nvm"  the same build and settings, with the WAL and the first
+ *                    of two data paths in engine_config.nvm_dir (MatrixKV's
+ *                    "RocksDB-L0-NVM", ATC'20): see set_nvm_paths.
+ *   "rocksdb-deb"    Debian's librocksdb.so.7.8 (7.8.3, built with
+ *                    assertions). $TKV_ROCKSDB_DEB_LIB overrides.
  *
  * Every function is called through a table filled with dlsym; each entry is
  * declared with __typeof__ of the prototype in <rocksdb/c.h> (7.8.3), so the
@@ -30,11 +33,15 @@
  */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <rocksdb/c.h>
 
@@ -64,6 +71,10 @@
     X(rocksdb_ratelimiter_create)                                                                                      \
     X(rocksdb_ratelimiter_destroy)                                                                                     \
     X(rocksdb_options_set_ratelimiter)                                                                                 \
+    X(rocksdb_dbpath_create)                                                                                           \
+    X(rocksdb_dbpath_destroy)                                                                                          \
+    X(rocksdb_options_set_db_paths)                                                                                    \
+    X(rocksdb_options_set_wal_dir)                                                                                     \
     X(rocksdb_cache_destroy)                                                                                           \
     X(rocksdb_open)                                                                                                    \
     X(rocksdb_close)                                                                                                   \
@@ -126,6 +137,11 @@ static rdb_lib LIB_DEB = {.engine = "rocksdb-deb", .release = 0, .mu = PTHREAD_M
 #define JNI_SO "librocksdbjni-linux64.so"
 #define ROCKSDB_THREADS 2 /* increase_parallelism / max_background_jobs (tierkv: 1 flush + 1 compaction thread) */
 #define TARGET_FILE_SIZE (64ull << 20)
+/* rocksdb-l0nvm: the first path's target when engine_config.nvm_bytes is 0
+ * (tierkv's default pool size), and the last path's target (leveled
+ * compaction falls back to the last path without looking at its target). */
+#define NVM_DEFAULT_BYTES (1ull << 30)
+#define SSD_PATH_BYTES (1ull << 40)
 
 /* try_open -- dlopen path and resolve every function; 0 or -1 (why set). */
 static int try_open(rdb_lib *lib, const char *path)
@@ -291,9 +307,10 @@ static int r_available_deb(char *err, size_t errlen) { return lib_available(&LIB
 static const char *r_version_release(void) { return lib_version(&LIB_RELEASE); }
 static const char *r_version_deb(void) { return lib_version(&LIB_DEB); }
 
-/* options_file_version -- "rocksdb_version=" from the newest OPTIONS-NNNNNN
- * file RocksDB wrote into dir (the library's own statement of its version). */
-static void options_file_version(const char *dir, char *out, size_t n)
+/* options_file_value -- the value of "key=" in the newest OPTIONS-NNNNNN
+ * file RocksDB wrote into dir (the library's own statement of its version
+ * and of the options it sanitized), or "unknown". */
+static void options_file_value(const char *dir, const char *key, char *out, size_t n)
 {
     snprintf(out, n, "unknown");
     DIR *d = opendir(dir);
@@ -315,9 +332,11 @@ static void options_file_version(const char *dir, char *out, size_t n)
     FILE *f = fopen(path, "r");
     if (!f) return;
     char line[512];
+    size_t kl = strlen(key);
     while (fgets(line, sizeof line, f)) {
+        const char *p = line + strspn(line, " \t");
         char v[64];
-        if (sscanf(line, " rocksdb_version=%63s", v) == 1) {
+        if (!strncmp(p, key, kl) && p[kl] == '=' && sscanf(p + kl + 1, "%63s", v) == 1) {
             snprintf(out, n, "%s", v);
             break;
         }
@@ -336,29 +355,40 @@ static void engine_free(engine *e)
     free(e);
 }
 
-/* lib_open -- the common open: every setting listed in describe(). */
-static int lib_open(rdb_lib *lib, const engine_config *cfg, engine **out, char *err, size_t errlen)
+/* engine_new -- engine `name` on lib with its option objects created
+ * (nothing set yet), or NULL with the message in err. */
+static engine *engine_new(rdb_lib *lib, const char *name, const engine_config *cfg, char *err, size_t errlen)
 {
-    *out = NULL;
-    if (lib_load(lib) < 0) return eng_errf(err, errlen, "%s open: unavailable: %s", lib->engine, lib->why);
-    if (!cfg || !cfg->dir) return eng_errf(err, errlen, "%s open: no directory given", lib->engine);
     const rdb_api *a = &lib->api;
     engine *e = calloc(1, sizeof *e);
-    if (!e) return eng_errf(err, errlen, "%s open: out of memory", lib->engine);
+    if (!e) {
+        eng_errf(err, errlen, "%s open: out of memory", name);
+        return NULL;
+    }
     e->lib = lib;
     e->api = a;
-    e->name = lib->engine;
+    e->name = name;
     e->opts = a->rocksdb_options_create();
     e->cache = a->rocksdb_cache_create_lru((size_t)cfg->cache_bytes);
     e->wo = a->rocksdb_writeoptions_create();
     e->ro = a->rocksdb_readoptions_create();
-    rocksdb_block_based_table_options_t *bbto = a->rocksdb_block_based_options_create();
-    if (!e->opts || !e->cache || !e->wo || !e->ro || !bbto) {
-        if (bbto) a->rocksdb_block_based_options_destroy(bbto);
+    if (!e->opts || !e->cache || !e->wo || !e->ro) {
         engine_free(e);
-        return eng_errf(err, errlen, "%s open: out of memory creating options", lib->engine);
+        eng_errf(err, errlen, "%s open: out of memory creating options", name);
+        return NULL;
     }
+    return e;
+}
+
+/* set_common_options -- what every RocksDB engine is given (engine.h): the
+ * DRAM split, block-based tables with bloom filters, lz4, direct I/O,
+ * background threads, per-write sync. 0, or -1 with the message in err. */
+static int set_common_options(engine *e, const engine_config *cfg, char *err, size_t errlen)
+{
+    const rdb_api *a = e->api;
     rocksdb_options_t *o = e->opts;
+    rocksdb_block_based_table_options_t *bbto = a->rocksdb_block_based_options_create();
+    if (!bbto) return eng_errf(err, errlen, "%s open: out of memory creating options", e->name);
     a->rocksdb_options_increase_parallelism(o, ROCKSDB_THREADS);
     a->rocksdb_options_set_create_if_missing(o, 1);
     a->rocksdb_options_set_write_buffer_size(o, (size_t)cfg->memtable_bytes);
@@ -375,38 +405,86 @@ static int lib_open(rdb_lib *lib, const engine_config *cfg, engine **out, char *
     a->rocksdb_options_set_max_background_jobs(o, ROCKSDB_THREADS);
     a->rocksdb_options_set_target_file_size_base(o, TARGET_FILE_SIZE);
     a->rocksdb_writeoptions_set_sync(e->wo, cfg->sync ? 1 : 0);
-    char limiter[96] = "none";
-    if (cfg->rate_limit) {
-        /* RocksDB's defaults: 100 ms refill period, fairness 10 */
-        rocksdb_ratelimiter_t *rl = NULL;
-        if (cfg->rate_limit_auto && !a->ratelimiter_create_auto_tuned) {
-            engine_free(e);
-            return eng_errf(err, errlen, "%s open: this build has no rocksdb_ratelimiter_create_auto_tuned",
-                            lib->engine);
-        }
-        rl = cfg->rate_limit_auto ? a->ratelimiter_create_auto_tuned((int64_t)cfg->rate_limit, 100000, 10)
-                                  : a->rocksdb_ratelimiter_create((int64_t)cfg->rate_limit, 100000, 10);
-        if (!rl) {
-            engine_free(e);
-            return eng_errf(err, errlen, "%s open: cannot create the rate limiter", lib->engine);
-        }
-        a->rocksdb_options_set_ratelimiter(o, rl); /* the options hold their own reference */
-        a->rocksdb_ratelimiter_destroy(rl);
-        snprintf(limiter, sizeof limiter, "%s:%llu", cfg->rate_limit_auto ? "auto_tuned" : "generic",
-                 (unsigned long long)cfg->rate_limit);
-    }
+    return 0;
+}
 
-    char *rerr = NULL;
-    e->db = a->rocksdb_open(o, cfg->dir, &rerr);
-    if (rerr || !e->db) {
-        eng_errf(err, errlen, "%s open %s: %s", lib->engine, cfg->dir, rerr ? rerr : "failed");
-        free(rerr);
-        engine_free(e);
-        return -1;
-    }
-    char optver[64];
-    options_file_version(cfg->dir, optver, sizeof optver);
-    rdb_lib *other = lib == &LIB_RELEASE ? &LIB_DEB : &LIB_RELEASE;
+/* set_rate_limiter -- cfg's rate limiter (if any) on the options, and what
+ * it is ("none", "generic:BPS", "auto_tuned:BPS") in desc[n]. 0, or -1 with
+ * the message in err. */
+static int set_rate_limiter(engine *e, const engine_config *cfg, char *desc, size_t n, char *err, size_t errlen)
+{
+    const rdb_api *a = e->api;
+    snprintf(desc, n, "none");
+    if (!cfg->rate_limit) return 0;
+    if (cfg->rate_limit_auto && !a->ratelimiter_create_auto_tuned)
+        return eng_errf(err, errlen, "%s open: this build has no rocksdb_ratelimiter_create_auto_tuned", e->name);
+    /* RocksDB's defaults: 100 ms refill period, fairness 10 */
+    rocksdb_ratelimiter_t *rl = cfg->rate_limit_auto
+                                    ? a->ratelimiter_create_auto_tuned((int64_t)cfg->rate_limit, 100000, 10)
+                                    : a->rocksdb_ratelimiter_create((int64_t)cfg->rate_limit, 100000, 10);
+    if (!rl) return eng_errf(err, errlen, "%s open: cannot create the rate limiter", e->name);
+    a->rocksdb_options_set_ratelimiter(e->opts, rl); /* the options hold their own reference */
+    a->rocksdb_ratelimiter_destroy(rl);
+    snprintf(desc, n, "%s:%llu", cfg->rate_limit_auto ? "auto_tuned" : "generic",
+             (unsigned long long)cfg->rate_limit);
+    return 0;
+}
+
+/* set_nvm_paths -- rocksdb-l0nvm's placement, MatrixKV's "RocksDB-L0-NVM":
+ * the WAL in <nvm_dir>/wal and two data paths, <nvm_dir>/sst with a target
+ * of cfg->nvm_bytes, then the database directory. RocksDB writes flushes to
+ * the first path; leveled compaction writes level N to the first path whose
+ * target holds the target sizes of levels 0..N (L0 counted as
+ * max_bytes_for_level_base, 256 MiB by default), so with 1 GiB, L0 and L1
+ * are placed there and L2 on in the directory. A target plans placement; it
+ * does not cap the bytes. With two paths RocksDB turns
+ * level_compaction_dynamic_level_bytes off (describe() shows it). The
+ * placement goes to desc[n]. 0, or -1 with the message in err. */
+static int set_nvm_paths(engine *e, const engine_config *cfg, char *desc, size_t n, char *err, size_t errlen)
+{
+    const rdb_api *a = e->api;
+    if (!cfg->nvm_dir || !cfg->nvm_dir[0]) return eng_errf(err, errlen, "%s open: no nvm_dir given", e->name);
+    char wal[PATH_MAX], sst[PATH_MAX];
+    if (snprintf(wal, sizeof wal, "%s/wal", cfg->nvm_dir) >= (int)sizeof wal ||
+        snprintf(sst, sizeof sst, "%s/sst", cfg->nvm_dir) >= (int)sizeof sst)
+        return eng_errf(err, errlen, "%s open: nvm_dir %s: path too long", e->name, cfg->nvm_dir);
+    /* RocksDB creates wal/ and sst/ itself, but only one level down. */
+    if (mkdir(cfg->nvm_dir, 0755) != 0 && errno != EEXIST)
+        return eng_errf(err, errlen, "%s open: cannot create %s: %s", e->name, cfg->nvm_dir, strerror(errno));
+    uint64_t nvm_bytes = cfg->nvm_bytes ? cfg->nvm_bytes : NVM_DEFAULT_BYTES;
+    rocksdb_dbpath_t *p0 = a->rocksdb_dbpath_create(sst, nvm_bytes);
+    rocksdb_dbpath_t *p1 = a->rocksdb_dbpath_create(cfg->dir, SSD_PATH_BYTES);
+    const rocksdb_dbpath_t *paths[2] = {p0, p1};
+    if (p0 && p1) a->rocksdb_options_set_db_paths(e->opts, paths, 2); /* copies them */
+    if (p0) a->rocksdb_dbpath_destroy(p0);
+    if (p1) a->rocksdb_dbpath_destroy(p1);
+    if (!p0 || !p1) return eng_errf(err, errlen, "%s open: out of memory creating db_paths", e->name);
+    a->rocksdb_options_set_wal_dir(e->opts, wal);
+    snprintf(desc, n, "wal_dir=%s db_paths=%s:%llu,%s:%llu", wal, sst, (unsigned long long)nvm_bytes, cfg->dir,
+             SSD_PATH_BYTES);
+    return 0;
+}
+
+/* nvm_storage -- what holds nvm_dir, next to the database directory dir:
+ * "tmpfs" (DRAM), "same_device_as_db", "other_device" or "unknown". */
+static const char *nvm_storage(const char *nvm_dir, const char *dir)
+{
+    struct statfs fs;
+    struct stat sn, sd;
+    if (statfs(nvm_dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC) return "tmpfs";
+    if (stat(nvm_dir, &sn) != 0 || stat(dir, &sd) != 0) return "unknown";
+    return sn.st_dev == sd.st_dev ? "same_device_as_db" : "other_device";
+}
+
+/* describe_open -- e->describe of a database just opened with cfg: every
+ * setting the set_* functions made, as key=value; paths is set_nvm_paths'
+ * placement ("" for the database directory alone). */
+static void describe_open(engine *e, const engine_config *cfg, const char *limiter, const char *paths)
+{
+    char optver[64], dynamic[64];
+    options_file_value(cfg->dir, "rocksdb_version", optver, sizeof optver);
+    options_file_value(cfg->dir, "level_compaction_dynamic_level_bytes", dynamic, sizeof dynamic);
+    rdb_lib *lib = e->lib, *other = lib == &LIB_RELEASE ? &LIB_DEB : &LIB_RELEASE;
     pthread_mutex_lock(&other->mu);
     int coresident = other->state == 1;
     pthread_mutex_unlock(&other->mu);
@@ -425,22 +503,61 @@ static int lib_open(rdb_lib *lib, const engine_config *cfg, engine **out, char *
                 "table=block_based block_cache=lru:%llu block_size=4096 filter_policy=bloom_full:10 "
                 "compression=lz4 use_direct_reads=%d use_direct_io_for_flush_and_compaction=%d "
                 "target_file_size_base=%llu rate_limiter=%s wal=on sync=%d reads=rocksdb_get(copy) "
-                "multi_get=rocksdb_multi_get other=rocksdb_defaults",
-                lib->path, eng_dlopen_mode(), optver, ROCKSDB_THREADS, ROCKSDB_THREADS, (unsigned long long)cfg->memtable_bytes,
-                cfg->memtables, (unsigned long long)cfg->cache_bytes, cfg->direct_io ? 1 : 0, cfg->direct_io ? 1 : 0,
-                TARGET_FILE_SIZE, limiter, cfg->sync ? 1 : 0);
+                "multi_get=rocksdb_multi_get options_file_level_compaction_dynamic_level_bytes=%s ",
+                lib->path, eng_dlopen_mode(), optver, ROCKSDB_THREADS, ROCKSDB_THREADS,
+                (unsigned long long)cfg->memtable_bytes, cfg->memtables, (unsigned long long)cfg->cache_bytes,
+                cfg->direct_io ? 1 : 0, cfg->direct_io ? 1 : 0, TARGET_FILE_SIZE, limiter, cfg->sync ? 1 : 0,
+                dynamic);
+    if (paths[0])
+        eng_appendf(e->describe, sizeof e->describe, &len, "%s nvm_storage=%s ", paths,
+                    nvm_storage(cfg->nvm_dir, cfg->dir));
+    eng_appendf(e->describe, sizeof e->describe, &len, "other=rocksdb_defaults");
+}
+
+/* lib_open -- the common open of engine `name` on lib, with the WAL and the
+ * first data path in cfg->nvm_dir if nvm: every setting listed in
+ * describe(). */
+static int lib_open(rdb_lib *lib, const char *name, int nvm, const engine_config *cfg, engine **out, char *err,
+                    size_t errlen)
+{
+    *out = NULL;
+    if (lib_load(lib) < 0) return eng_errf(err, errlen, "%s open: unavailable: %s", name, lib->why);
+    if (!cfg || !cfg->dir) return eng_errf(err, errlen, "%s open: no directory given", name);
+    engine *e = engine_new(lib, name, cfg, err, errlen);
+    if (!e) return -1;
+    char limiter[96], paths[3 * PATH_MAX + 64] = "";
+    if (set_common_options(e, cfg, err, errlen) < 0 ||
+        set_rate_limiter(e, cfg, limiter, sizeof limiter, err, errlen) < 0 ||
+        (nvm && set_nvm_paths(e, cfg, paths, sizeof paths, err, errlen) < 0)) {
+        engine_free(e);
+        return -1;
+    }
+    char *rerr = NULL;
+    e->db = e->api->rocksdb_open(e->opts, cfg->dir, &rerr);
+    if (rerr || !e->db) {
+        eng_errf(err, errlen, "%s open %s: %s", e->name, cfg->dir, rerr ? rerr : "failed");
+        free(rerr);
+        engine_free(e);
+        return -1;
+    }
+    describe_open(e, cfg, limiter, paths);
     *out = e;
     return 0;
 }
 
 static int r_open_release(const engine_config *cfg, engine **out, char *err, size_t errlen)
 {
-    return lib_open(&LIB_RELEASE, cfg, out, err, errlen);
+    return lib_open(&LIB_RELEASE, LIB_RELEASE.engine, 0, cfg, out, err, errlen);
+}
+
+static int r_open_l0nvm(const engine_config *cfg, engine **out, char *err, size_t errlen)
+{
+    return lib_open(&LIB_RELEASE, "rocksdb-l0nvm", 1, cfg, out, err, errlen);
 }
 
 static int r_open_deb(const engine_config *cfg, engine **out, char *err, size_t errlen)
 {
-    return lib_open(&LIB_DEB, cfg, out, err, errlen);
+    return lib_open(&LIB_DEB, LIB_DEB.engine, 0, cfg, out, err, errlen);
 }
 
 static void r_close(engine *e)
@@ -704,9 +821,9 @@ static int r_stats(engine *e, engine_stats *out)
     return 0;
 }
 
-#define RDB_OPS(NAME, AVAIL, VERSION, OPEN)                                                                            \
+#define RDB_OPS(NAME, NVM, AVAIL, VERSION, OPEN)                                                                       \
     {                                                                                                                  \
-        .name = NAME, .available = AVAIL, .version = VERSION, .open = OPEN, .close = r_close,                          \
+        .name = NAME, .uses_nvm_dir = NVM, .available = AVAIL, .version = VERSION, .open = OPEN, .close = r_close,     \
         .describe = r_describe, .put = r_put, .del = r_del, .get = r_get, .multi_get = r_multi_get,                    \
         .iter_new = r_iter_new, .iter_seek = r_iter_seek, .iter_seek_first = r_iter_seek_first,                        \
         .iter_seek_last = r_iter_seek_last, .iter_valid = r_iter_valid, .iter_next = r_iter_next,                      \
@@ -714,5 +831,7 @@ static int r_stats(engine *e, engine_stats *out)
         .wait_idle = r_wait_idle, .stats = r_stats, .last_error = eng_last_error,                                      \
     }
 
-const engine_ops engine_rocksdb_ops = RDB_OPS("rocksdb", r_available_release, r_version_release, r_open_release);
-const engine_ops engine_rocksdb_deb_ops = RDB_OPS("rocksdb-deb", r_available_deb, r_version_deb, r_open_deb);
+const engine_ops engine_rocksdb_ops = RDB_OPS("rocksdb", 0, r_available_release, r_version_release, r_open_release);
+const engine_ops engine_rocksdb_l0nvm_ops =
+    RDB_OPS("rocksdb-l0nvm", 1, r_available_release, r_version_release, r_open_l0nvm);
+const engine_ops engine_rocksdb_deb_ops = RDB_OPS("rocksdb-deb", 0, r_available_deb, r_version_deb, r_open_deb);

@@ -47,6 +47,7 @@ typedef struct flags {
     double duration;     /* seconds; 0 = until num/reads ops (closed loop) */
     uint64_t seed;
     char *db;
+    char *nvm_dir;       /* --nvm_dir: parent of the NVM directories (rocksdb-l0nvm) */
     const char **tkv_opts;
     size_t n_tkv_opts;
     int sync, direct_io;
@@ -103,6 +104,12 @@ static void usage(FILE *f)
             "  --distribution=uniform|zipfian|latest   override the YCSB workload's distribution\n"
             "  --db=DIR            parent directory of the databases (default /tmp/tkv_bench)\n"
             "  --opt name=value    tierkv option (tkv_options_set), repeatable\n"
+            "  --nvm_dir=DIR       rocksdb-l0nvm puts its WAL and first data path (L0, and L1 as the target\n"
+            "                      allows) in DIR/<engine>, with tierkv's pool size as target (--opt pmem_size,\n"
+            "                      default 1G). Default DIR: where tierkv's pool goes: the directory of\n"
+            "                      --opt pmem_path, else <db>/nvm.\n"
+            "                      A plain directory, no pmem emulation: the same disk as --db unless DIR is on\n"
+            "                      another device (e.g. /dev/shm: DRAM standing in for NVM)\n"
             "  --dram=SIZE (256M)  per engine: memtables + block cache; --memtable=SIZE (64M), --memtables=N (2)\n"
             "  --sync              every write waits for its WAL record to be durable\n"
             "  --direct_io         O_DIRECT for table reads and flush/compaction writes (engines that support it)\n"
@@ -117,7 +124,7 @@ static void usage(FILE *f)
             engine_names());
 }
 
-/* parse_size -- "123", "64K", "64M", "1G". */
+/* parse_size -- "123", "64K", "64M", "1G", "1T" (also "64MB"). */
 static int parse_size(const char *s, uint64_t *out)
 {
     char *e;
@@ -128,7 +135,9 @@ static int parse_size(const char *s, uint64_t *out)
     if (*e == 'K' || *e == 'k') shift = 10, e++;
     else if (*e == 'M' || *e == 'm') shift = 20, e++;
     else if (*e == 'G' || *e == 'g') shift = 30, e++;
-    if (*e) return -1;
+    else if (*e == 'T' || *e == 't') shift = 40, e++;
+    if (shift && (*e == 'B' || *e == 'b')) e++; /* "64MB", as tierkv's options accept */
+    if (*e || (shift && v > (UINT64_MAX >> shift))) return -1;
     *out = (uint64_t)v << shift;
     return 0;
 }
@@ -142,6 +151,28 @@ static void die(const char *fmt, ...)
     fprintf(stderr, "\n");
     va_end(ap);
     exit(2);
+}
+
+/* tkv_opt -- the value of the last --opt name=... (tierkv applies them in
+ * order, so the last one counts), or NULL. */
+static const char *tkv_opt(const char *name)
+{
+    const char *v = NULL;
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < F.n_tkv_opts; i++)
+        if (!strncmp(F.tkv_opts[i], name, nl) && F.tkv_opts[i][nl] == '=') v = F.tkv_opts[i] + nl + 1;
+    return v;
+}
+
+/* nvm_bytes -- tierkv's pool size, the NVM target of engines with
+ * uses_nvm_dir: --opt pmem_size (0, or none: the engine's default, 1 GiB
+ * like tierkv's). */
+static uint64_t nvm_bytes(void)
+{
+    const char *v = tkv_opt("pmem_size");
+    uint64_t u = 0;
+    if (v && parse_size(v, &u) != 0) die("--opt pmem_size=%s: not a size (also rocksdb-l0nvm's NVM target)", v);
+    return u;
 }
 
 /* parse_flags -- --name=value or --name value. */
@@ -180,6 +211,7 @@ static void parse_flags(int argc, char **argv)
         if (!strcmp(name, "benchmarks")) F.benchmarks = val;
         else if (!strcmp(name, "engine") || !strcmp(name, "engines")) F.engines = val;
         else if (!strcmp(name, "db")) F.db = val;
+        else if (!strcmp(name, "nvm_dir")) F.nvm_dir = val;
         else if (!strcmp(name, "rate")) F.rate = val;
         else if (!strcmp(name, "open_loop")) F.open_loop = val;
         else if (!strcmp(name, "distribution")) F.distribution = val;
@@ -238,6 +270,7 @@ static void parse_flags(int argc, char **argv)
     if (F.num < 1) die("--num must be >= 1");
     if (F.memtables < 2) die("--memtables must be >= 2");
     if (F.batch < 1 || F.batch > 4096) die("--batch must be 1..4096");
+    nvm_bytes(); /* a bad --opt pmem_size fails here, before any directory is made */
     if ((uint64_t)F.memtables * F.memtable >= F.dram)
         die("--dram %" PRIu64 " must exceed the memtables (%d x %" PRIu64 ")", F.dram, F.memtables, F.memtable);
     if (F.rate && F.duration <= 0) die("--rate needs --duration (seconds per benchmark)");
@@ -960,13 +993,64 @@ static void print_machine(FILE *f, int argc, char **argv)
                 F.rate_limit_auto ? ", auto-tuned" : "");
 }
 
-/* rm_rf -- removes a database directory (engine files only, no subdirectories
- * beyond one level). */
+/* rm_rf -- removes a database or NVM directory (engine files, at most one
+ * level of subdirectories). */
 static void rm_rf(const char *path)
 {
-    char cmd[4200];
+    char cmd[4200 + 16]; /* paths are built in 4200-byte buffers */
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
     if (system(cmd) != 0) fprintf(stderr, "tkv_bench: could not remove %s\n", path);
+}
+
+/* nvm_root -- the parent of the NVM directories of engines with
+ * uses_nvm_dir: --nvm_dir; else where tierkv's pool goes: the directory of
+ * --opt pmem_path, else <db>/nvm (the default pool is <db>/<engine>/matrix.pmem,
+ * so the same file system). *made_here = 1 for <db>/nvm, which tkv_bench
+ * creates and may remove. */
+static void nvm_root(char *out, size_t n, int *made_here)
+{
+    const char *pool = tkv_opt("pmem_path");
+    *made_here = 0;
+    if (F.nvm_dir) {
+        snprintf(out, n, "%s", F.nvm_dir);
+    } else if (pool && *pool) {
+        snprintf(out, n, "%s", pool);
+        char *slash = strrchr(out, '/');
+        if (!slash) snprintf(out, n, ".");
+        else slash[slash == out] = '\0'; /* "/pool" -> "/" */
+    } else {
+        snprintf(out, n, "%s/nvm", F.db);
+        *made_here = 1;
+    }
+}
+
+/* engine_dirs -- an engine's database directory <db>/<name>, and for an
+ * engine with uses_nvm_dir its NVM directory <nvm root>/<name> (its parent
+ * created), else "". */
+static void engine_dirs(const engine_ops *ops, char *dir, size_t dn, char *nvm, size_t nn)
+{
+    snprintf(dir, dn, "%s/%s", F.db, ename(ops));
+    nvm[0] = '\0';
+    if (!ops->uses_nvm_dir) return;
+    char root[4096];
+    int made_here;
+    nvm_root(root, sizeof root, &made_here);
+    mkdir(root, 0755);
+    snprintf(nvm, nn, "%s/%s", root, ename(ops));
+}
+
+/* remove_dirs -- removes what engine_dirs named; with tidy (after the run)
+ * also <db>/nvm once empty. */
+static void remove_dirs(const char *dir, const char *nvm, int tidy)
+{
+    rm_rf(dir);
+    if (!nvm[0]) return;
+    rm_rf(nvm);
+    if (!tidy) return;
+    char root[4096];
+    int made_here;
+    nvm_root(root, sizeof root, &made_here);
+    if (made_here) rmdir(root); /* fails, harmlessly, while other engines' directories are there */
 }
 
 /* find_plot_script -- bench/plot.py next to the source tree. */
@@ -1045,9 +1129,9 @@ int main(int argc, char **argv)
             printf("engine     %-12s unavailable: %s (skipped)\n", ops->name, err);
             continue;
         }
-        char dir[4200];
-        snprintf(dir, sizeof dir, "%s/%s", F.db, ename(ops));
-        if (!F.use_existing_db) rm_rf(dir);
+        char dir[4200], nvm[4200];
+        engine_dirs(ops, dir, sizeof dir, nvm, sizeof nvm);
+        if (!F.use_existing_db) remove_dirs(dir, nvm, 0);
         engine_config cfg = {
             .rate_limit = F.rate_limit,
             .rate_limit_auto = F.rate_limit_auto,
@@ -1060,6 +1144,8 @@ int main(int argc, char **argv)
             .threads = F.threads,
             .tkv_opts = F.tkv_opts,
             .n_tkv_opts = F.n_tkv_opts,
+            .nvm_dir = nvm[0] ? nvm : NULL,
+            .nvm_bytes = nvm[0] ? nvm_bytes() : 0,
         };
         engine *e;
         if (ops->open(&cfg, &e, err, sizeof err) != 0) die("open %s in %s: %s", ops->name, dir, err);
@@ -1097,7 +1183,7 @@ int main(int argc, char **argv)
             if (cfgf) fprintf(cfgf, "  stats at close: %s\n", st.detail);
         }
         ops->close(e);
-        if (!F.keep_db) rm_rf(dir);
+        if (!F.keep_db) remove_dirs(dir, nvm, 1);
     }
     print_summary_table(stdout, S, ns);
     if (cfgf) fclose(cfgf);

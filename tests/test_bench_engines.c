@@ -14,9 +14,12 @@
  * (random per put) is what identifies it. Plus: the registry, tierkv's
  * option passing, the null engine (every call succeeds, nothing stored) and
  * the devread engine (the device floor: reads blocks of what it was given).
+ * An engine with uses_nvm_dir (rocksdb-l0nvm) also gets an nvm_dir, and
+ * after the fill its WAL and tables must be there, none in its directory.
  *
  * Reproduce a failure with the printed seed: TKV_TEST_SEED=N.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -237,6 +240,39 @@ static engine *open_or_fail(const engine_ops *ops, const engine_config *cfg)
     return e;
 }
 
+/* count_files -- entries of dir whose names end in suffix (0 if dir is missing). */
+static int count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    size_t sl = strlen(suffix);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        n += l > sl && !strcmp(de->d_name + l - sl, suffix);
+    }
+    closedir(d);
+    return n;
+}
+
+/* check_nvm_placement -- an engine with uses_nvm_dir, with the default
+ * 1 GiB target (room for L0 and L1): WAL files in <nvm_dir>/wal, tables in
+ * <nvm_dir>/sst, neither in its directory. */
+static void check_nvm_placement(const engine_ops *ops, const engine_config *cfg)
+{
+    char *wal = tu_path(cfg->nvm_dir, "wal"), *sst = tu_path(cfg->nvm_dir, "sst");
+    int nvm_logs = count_files(wal, ".log"), nvm_ssts = count_files(sst, ".sst");
+    int db_logs = count_files(cfg->dir, ".log"), db_ssts = count_files(cfg->dir, ".sst");
+    printf("# %s placement: %s %d .log, %s %d .sst; %s %d .log %d .sst\n", ops->name, wal, nvm_logs, sst, nvm_ssts,
+           cfg->dir, db_logs, db_ssts);
+    if (nvm_logs < 1 || nvm_ssts < 1 || db_logs || db_ssts)
+        fail_msg("%s: WAL and tables should be in %s, not in %s (see the placement line)", ops->name, cfg->nvm_dir,
+                 cfg->dir);
+    free(wal);
+    free(sst);
+}
+
 /* test_engine -- the model comparison for the engine named *state. */
 static void test_engine(void **state)
 {
@@ -256,8 +292,9 @@ static void test_engine(void **state)
     char tag[64];
     snprintf(tag, sizeof tag, "bench-%s", name);
     char *root = tu_tmpdir(tag);
-    char *dir = tu_path(root, "db");
+    char *dir = tu_path(root, "db"), *nvm = tu_path(root, "nvm");
     engine_config cfg = small_config(dir);
+    cfg.nvm_dir = nvm; /* rocksdb-l0nvm's; the others ignore it */
     /* Small SSTs and L1 for tierkv, so its compactions run during the test
      * (the other engines ignore tkv_opts). */
     static const char *const tkv_opts[] = {"sst_size=1M", "l1_size=4M"};
@@ -279,6 +316,7 @@ static void test_engine(void **state)
     printf("# %s: wait_idle took %.0f ms; %zu live keys\n", name, tu_now_ms() - t0, tu_model_count(m));
     check_all(ops, e, m, &r, "after wait_idle");
     print_stats(ops, e, "after fill");
+    if (ops->uses_nvm_dir) check_nvm_placement(ops, &cfg);
     ops->close(e);
 
     e = open_or_fail(ops, &cfg);
@@ -291,6 +329,7 @@ static void test_engine(void **state)
     ops->close(e);
 
     tu_model_free(m);
+    free(nvm);
     free(dir);
     tu_tmpdir_free(root);
 }
@@ -302,7 +341,7 @@ static void test_registry(void **state)
     (void)state;
     const char *names = engine_names();
     assert_non_null(names);
-    assert_string_equal(names, "tierkv,rocksdb,rocksdb-deb,leveldb,null,devread");
+    assert_string_equal(names, "tierkv,rocksdb,rocksdb-l0nvm,rocksdb-deb,leveldb,null,devread");
     char buf[256];
     snprintf(buf, sizeof buf, "%s", names);
     int count = 0;
@@ -321,7 +360,7 @@ static void test_registry(void **state)
         assert_non_null(v);
         printf("# %-12s %s%s%s\n", n, v, avail ? "" : " -- unavailable: ", avail ? "" : why);
     }
-    assert_int_equal(count, 6);
+    assert_int_equal(count, 7);
     assert_null(engine_find("nope"));
     assert_null(engine_find(NULL));
     assert_true(engine_find("tierkv")->available(NULL, 0));
