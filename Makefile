@@ -53,7 +53,7 @@ BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils
 
-.PHONY: all lib tests test test-run check-structure tsan soak bench bench-silk deps install clean
+.PHONY: all lib tests test test-run check-structure tsan soak bench bench-fill bench-silk deps install clean
 .SECONDARY:
 all: lib
 
@@ -109,6 +109,11 @@ $(BUILD)/tkv_bench: $(BUILD)/obj/bench/tkv_bench.o $(BUILD)/libtkvbench.a $(BUIL
 # bench: the headline comparison (bench/run_headline.sh; results in bench/results/).
 bench: deps lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_headline.sh
+
+# bench-fill: fills of 300k to 20M writes with reads after, against RocksDB
+# and LevelDB, direct I/O (bench/run_fill.sh).
+bench-fill: deps lib $(BUILD)/tkv_bench
+	@BUILD=$(BUILD) bash bench/run_fill.sh
 
 # bench-silk: SILK-style peaks and valleys on a capped drive (bench/run_silk.sh).
 bench-silk: deps lib $(BUILD)/tkv_bench

@@ -9,8 +9,11 @@
 #                  no pauses or aborts of deep compactions)
 #   tierkv-l0sst   l0=sst: no matrix container (L0 as SST files on the SSD)
 # Benchmarks, each configuration in its own process and on a fresh database:
-#   fillrandom  NUM random 1 KiB writes (closed loop)
-#   readrandom  NUM random point reads (closed loop)
+#   fillrandom  NUM random 1 KiB writes (closed loop); the default 4M writes
+#               are 4x tierkv's 1 GiB pool, so the fill runs long past the
+#               point where the pool is full: the steady state, not a burst
+#               into empty buffers
+#   readrandom  READS random point reads over those keys (closed loop)
 #   ycsba       YCSB-A (50 % reads, 50 % updates, zipfian) open loop, bursty:
 #               RATE repeated for DURATION seconds
 # 2 client threads everywhere. Same DRAM (2 x 64 MiB memtables + 128 MiB block
@@ -21,11 +24,12 @@
 # minutes per round on 2 cores. Writes table.md (the medians), each run's
 # output and CSV series, and PNG plots of the first round to
 # bench/results/<date>/ (and bench/results/latest).
-# Knobs: NUM, RATE, DURATION, REPEAT, CONFIGS, DB, DIRECT.
+# Knobs: NUM, READS, RATE, DURATION, REPEAT, CONFIGS, DB, DIRECT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-NUM=${NUM:-1000000}
+NUM=${NUM:-4000000}
+READS=${READS:-1000000}
 RATE=${RATE:-10000:10s,50000:10s}
 DURATION=${DURATION:-90}
 REPEAT=${REPEAT:-1}
@@ -36,7 +40,7 @@ rocks=rocksdb
 stamp=$(date -u +%Y%m%d-%H%M%S)
 out=bench/results/$stamp
 mkdir -p "$out"
-common=(--benchmarks=fillrandom,readrandom,ycsba --num="$NUM" --rate="$RATE" --open_loop=ycsba
+common=(--benchmarks=fillrandom,readrandom,ycsba --num="$NUM" --reads="$READS" --rate="$RATE" --open_loop=ycsba
         --duration="$DURATION" --threads=2 --db="$DB")
 [ "${DIRECT:-0}" = 1 ] && common+=(--direct_io)
 for r in $(seq 1 "$REPEAT"); do
