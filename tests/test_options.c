@@ -82,12 +82,41 @@ static void test_errors(void **state)
     tkv_options_free(o);
 }
 
+/* test_auto_l1_size -- l1_size is 0 (automatic) by default, takes 0 or
+ * 64K..16T, and options_resolve_at_open derives it from the pool with
+ * l0=matrix, a fixed 1G with l0=sst, and keeps an explicit value. */
+static void test_auto_l1_size(void **state)
+{
+    (void)state;
+    tkv_options *o = tkv_options_new();
+    assert_int_equal(o->l1_size, 0);
+    assert_int_equal(tkv_options_set(o, "l1_size", "1K"), TKV_INVALID);
+    assert_non_null(strstr(tkv_errmsg(), "automatic"));
+    assert_int_equal(tkv_options_set(o, "l1_size", "8M"), TKV_OK);
+    assert_int_equal(o->l1_size, 8u << 20);
+    struct tkv_options r = *o;
+    options_resolve_at_open(&r, 64u << 20);
+    assert_int_equal(r.l1_size, 8u << 20); /* explicit wins */
+    assert_int_equal(options_level_target(&r, 2), 80u << 20);
+    assert_int_equal(tkv_options_set(o, "l1_size", "0"), TKV_OK);
+    r = *o;
+    options_resolve_at_open(&r, 64u << 20);
+    assert_int_equal(r.l1_size, 64u << 20); /* l0=matrix: the pool */
+    assert_int_equal(tkv_options_set(o, "l0", "sst"), TKV_OK);
+    r = *o;
+    options_resolve_at_open(&r, 0);
+    assert_int_equal(r.l1_size, OPTIONS_L1_SIZE_SST);
+    assert_int_equal(OPTIONS_L1_SIZE_SST, UINT64_C(1) << 30);
+    tkv_options_free(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_set_and_defaults),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_auto_l1_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

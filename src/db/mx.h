@@ -36,6 +36,9 @@
  * l0=sst: refuses a database whose MANIFEST still lists rows. Single-threaded
  * (open), after vset_open and before WAL replay; no lock. */
 int mx_open(tkv_db *db);
+/* mx_pool_size -- the pool's size in bytes, from its header (0 with l0=sst).
+ * After mx_open; no lock (the geometry never changes). */
+uint64_t mx_pool_size(tkv_db *db);
 /* mx_initial_rowset -- the rowset of the rows mx_open kept, newest first
  * (for the first superversion); NULL with l0=sst. *rc is TKV_NO_MEMORY on
  * out of memory, else 0. No lock (open). */

@@ -183,6 +183,14 @@ int mx_open(tkv_db *db)
     return 0;
 }
 
+uint64_t mx_pool_size(tkv_db *db)
+{
+    if (!db->mx || !db->mx->pool) return 0;
+    pool_stats st;
+    pool_get_stats(db->mx->pool, &st);
+    return st.pool_size;
+}
+
 rowset *mx_initial_rowset(tkv_db *db, int *rc)
 {
     struct mx_state *mx = db->mx;

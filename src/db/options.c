@@ -17,7 +17,9 @@
 #include "util/coding.h"
 #include "util/status.h"
 
-typedef enum opt_kind { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_ENUM, OPT_STRING } opt_kind;
+/* OPT_SIZE_AUTO: a size in [min, max], or 0 for a value derived at open
+ * (options_resolve_at_open). */
+typedef enum opt_kind { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_SIZE_AUTO, OPT_ENUM, OPT_STRING } opt_kind;
 
 typedef struct opt_def {
     const char *name;
@@ -52,7 +54,7 @@ static const opt_def OPTION_TABLE[] = {
     {"bloom_bits_per_key", OPT_INT, OFF(bloom_bits_per_key), 0, 64, "10", NULL},
     {"compression", OPT_ENUM, OFF(compression), 0, 1, "lz4", COMPRESSION_NAMES},
     {"sst_size", OPT_SIZE, OFF(sst_size), 64u << 10, UINT64_C(4) << 30, "64M", NULL},
-    {"l1_size", OPT_SIZE, OFF(l1_size), 64u << 10, UINT64_C(1) << 44, "1G", NULL},
+    {"l1_size", OPT_SIZE_AUTO, OFF(l1_size), 64u << 10, UINT64_C(1) << 44, "0", NULL},
     {"level_multiplier", OPT_INT, OFF(level_multiplier), 2, 100, "10", NULL},
     {"l0_compaction_trigger", OPT_INT, OFF(l0_compaction_trigger), 1, 1000, "4", NULL},
     {"l0_slowdown_trigger", OPT_INT, OFF(l0_slowdown_trigger), 1, 1000, "8", NULL},
@@ -134,17 +136,19 @@ static int store_string(struct tkv_options *o, const opt_def *d, const char *val
     return 0;
 }
 
+static int is_size(const opt_def *d) { return d->kind == OPT_SIZE || d->kind == OPT_SIZE_AUTO; }
+
 static void store(struct tkv_options *o, const opt_def *d, uint64_t v)
 {
     char *field = (char *)o + d->offset;
-    if (d->kind == OPT_SIZE) memcpy(field, &v, sizeof(uint64_t));
+    if (is_size(d)) memcpy(field, &v, sizeof(uint64_t));
     else { int iv = (int)v; memcpy(field, &iv, sizeof(int)); }
 }
 
 static uint64_t load(const struct tkv_options *o, const opt_def *d)
 {
     const char *field = (const char *)o + d->offset;
-    if (d->kind == OPT_SIZE) { uint64_t v; memcpy(&v, field, sizeof v); return v; }
+    if (is_size(d)) { uint64_t v; memcpy(&v, field, sizeof v); return v; }
     int iv; memcpy(&iv, field, sizeof iv);
     return (uint64_t)iv;
 }
@@ -165,11 +169,12 @@ static int set_one(struct tkv_options *o, const opt_def *d, const char *value)
     if (rc < 0)
         return tkv_err(TKV_INVALID, "option %s: cannot parse \"%s\" (%s)", d->name, value,
                        d->kind == OPT_BOOL ? "expected 1/0/true/false/on/off/yes/no"
-                       : d->kind == OPT_SIZE ? "expected a size such as 4096, 64K, 64M, 1G"
+                       : is_size(d)          ? "expected a size such as 4096, 64K, 64M, 1G"
                                              : "expected a non-negative integer");
-    if (v < d->min || v > d->max)
-        return tkv_err(TKV_INVALID, "option %s: %s is out of range [%llu, %llu]", d->name, value,
-                       (unsigned long long)d->min, (unsigned long long)d->max);
+    if ((v < d->min || v > d->max) && !(d->kind == OPT_SIZE_AUTO && v == 0))
+        return tkv_err(TKV_INVALID, "option %s: %s is out of range [%llu, %llu]%s", d->name, value,
+                       (unsigned long long)d->min, (unsigned long long)d->max,
+                       d->kind == OPT_SIZE_AUTO ? " (or 0: automatic)" : "");
     store(o, d, v);
     return 0;
 }
@@ -234,6 +239,13 @@ uint64_t options_level_target(const struct tkv_options *o, int level)
     for (int l = 1; l < level; l++) t = t > UINT64_MAX / (uint64_t)o->level_multiplier ? UINT64_MAX
                                                                                         : t * (uint64_t)o->level_multiplier;
     return t;
+}
+
+void options_resolve_at_open(struct tkv_options *o, uint64_t pool_size)
+{
+    /* MatrixKV's flattened tree: L1 as large as the container above it, so
+     * that a column merges the rows with about one pool's worth of L1. */
+    if (o->l1_size == 0) o->l1_size = o->l0 == L0_MATRIX && pool_size ? pool_size : OPTIONS_L1_SIZE_SST;
 }
 
 char *options_pmem_path(const struct tkv_options *o, const char *dir)

@@ -28,7 +28,7 @@ struct tkv_options {
     int bloom_bits_per_key;     /* bloom filter bits per key; 0 = no filter */
     int compression;            /* 0 none, 1 lz4 (per block, only when it saves space) */
     uint64_t sst_size;          /* target SST file size */
-    uint64_t l1_size;           /* target bytes of L1 */
+    uint64_t l1_size;           /* target bytes of L1; 0 = automatic, resolved by tkv_open (options_resolve_at_open) */
     int level_multiplier;       /* each level below L1 is this many times larger */
     int l0_compaction_trigger;  /* L0 files that start an L0->L1 compaction */
     int l0_slowdown_trigger;    /* l0=sst: L0 files at which the write controller slows writers */
@@ -84,8 +84,21 @@ void options_init_defaults(struct tkv_options *o);
 /* options_describe -- appends "name=value\n" for every option to a malloc'd string. */
 char *options_describe(const struct tkv_options *o);
 
+/* OPTIONS_L1_SIZE_SST -- L1's target with l1_size=0 and l0=sst (no pool to
+ * size it from): the fixed 1 GiB that l1_size defaulted to before it was
+ * derived from the pool. */
+#define OPTIONS_L1_SIZE_SST (UINT64_C(1) << 30)
+
+/* options_resolve_at_open -- turns the automatic (0) values into effective
+ * ones, once, in tkv_open's copy of the options, after the pool is open
+ * (pool_size: the pool's size from its header; 0 with l0=sst). l1_size=0
+ * becomes pool_size with l0=matrix, OPTIONS_L1_SIZE_SST with l0=sst; an
+ * explicit l1_size is kept. tkv.options then shows the effective value. */
+void options_resolve_at_open(struct tkv_options *o, uint64_t pool_size);
+
 /* options_level_target -- the size target in bytes of level L (L >= 1):
- * l1_size times level_multiplier^(L-1), saturating. */
+ * l1_size times level_multiplier^(L-1), saturating. l1_size must be
+ * resolved (options_resolve_at_open). */
 uint64_t options_level_target(const struct tkv_options *o, int level);
 
 /* options_parse_size -- parses "123", "64K", "64M", "1G", "1T" (powers of 1024). 0 or TKV_INVALID. */
