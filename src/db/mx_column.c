@@ -90,6 +90,56 @@ static int take_l1(tkv_db *db, version *v, column_job *j, int *busy)
     return 0;
 }
 
+/* The L1 files as column_pick sees them (matrix/column.h): key ranges,
+ * sizes, entry counts, and which a deep compaction holds. */
+typedef struct l1_view {
+    tkv_slice *smallest, *largest;
+    uint64_t *bytes, *entries;
+    uint8_t *busy;
+} l1_view;
+
+static void l1_view_free(l1_view *w)
+{
+    free(w->smallest);
+    free(w->largest);
+    free(w->bytes);
+    free(w->entries);
+    free(w->busy);
+}
+
+/* l1_view_of -- v's L1 files for column_pick, and the input that asks for
+ * columns of target bytes that take in small L1 neighbours (step 5) up to
+ * sst_size. Caller holds mu (being_compacted). */
+static int l1_view_of(tkv_db *db, version *v, l1_view *w, column_input *in, uint64_t target)
+{
+    size_t n = v->nfiles[1] + 1;
+    w->smallest = calloc(n, sizeof *w->smallest);
+    w->largest = calloc(n, sizeof *w->largest);
+    w->bytes = calloc(n, sizeof *w->bytes);
+    w->entries = calloc(n, sizeof *w->entries);
+    w->busy = calloc(n, sizeof *w->busy);
+    if (!w->smallest || !w->largest || !w->bytes || !w->entries || !w->busy)
+        return tkv_err(TKV_NO_MEMORY, "out of memory picking a column");
+    for (size_t i = 0; i < v->nfiles[1]; i++) {
+        const file_meta *f = v->files[1][i];
+        w->smallest[i] = ikey_user(slice(f->smallest.data, f->smallest.len));
+        w->largest[i] = ikey_user(slice(f->largest.data, f->largest.len));
+        w->bytes[i] = f->size;
+        w->entries[i] = f->num_entries;
+        w->busy[i] = (uint8_t)(f->being_compacted != 0);
+    }
+    in->l1_smallest = w->smallest;
+    in->l1_largest = w->largest;
+    in->nl1 = v->nfiles[1];
+    in->target_bytes = target;
+    in->l1_bytes = w->bytes;
+    in->l1_entries = w->entries;
+    in->l1_busy = w->busy;
+    in->sst_size = db->opts.sst_size;
+    in->compactor_entries = db->mx->compactor_entries;
+    return 0;
+}
+
 /* pick_column -- the next column of the compactor (forming one if wanted),
  * or NULL: nothing to do, L0 SST files must go first, or an L1 file it
  * needs is busy in a deep compaction (*busy). Caller holds mu. */
@@ -109,14 +159,16 @@ static column_job *pick_column(tkv_db *db, int *busy, int *err)
         mx->compactor_max_id = rowtable_id(rs->rows[0]); /* every row there is: the oldest rows */
         ctr_add(&mx->ctr.compactors, 1);
         k = rs->n;
+        mx->compactor_entries = 0;
+        for (size_t i = 0; i < rs->n; i++) mx->compactor_entries += rowtable_count(rs->rows[i]);
     }
     column_job *j = calloc(1, sizeof *j);
-    tkv_slice *l1s = calloc(v->nfiles[1] + 1, sizeof *l1s), *l1l = calloc(v->nfiles[1] + 1, sizeof *l1l);
+    l1_view w = {0};
     if (j) {
         j->rows = calloc(k, sizeof *j->rows);
         j->from = calloc(2 * k, sizeof *j->from);
     }
-    if (!j || !j->rows || !j->from || !l1s || !l1l) {
+    if (!j || !j->rows || !j->from) {
         *err = tkv_err(TKV_NO_MEMORY, "out of memory picking a column");
         goto fail;
     }
@@ -129,12 +181,8 @@ static column_job *pick_column(tkv_db *db, int *busy, int *err)
         if ((*err = mx_cursor_in(v, rs->rows[i], &j->from[j->k])) < 0) goto fail;
         j->k++;
     }
-    for (size_t i = 0; i < v->nfiles[1]; i++) {
-        const file_meta *f = v->files[1][i];
-        l1s[i] = ikey_user(slice(f->smallest.data, f->smallest.len));
-        l1l[i] = ikey_user(slice(f->largest.data, f->largest.len));
-    }
-    column_input in = {j->rows, j->from, j->k, l1s, l1l, v->nfiles[1], mx->column_bytes};
+    column_input in = {.rows = j->rows, .cursors = j->from, .nrows = j->k};
+    if ((*err = l1_view_of(db, v, &w, &in, mx->column_bytes)) < 0) goto fail;
     if ((*err = column_pick(&in, &j->plan)) < 0) goto fail;
     if (j->plan.empty) {
         mx->compactor_max_id = 0; /* cannot happen: drained rows leave the version */
@@ -143,12 +191,10 @@ static column_job *pick_column(tkv_db *db, int *busy, int *err)
     memcpy(j->to, j->plan.new_cursors, j->k * sizeof *j->to);
     if ((*err = take_l1(db, v, j, busy)) < 0 || *busy) goto fail;
     j->smallest_snapshot = files_smallest_snapshot(db);
-    free(l1s);
-    free(l1l);
+    l1_view_free(&w);
     return j;
 fail:
-    free(l1s);
-    free(l1l);
+    l1_view_free(&w);
     job_free(j);
     return NULL;
 }
@@ -237,6 +283,8 @@ static int run_column(tkv_db *db, column_job *j)
         ctr_add(&mx->ctr.column_row_bytes, j->plan.row_bytes);
         ctr_add(&mx->ctr.column_row_entries, j->plan.row_entries);
         ctr_add(&mx->ctr.column_l1_read_bytes, l1_bytes);
+        ctr_add(&mx->ctr.column_l1_merged_files, j->plan.l1_merged);
+        ctr_add(&mx->ctr.column_l1_merged_bytes, j->plan.l1_merged_bytes);
         ctr_add(&mx->ctr.column_write_bytes, written);
         ctr_add(&db->ctr.compactions[IO_COMPACT_L0], 1);
         ctr_add(&db->ctr.compaction_read_bytes[IO_COMPACT_L0], l1_bytes + j->plan.row_bytes);

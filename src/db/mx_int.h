@@ -66,6 +66,7 @@ typedef struct mx_counters {
     uint64_t flush_no_space, flush_wait_micros;    /* flushes that found the pool full, time waited */
     uint64_t lookups, rows_searched, rows_filtered, hints_used, hints_rejected, comparisons;
     uint64_t columns, column_row_bytes, column_row_entries, column_l1_read_bytes, column_write_bytes;
+    uint64_t column_l1_merged_files, column_l1_merged_bytes; /* small L1 neighbours taken in (column.h step 5) */
     uint64_t column_failures, compactors;          /* failed (retried) columns, compactors formed */
     uint64_t rows_dropped, pages_released;
     uint64_t pinned_switches;                      /* memtables queued in DRAM while views pinned a full pool */
@@ -80,6 +81,7 @@ struct mx_state {
     size_t nrows, cap;
     uint64_t column_bytes;   /* effective column size */
     uint64_t compactor_max_id; /* rows with id <= this form the compactor; 0 = no compactor */
+    uint64_t compactor_entries; /* entries of the compactor's rows when it formed */
     int column_running;
     size_t rows_at_flush;    /* open rows when the last flush attempt started */
     uint64_t blocked_since;  /* when the flush began waiting for room (db->flush_blocked) */

@@ -113,12 +113,13 @@ void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom)
     writeback_line(&ps, b, oom);
     buf_appendf(b, oom,
                "columns: count=%llu compactors=%llu column_bytes=%llu row_bytes=%llu bytes_per_column=%llu "
-               "l1_read_bytes=%llu write_bytes=%llu failures=%llu\n",
+               "l1_read_bytes=%llu write_bytes=%llu failures=%llu l1_merged_files=%llu l1_merged_bytes=%llu\n",
                (unsigned long long)cols, (unsigned long long)ctr_get(&c->compactors),
                (unsigned long long)mx->column_bytes, (unsigned long long)ctr_get(&c->column_row_bytes),
                (unsigned long long)(cols ? ctr_get(&c->column_row_bytes) / cols : 0),
                (unsigned long long)ctr_get(&c->column_l1_read_bytes), (unsigned long long)ctr_get(&c->column_write_bytes),
-               (unsigned long long)ctr_get(&c->column_failures));
+               (unsigned long long)ctr_get(&c->column_failures), (unsigned long long)ctr_get(&c->column_l1_merged_files),
+               (unsigned long long)ctr_get(&c->column_l1_merged_bytes));
     buf_appendf(b, oom,
                "lookups: count=%llu rows_filtered=%llu rows_searched=%llu hinted=%llu hint_rejected=%llu "
                "hint_hit_rate=%.4f comparisons_per_lookup=%.2f\n",

@@ -13,6 +13,10 @@
 /* Candidate end keys sampled per row: the column's size is found to within
  * about 1/SAMPLES_PER_ROW of a row's remaining bytes. */
 #define SAMPLES_PER_ROW 16
+/* Step 5 (c): at most this many small L1 neighbours per column, which
+ * bounds the input files a column opens where many tiny files lie side by
+ * side (files that shrank, e.g. by deletes). */
+#define COLUMN_MAX_MERGED 16
 
 typedef struct picker {
     const column_input *in;
@@ -170,8 +174,94 @@ static int set_end(picker *pk, tkv_slice key, column_plan *plan)
     return 0;
 }
 
-/* finish_plan -- from the new cursors: the entry count, to_end, and the key
- * range with the L1 files it overlaps (set_range). */
+/* l1_per_entry -- L1's average bytes per entry (0 when unknown: no sizes,
+ * no entries). */
+static double l1_per_entry(const column_input *in)
+{
+    uint64_t bytes = 0, entries = 0;
+    for (size_t i = 0; i < in->nl1; i++) {
+        bytes += in->l1_bytes[i];
+        entries += in->l1_entries ? in->l1_entries[i] : 0;
+    }
+    return entries ? (double)bytes / (double)entries : 0.0;
+}
+
+static uint64_t to_u64(double x) { return x >= 1.8e19 ? UINT64_MAX / 4 : (uint64_t)x; }
+
+/* start_merge -- step 5's out (the column's estimated output: the L1 files
+ * it overlaps plus its row entries at L1's bytes per entry, or its raw row
+ * bytes when that is unknown) and, for the compactor's last column, the
+ * compactor's estimated output (every entry its rows had) in *whole. */
+static void start_merge(const column_input *in, const column_plan *plan, uint64_t *out, uint64_t *whole)
+{
+    double per = l1_per_entry(in);
+    uint64_t overlap = 0;
+    for (size_t i = plan->l1_first; i < plan->l1_end; i++) overlap += in->l1_bytes[i];
+    *out = overlap + (per > 0 ? to_u64((double)plan->row_entries * per) : plan->row_bytes);
+    *whole = plan->to_end ? to_u64((double)in->compactor_entries * per) : 0;
+}
+
+/* key_left -- the smallest user key left in the compactor rows after the
+ * column (*have = 0 when the column takes everything). */
+static int key_left(const column_input *in, const column_plan *plan, tkv_buf *out, tkv_buf *tmp, int *have)
+{
+    *have = 0;
+    for (size_t r = 0; r < in->nrows; r++) {
+        if (plan->new_cursors[r] >= rowtable_count(in->rows[r])) continue;
+        TKV_TRY(rowtable_user_key(in->rows[r], plan->new_cursors[r], tmp));
+        if (*have && ukey_cmp(slice(tmp->data, tmp->len), slice(out->data, out->len)) >= 0) continue;
+        out->len = 0;
+        TKV_TRY(buf_append(out, tmp->data, tmp->len));
+        *have = 1;
+    }
+    return 0;
+}
+
+/* may_merge -- step 5's (a)-(c) for L1 file f, given the estimated output
+ * so far and the compactor's (0 unless this is its last column). */
+static int may_merge(const column_input *in, const column_plan *plan, size_t f, uint64_t out, uint64_t whole)
+{
+    uint64_t b = in->l1_bytes[f], s = in->sst_size, scale = out > whole ? out : whole;
+    if (in->l1_busy && in->l1_busy[f]) return 0;
+    if (b / 2 > scale || (b >= s / 2 && out + b > s)) return 0;                    /* (a), (b) */
+    return plan->l1_merged_bytes + b <= s && plan->l1_merged < COLUMN_MAX_MERGED; /* (c) */
+}
+
+/* merge_neighbours -- step 5 (column.h): widens [l1_first, l1_end) over
+ * adjacent L1 files, left then right. Invariant: the range stays a run of
+ * whole adjacent files, so the outputs replace exactly them (L1 stays
+ * sorted and disjoint) and no L1 file straddles the column's end; the left
+ * neighbours hold only keys below lo, which every compactor row has left,
+ * and a right neighbour is taken only with no compactor key left at or
+ * below its largest (d), so no later column of this compactor overlaps
+ * what this one writes. */
+static int merge_neighbours(const column_input *in, column_plan *plan, tkv_buf *tmp)
+{
+    if (!in->l1_bytes || in->sst_size == 0 || in->nl1 == 0) return 0;
+    uint64_t out, whole;
+    start_merge(in, plan, &out, &whole);
+    while (plan->l1_first > 0 && may_merge(in, plan, plan->l1_first - 1, out, whole)) {
+        plan->l1_first--;
+        out += in->l1_bytes[plan->l1_first];
+        plan->l1_merged_bytes += in->l1_bytes[plan->l1_first];
+        plan->l1_merged++;
+    }
+    tkv_buf left = {0};
+    int have_left, rc = key_left(in, plan, &left, tmp, &have_left);
+    while (rc == 0 && plan->l1_end < in->nl1 && may_merge(in, plan, plan->l1_end, out, whole) &&
+           (!have_left || ukey_cmp(in->l1_largest[plan->l1_end], slice(left.data, left.len)) < 0)) {
+        out += in->l1_bytes[plan->l1_end];
+        plan->l1_merged_bytes += in->l1_bytes[plan->l1_end];
+        plan->l1_merged++;
+        plan->l1_end++;
+    }
+    buf_free(&left);
+    return rc;
+}
+
+/* finish_plan -- from the new cursors: the entry count, to_end, the key
+ * range with the L1 files it overlaps (set_range), and the small L1
+ * neighbours it takes in (merge_neighbours). */
 static int finish_plan(const column_input *in, column_plan *plan)
 {
     tkv_buf tmp = {0};
@@ -182,6 +272,7 @@ static int finish_plan(const column_input *in, column_plan *plan)
         if (plan->new_cursors[r] < rowtable_count(in->rows[r])) plan->to_end = 0;
     }
     int rc = set_range(in, plan, &tmp);
+    if (rc == 0) rc = merge_neighbours(in, plan, &tmp);
     buf_free(&tmp);
     return rc;
 }
