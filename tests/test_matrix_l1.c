@@ -5,9 +5,21 @@
  *                   effective target in tkv.options and tkv.stats is the
  *                   pool's size (its header's on a reopen), an explicit
  *                   l1_size wins, l0=sst has the fixed 1G
+ *  l1_files_sequential  the reported fragmentation, small: ascending keys
+ *                   with 4 KiB values that compress ~4x, a small pool,
+ *                   sst_size=1M. Each column's output is ~1/8 of sst_size;
+ *                   small L1 neighbours are merged (matrix/column.h step
+ *                   5), and the test asserts the bound that step keeps for
+ *                   appending columns plus an average of at least
+ *                   sst_size/2, and reads every key back
+ *  l1_files_other_orders  descending and random keys: every key reads
+ *                   back; L1's files average at least sst_size/4 (a
+ *                   regression bound: unmerged they averaged ~sst_size/8
+ *                   descending)
  *
  * Replay a failure with the printed TKV_TEST_SEED.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +31,7 @@
 
 #include <cmocka.h>
 
+#include "db/db_impl.h"
 #include "testutil.h"
 
 /* l1_options -- small memtables; l0, pmem_size and l1_size when non-NULL. */
@@ -86,10 +99,165 @@ static void l1_target_auto(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* ---------------------------------------------------------------- L1 file sizes */
+
+#define VALUE_SIZE 4096
+#define SST_SIZE (UINT64_C(1) << 20)
+
+static size_t key_of(uint64_t k, char *buf) { return (size_t)sprintf(buf, "key%010llu", (unsigned long long)k); }
+
+/* value_of -- VALUE_SIZE bytes: a header naming key and version, pseudo-random
+ * letters up to 1 KiB, then one letter repeated: lz4 makes it ~4x smaller. */
+static void value_of(uint64_t k, uint64_t ver, char *buf)
+{
+    uint64_t h = tu_mix64(k * 131 + ver);
+    size_t n = (size_t)sprintf(buf, "v%llu.%llu|", (unsigned long long)k, (unsigned long long)ver);
+    for (size_t i = n; i < VALUE_SIZE; i++) {
+        if (i < 1024) {
+            h = tu_mix64(h);
+            buf[i] = (char)('a' + h % 26);
+        } else {
+            buf[i] = (char)('A' + k % 26);
+        }
+    }
+}
+
+/* files_options -- the reproduction's options: a pool of 8M (columns of
+ * 512K of rows, ~128K once compressed in L1), 256K memtables, sst_size=1M,
+ * and (as in the report, whose l1_size was 1G) an L1 that never compacts
+ * down, so every column's output stays in L1. */
+static tkv_options *files_options(void)
+{
+    tkv_options *o = l1_options("matrix", "8M", "1G");
+    assert_int_equal(tkv_options_set(o, "sst_size", "1M"), TKV_OK);
+    return o;
+}
+
+/* l1_sizes -- the sizes of the current version's L1 files, in key order
+ * (malloc'd), through the engine's version: tkv.levels has only totals. */
+static uint64_t *l1_sizes(tkv_db *db, size_t *n)
+{
+    pthread_mutex_lock(&db->mu);
+    version *v = vset_current(db->vs);
+    *n = v->nfiles[1];
+    uint64_t *s = calloc(*n + 1, sizeof *s);
+    assert_non_null(s);
+    for (size_t i = 0; i < *n; i++) s[i] = v->files[1][i]->size;
+    pthread_mutex_unlock(&db->mu);
+    return s;
+}
+
+/* fill -- n puts of key order `order` ("asc", "desc", "random"), the model
+ * alongside; then a flush and a wait until no column runs. */
+static void fill(tkv_db *db, tu_model *m, const char *order, uint64_t n)
+{
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 5);
+    char kb[32], *vb = malloc(VALUE_SIZE);
+    assert_non_null(vb);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t k = !strcmp(order, "asc") ? i : !strcmp(order, "desc") ? n - i : tu_rng_below(&r, n);
+        size_t kn = key_of(k, kb);
+        value_of(k, i, vb);
+        int rc = tkv_put(db, kb, kn, vb, VALUE_SIZE, 0);
+        if (rc != TKV_OK) fail_msg("put %s: %s", kb, tkv_errmsg());
+        tu_model_put(m, kb, kn, vb, VALUE_SIZE);
+    }
+    free(vb);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    for (int i = 0; i < 1000 && tu_prop_u64(db, "tkv.stats", "busy="); i++) usleep(10000);
+}
+
+/* report -- prints L1's files and returns their count and total bytes. */
+static void report(tkv_db *db, const char *what, const uint64_t *s, size_t n, uint64_t *total)
+{
+    uint64_t min = UINT64_MAX;
+    *total = 0;
+    for (size_t i = 0; i < n; i++) {
+        *total += s[i];
+        if (s[i] < min) min = s[i];
+    }
+    print_message("%s: L1 files=%zu bytes=%llu average=%llu min=%llu (sst_size %llu); columns=%llu "
+                  "l1_merged_files=%llu column write_bytes=%llu\n",
+                  what, n, (unsigned long long)*total, (unsigned long long)(n ? *total / n : 0),
+                  (unsigned long long)(n ? min : 0), (unsigned long long)SST_SIZE,
+                  (unsigned long long)tu_prop_u64(db, "tkv.matrix", "columns: count="),
+                  (unsigned long long)tu_prop_u64(db, "tkv.matrix", "l1_merged_files="),
+                  (unsigned long long)tu_prop_u64(db, "tkv.matrix", " write_bytes="));
+}
+
+static void l1_files_sequential(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("mx-l1files");
+    tkv_options *o = files_options();
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    fill(db, m, "asc", 20000 * tu_scale());
+    size_t n;
+    uint64_t *s = l1_sizes(db, &n), total;
+    report(db, "ascending", s, n, &total);
+    /* column.h step 5's bound for columns that append at one end: every
+     * L1 file is big (>= sst_size/2) but for a trailing run of small ones
+     * at the appending (high) end, of fewer than log2(sst_size / 2m) + 1
+     * files, m the smallest of them */
+    size_t run = n;
+    while (run > 0 && s[run - 1] < SST_SIZE / 2) run--;
+    for (size_t i = 0; i < run; i++)
+        if (s[i] < SST_SIZE / 2)
+            fail_msg("L1 file %zu of %zu holds %llu bytes, below sst_size/2, before the trailing run", i, n,
+                     (unsigned long long)s[i]);
+    if (run < n) {
+        uint64_t min = s[run];
+        for (size_t i = run; i < n; i++) min = s[i] < min ? s[i] : min;
+        double bound = log2((double)SST_SIZE / (2.0 * (double)min)) + 1;
+        if ((double)(n - run) >= bound)
+            fail_msg("a trailing run of %zu small L1 files (smallest %llu): the bound is < %.1f", n - run,
+                     (unsigned long long)min, bound);
+    }
+    /* the criterion: L1 files near sst_size, on average at least half */
+    assert_true(n > 0);
+    if (total / n < SST_SIZE / 2)
+        fail_msg("L1 files average %llu bytes, below sst_size/2", (unsigned long long)(total / n));
+    free(s);
+    tu_check_db(db, NULL, m, "ascending fill");
+    tu_close_reopen_check(db, dir, o, m, "ascending fill, reopened");
+    tu_model_free(m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
+static void l1_files_other_orders(void **state)
+{
+    (void)state;
+    static const char *const orders[] = {"desc", "random"};
+    for (size_t i = 0; i < 2; i++) {
+        char *dir = tu_tmpdir("mx-l1files");
+        tkv_options *o = files_options();
+        tkv_db *db = tu_open_ok(dir, o);
+        tu_model *m = tu_model_new();
+        fill(db, m, orders[i], 20000 * tu_scale());
+        size_t n;
+        uint64_t *s = l1_sizes(db, &n), total;
+        report(db, orders[i], s, n, &total);
+        free(s);
+        assert_true(n > 0);
+        if (total / n < SST_SIZE / 4)
+            fail_msg("%s: L1 files average %llu bytes, below sst_size/4", orders[i], (unsigned long long)(total / n));
+        tu_check_db(db, NULL, m, orders[i]);
+        tu_close_reopen_check(db, dir, o, m, orders[i]);
+        tu_model_free(m);
+        tkv_options_free(o);
+        tu_tmpdir_free(dir);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(l1_target_auto),
+        cmocka_unit_test(l1_files_sequential),
+        cmocka_unit_test(l1_files_other_orders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
