@@ -1199,8 +1199,8 @@ static void test_column_merge(void **state)
     (void)state;
     tu_rng rng;
     tu_rng_init(&rng, tu_seed() + 17);
-    uint64_t merged_files = 0;
-    for (int round = 0; round < 8; round++) {
+    uint64_t merged_files = 0, merged_right = 0;
+    for (int round = 0; round < 12; round++) {
         fixture f = fx_new("rows-merge");
         pool *p = open_pool(f.path, 16u << 20, PM_EMULATED, NULL);
         size_t k = 1 + (size_t)tu_rng_below(&rng, 4);
@@ -1212,27 +1212,33 @@ static void test_column_merge(void **state)
             rt[i] = build_row(p, i + 1, &rows[i], i ? rt[i - 1] : NULL, 1);
             compactor_entries += rows[i].n;
         }
-        /* L1: many narrow files of mixed sizes (a few busy), so columns
-         * overlap some and fall between others */
+        /* L1: many narrow files of mixed sizes (a few busy) between sorted
+         * random keys, so columns overlap some and fall between others */
         static l1_model m;
         memset(&m, 0, sizeof m);
         uint64_t sst = 4000 + tu_rng_below(&rng, 40000);
-        for (uint64_t u = 1 + tu_rng_below(&rng, 40); u + 2 < universe && m.n < 200; u += 2 + tu_rng_below(&rng, 60)) {
+        enum { MAXB = 400 };
+        static tkv_buf bk[MAXB];
+        size_t nb = round % 2 ? MAXB : 40; /* even rounds: few files, wide gaps */
+        for (size_t i = 0; i < nb; i++) {
             char kb[40];
-            size_t kn = absent_key_of(u, kb);
-            assert_int_equal(buf_append(&m.lo[m.n], kb, kn), 0);
-            kn = absent_key_of(u + 1 + tu_rng_below(&rng, 2), kb);
-            if (ukey_cmp(slice(m.lo[m.n].data, m.lo[m.n].len), slice(kb, kn)) >= 0) {
-                buf_free(&m.lo[m.n]);
-                continue;
-            }
-            assert_int_equal(buf_append(&m.hi[m.n], kb, kn), 0);
+            memset(&bk[i], 0, sizeof bk[i]);
+            size_t kn = i % 2 ? ukey_of(tu_rng_range(&rng, 1, universe), kb) : absent_key_of(tu_rng_below(&rng, universe), kb);
+            assert_int_equal(buf_append(&bk[i], kb, kn), 0);
+        }
+        qsort(bk, nb, sizeof *bk, cmp_tkv_buf);
+        for (size_t i = 0; i + 1 < nb; i += 2) {
+            tkv_slice a = slice(bk[i].data, bk[i].len), b = slice(bk[i + 1].data, bk[i + 1].len);
+            if (ukey_cmp(a, b) == 0 || (m.n && ukey_cmp(slice(m.hi[m.n - 1].data, m.hi[m.n - 1].len), a) >= 0)) continue;
+            assert_int_equal(buf_append(&m.lo[m.n], a.p, a.n), 0);
+            assert_int_equal(buf_append(&m.hi[m.n], b.p, b.n), 0);
             m.bytes[m.n] = tu_rng_below(&rng, 4) ? 1 + tu_rng_below(&rng, sst / 4) : tu_rng_range(&rng, sst / 2, sst);
             m.entries[m.n] = 1 + m.bytes[m.n] / 100;
             m.busy[m.n] = tu_rng_below(&rng, 10) == 0;
             m.writer[m.n] = -1;
             m.n++;
         }
+        for (size_t i = 0; i < nb; i++) buf_free(&bk[i]);
         uint32_t cursors[5] = {0};
         uint64_t target = 2000 + tu_rng_below(&rng, 20000);
         int columns = 0;
@@ -1287,7 +1293,8 @@ static void test_column_merge(void **state)
                     fail_msg("round %d column %d: right neighbour reaches the keys left", round, columns);
             for (size_t i = plan.l1_first; i < plan.l1_end; i++) assert_false(m.busy[i] && (i < o_first || i >= o_end));
             merged_files += plan.l1_merged;
-            uint64_t out = extra + plan.row_bytes / 4, ents = plan.row_entries;
+            merged_right += plan.l1_end - o_end;
+            uint64_t out = extra + plan.row_bytes / 8, ents = plan.row_entries; /* compressed 8x */
             for (size_t i = o_first; i < o_end; i++) {
                 out += m.bytes[i];
                 ents += m.entries[i];
@@ -1311,6 +1318,8 @@ static void test_column_merge(void **state)
         pool_close(p);
         fx_free(&f);
     }
+    print_message("merged %llu neighbours, %llu of them on the right\n", (unsigned long long)merged_files,
+                  (unsigned long long)merged_right);
     assert_true(merged_files > 0);
 }
 
