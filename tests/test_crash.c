@@ -471,6 +471,21 @@ static void crash_nosync_full_pool(void **state)
     unsetenv("TKV_TEST_L0");
 }
 
+/* crash_nosync_parallel_columns -- l0=matrix, a 2 MiB pool, up to two
+ * columns in flight at once (column_gate=always): kills land between the
+ * commits of two columns of one compactor too. */
+static void crash_nosync_parallel_columns(void **state)
+{
+    (void)state;
+    setenv("TKV_TEST_L0", "matrix", 1);
+    setenv("TKV_TEST_PMEM_SIZE", "2M", 1);
+    setenv("TKV_TEST_COLUMN_GATE", "always", 1);
+    crash_rounds(20 * tu_scale(), 0);
+    unsetenv("TKV_TEST_COLUMN_GATE");
+    unsetenv("TKV_TEST_PMEM_SIZE");
+    unsetenv("TKV_TEST_L0");
+}
+
 int main(void)
 {
     tu_seed();
@@ -479,6 +494,7 @@ int main(void)
         cmocka_unit_test(crash_nosync),
         cmocka_unit_test(crash_nosync_sst),
         cmocka_unit_test(crash_nosync_full_pool),
+        cmocka_unit_test(crash_nosync_parallel_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

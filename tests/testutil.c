@@ -193,6 +193,8 @@ tkv_options *tu_small_options(void)
     tu_opt(o, "block_cache_size", "1M");
     const char *l0 = getenv("TKV_TEST_L0"); /* run a suite with l0=sst or l0=matrix */
     if (l0 && *l0) assert_int_equal(tu_opt(o, "l0", l0), TKV_OK);
+    const char *gate = getenv("TKV_TEST_COLUMN_GATE"); /* "always": columns in parallel whenever they can */
+    if (gate && *gate) assert_int_equal(tu_opt(o, "column_gate", gate), TKV_OK);
     return o;
 }
 

@@ -1,9 +1,12 @@
 /*
- * mx_column.c -- the column-compaction thread of the matrix container: the
- * compactor (the oldest rows) drains into L1 one column at a time, each
+ * mx_column.c -- the column-compaction threads of the matrix container:
+ * the compactor (the oldest rows) drains into L1 column by column, each
  * column a key range of the rows merged with the L1 files it overlaps
- * (matrix/column.h); failed columns are retried with backoff; and
- * tkv_compact_range's wait for every row to drain (mx.h).
+ * (matrix/column.h); up to column_threads columns run at once on
+ * consecutive key ranges and commit in order (mx_int.h, invariant 5) --
+ * beyond the first only while a CPU is idle (column_gate); failed columns
+ * are retried with backoff; and tkv_compact_range's wait for every row to
+ * drain (mx.h).
  *
  * Persist order of a column:
  *   (1) output SSTs written, synced, directory synced (cmp_merge);
@@ -39,6 +42,10 @@ typedef struct column_job {
     size_t nl1;
     uint64_t smallest_snapshot;
     column_plan plan;
+    struct column_job *next; /* the next column in flight (mx->inflight), picked after this one */
+    uint64_t started_us;     /* when it was picked */
+    uint64_t drains;         /* its row bytes in writer units */
+    int cancelled;           /* an earlier column failed: discard, do not commit */
 } column_job;
 
 static void job_free(column_job *j)
@@ -140,9 +147,46 @@ static int l1_view_of(tkv_db *db, version *v, l1_view *w, column_input *in, uint
     return 0;
 }
 
+/* inflight_tail -- the column picked last of those in flight, or NULL. */
+static column_job *inflight_tail(const struct mx_state *mx)
+{
+    column_job *t = mx->inflight;
+    while (t && t->next) t = t->next;
+    return t;
+}
+
+/* cursor_after -- row r's cursor once column t has committed: 1 and *c if
+ * t covers r, else 0 (no column in flight, or r is not among its rows). */
+static int cursor_after(const column_job *t, const rowtable *r, uint32_t *c)
+{
+    for (size_t i = 0; t && i < t->k; i++)
+        if (t->rows[i] == r) {
+            *c = t->to[i];
+            return 1;
+        }
+    return 0;
+}
+
+/* column_end_key -- the largest user key column t's outputs can hold: the
+ * larger of its rows' range end and its L1 inputs' largest key. The next
+ * column must stay above it, L1 merges of small neighbours included, or
+ * the two would write overlapping L1 files. */
+static tkv_slice column_end_key(const column_job *t)
+{
+    tkv_slice end = slice(t->plan.hi.data, t->plan.hi.len);
+    for (size_t i = 0; i < t->nl1; i++) {
+        tkv_slice l = ikey_user(slice(t->l1[i]->largest.data, t->l1[i]->largest.len));
+        if (ukey_cmp(l, end) > 0) end = l;
+    }
+    return end;
+}
+
 /* pick_column -- the next column of the compactor (forming one if wanted),
  * or NULL: nothing to do, L0 SST files must go first, or an L1 file it
- * needs is busy in a deep compaction (*busy). Caller holds mu. */
+ * needs is busy in a deep compaction (*busy). With columns in flight, the
+ * next one starts where the last of them ends (its cursors), and none is
+ * picked after one that takes the rest of the compactor or was cancelled.
+ * Caller holds mu. */
 static column_job *pick_column(tkv_db *db, int *busy, int *err)
 {
     struct mx_state *mx = db->mx;
@@ -151,8 +195,11 @@ static column_job *pick_column(tkv_db *db, int *busy, int *err)
     *busy = 0;
     *err = 0;
     if (v->nfiles[0] > 0) return NULL; /* SST L0 (from l0=sst) compacts first, in the leveled thread */
+    column_job *tail = inflight_tail(mx);
+    if (tail && (tail->plan.to_end || tail->cancelled)) return NULL; /* nothing to pick until it is done */
     size_t k = 0;
     for (size_t i = 0; i < rs->n; i++) k += rowtable_id(rs->rows[i]) <= mx->compactor_max_id;
+    if (k == 0 && tail) return NULL;
     if (k == 0) {
         mx->compactor_max_id = 0;
         if (rs->n == 0 || !compactor_wanted(db)) return NULL;
@@ -178,14 +225,21 @@ static column_job *pick_column(tkv_db *db, int *busy, int *err)
     for (size_t i = 0; i < rs->n; i++) {
         if (rowtable_id(rs->rows[i]) > mx->compactor_max_id) continue;
         j->rows[j->k] = rs->rows[i];
-        if ((*err = mx_cursor_in(v, rs->rows[i], &j->from[j->k])) < 0) goto fail;
+        if (!cursor_after(tail, rs->rows[i], &j->from[j->k]) && (*err = mx_cursor_in(v, rs->rows[i], &j->from[j->k])) < 0)
+            goto fail;
         j->k++;
     }
     column_input in = {.rows = j->rows, .cursors = j->from, .nrows = j->k};
     if ((*err = l1_view_of(db, v, &w, &in, mx->column_bytes)) < 0) goto fail;
+    tkv_slice end = tail ? column_end_key(tail) : slice(NULL, 0);
+    for (size_t i = 0; tail && i < v->nfiles[1]; i++)
+        if (ukey_cmp(w.smallest[i], end) <= 0) w.busy[i] = 1; /* never merge across the column in flight */
     if ((*err = column_pick(&in, &j->plan)) < 0) goto fail;
+    for (size_t i = j->plan.l1_first; tail && !j->plan.empty && i < j->plan.l1_end; i++)
+        if (ukey_cmp(w.smallest[i], end) <= 0) *busy = 1; /* (cannot happen: columns align to L1 files) */
+    if (*busy) goto fail;
     if (j->plan.empty) {
-        mx->compactor_max_id = 0; /* cannot happen: drained rows leave the version */
+        if (!tail) mx->compactor_max_id = 0; /* cannot happen: drained rows leave the version */
         goto fail;
     }
     memcpy(j->to, j->plan.new_cursors, j->k * sizeof *j->to);
@@ -232,6 +286,15 @@ static rowset *rows_still_listed(tkv_db *db)
     return nrs;
 }
 
+/* wait_turn -- columns commit in pick order: waits (mu held) until every
+ * column picked before j is done. 0, or TKV_BUSY when j was cancelled
+ * because one of them failed (j's cursors assumed its). */
+static int wait_turn(tkv_db *db, column_job *j)
+{
+    while (db->mx->inflight != j && !j->cancelled) pthread_cond_wait(&db->bg_cv, &db->mu);
+    return j->cancelled ? TKV_BUSY : 0;
+}
+
 /* run_column -- merges the column (mu NOT held), then commits it (step (2),
  * takes mu; returns holding it). Returns 0 or the error; on error the
  * outputs are gone and the cursors untouched. */
@@ -264,6 +327,7 @@ static int run_column(tkv_db *db, column_job *j)
         }
     }
     pthread_mutex_lock(&db->mu);
+    if (rc == 0) rc = wait_turn(db, j);
     int install_failed = 0;
     if (rc == 0) {
         rc = files_install(db, &e); /* step (2): the commit point */
@@ -308,15 +372,24 @@ static uint64_t writer_units(const struct mx_state *mx, uint64_t row_bytes)
     return (uint64_t)((double)row_bytes * (double)batch / (double)data);
 }
 
-/* note_drain -- a column drained column_drains (writer units) in `us`: one
- * more sample of the drain rate. Caller holds mu. */
-static void note_drain(struct mx_state *mx, uint64_t us)
+/* note_drain -- a column drained `drains` (writer units) in `us`: one more
+ * sample of the drain rate. Caller holds mu. */
+static void note_drain(struct mx_state *mx, uint64_t drains, uint64_t us)
 {
-    double r = (double)mx->column_drains * 1e6 / (double)(us ? us : 1);
+    double r = (double)drains * 1e6 / (double)(us ? us : 1);
     uint64_t v = r >= 1.8e19 ? UINT64_MAX : (uint64_t)r;
     mx->drain_samples[mx->drain_pos] = v ? v : 1;
     mx->drain_pos = (mx->drain_pos + 1) % MX_DRAIN_SAMPLES;
     if (mx->ndrain < MX_DRAIN_SAMPLES) mx->ndrain++;
+}
+
+/* drain_since -- when the pool began draining the bytes of column j: its
+ * start, or the commit of the column before it if that came later (with
+ * columns in parallel, each commit drains its bytes in the time since the
+ * previous one, so the samples add up to the pool's combined rate). */
+static uint64_t drain_since(const struct mx_state *mx, const column_job *j)
+{
+    return mx->last_commit_us > j->started_us ? mx->last_commit_us : j->started_us;
 }
 
 int mx_drain_rate(tkv_db *db, uint64_t *rate)
@@ -324,21 +397,89 @@ int mx_drain_rate(tkv_db *db, uint64_t *rate)
     struct mx_state *mx = db->mx;
     *rate = 0;
     if (!mx) return 0;
-    uint64_t us = mx->column_running ? sched_mono_us() - mx->column_started_us : 0;
-    double now = (double)mx->column_drains * 1e6 / (double)(us ? us : 1);
+    const column_job *head = mx->inflight; /* the next column to commit */
+    uint64_t us = head ? sched_mono_us() - drain_since(mx, head) : 0;
+    double now = head ? (double)head->drains * 1e6 / (double)(us ? us : 1) : 0;
     if (!mx->ndrain) { /* the first column: its pace so far, once it has run a while */
-        if (!mx->column_running || us < MX_FIRST_DRAIN_US) return 0;
+        if (!head || us < MX_FIRST_DRAIN_US) return 0;
         *rate = now >= 1.8e19 ? UINT64_MAX : (uint64_t)now;
         return 1;
     }
     uint64_t r = UINT64_MAX;
     for (unsigned i = 0; i < mx->ndrain; i++)
         if (mx->drain_samples[i] < r) r = mx->drain_samples[i];
-    if (mx->column_running && now < (double)r) r = (uint64_t)now; /* no faster than the running column so far */
+    if (head && now < (double)r) r = (uint64_t)now; /* no faster than the next column so far */
     *rate = r;
     return 1;
 }
 
+/* may_start -- 1 if this thread may pick a column now: fewer than
+ * column_threads in flight and, beside one already running, a CPU the
+ * process leaves idle (column_gate=idle) or column_gate=always. Caller
+ * holds mu. */
+static int may_start(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    if (mx->ncolumns == 0) return 1;
+    if (mx->ncolumns >= (unsigned)mx->nthreads) return 0;
+    if (db->opts.column_gate == COLUMN_GATE_ALWAYS) return 1;
+    return cpuload_idle_cpus(&mx->load, sched_mono_us()) >= 0.9;
+}
+
+/* column_begin -- j joins the columns in flight (at the end: pick order). */
+static void column_begin(struct mx_state *mx, column_job *j, uint64_t row_bytes)
+{
+    j->started_us = sched_mono_us();
+    j->drains = writer_units(mx, row_bytes);
+    column_job **pp = &mx->inflight;
+    while (*pp) pp = &(*pp)->next;
+    *pp = j;
+    if (mx->ncolumns) ctr_add(&mx->ctr.columns_parallel, 1);
+    mx->ncolumns++;
+    if (mx->ncolumns > ctr_get(&mx->ctr.max_in_flight)) __atomic_store_n(&mx->ctr.max_in_flight, mx->ncolumns, __ATOMIC_RELAXED);
+}
+
+/* column_end -- j (committed, failed or cancelled: rc) leaves the columns
+ * in flight; a failure cancels every column picked after it. Wakes the
+ * columns waiting for their turn. Caller holds mu. */
+static void column_end(tkv_db *db, column_job *j, int rc)
+{
+    struct mx_state *mx = db->mx;
+    column_job **pp = &mx->inflight;
+    while (*pp != j) pp = &(*pp)->next;
+    *pp = j->next;
+    mx->ncolumns--;
+    if (rc < 0)
+        for (column_job *l = j->next; l; l = l->next) l->cancelled = 1;
+    if (rc == 0) {
+        uint64_t now = sched_mono_us();
+        note_drain(mx, j->drains, now - drain_since(mx, j));
+        mx->last_commit_us = now;
+    }
+    pthread_cond_broadcast(&db->bg_cv);
+}
+
+/* column_failed -- the bookkeeping of a column that did not commit (mu held):
+ * cancelled ones are only counted; a failure is retried later, backing off;
+ * it blocks nothing else (MatrixKV stopped compacting for good). */
+static void column_failed(tkv_db *db, int rc, int cancelled)
+{
+    struct mx_state *mx = db->mx;
+    if (cancelled) {
+        ctr_add(&mx->ctr.column_cancels, 1);
+        return;
+    }
+    ctr_add(&mx->ctr.column_failures, 1);
+    if (rc == TKV_CORRUPTION) db_set_bg_error(db, rc); /* retrying cannot help */
+    mx->failures++;
+    uint64_t wait = MX_RETRY_MIN_US;
+    for (int i = 1; i < mx->failures && wait < MX_RETRY_MAX_US; i++) wait *= 2;
+    mx->retry_at_us = sched_mono_us() + (wait < MX_RETRY_MAX_US ? wait : MX_RETRY_MAX_US);
+    if (db->shutting_down && mx->failures >= MX_SHUTDOWN_GIVE_UP) mx->gave_up = 1;
+}
+
+/* column_main -- one column thread: picks a column when it may (may_start),
+ * runs and commits it in turn, and collects what the commit freed. */
 static void *column_main(void *arg)
 {
     tkv_db *db = arg;
@@ -357,8 +498,8 @@ static void *column_main(void *arg)
             db_wait_us(db, mx->retry_at_us - now);
             continue;
         }
-        int busy, err;
-        column_job *j = pick_column(db, &busy, &err);
+        int busy = 0, err = 0;
+        column_job *j = may_start(db) ? pick_column(db, &busy, &err) : NULL;
         if (!j) {
             if (err < 0) {
                 db_set_bg_error(db, err);
@@ -366,34 +507,23 @@ static void *column_main(void *arg)
             }
             /* Idle: views that readers released since the last flush or
              * column may let pages and rows go now. */
-            mx_collect(db);
-            db_wait_us(db, MX_IDLE_WAIT_US);
+            if (mx->ncolumns == 0) mx_collect(db);
+            db_wait_us(db, mx->ncolumns ? CPULOAD_WINDOW_US : MX_IDLE_WAIT_US);
             continue;
         }
-        mx->column_running = 1;
-        mx->column_started_us = sched_mono_us();
-        mx->column_drains = writer_units(mx, j->plan.row_bytes);
+        column_begin(mx, j, j->plan.row_bytes);
         pthread_mutex_unlock(&db->mu);
         int rc = run_column(db, j); /* returns holding mu */
-        mx->column_running = 0;
+        int cancelled = j->cancelled;
+        column_end(db, j, rc);
         job_free(j); /* unpins its version before mx_collect looks for the oldest live cursors */
         if (rc == 0) {
-            note_drain(mx, sched_mono_us() - mx->column_started_us);
             mx->failures = 0;
             mx->retry_at_us = 0;
             mx_collect(db);
             files_delete_obsolete(db);
         } else if (!db->bg_error) {
-            /* Not committed: outputs removed, cursors untouched. Retry the
-             * same column later, backing off; the failure is counted and
-             * blocks nothing else (MatrixKV stopped compacting for good). */
-            ctr_add(&mx->ctr.column_failures, 1);
-            if (rc == TKV_CORRUPTION) db_set_bg_error(db, rc); /* retrying cannot help */
-            mx->failures++;
-            uint64_t wait = MX_RETRY_MIN_US;
-            for (int i = 1; i < mx->failures && wait < MX_RETRY_MAX_US; i++) wait *= 2;
-            mx->retry_at_us = sched_mono_us() + (wait < MX_RETRY_MAX_US ? wait : MX_RETRY_MAX_US);
-            if (db->shutting_down && mx->failures >= MX_SHUTDOWN_GIVE_UP) mx->gave_up = 1;
+            column_failed(db, rc, cancelled);
         }
         pthread_cond_broadcast(&db->bg_cv);
     }
@@ -405,23 +535,34 @@ static void *column_main(void *arg)
 
 int mx_start(tkv_db *db)
 {
-    if (!db->mx) return 0;
-    if (pthread_create(&db->mx->thread, NULL, column_main, db) != 0)
-        return tkv_err(TKV_NO_MEMORY, "cannot start the column-compaction thread");
-    pthread_mutex_lock(&db->mu); /* the flush thread reads it (mx_flush_blocked) */
-    db->mx->thread_started = 1;
+    struct mx_state *mx = db->mx;
+    if (!mx) return 0;
+    int n = db->opts.column_threads > 0 ? db->opts.column_threads : 1;
+    mx->threads = calloc((size_t)n, sizeof *mx->threads);
+    if (!mx->threads) return tkv_err(TKV_NO_MEMORY, "out of memory starting the column-compaction threads");
+    cpuload_init(&mx->load, sched_mono_us());
+    int started = 0;
+    while (started < n && pthread_create(&mx->threads[started], NULL, column_main, db) == 0) started++;
+    pthread_mutex_lock(&db->mu); /* the flush thread reads it (mx_flush_blocked); may_start reads nthreads */
+    mx->nthreads = started;
+    db->mx->thread_started = started > 0;
     pthread_mutex_unlock(&db->mu);
-    return 0;
+    if (started == 0) return tkv_err(TKV_NO_MEMORY, "cannot start the column-compaction thread");
+    return 0; /* fewer threads than asked: fewer columns at once, nothing else changes */
 }
 
 void mx_stop(tkv_db *db)
 {
-    if (!db->mx || !db->mx->thread_started) return;
+    struct mx_state *mx = db->mx;
+    if (!mx || !mx->thread_started) return;
     pthread_mutex_lock(&db->mu);
     pthread_cond_broadcast(&db->bg_cv);
     pthread_mutex_unlock(&db->mu);
-    pthread_join(db->mx->thread, NULL);
-    db->mx->thread_started = 0;
+    for (int i = 0; i < mx->nthreads; i++) pthread_join(mx->threads[i], NULL);
+    free(mx->threads);
+    mx->threads = NULL;
+    mx->nthreads = 0;
+    mx->thread_started = 0;
 }
 
 int mx_drain(tkv_db *db)

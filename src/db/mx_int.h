@@ -32,8 +32,13 @@
  *  (4) The compactor is the oldest rows (ids <= compactor_max_id; row ids
  *      grow with age). Moving their entries to L1 never leaves an older
  *      version of a key in L0 above a newer one in L1.
- *  (5) Columns run one at a time, each ending every compactor row on a
- *      user-key change (matrix/column.h), so cursors stay aligned.
+ *  (5) Each column ends every compactor row on a user-key change
+ *      (matrix/column.h), so cursors stay aligned. Up to column_threads
+ *      columns run at once: each next one is picked from the cursors the
+ *      one before it will leave, so they cover disjoint, consecutive key
+ *      ranges and (columns align to L1 file boundaries) disjoint L1 files;
+ *      they commit in pick order, and when one fails, every later one is
+ *      discarded (its cursors assumed the failed one's). mx_column.c.
  *
  * The persist orders of a flush and of a column are written at the top of
  * mx_flush.c and mx_column.c.
@@ -43,6 +48,7 @@
 
 #include "db/mx.h"
 #include "matrix/pool.h"
+#include "sched/cpuload.h"
 
 #define MX_DEFAULT_POOL_SIZE (UINT64_C(1) << 30)
 /* The pool must hold this many memtables, so that a compactor and a
@@ -68,6 +74,8 @@ typedef struct mx_counters {
     uint64_t columns, column_row_bytes, column_row_entries, column_l1_read_bytes, column_write_bytes;
     uint64_t column_l1_merged_files, column_l1_merged_bytes; /* small L1 neighbours taken in (column.h step 5) */
     uint64_t column_failures, compactors;          /* failed (retried) columns, compactors formed */
+    uint64_t columns_parallel, column_cancels;     /* columns started beside another; discarded after an earlier failed */
+    uint64_t max_in_flight;                        /* most columns in flight at once */
     uint64_t rows_dropped, pages_released;
     uint64_t pinned_switches;                      /* memtables queued in DRAM while views pinned a full pool */
 } mx_counters;
@@ -82,7 +90,9 @@ struct mx_state {
     uint64_t column_bytes;   /* effective column size */
     uint64_t compactor_max_id; /* rows with id <= this form the compactor; 0 = no compactor */
     uint64_t compactor_entries; /* entries of the compactor's rows when it formed */
-    int column_running;
+    struct column_job *inflight; /* columns in flight, in pick (= key) order: mx_column.c */
+    unsigned ncolumns;       /* how many */
+    uint64_t last_commit_us; /* when the last column committed */
     size_t rows_at_flush;    /* open rows when the last flush attempt started */
     uint64_t blocked_since;  /* when the flush began waiting for room (db->flush_blocked) */
     int drain_waiters;       /* tkv_compact_range calls waiting for every row to drain */
@@ -91,10 +101,10 @@ struct mx_state {
     uint64_t retry_at_us;    /* after a failure, no column before this time */
     uint64_t drain_samples[MX_DRAIN_SAMPLES]; /* bytes/s (writer units) of the last columns, newest at drain_pos-1 */
     unsigned ndrain, drain_pos;
-    uint64_t column_started_us; /* the running column's start */
-    uint64_t column_drains;  /* the running column's row bytes, in writer units */
-    pthread_t thread;
-    int thread_started;
+    pthread_t *threads;      /* column_threads column-compaction threads */
+    int nthreads;
+    int thread_started;      /* 1 once they run (mx_flush.c reads it) */
+    cpuload load;            /* the process's idle CPUs: the gate for a second column */
     mx_counters ctr;
 };
 

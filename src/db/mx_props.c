@@ -19,7 +19,7 @@ void mx_stats_line(tkv_db *db, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "matrix: rows=%zu pages_used=%u pages_free=%u columns=%llu flush_no_space=%llu busy=%d\n",
                db->sv->rows->n, st.pages_total - st.pages_free, st.pages_free,
                (unsigned long long)ctr_get(&mx->ctr.columns), (unsigned long long)ctr_get(&mx->ctr.flush_no_space),
-               mx->column_running || mx->compactor_max_id != 0);
+               mx->inflight != NULL || mx->compactor_max_id != 0);
     buf_appendf(b, oom, "pmem: write_bytes=%llu persist_calls=%llu\n", (unsigned long long)ps.bytes_persisted,
                (unsigned long long)ps.persist_calls);
 }
@@ -120,6 +120,9 @@ void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom)
                (unsigned long long)ctr_get(&c->column_l1_read_bytes), (unsigned long long)ctr_get(&c->column_write_bytes),
                (unsigned long long)ctr_get(&c->column_failures), (unsigned long long)ctr_get(&c->column_l1_merged_files),
                (unsigned long long)ctr_get(&c->column_l1_merged_bytes));
+    buf_appendf(b, oom, "parallel: threads=%d in_flight=%u max_in_flight=%llu started_beside=%llu cancelled=%llu\n",
+               mx->nthreads, mx->ncolumns, (unsigned long long)ctr_get(&c->max_in_flight),
+               (unsigned long long)ctr_get(&c->columns_parallel), (unsigned long long)ctr_get(&c->column_cancels));
     buf_appendf(b, oom,
                "lookups: count=%llu rows_filtered=%llu rows_searched=%llu hinted=%llu hint_rejected=%llu "
                "hint_hit_rate=%.4f comparisons_per_lookup=%.2f\n",

@@ -37,6 +37,7 @@ static const char *const L0_NAMES[] = {"sst", "matrix", NULL};
 static const char *const PMEM_MODE_NAMES[] = {"auto", "pmem", "emulated", "msync", "crashsim", NULL};
 static const char *const PROFILE_NAMES[] = {"none", "optane", NULL};
 static const char *const SCHED_NAMES[] = {"silk", "fifo", NULL};
+static const char *const COLUMN_GATE_NAMES[] = {"idle", "always", NULL};
 static const char *const WCTL_NAMES[] = {"prl", "classic", "off", NULL};
 static const char *const LATCAP_NAMES[] = {"auto", "on", "off", NULL};
 
@@ -74,6 +75,8 @@ static const opt_def OPTION_TABLE[] = {
     {"column_bytes", OPT_SIZE, OFF(column_bytes), 0, UINT64_C(1) << 40, "0", NULL},
     {"matrix_trigger", OPT_INT, OFF(matrix_trigger), 1, 100, "50", NULL},
     {"row_filter", OPT_BOOL, OFF(row_filter), 0, 1, "1", NULL},
+    {"column_threads", OPT_INT, OFF(column_threads), 1, 8, "2", NULL},
+    {"column_gate", OPT_ENUM, OFF(column_gate), 0, 1, "idle", COLUMN_GATE_NAMES},
     {"scheduler", OPT_ENUM, OFF(scheduler), 0, 1, "silk", SCHED_NAMES},
     {"write_controller", OPT_ENUM, OFF(write_controller), 0, 2, "prl", WCTL_NAMES},
     {"device_bandwidth", OPT_SIZE, OFF(device_bandwidth), 0, UINT64_C(1) << 40, "500M", NULL},

@@ -49,6 +49,8 @@ struct tkv_options {
     uint64_t column_bytes;      /* bytes of rows per column compaction; 0 = pool size / 16 */
     int matrix_trigger;         /* percent of the pool's pages in use at which the compactor forms */
     int row_filter;             /* 1: lookups consult each row's DRAM key filter before searching it */
+    int column_threads;         /* column compactions that may run at once, on disjoint key ranges */
+    int column_gate;            /* COLUMN_GATE_IDLE: a second column only while a CPU is idle; _ALWAYS */
     /* Scheduler (docs/scheduler.md) */
     int scheduler;              /* SCHED_SILK or SCHED_FIFO */
     int write_controller;       /* WCTL_MODE_PRL, WCTL_MODE_CLASSIC, WCTL_MODE_OFF (option order) */
@@ -74,6 +76,8 @@ struct tkv_options {
 
 #define L0_SST 0
 #define L0_MATRIX 1
+#define COLUMN_GATE_IDLE 0
+#define COLUMN_GATE_ALWAYS 1
 
 /* options_pmem_path -- the pool file of database `dir` under o (malloc'd). */
 char *options_pmem_path(const struct tkv_options *o, const char *dir);
