@@ -619,7 +619,8 @@ static void sched_slow_column_ramp(void **state)
 /* sched_deep_debt -- the deep-debt pace of the write controller
  * (sched/wctl.h), wired through the engine: deep compactions are held (every
  * SST write of a tkv-deep thread waits while `deep_held` is set, in the
- * fault hook, for 3 s), so L1 grows past its target as columns fill it. With
+ * fault hook, until the backlog has passed 2.3), so L1 grows past its
+ * target as columns fill it. With
  * write_controller=prl, writers are paced by the debt once the deep score
  * passes 2 (debt_writes > 0); with off they never are. Once the deep work is
  * released the backlog drains and every write reads back. */
@@ -653,23 +654,32 @@ static double prop_double(tkv_db *db, const char *name, const char *field)
 static uint64_t debt_run(const char *wc, double *max_score)
 {
     char *dir = tu_tmpdir("sched-debt");
+    /* columns from 10 % of the pool, an L1 target of 64K: one column puts
+     * L1 past debt_soft */
     tkv_options *o = sched_options("write_controller", wc, "l0", "matrix", "memtable_size", "128K", "pmem_size", "8M",
-                                   "column_bytes", "256K", "sst_size", "64K", "l1_size", "256K", NULL);
+                                   "matrix_trigger", "10", "column_bytes", "256K", "sst_size", "64K", "l1_size", "64K",
+                                   NULL);
     tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     tu_rng r;
     tu_rng_init(&r, tu_seed() + 33);
-    double t0 = tu_now_ms(), until = t0 + 3000;
+    double t0 = tu_now_ms(), until = t0 + 5000; /* held until released below (5 s at most) */
     __atomic_store(&deep_held_until, &until, __ATOMIC_RELEASE);
     io_set_fault_hook(hold_deep_writes, NULL);
     *max_score = 0;
-    for (uint64_t i = 0; i < 6000 && tu_now_ms() < until; i++) { /* 6 MB, or while deep work is held */
+    /* write until the backlog has passed debt_soft (2) for 300 writes, or
+     * 6,000 writes (6 MB), or while deep work is held */
+    uint64_t after = 0;
+    for (uint64_t i = 0; i < 6000 && after < 300 && tu_now_ms() < until; i++) {
         put_model(db, m, &r, tu_rng_below(&r, 100000), 1000);
-        if (i % 100 == 0) {
+        if (*max_score >= 2.3) after++;
+        if (i % 50 == 0) {
             double sc = prop_double(db, "tkv.sched", "deep_score=");
             if (sc > *max_score) *max_score = sc;
         }
     }
+    double now = tu_now_ms();
+    __atomic_store(&deep_held_until, &now, __ATOMIC_RELEASE); /* deep work goes on */
     uint64_t debt_writes = tu_prop_u64(db, "tkv.sched", "debt_writes=");
     print_message("write_controller=%s: deep work held, %.1f s, max deep score %.2f, %llu writes paced by the debt\n",
                   wc, (tu_now_ms() - t0) / 1e3, *max_score, (unsigned long long)debt_writes);
