@@ -11,14 +11,17 @@
 #   make bench-silk the SILK-style open-loop experiment (~25 min; needs root for the drive cap)
 #   make install PREFIX=/usr/local
 #   make deps       apt-get the packages listed in DEB_PACKAGES when missing
-# Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it).
+# Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it),
+#            NOJEMALLOC=1 (the library without jemalloc into build/nojemalloc: what the
+#            JNI glue build/nojemalloc/libtierkvjni.so links).
 
 VERSION      := 0.1.0
 SOMAJOR      := 0
 PREFIX       ?= /usr/local
 CC           ?= cc
 SAN          ?=
-BUILD        ?= build$(if $(SAN),/$(SAN))
+NOJEMALLOC   ?=
+BUILD        ?= build$(if $(SAN),/$(SAN))$(if $(NOJEMALLOC),/nojemalloc)
 WERROR       ?= $(if $(CI),1,0)
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
@@ -35,6 +38,10 @@ LDFLAGS += -fsanitize=address,undefined
 else ifeq ($(SAN),tsan)
 CFLAGS  += -O1 -fsanitize=thread -DTKV_NO_JEMALLOC
 LDFLAGS += -fsanitize=thread
+else ifeq ($(NOJEMALLOC),1)
+# A libjemalloc.so loaded by dlopen (a JVM loading the JNI glue) fails:
+# "cannot allocate memory in static TLS block". Arena blocks come from malloc.
+CFLAGS  += -DTKV_NO_JEMALLOC
 else
 LIBS    += -ljemalloc
 endif
@@ -53,7 +60,8 @@ BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils
 
-.PHONY: all lib tests test test-run check-structure tsan soak bench bench-fill bench-silk deps install clean
+.PHONY: all lib tests test test-run check-structure tsan soak bench bench-fill bench-silk deps install clean \
+        jni
 .SECONDARY:
 all: lib
 
@@ -118,6 +126,24 @@ bench-fill: deps lib $(BUILD)/tkv_bench
 # bench-silk: SILK-style peaks and valleys on a capped drive (bench/run_silk.sh).
 bench-silk: deps lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_silk.sh
+
+# jni: the YCSB binding's JNI glue, $(BUILD)/libtierkvjni.so (make NOJEMALLOC=1 jni):
+# tierkv_jni.c and $(BUILD)/libtierkv.a in one shared object that exports only
+# the JNI entry points (jni.map; --exclude-libs keeps lz4's and xxhash's copies
+# local too), so that it loads beside rocksdbjni in one JVM without a name in
+# common. JAVA_HOME: the environment's, else the JDK of the javac on PATH.
+JAVA_HOME ?= $(patsubst %/bin/javac,%,$(realpath $(shell command -v javac 2>/dev/null)))
+JNI_SRC   := bindings/ycsb/src/main/c/tierkv_jni.c
+JNI_OBJ   := $(BUILD)/obj/bindings/ycsb/tierkv_jni.o
+JNI_LIBS   = $(patsubst -llz4,-l:liblz4.a,$(patsubst -lxxhash,-l:libxxhash.a,$(LIBS)))
+jni: $(BUILD)/libtierkvjni.so
+$(JNI_OBJ): $(JNI_SRC)
+	@test -f "$(JAVA_HOME)/include/jni.h" || { echo "jni.h not found under JAVA_HOME=$(JAVA_HOME): install a JDK (make deps) or set JAVA_HOME" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I"$(JAVA_HOME)/include" -I"$(JAVA_HOME)/include/linux" -MMD -MP -c $< -o $@
+$(BUILD)/libtierkvjni.so: $(JNI_OBJ) $(BUILD)/libtierkv.a bindings/ycsb/src/main/c/jni.map
+	$(CC) -shared $(LDFLAGS) -o $@ $(JNI_OBJ) $(BUILD)/libtierkv.a -Wl,--version-script=bindings/ycsb/src/main/c/jni.map \
+	    -Wl,--exclude-libs,ALL -Wl,-z,defs $(JNI_LIBS) -ldl
 
 # deps: Debian packages, then the RocksDB release build from the rocksdbjni jar
 # (Maven Central) into build/deps/ -- a failed download only disables the
