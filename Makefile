@@ -10,6 +10,7 @@
 #   make bench      the headline benchmark
 #   make bench-silk the SILK-style open-loop experiment (~25 min; needs root for the drive cap)
 #   make install PREFIX=/usr/local
+#   make ycsb-build the YCSB binding (bindings/ycsb: the JNI glue, then Maven and its JUnit tests)
 #   make deps       apt-get the packages listed in DEB_PACKAGES when missing
 # Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it),
 #            NOJEMALLOC=1 (the library without jemalloc into build/nojemalloc: what the
@@ -61,7 +62,7 @@ DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils
 
 .PHONY: all lib tests test test-run check-structure tsan soak bench bench-fill bench-silk deps install clean \
-        jni
+        jni ycsb-build
 .SECONDARY:
 all: lib
 
@@ -144,6 +145,13 @@ $(JNI_OBJ): $(JNI_SRC)
 $(BUILD)/libtierkvjni.so: $(JNI_OBJ) $(BUILD)/libtierkv.a bindings/ycsb/src/main/c/jni.map
 	$(CC) -shared $(LDFLAGS) -o $@ $(JNI_OBJ) $(BUILD)/libtierkv.a -Wl,--version-script=bindings/ycsb/src/main/c/jni.map \
 	    -Wl,--exclude-libs,ALL -Wl,-z,defs $(JNI_LIBS) -ldl
+
+# ycsb-build: the glue (NOJEMALLOC=1), then the Maven project, its JUnit tests
+# included (bindings/ycsb/build.sh; Maven fetches what it lacks from Maven Central).
+YCSB_JNI := $(abspath build/nojemalloc/libtierkvjni.so)
+ycsb-build:
+	$(MAKE) NOJEMALLOC=1 jni
+	@TIERKV_JNI=$(YCSB_JNI) bash bindings/ycsb/build.sh
 
 # deps: Debian packages, then the RocksDB release build from the rocksdbjni jar
 # (Maven Central) into build/deps/ -- a failed download only disables the
