@@ -10,7 +10,10 @@
 #   make bench      the headline benchmark
 #   make bench-silk the SILK-style open-loop experiment (~25 min; needs root for the drive cap)
 #   make install PREFIX=/usr/local
-#   make ycsb-build the YCSB binding (bindings/ycsb: the JNI glue, then Maven and its JUnit tests)
+#   make ycsb       tierkv and RocksDB under the real YCSB client, load + workloads A-F
+#                   (bindings/ycsb/run_ycsb.sh; RECORDS, OPS, THREADS; docs/ycsb.md)
+#   make ycsb-test  the binding's JUnit tests and a short YCSB run (part of make test)
+#   make ycsb-build the YCSB binding alone (the JNI glue, then Maven and its JUnit tests)
 #   make deps       apt-get the packages listed in DEB_PACKAGES when missing
 # Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it),
 #            NOJEMALLOC=1 (the library without jemalloc into build/nojemalloc: what the
@@ -59,10 +62,11 @@ BENCH_LIB_SRCS := $(filter-out bench/tkv_bench.c,$(sort $(wildcard bench/*.c)))
 BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
-                librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils
+                librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils \
+                openjdk-17-jdk-headless maven
 
 .PHONY: all lib tests test test-run check-structure tsan soak bench bench-fill bench-silk deps install clean \
-        jni ycsb-build
+        jni ycsb-build ycsb ycsb-test
 .SECONDARY:
 all: lib
 
@@ -103,6 +107,7 @@ test: deps
 	$(MAKE) check-structure
 	$(MAKE) test-run
 	$(MAKE) test-run SAN=asan
+	$(MAKE) ycsb-test
 
 tsan: deps
 	$(MAKE) SAN=tsan tests
@@ -152,6 +157,17 @@ YCSB_JNI := $(abspath build/nojemalloc/libtierkvjni.so)
 ycsb-build:
 	$(MAKE) NOJEMALLOC=1 jni
 	@TIERKV_JNI=$(YCSB_JNI) bash bindings/ycsb/build.sh
+
+# ycsb: load + workloads A-F on tierkv and RocksDB, one table (RECORDS, OPS,
+# THREADS, ... : bindings/ycsb/run_ycsb.sh).
+ycsb: deps ycsb-build
+	@TIERKV_JNI=$(YCSB_JNI) bash bindings/ycsb/run_ycsb.sh
+
+# ycsb-test: the JUnit tests (in ycsb-build) and a short YCSB run of both
+# engines, 20k records, workload A, dataintegrity=true.
+ycsb-test: deps ycsb-build
+	@TIERKV_JNI=$(YCSB_JNI) RECORDS=20000 OPS=20000 WORKLOADS=a DATAINTEGRITY=1 NICE=10 DB=/tmp/tkv_ycsb_test \
+	    OUT=build/ycsb/results/test bash bindings/ycsb/run_ycsb.sh
 
 # deps: Debian packages, then the RocksDB release build from the rocksdbjni jar
 # (Maven Central) into build/deps/ -- a failed download only disables the
