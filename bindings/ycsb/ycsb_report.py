@@ -170,6 +170,9 @@ def main():
                 a, b = per[engines[0]].get(op), per[engines[1]].get(op)
                 line += (f"| {ratio(a and a[0], b and b[0]):>7} {ratio(a and a[2], b and b[2]):>8}")
             lines.append(line.rstrip())
+    if any("READ-MODIFY-WRITE" in rows_of(results[(e, p)]) for e in engines for p in phases):
+        lines.append("READ-MODIFY-WRITE: a read then an update of one field; YCSB counts its read under READ and its "
+                     "update under UPDATE too")
     lines.append("")
     for e in engines:
         du = os.path.join(args.out, f"{e}-du.txt")
