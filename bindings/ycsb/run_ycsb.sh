@@ -18,9 +18,13 @@
 #   TIERKV_OPTS, ROCKSDB_OPTS  more name=value properties for one engine, space
 #                              separated (e.g. TIERKV_OPTS="tierkv.direct_io=1")
 #   DATAINTEGRITY (0)          1: YCSB checks every value read (dataintegrity=true)
+#   REPEAT (1)                 rounds: each engine's load + workloads REPEAT times,
+#                              engines alternating first; the table gives medians
+#                              and each round's throughput
 #   DB (/tmp/tkv_ycsb)         the databases go to DB/<engine>, wiped first, removed
 #                              after unless KEEP_DB=1
-#   OUT (build/ycsb/results/<date>)  YCSB's outputs and logs, table.txt, summary.csv
+#   OUT (build/ycsb/results/<date>)  OUT/round<N>/: YCSB's outputs and logs; OUT/table.txt,
+#                              OUT/summary.csv
 #   JAVA (java)  JAVA_OPTS (-Xmx2g)  NICE (0)  PHASE_TIMEOUT (3600 s per phase)
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +50,7 @@ JAVA_OPTS=${JAVA_OPTS:--Xmx2g}
 NICE=${NICE:-0}
 PHASE_TIMEOUT=${PHASE_TIMEOUT:-3600}
 KEEP_DB=${KEEP_DB:-0}
+REPEAT=${REPEAT:-1}
 
 die() { echo "run_ycsb.sh: $*" >&2; exit 1; }
 
@@ -55,7 +60,7 @@ LIB="$ROOT/build/ycsb/lib"
 : "${TIERKV_JNI:?set TIERKV_JNI to the absolute path of libtierkvjni.so (make ycsb sets it)}"
 [ -f "$TIERKV_JNI" ] || die "$TIERKV_JNI missing: make NOJEMALLOC=1 jni"
 command -v "$JAVA" >/dev/null 2>&1 || die "$JAVA not found (make deps installs a JDK)"
-for v in RECORDS OPS THREADS FIELDCOUNT FIELDLENGTH MEMTABLES; do
+for v in RECORDS OPS THREADS FIELDCOUNT FIELDLENGTH MEMTABLES REPEAT; do
     [[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -gt 0 ] || die "$v=${!v}: expected a positive integer"
 done
 for w in $WORKLOADS; do [ -f "$HERE/workloads/workload$w" ] || die "no workload file workloads/workload$w"; done
@@ -85,7 +90,8 @@ engine_props() {
 wipe() { rm -rf "${DB:?}/$1"; }
 
 # phase ENGINE NAME -- one YCSB run: NAME "load" (-load, workload a's file) or a
-# workload letter (-t). Output in OUT/ENGINE-NAME.txt, stderr in .log.
+# workload letter (-t). Output in RUN/ENGINE-NAME.txt (RUN: this round's
+# directory), stderr in .log, the command in .cmd, the exit status in .rc.
 phase() {
     local engine=$1 name=$2 mode=-t file="$HERE/workloads/workload$2" rc start end
     if [ "$name" = load ]; then mode=-load; file="$HERE/workloads/workloada"; fi
@@ -94,35 +100,44 @@ phase() {
         -P "$file" -threads "$THREADS" -p "recordcount=$RECORDS" -p "operationcount=$OPS"
         -p "fieldcount=$FIELDCOUNT" -p "fieldlength=$FIELDLENGTH" -p "hdrhistogram.percentiles=50,99"
         -p "dataintegrity=$DI" -p status.interval=5 $(engine_props "$engine"))
-    printf '%s\n' "${cmd[*]}" > "$OUT/$engine-$name.cmd"
+    printf '%s\n' "${cmd[*]}" > "$RUN/$engine-$name.cmd"
     start=$(date +%s.%N)
-    timeout -k 30 "$PHASE_TIMEOUT" nice -n "$NICE" "${cmd[@]}" > "$OUT/$engine-$name.txt" 2> "$OUT/$engine-$name.log"
+    timeout -k 30 "$PHASE_TIMEOUT" nice -n "$NICE" "${cmd[@]}" > "$RUN/$engine-$name.txt" 2> "$RUN/$engine-$name.log"
     rc=$?
     end=$(date +%s.%N)
-    echo "$rc" > "$OUT/$engine-$name.rc"
+    echo "$rc" > "$RUN/$engine-$name.rc"
     local tput
-    tput=$(awk -F', ' '$1 == "[OVERALL]" && $2 == "Throughput(ops/sec)" { printf "%.0f", $3 }' "$OUT/$engine-$name.txt")
-    printf 'ycsb: %-8s %-5s %6s s  %8s ops/s%s\n' "$engine" "$name" "$(awk "BEGIN { printf \"%.1f\", $end - $start }")" \
-        "${tput:-?}" "$([ "$rc" -ne 0 ] && echo "  (exit status $rc: see $OUT/$engine-$name.log)")"
+    tput=$(awk -F', ' '$1 == "[OVERALL]" && $2 == "Throughput(ops/sec)" { printf "%.0f", $3 }' "$RUN/$engine-$name.txt")
+    printf 'ycsb: %s%-8s %-5s %6s s  %8s ops/s%s\n' "$ROUND" "$engine" "$name" "$(awk "BEGIN { printf \"%.1f\", $end - $start }")" \
+        "${tput:-?}" "$([ "$rc" -ne 0 ] && echo "  (exit status $rc: see $RUN/$engine-$name.log)")"
 }
 
 echo "ycsb: $RECORDS records x $FIELDCOUNT x $FIELDLENGTH B, $OPS operations per workload, $THREADS threads;" \
-     "engines: $ENGINES; workloads: $WORKLOADS; output: $OUT"
-for engine in $ENGINES; do
-    engine_props "$engine" >/dev/null || exit 1
-    wipe "$engine"
-    phase "$engine" load
-    for w in $WORKLOADS; do phase "$engine" "$w"; done
-    du -sk "$DB/$engine" 2>/dev/null | awk '{print $1 * 1024}' > "$OUT/$engine-du.txt"
-    [ "$KEEP_DB" = 1 ] || wipe "$engine"
+     "engines: $ENGINES; workloads: $WORKLOADS; rounds: $REPEAT; output: $OUT"
+for r in $(seq 1 "$REPEAT"); do
+    RUN="$OUT/round$r"
+    mkdir -p "$RUN" || die "cannot create $RUN"
+    ROUND=""
+    [ "$REPEAT" -gt 1 ] && ROUND="round $r: "
+    order=$ENGINES
+    [ $((r % 2)) -eq 0 ] && order=$(echo "$ENGINES" | awk '{ for (i = NF; i > 0; i--) printf "%s ", $i }')
+    for engine in $order; do
+        engine_props "$engine" >/dev/null || exit 1
+        wipe "$engine"
+        phase "$engine" load
+        for w in $WORKLOADS; do phase "$engine" "$w"; done
+        du -sk "$DB/$engine" 2>/dev/null | awk '{print $1 * 1024}' > "$RUN/$engine-du.txt"
+        [ "$KEEP_DB" = 1 ] || wipe "$engine"
+    done
 done
 
 YCSB_VERSION=$(cd "$LIB" && ls core-*.jar 2>/dev/null | sed -n 's/^core-\(.*\)\.jar$/\1/p' | head -n 1)
 CMDLINE="RECORDS=$RECORDS OPS=$OPS THREADS=$THREADS FIELDCOUNT=$FIELDCOUNT FIELDLENGTH=$FIELDLENGTH"
-CMDLINE+=" MEMTABLE=$MEMTABLE MEMTABLES=$MEMTABLES CACHE=$CACHE DATAINTEGRITY=$DATAINTEGRITY"
+CMDLINE+=" MEMTABLE=$MEMTABLE MEMTABLES=$MEMTABLES CACHE=$CACHE DATAINTEGRITY=$DATAINTEGRITY REPEAT=$REPEAT"
 [ -n "$TIERKV_OPTS" ] && CMDLINE+=" TIERKV_OPTS='$TIERKV_OPTS'"
 [ -n "$ROCKSDB_OPTS" ] && CMDLINE+=" ROCKSDB_OPTS='$ROCKSDB_OPTS'"
 # shellcheck disable=SC2086
 python3 "$HERE/ycsb_report.py" --out "$OUT" --records "$RECORDS" --ops "$OPS" --threads "$THREADS" \
     --fieldcount "$FIELDCOUNT" --fieldlength "$FIELDLENGTH" --memtable "$MEMTABLE" --memtables "$MEMTABLES" \
-    --cache "$CACHE" --dataintegrity "$DI" --ycsb-version "$YCSB_VERSION" --engines "$ENGINES" --phases "load $WORKLOADS" --command "$CMDLINE"
+    --cache "$CACHE" --dataintegrity "$DI" --ycsb-version "$YCSB_VERSION" --engines "$ENGINES" --phases "load $WORKLOADS" --rounds "$REPEAT" \
+    --command "$CMDLINE"

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """ycsb_report.py -- the table of a run_ycsb.sh run, and its checks.
 
-Reads OUT/<engine>-<phase>.txt (YCSB's text export: "[SECTION], metric, value"),
-checks every phase of every engine, prints one table (throughput, p50 and p99 per
-operation type per engine, tierkv/rocksdb ratios) and writes it to OUT/table.txt,
-with OUT/summary.csv beside it. Exits 1 when a check fails.
+Reads OUT/round<N>/<engine>-<phase>.txt (YCSB's text export: "[SECTION], metric,
+value"), checks every phase of every engine in every round, prints one table
+(throughput, p50 and p99 per operation type per engine, tierkv/rocksdb ratios;
+with several rounds, the median of each figure, then each round's throughput)
+and writes it to OUT/table.txt, with OUT/summary.csv beside it. Exits 1 when a
+check fails.
 
 Checks (YCSB itself exits 0 whatever the operations returned):
   - the phase's JVM exited 0 and printed [OVERALL];
@@ -13,11 +15,12 @@ Checks (YCSB itself exits 0 whatever the operations returned):
     plus the READ-MODIFY-WRITE count (a read-modify-write is one READ and one
     UPDATE), and no other Return= status nor any "-FAILED" section appears;
   - with dataintegrity, VERIFY returned OK once per READ and never anything else.
-The last line is "ycsb: N passed, M failed" (N, M: phases).
+The last line is "ycsb: N passed, M failed" (N, M: phase runs).
 """
 import argparse
 import csv
 import os
+import statistics
 import sys
 
 OPS = ["INSERT", "READ", "UPDATE", "SCAN", "READ-MODIFY-WRITE", "DELETE"]
@@ -105,11 +108,23 @@ def rows_of(res):
     return out
 
 
+def median_rows(rounds):
+    """rows_of of several rounds: each figure the median of the rounds that have it."""
+    out = {}
+    for op in {op for rows in rounds for op in rows}:
+        cols = []
+        for i in range(4):
+            vals = [rows[op][i] for rows in rounds if op in rows and rows[op][i] is not None]
+            cols.append(statistics.median(vals) if vals else None)
+        out[op] = tuple(cols)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     for a in ("out", "engines", "phases", "command", "memtable", "cache", "dataintegrity", "ycsb-version"):
         ap.add_argument("--" + a, required=True)
-    for a in ("records", "ops", "threads", "fieldcount", "fieldlength", "memtables"):
+    for a in ("records", "ops", "threads", "fieldcount", "fieldlength", "memtables", "rounds"):
         ap.add_argument("--" + a, type=int, required=True)
     args = ap.parse_args()
     engines = args.engines.split()
@@ -117,22 +132,25 @@ def main():
     di = args.dataintegrity == "true"
 
     results, failures, passed, failed = {}, [], 0, 0
-    for e in engines:
-        for p in phases:
-            base = os.path.join(args.out, f"{e}-{p}")
-            try:
-                rc = int(open(base + ".rc").read().strip())
-            except (OSError, ValueError):
-                rc = -1
-            res = parse(base + ".txt")
-            results[(e, p)] = res
-            errs = check(res, rc, args.records if p == "load" else args.ops, di)
-            if errs:
-                cause = first_error(base + ".log")
-                failures += [f"{e} {p}: {x}" for x in errs] + ([f"{e} {p}: first error: {cause}"] if cause else [])
-                failed += 1
-            else:
-                passed += 1
+    for r in range(1, args.rounds + 1):
+        tag = f" (round {r})" if args.rounds > 1 else ""
+        for e in engines:
+            for p in phases:
+                base = os.path.join(args.out, f"round{r}", f"{e}-{p}")
+                try:
+                    rc = int(open(base + ".rc").read().strip())
+                except (OSError, ValueError):
+                    rc = -1
+                res = parse(base + ".txt")
+                results[(r, e, p)] = res
+                errs = check(res, rc, args.records if p == "load" else args.ops, di)
+                if errs:
+                    cause = first_error(base + ".log")
+                    failures += [f"{e} {p}{tag}: {x}" for x in errs]
+                    failures += [f"{e} {p}{tag}: first error: {cause}"] if cause else []
+                    failed += 1
+                else:
+                    passed += 1
 
     lines = []
     lines.append(f"YCSB {args.ycsb_version} (site.ycsb.Client): {args.records:,} records of {args.fieldcount} x "
@@ -141,6 +159,9 @@ def main():
     lines.append(f"memory per engine: memtables {args.memtables} x {args.memtable} + block cache {args.cache};"
                  " WAL on, no sync per write; load then workloads in the order run, one JVM each")
     lines.append(f"command: make ycsb {args.command}")
+    if args.rounds > 1:
+        lines.append(f"each figure: the median of {args.rounds} rounds (engines alternating first); "
+                     "each round's throughput below the table")
     lines.append("ops/s: the workload's throughput (all) and each operation type's share of it; "
                  "p50/p99: latency in microseconds")
     lines.append("")
@@ -157,7 +178,7 @@ def main():
     csv_rows = []
     for p in phases:
         label = "load" if p == "load" else p.upper()
-        per = {e: rows_of(results[(e, p)]) for e in engines}
+        per = {e: median_rows([rows_of(results[(r, e, p)]) for r in range(1, args.rounds + 1)]) for e in engines}
         ops = ["all"] + [op for op in OPS if any(op in per[e] for e in engines)]
         for op in ops:
             line = f"{label:<9}{op:<18}"
@@ -170,12 +191,22 @@ def main():
                 a, b = per[engines[0]].get(op), per[engines[1]].get(op)
                 line += (f"| {ratio(a and a[0], b and b[0]):>7} {ratio(a and a[2], b and b[2]):>8}")
             lines.append(line.rstrip())
-    if any("READ-MODIFY-WRITE" in rows_of(results[(e, p)]) for e in engines for p in phases):
+    if any("READ-MODIFY-WRITE" in rows_of(res) for res in results.values()):
         lines.append("READ-MODIFY-WRITE: a read then an update of one field; YCSB counts its read under READ and its "
                      "update under UPDATE too")
+    if args.rounds > 1:
+        lines.append("")
+        lines.append("each round's throughput (ops/s of the whole workload, rounds in order):")
+        for p in phases:
+            label = "load" if p == "load" else p.upper()
+            cells = []
+            for e in engines:
+                vals = [rows_of(results[(r, e, p)])["all"][0] for r in range(1, args.rounds + 1)]
+                cells.append(f"{e} " + " ".join(fmt_int(v) for v in vals))
+            lines.append(f"  {label:<6}" + "   ".join(cells))
     lines.append("")
     for e in engines:
-        du = os.path.join(args.out, f"{e}-du.txt")
+        du = os.path.join(args.out, f"round{args.rounds}", f"{e}-du.txt")
         try:
             size = int(open(du).read().strip())
             pool = " (with its pool file, the emulated persistent memory: 1 GiB by default)" if e == "tierkv" else ""
