@@ -1,7 +1,7 @@
 # tierkv -- top-level build.
 #   make            build/libtierkv.so (+ soname links) and build/libtierkv.a
 #   make test       install missing Debian packages, then build and run every test
-#                   twice: a normal build and an ASan+UBSan build
+#                   twice: a normal build and an ASan+UBSan build; then make ycsb-test
 #   make check-structure  the library's shape: src/db's one-way order (src/db/LAYERS),
 #                   folders one way, no file over 800 lines, no function over 80
 #                   without a written reason (tests/check_structure.py; part of make test)
@@ -14,6 +14,7 @@
 #                   (bindings/ycsb/run_ycsb.sh; RECORDS, OPS, THREADS; docs/ycsb.md)
 #   make ycsb-test  the binding's JUnit tests and a short YCSB run (part of make test)
 #   make ycsb-build the YCSB binding alone (the JNI glue, then Maven and its JUnit tests)
+#   make ycsb-cost  what the binding adds per operation against the same calls from C
 #   make deps       apt-get the packages listed in DEB_PACKAGES when missing
 # Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it),
 #            NOJEMALLOC=1 (the library without jemalloc into build/nojemalloc: what the
@@ -66,7 +67,7 @@ DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash
                 openjdk-17-jdk-headless maven
 
 .PHONY: all lib tests test test-run check-structure tsan soak bench bench-fill bench-silk deps install clean \
-        jni ycsb-build ycsb ycsb-test
+        jni ycsb-build ycsb ycsb-test ycsb-cost
 .SECONDARY:
 all: lib
 
@@ -166,8 +167,15 @@ ycsb: deps ycsb-build
 # ycsb-test: the JUnit tests (in ycsb-build) and a short YCSB run of both
 # engines, 20k records, workload A, dataintegrity=true.
 ycsb-test: deps ycsb-build
-	@TIERKV_JNI=$(YCSB_JNI) RECORDS=20000 OPS=20000 WORKLOADS=a DATAINTEGRITY=1 NICE=10 DB=/tmp/tkv_ycsb_test \
+	@TIERKV_JNI=$(YCSB_JNI) RECORDS=20000 OPS=20000 WORKLOADS=a DATAINTEGRITY=1 NICE=10 DB=$(abspath build/ycsb/test-run-db) \
 	    OUT=build/ycsb/results/test bash bindings/ycsb/run_ycsb.sh
+
+# ycsb-cost: what the binding adds to one get, put and update against the same
+# calls made from C, in one process (site.ycsb.db.BindingCost).
+YCSB_COST_DB := /tmp/tkv_ycsb_cost
+ycsb-cost: ycsb-build
+	@rm -rf $(YCSB_COST_DB); java -Dtierkv.jni=$(YCSB_JNI) -cp 'build/ycsb/tierkv-ycsb.jar:build/ycsb/lib/*' \
+	    site.ycsb.db.BindingCost $(YCSB_COST_DB); rc=$$?; rm -rf $(YCSB_COST_DB); exit $$rc
 
 # deps: Debian packages, then the RocksDB release build from the rocksdbjni jar
 # (Maven Central) into build/deps/ -- a failed download only disables the

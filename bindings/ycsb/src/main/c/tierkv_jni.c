@@ -39,6 +39,8 @@ JNIEXPORT jint JNICALL Java_site_ycsb_db_Tierkv_scan(JNIEnv *, jclass, jlong, jb
 JNIEXPORT jstring JNICALL Java_site_ycsb_db_Tierkv_property(JNIEnv *, jclass, jlong, jstring);
 JNIEXPORT jint JNICALL Java_site_ycsb_db_Tierkv_version(JNIEnv *, jclass);
 JNIEXPORT jobjectArray JNICALL Java_site_ycsb_db_Tierkv_mallocOwners(JNIEnv *, jclass);
+JNIEXPORT jlong JNICALL Java_site_ycsb_db_Tierkv_loopGet(JNIEnv *, jclass, jlong, jbyteArray, jint, jint);
+JNIEXPORT jlong JNICALL Java_site_ycsb_db_Tierkv_loopPut(JNIEnv *, jclass, jlong, jbyteArray, jint, jbyteArray, jint);
 
 /* site/ycsb/db/TierkvException and its (int, String) constructor. */
 static jclass exc_class;
@@ -354,4 +356,59 @@ JNIEXPORT jobjectArray JNICALL Java_site_ycsb_db_Tierkv_mallocOwners(JNIEnv *env
         (*env)->DeleteLocalRef(env, s);
     }
     return out;
+}
+
+/* loopGet(h, keys, klen, n): n tkv_get calls from C (and tkv_free of each
+ * value), over the keys of klen bytes packed in keys, round robin, with no
+ * JVM crossing per call: the baseline BindingCost sets the JNI path against.
+ * Returns the bytes read, or -1 with an exception pending. */
+JNIEXPORT jlong JNICALL Java_site_ycsb_db_Tierkv_loopGet(JNIEnv *env, jclass cls, jlong h, jbyteArray jkeys, jint klen,
+                                                         jint n)
+{
+    (void)cls;
+    tkv_db *db = db_of(env, h);
+    jbytes k;
+    if (!db || jbytes_get(env, jkeys, &k, "tierkv loopGet: null keys") < 0) return -1;
+    size_t nkeys = klen > 0 ? k.n / (size_t)klen : 0;
+    long long bytes = 0;
+    for (jint i = 0; nkeys && i < n; i++) {
+        void *val;
+        size_t vlen;
+        int rc = tkv_get(db, NULL, k.p + (size_t)i % nkeys * (size_t)klen, (size_t)klen, &val, &vlen);
+        if (rc == TKV_OK) {
+            bytes += (long long)vlen;
+            tkv_free(val);
+        } else if (rc != TKV_NOT_FOUND) {
+            throw_tkv(env, rc, "tkv_get");
+            break;
+        }
+    }
+    jbytes_free(&k);
+    return (*env)->ExceptionCheck(env) ? -1 : (jlong)bytes;
+}
+
+/* loopPut(h, keys, klen, value, n): n tkv_put calls from C of one value over
+ * the packed keys, round robin. Returns n, or -1 with an exception pending. */
+JNIEXPORT jlong JNICALL Java_site_ycsb_db_Tierkv_loopPut(JNIEnv *env, jclass cls, jlong h, jbyteArray jkeys, jint klen,
+                                                         jbyteArray jval, jint n)
+{
+    (void)cls;
+    tkv_db *db = db_of(env, h);
+    jbytes k, v;
+    if (!db || jbytes_get(env, jkeys, &k, "tierkv loopPut: null keys") < 0) return -1;
+    if (jbytes_get(env, jval, &v, "tierkv loopPut: null value") < 0) {
+        jbytes_free(&k);
+        return -1;
+    }
+    size_t nkeys = klen > 0 ? k.n / (size_t)klen : 0;
+    for (jint i = 0; nkeys && i < n; i++) {
+        int rc = tkv_put(db, k.p + (size_t)i % nkeys * (size_t)klen, (size_t)klen, v.p, v.n, 0);
+        if (rc != TKV_OK) {
+            throw_tkv(env, rc, "tkv_put");
+            break;
+        }
+    }
+    jbytes_free(&k);
+    jbytes_free(&v);
+    return (*env)->ExceptionCheck(env) ? -1 : (jlong)n;
 }

@@ -99,4 +99,14 @@ public final class Tierkv {
    * JVM's allocator.
    */
   public static native String[] mallocOwners();
+
+  /**
+   * n tkv_get calls made from C over the keys of klen bytes packed in keys (round robin), each value
+   * freed; no JVM crossing per call. The baseline of {@link BindingCost}. Returns the bytes read.
+   */
+  public static native long loopGet(long db, byte[] keys, int klen, int n) throws TierkvException;
+
+  /** n tkv_put calls made from C of value over the packed keys (round robin). Returns n. */
+  public static native long loopPut(long db, byte[] keys, int klen, byte[] value, int n)
+      throws TierkvException;
 }
