@@ -94,6 +94,7 @@ public class SideBySideTest {
     } finally {
       r.cleanup();
       t.cleanup();
+      TestDirs.removeAll();
     }
   }
 }

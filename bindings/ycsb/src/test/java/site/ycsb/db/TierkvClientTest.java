@@ -44,11 +44,12 @@ public class TierkvClientTest {
   }
 
   @After
-  public void closeAll() throws DBException {
+  public void closeAll() throws Exception {
     for (TierkvClient c : open) {
       c.cleanup();
     }
     assertEquals(0, TierkvClient.references());
+    TestDirs.removeAll();
   }
 
   static String key(int i) {
