@@ -1,7 +1,7 @@
 # tierkv -- top-level build.
 #   make            build/libtierkv.so (+ soname links) and build/libtierkv.a
 #   make test       install missing Debian packages, then build and run every test
-#                   twice: a normal build and an ASan+UBSan build
+#                   twice: a normal build and an ASan+UBSan build; then make ycsb-test
 #   make check-structure  the library's shape: src/db's one-way order (src/db/LAYERS),
 #                   folders one way, no file over 800 lines, no function over 80
 #                   without a written reason (tests/check_structure.py; part of make test)
@@ -10,15 +10,23 @@
 #   make bench      the headline benchmark
 #   make bench-silk the SILK-style open-loop experiment (~25 min; needs root for the drive cap)
 #   make install PREFIX=/usr/local
+#   make ycsb       tierkv and RocksDB under the real YCSB client, load + workloads A-F
+#                   (bindings/ycsb/run_ycsb.sh; RECORDS, OPS, THREADS; docs/ycsb.md)
+#   make ycsb-test  the binding's JUnit tests and a short YCSB run (part of make test)
+#   make ycsb-build the YCSB binding alone (the JNI glue, then Maven and its JUnit tests)
+#   make ycsb-cost  what the binding adds per operation against the same calls from C
 #   make deps       apt-get the packages listed in DEB_PACKAGES when missing
-# Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it).
+# Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it),
+#            NOJEMALLOC=1 (the library without jemalloc into build/nojemalloc: what the
+#            JNI glue build/nojemalloc/libtierkvjni.so links).
 
 VERSION      := 0.1.0
 SOMAJOR      := 0
 PREFIX       ?= /usr/local
 CC           ?= cc
 SAN          ?=
-BUILD        ?= build$(if $(SAN),/$(SAN))
+NOJEMALLOC   ?=
+BUILD        ?= build$(if $(SAN),/$(SAN))$(if $(NOJEMALLOC),/nojemalloc)
 WERROR       ?= $(if $(CI),1,0)
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
@@ -35,6 +43,10 @@ LDFLAGS += -fsanitize=address,undefined
 else ifeq ($(SAN),tsan)
 CFLAGS  += -O1 -fsanitize=thread -DTKV_NO_JEMALLOC
 LDFLAGS += -fsanitize=thread
+else ifeq ($(NOJEMALLOC),1)
+# A libjemalloc.so loaded by dlopen (a JVM loading the JNI glue) fails:
+# "cannot allocate memory in static TLS block". Arena blocks come from malloc.
+CFLAGS  += -DTKV_NO_JEMALLOC
 else
 LIBS    += -ljemalloc
 endif
@@ -51,9 +63,11 @@ BENCH_LIB_SRCS := $(filter-out bench/tkv_bench.c,$(sort $(wildcard bench/*.c)))
 BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
-                librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils
+                librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils \
+                openjdk-17-jdk-headless maven
 
-.PHONY: all lib tests test test-run check-structure tsan soak bench bench-fill bench-silk deps install clean
+.PHONY: all lib tests test test-run check-structure tsan soak bench bench-fill bench-silk deps install clean \
+        jni ycsb-build ycsb ycsb-test ycsb-cost
 .SECONDARY:
 all: lib
 
@@ -94,6 +108,7 @@ test: deps
 	$(MAKE) check-structure
 	$(MAKE) test-run
 	$(MAKE) test-run SAN=asan
+	$(MAKE) ycsb-test
 
 tsan: deps
 	$(MAKE) SAN=tsan tests
@@ -118,6 +133,49 @@ bench-fill: deps lib $(BUILD)/tkv_bench
 # bench-silk: SILK-style peaks and valleys on a capped drive (bench/run_silk.sh).
 bench-silk: deps lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_silk.sh
+
+# jni: the YCSB binding's JNI glue, $(BUILD)/libtierkvjni.so (make NOJEMALLOC=1 jni):
+# tierkv_jni.c and $(BUILD)/libtierkv.a in one shared object that exports only
+# the JNI entry points (jni.map; --exclude-libs keeps lz4's and xxhash's copies
+# local too), so that it loads beside rocksdbjni in one JVM without a name in
+# common. JAVA_HOME: the environment's, else the JDK of the javac on PATH.
+JAVA_HOME ?= $(patsubst %/bin/javac,%,$(realpath $(shell command -v javac 2>/dev/null)))
+JNI_SRC   := bindings/ycsb/src/main/c/tierkv_jni.c
+JNI_OBJ   := $(BUILD)/obj/bindings/ycsb/tierkv_jni.o
+JNI_LIBS   = $(patsubst -llz4,-l:liblz4.a,$(patsubst -lxxhash,-l:libxxhash.a,$(LIBS)))
+jni: $(BUILD)/libtierkvjni.so
+$(JNI_OBJ): $(JNI_SRC)
+	@test -f "$(JAVA_HOME)/include/jni.h" || { echo "jni.h not found under JAVA_HOME=$(JAVA_HOME): install a JDK (make deps) or set JAVA_HOME" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I"$(JAVA_HOME)/include" -I"$(JAVA_HOME)/include/linux" -MMD -MP -c $< -o $@
+$(BUILD)/libtierkvjni.so: $(JNI_OBJ) $(BUILD)/libtierkv.a bindings/ycsb/src/main/c/jni.map
+	$(CC) -shared $(LDFLAGS) -o $@ $(JNI_OBJ) $(BUILD)/libtierkv.a -Wl,--version-script=bindings/ycsb/src/main/c/jni.map \
+	    -Wl,--exclude-libs,ALL -Wl,-z,defs $(JNI_LIBS) -ldl
+
+# ycsb-build: the glue (NOJEMALLOC=1), then the Maven project, its JUnit tests
+# included (bindings/ycsb/build.sh; Maven fetches what it lacks from Maven Central).
+YCSB_JNI := $(abspath build/nojemalloc/libtierkvjni.so)
+ycsb-build:
+	$(MAKE) NOJEMALLOC=1 jni
+	@TIERKV_JNI=$(YCSB_JNI) bash bindings/ycsb/build.sh
+
+# ycsb: load + workloads A-F on tierkv and RocksDB, one table (RECORDS, OPS,
+# THREADS, ... : bindings/ycsb/run_ycsb.sh).
+ycsb: deps ycsb-build
+	@TIERKV_JNI=$(YCSB_JNI) bash bindings/ycsb/run_ycsb.sh
+
+# ycsb-test: the JUnit tests (in ycsb-build) and a short YCSB run of both
+# engines, 20k records, workload A, dataintegrity=true.
+ycsb-test: deps ycsb-build
+	@TIERKV_JNI=$(YCSB_JNI) RECORDS=20000 OPS=20000 WORKLOADS=a DATAINTEGRITY=1 NICE=10 DB=$(abspath build/ycsb/test-run-db) \
+	    OUT=build/ycsb/results/test bash bindings/ycsb/run_ycsb.sh
+
+# ycsb-cost: what the binding adds to one get, put and update against the same
+# calls made from C, in one process (site.ycsb.db.BindingCost).
+YCSB_COST_DB := /tmp/tkv_ycsb_cost
+ycsb-cost: ycsb-build
+	@rm -rf $(YCSB_COST_DB); java -Dtierkv.jni=$(YCSB_JNI) -cp 'build/ycsb/tierkv-ycsb.jar:build/ycsb/lib/*' \
+	    site.ycsb.db.BindingCost $(YCSB_COST_DB); rc=$$?; rm -rf $(YCSB_COST_DB); exit $$rc
 
 # deps: Debian packages, then the RocksDB release build from the rocksdbjni jar
 # (Maven Central) into build/deps/ -- a failed download only disables the
