@@ -12,12 +12,12 @@
 # READS random reads after each fill. REPEAT=N rounds, interleaved; one
 # table of medians per group (bench/headline_report.py) in
 # bench/results/<date>-fill/table.md. About 8 minutes per round on 2 cores.
-# Knobs: REPEAT, GROUPS (default "4m 1m 300k 20m"), READS, DB.
+# Knobs: REPEAT, FILLS (the groups, default "4m 1m 300k 20m"), READS, DB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 REPEAT=${REPEAT:-1}
-GROUPS_=${GROUPS:-4m 1m 300k 20m}
+FILLS=${FILLS:-4m 1m 300k 20m}
 READS=${READS:-200000}
 DB=${DB:-/tmp/tkv_bench}
 rocks=rocksdb
@@ -37,7 +37,7 @@ configs() {
 }
 
 for r in $(seq 1 "$REPEAT"); do
-    for g in $GROUPS_; do
+    for g in $FILLS; do
         for c in $(configs "$g"); do
             case "$g" in
             4m) size=(--num=4000000 --value_size=1024) ;;
@@ -57,7 +57,7 @@ for r in $(seq 1 "$REPEAT"); do
         done
     done
 done
-for g in $GROUPS_; do
+for g in $FILLS; do
     echo "### $g"
     python3 bench/headline_report.py "$out" $(configs "$g")
     echo
