@@ -619,10 +619,10 @@ static void sched_slow_column_ramp(void **state)
 /* sched_deep_debt -- the deep-debt pace of the write controller
  * (sched/wctl.h), wired through the engine: deep compactions are held (every
  * SST write of a tkv-deep thread waits while `deep_held` is set, in the
- * fault hook, until the backlog has passed 2.3), so L1 grows past its
+ * fault hook, until the backlog has passed 4.3), so L1 grows past its
  * target as columns fill it. With
  * write_controller=prl, writers are paced by the debt once the deep score
- * passes 2 (debt_writes > 0); with off they never are. Once the deep work is
+ * passes 4 (debt_writes > 0); with off they never are. Once the deep work is
  * released the backlog drains and every write reads back. */
 static double deep_held_until; /* tu_now_ms() at which held deep writes go on (atomic) */
 
@@ -667,12 +667,12 @@ static uint64_t debt_run(const char *wc, double *max_score)
     __atomic_store(&deep_held_until, &until, __ATOMIC_RELEASE);
     io_set_fault_hook(hold_deep_writes, NULL);
     *max_score = 0;
-    /* write until the backlog has passed debt_soft (2) for 300 writes, or
+    /* write until the backlog has passed the engine's debt_soft (4) for 300 writes, or
      * 6,000 writes (6 MB), or while deep work is held */
     uint64_t after = 0;
     for (uint64_t i = 0; i < 6000 && after < 300 && tu_now_ms() < until; i++) {
         put_model(db, m, &r, tu_rng_below(&r, 100000), 1000);
-        if (*max_score >= 2.3) after++;
+        if (*max_score >= 4.3) after++;
         if (i % 50 == 0) {
             double sc = prop_double(db, "tkv.sched", "deep_score=");
             if (sc > *max_score) *max_score = sc;
@@ -699,7 +699,7 @@ static void sched_deep_debt(void **state)
     double score_prl, score_off;
     uint64_t paced_prl = debt_run("prl", &score_prl);
     uint64_t paced_off = debt_run("off", &score_off);
-    assert_true(score_prl >= 2.0); /* the backlog reached debt_soft ... */
+    assert_true(score_prl >= 4.0); /* the backlog reached the engine's debt_soft ... */
     assert_true(paced_prl > 0);    /* ... and writers were paced by it */
     assert_int_equal(paced_off, 0);
 }

@@ -151,9 +151,15 @@ int silk_open(tkv_db *db)
      * compactor forms at matrix_trigger), and leaves a band below near_full */
     wo.ramp_lo = (double)o->matrix_trigger / 100.0;
     if (wo.ramp_lo > wo.near_full - 0.1) wo.ramp_lo = wo.near_full - 0.1;
-    /* the deep debt paces writers from where deep work stops being paused */
-    wo.debt_soft = SILK_URGENT_SCORE;
-    wo.debt_hard = 2 * SILK_URGENT_SCORE;
+    /* The deep debt paces writers from twice the score at which deep work
+     * stops being paused: a backstop against unbounded growth, not a
+     * throttle. Starting at SILK_URGENT_SCORE cost a 4M x 1 KiB fill about a
+     * quarter of its throughput (81k against 108k ops/s, single runs) and
+     * bought nothing: with columns running all the time, the deep jobs that
+     * would pay the debt are aborted for the columns' L1 files
+     * (docs/scheduler.md, "Why a deep debt"). */
+    wo.debt_soft = 2 * SILK_URGENT_SCORE;
+    wo.debt_hard = 4 * SILK_URGENT_SCORE;
     TKV_TRY(wctl_create(&wo, &s->wc));
     db->io.gate_arg = db;
     db->io.gate = silk_gate;
