@@ -513,10 +513,7 @@ static int fail_first_column_write(io_op op, const char *path, size_t len, void 
 {
     (void)len;
     (void)arg;
-    char name[16] = "";
-    pthread_getname_np(pthread_self(), name, sizeof name);
-    size_t n = strlen(path);
-    if (op != IO_OP_WRITE || strcmp(name, "tkv-column") != 0 || n < 4 || strcmp(path + n - 4, ".sst") != 0) return 0;
+    if (op != IO_OP_WRITE || !tu_thread_is("tkv-column") || !tu_is_sst(path)) return 0;
     int armed = 0;
     if (!__atomic_compare_exchange_n(&g_victim_state, &armed, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return 0;
     usleep(300000); /* the next column is picked and runs meanwhile */

@@ -192,11 +192,7 @@ static int hold_deep_hook(io_op op, const char *path, size_t len, void *arg)
     (void)len;
     (void)arg;
     if (op != IO_OP_WRITE || !__atomic_load_n(&g_hold_deep, __ATOMIC_ACQUIRE)) return 0;
-    size_t n = strlen(path);
-    if (n < 4 || strcmp(path + n - 4, ".sst")) return 0;
-    char name[32] = "";
-    pthread_getname_np(pthread_self(), name, sizeof name);
-    if (strcmp(name, "tkv-deep")) return 0;
+    if (!tu_is_sst(path) || !tu_thread_is("tkv-deep")) return 0;
     __atomic_fetch_add(&g_deep_held, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < 60000 && __atomic_load_n(&g_hold_deep, __ATOMIC_ACQUIRE); i++) usleep(300);
     return 0;
@@ -630,10 +626,7 @@ static int hold_deep_writes(io_op op, const char *path, size_t len, void *arg)
 {
     (void)len;
     (void)arg;
-    char name[16] = "";
-    pthread_getname_np(pthread_self(), name, sizeof name);
-    size_t n = strlen(path);
-    if (op != IO_OP_WRITE || strcmp(name, "tkv-deep") != 0 || n < 4 || strcmp(path + n - 4, ".sst") != 0) return 0;
+    if (op != IO_OP_WRITE || !tu_thread_is("tkv-deep") || !tu_is_sst(path)) return 0;
     double until;
     __atomic_load(&deep_held_until, &until, __ATOMIC_ACQUIRE);
     while (tu_now_ms() < until) usleep(1000);

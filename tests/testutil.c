@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,19 @@
 #include <cmocka.h>
 
 /* ---------------------------------------------------------------- directories */
+
+int tu_is_sst(const char *path)
+{
+    size_t n = strlen(path);
+    return n >= 4 && strcmp(path + n - 4, ".sst") == 0;
+}
+
+int tu_thread_is(const char *name)
+{
+    char cur[32] = "";
+    pthread_getname_np(pthread_self(), cur, sizeof cur);
+    return strcmp(cur, name) == 0;
+}
 
 char *tu_tmpdir(const char *tag)
 {

@@ -57,6 +57,12 @@ unsigned tu_scale(void);
 
 /* tu_now_ms -- monotonic milliseconds. */
 double tu_now_ms(void);
+
+/* tu_is_sst -- 1 if path names an SST file (ends in ".sst"): for fault hooks. */
+int tu_is_sst(const char *path);
+/* tu_thread_is -- 1 if the calling thread is named `name` (the engine names
+ * its threads: tkv-flush, tkv-column, tkv-deep, ...): for fault hooks. */
+int tu_thread_is(const char *name);
 /* tu_hex -- printable rendering of bytes (at most ~48 shown) in one of a few
  * rotating static buffers: for failure messages only. */
 const char *tu_hex(const void *p, size_t n);
