@@ -1,56 +1,22 @@
 /*
  * table_reader.c -- opens an SSTable (footer, index, filter, properties are
- * read, verified and kept in memory) and serves point lookups and iterators
- * over its data blocks, through the block cache when one is given.
+ * read, verified and kept in memory) and serves point lookups over its data
+ * blocks, through the block cache when one is given. The iterator is in
+ * table_iter.c; what both share is in table_int.h.
  *
  * Every block read verifies the trailer checksum before anything else looks at
  * the bytes (before decompression too); any mismatch or malformed structure is
  * TKV_CORRUPTION with a message naming the file and the block offset.
- *
- * Block lifetime: a data block lives in a `cached_block` allocation. With a
- * cache, the block is inserted (charge = its uncompressed size) and the reader
- * holds a pinned handle while it reads it; without one (or if the insert fails)
- * the reader owns the allocation and frees it when done. Iterators pin their
- * current block until they move to another one.
  */
 #include <lz4.h>
 #include <stdlib.h>
 
-#include "sst/block.h"
 #include "sst/bloom.h"
-#include "sst/format.h"
-#include "sst/table.h"
+#include "sst/table_int.h"
 #include "util/checksum.h"
 #include "util/status.h"
 
-/* A block's contents in one allocation (the value stored in the cache). */
-typedef struct cached_block {
-    size_t size;
-    uint8_t data[];
-} cached_block;
-
-struct table {
-    io_file *f;
-    uint64_t file_size;
-    uint64_t data_end; /* data blocks (with trailers) end at or before this offset */
-    tkv_cache *cache;
-    uint64_t cache_id;
-    cached_block *index;
-    block_handle index_h;
-    cached_block *filter;
-    table_props props;
-    uint64_t st_bloom_checks, st_bloom_negatives, st_block_reads, st_cache_hits; /* atomic, relaxed */
-};
-
-/* A data block in use: pinned in the cache (h != NULL) or owned (h == NULL). */
-typedef struct block_ref {
-    cached_block *blk;
-    cache_handle *h;
-} block_ref;
-
-static inline void stat_add(uint64_t *c) { __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
-
-static int corrupt(const table *t, uint64_t off, const char *what, const char *detail)
+int table_corrupt(const table *t, uint64_t off, const char *what, const char *detail)
 {
     return tkv_err(TKV_CORRUPTION, "%s: corrupt %s at offset %llu: %s", t->f->path, what, (unsigned long long)off,
                    detail);
@@ -68,7 +34,7 @@ static int handle_in_range(block_handle h, uint64_t end)
 static int read_block(table *t, block_handle h, uint64_t end, const char *what, cached_block **out)
 {
     *out = NULL;
-    if (!handle_in_range(h, end)) return corrupt(t, h.offset, what, "block handle out of range");
+    if (!handle_in_range(h, end)) return table_corrupt(t, h.offset, what, "block handle out of range");
     size_t n = (size_t)h.size + SST_TRAILER_SIZE;
     cached_block *raw = malloc(sizeof *raw + n);
     if (!raw) return tkv_err(TKV_NO_MEMORY, "%s: out of memory reading a %zu-byte block", t->f->path, n);
@@ -76,12 +42,12 @@ static int read_block(table *t, block_handle h, uint64_t end, const char *what, 
     int rc = io_pread(t->f, h.offset, raw->data, n, &got);
     if (rc < 0) goto fail;
     if (got < n) {
-        rc = corrupt(t, h.offset, what, "truncated file (block extends past the end)");
+        rc = table_corrupt(t, h.offset, what, "truncated file (block extends past the end)");
         goto fail;
     }
     uint8_t type = raw->data[h.size];
     if (tkv_checksum(raw->data, (size_t)h.size + 1) != dec_u32(raw->data + h.size + 1)) {
-        rc = corrupt(t, h.offset, what, "checksum mismatch");
+        rc = table_corrupt(t, h.offset, what, "checksum mismatch");
         goto fail;
     }
     if (type == SST_COMPRESS_NONE) {
@@ -90,7 +56,7 @@ static int read_block(table *t, block_handle h, uint64_t end, const char *what, 
         return 0;
     }
     if (type != SST_COMPRESS_LZ4) {
-        rc = corrupt(t, h.offset, what, "unknown compression type");
+        rc = table_corrupt(t, h.offset, what, "unknown compression type");
         goto fail;
     }
     /* lz4 payload: varint uncompressed size, then the lz4 block. lz4 expands at
@@ -99,7 +65,7 @@ static int read_block(table *t, block_handle h, uint64_t end, const char *what, 
     const uint8_t *p = dec_varint(raw->data, raw->data + h.size, &ulen);
     size_t clen = p ? (size_t)(raw->data + h.size - p) : 0;
     if (!p || ulen > UINT32_MAX || ulen > (uint64_t)clen * 255 + 16 || clen > LZ4_MAX_INPUT_SIZE) {
-        rc = corrupt(t, h.offset, what, "bad compressed block header");
+        rc = table_corrupt(t, h.offset, what, "bad compressed block header");
         goto fail;
     }
     cached_block *blk = malloc(sizeof *blk + (size_t)ulen);
@@ -110,7 +76,7 @@ static int read_block(table *t, block_handle h, uint64_t end, const char *what, 
     int d = LZ4_decompress_safe((const char *)p, (char *)blk->data, (int)clen, (int)ulen);
     if (d < 0 || (uint64_t)d != ulen) {
         free(blk);
-        rc = corrupt(t, h.offset, what, "lz4 decompression failed");
+        rc = table_corrupt(t, h.offset, what, "lz4 decompression failed");
         goto fail;
     }
     blk->size = (size_t)ulen;
@@ -129,8 +95,8 @@ static void block_deleter(const void *key, size_t klen, void *value)
     free(value);
 }
 
-/* get_data_block -- data block h from the cache, or read (and cached). */
-static int get_data_block(table *t, block_handle h, block_ref *r)
+/* table_data_block -- data block h from the cache, or read (and cached). */
+int table_data_block(table *t, block_handle h, block_ref *r)
 {
     r->blk = NULL;
     r->h = NULL;
@@ -140,7 +106,7 @@ static int get_data_block(table *t, block_handle h, block_ref *r)
         enc_u64(key + 8, h.offset);
         cache_handle *ch = cache_lookup(t->cache, key, sizeof key);
         if (ch) {
-            stat_add(&t->st_cache_hits);
+            table_stat_add(&t->st_cache_hits);
             r->h = ch;
             r->blk = cache_value(ch);
             return 0;
@@ -148,13 +114,14 @@ static int get_data_block(table *t, block_handle h, block_ref *r)
     }
     cached_block *blk;
     TKV_TRY(read_block(t, h, t->data_end, "data block", &blk));
-    stat_add(&t->st_block_reads);
+    table_stat_add(&t->st_block_reads);
     r->blk = blk;
     if (t->cache) r->h = cache_insert(t->cache, key, sizeof key, blk, blk->size, block_deleter); /* NULL: we own it */
     return 0;
 }
 
-static void block_ref_release(table *t, block_ref *r)
+/* table_block_release, table_index_handle: table_int.h */
+void table_block_release(table *t, block_ref *r)
 {
     if (r->h)
         cache_release(t->cache, r->h);
@@ -164,15 +131,13 @@ static void block_ref_release(table *t, block_ref *r)
     r->h = NULL;
 }
 
-/* index_handle -- decodes and range-checks the data block handle stored as the
- * value of the index entry at `ix`. */
-static int index_handle(table *t, const block_iter *ix, block_handle *h)
+int table_index_handle(table *t, const block_iter *ix, block_handle *h)
 {
     tkv_slice v = block_iter_value(ix);
     const uint8_t *p = handle_decode(v.p, v.p + v.n, h);
-    if (!p || p != v.p + v.n) return corrupt(t, t->index_h.offset, "index block", "malformed block handle");
+    if (!p || p != v.p + v.n) return table_corrupt(t, t->index_h.offset, "index block", "malformed block handle");
     if (!handle_in_range(*h, t->data_end))
-        return corrupt(t, t->index_h.offset, "index block", "data block handle out of range");
+        return table_corrupt(t, t->index_h.offset, "index block", "data block handle out of range");
     return 0;
 }
 
@@ -187,21 +152,21 @@ static int parse_props(table *t, const cached_block *pb, uint64_t off)
                           &pr->raw_key_bytes, &pr->raw_value_bytes, &pr->data_bytes, &pr->num_data_blocks,
                           &pr->compression,  &pr->num_compressed_blocks};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (!(p = dec_varint(p, limit, fields[i]))) return corrupt(t, off, "properties block", "truncated field");
+        if (!(p = dec_varint(p, limit, fields[i]))) return table_corrupt(t, off, "properties block", "truncated field");
     tkv_buf *keys[] = {&pr->smallest, &pr->largest};
     for (int i = 0; i < 2; i++) {
         uint64_t n;
         if (!(p = dec_varint(p, limit, &n)) || n > (uint64_t)(limit - p))
-            return corrupt(t, off, "properties block", "truncated key");
+            return table_corrupt(t, off, "properties block", "truncated key");
         if (pr->num_entries ? n < IKEY_TRAILER : n != 0)
-            return corrupt(t, off, "properties block", "bad smallest/largest key");
+            return table_corrupt(t, off, "properties block", "bad smallest/largest key");
         TKV_TRY(buf_append(keys[i], p, (size_t)n));
         p += n;
     }
-    if (p != limit) return corrupt(t, off, "properties block", "trailing bytes");
+    if (p != limit) return table_corrupt(t, off, "properties block", "trailing bytes");
     if (pr->num_deletions > pr->num_entries || pr->min_seq > pr->max_seq ||
         pr->num_compressed_blocks > pr->num_data_blocks || (pr->num_entries == 0) != (pr->num_data_blocks == 0))
-        return corrupt(t, off, "properties block", "inconsistent counts");
+        return table_corrupt(t, off, "properties block", "inconsistent counts");
     return 0;
 }
 
@@ -216,9 +181,9 @@ static int check_index(table *t)
     if (rc == 0) {
         for (block_iter_seek_first(&ix); block_iter_valid(&ix); block_iter_next(&ix)) {
             block_handle h;
-            if ((rc = index_handle(t, &ix, &h)) < 0) break;
+            if ((rc = table_index_handle(t, &ix, &h)) < 0) break;
             if (h.offset < next_off) {
-                rc = corrupt(t, t->index_h.offset, "index block", "data blocks out of order");
+                rc = table_corrupt(t, t->index_h.offset, "index block", "data blocks out of order");
                 break;
             }
             next_off = h.offset + h.size + SST_TRAILER_SIZE;
@@ -227,7 +192,7 @@ static int check_index(table *t)
         if (rc == 0) rc = ix.status;
     }
     if (rc == 0 && count != t->props.num_data_blocks)
-        rc = corrupt(t, t->index_h.offset, "index block", "entry count does not match the properties");
+        rc = table_corrupt(t, t->index_h.offset, "index block", "entry count does not match the properties");
     block_iter_clear(&ix);
     return rc;
 }
@@ -267,19 +232,19 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
     size_t got = 0;
     if ((rc = io_pread(f, foot_off, foot, sizeof foot, &got)) < 0) goto fail;
     if (got < sizeof foot) {
-        rc = corrupt(t, foot_off, "footer", "truncated file");
+        rc = table_corrupt(t, foot_off, "footer", "truncated file");
         goto fail;
     }
     if (dec_u64(foot + SST_FOOTER_MAGIC_OFF) != SST_MAGIC) {
-        rc = corrupt(t, foot_off, "footer", "bad magic number (not a table, or truncated)");
+        rc = table_corrupt(t, foot_off, "footer", "bad magic number (not a table, or truncated)");
         goto fail;
     }
     if (tkv_checksum(foot, SST_FOOTER_CHECKSUM_OFF) != dec_u32(foot + SST_FOOTER_CHECKSUM_OFF)) {
-        rc = corrupt(t, foot_off, "footer", "checksum mismatch");
+        rc = table_corrupt(t, foot_off, "footer", "checksum mismatch");
         goto fail;
     }
     if (dec_u32(foot + SST_FOOTER_VERSION_OFF) != SST_FORMAT_VERSION) {
-        rc = corrupt(t, foot_off, "footer", "unsupported format version");
+        rc = table_corrupt(t, foot_off, "footer", "unsupported format version");
         goto fail;
     }
     block_handle filter_h = {dec_u64(foot + 16), dec_u64(foot + 24)};
@@ -293,7 +258,7 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
     cached_block *pb = NULL;
     if ((rc = read_block(t, filter_h, foot_off, "filter block", &t->filter)) < 0) goto fail;
     if (!bloom_filter_valid(t->filter->data, t->filter->size)) {
-        rc = corrupt(t, filter_h.offset, "filter block", "bad probe count or size");
+        rc = table_corrupt(t, filter_h.offset, "filter block", "bad probe count or size");
         goto fail;
     }
     if ((rc = read_block(t, props_h, foot_off, "properties block", &pb)) < 0) goto fail;
@@ -326,9 +291,9 @@ void table_get_read_stats(table *t, table_read_stats *out)
 
 int table_may_contain(table *t, tkv_slice ukey)
 {
-    stat_add(&t->st_bloom_checks);
+    table_stat_add(&t->st_bloom_checks);
     int r = bloom_may_contain(t->filter->data, t->filter->size, ukey);
-    if (!r) stat_add(&t->st_bloom_negatives);
+    if (!r) table_stat_add(&t->st_bloom_negatives);
     return r;
 }
 
@@ -355,8 +320,8 @@ int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *
         goto out;
     }
     block_handle h;
-    if ((rc = index_handle(t, &ix, &h)) < 0) goto out;
-    if ((rc = get_data_block(t, h, &ref)) < 0) goto out;
+    if ((rc = table_index_handle(t, &ix, &h)) < 0) goto out;
+    if ((rc = table_data_block(t, h, &ref)) < 0) goto out;
     if ((rc = block_iter_init(&db, ref.blk->data, ref.blk->size, t->f->path, h.offset)) < 0) goto out;
     block_iter_seek(&db, target);
     if (!block_iter_valid(&db)) {
@@ -370,7 +335,7 @@ int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *
     }
     ikey_type ty = ikey_get_type(k);
     if (ty != IKEY_VALUE && ty != IKEY_DELETION) {
-        rc = corrupt(t, h.offset, "data block", "unknown entry type");
+        rc = table_corrupt(t, h.offset, "data block", "unknown entry type");
         goto out;
     }
     tkv_slice v = block_iter_value(&db);
@@ -379,201 +344,9 @@ int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *
     *type = ty;
     rc = 1;
 out:
-    if (ref.blk) block_ref_release(t, &ref);
+    if (ref.blk) table_block_release(t, &ref);
     block_iter_clear(&ix);
     block_iter_clear(&db);
     if (tk != stackbuf) free(tk);
     return rc;
-}
-
-/* ---------------------------------------------------------------- iterator */
-
-/* A two-level iterator: the index block positions the data block. Invariant:
- * has_block == 1 iff `ref` pins the block at block_off that `data` reads. */
-typedef struct table_it {
-    tkv_it base;
-    table *t;
-    block_iter index;
-    block_iter data;
-    block_ref ref;
-    int has_block;
-    uint64_t block_off;
-    int status; /* the first error met (sticky) */
-} table_it;
-
-static void drop_block(table_it *ti)
-{
-    if (ti->has_block) block_ref_release(ti->t, &ti->ref);
-    ti->has_block = 0;
-}
-
-/* ti_status -- latches the first error of the iterator or its block iterators. */
-static int ti_status(table_it *ti)
-{
-    if (ti->status == 0) {
-        if (ti->index.status)
-            ti->status = ti->index.status;
-        else if (ti->has_block && ti->data.status)
-            ti->status = ti->data.status;
-    }
-    return ti->status;
-}
-
-static void ti_fail(table_it *ti, int rc)
-{
-    if (ti->status == 0) ti->status = rc;
-    drop_block(ti);
-}
-
-/* load_block -- makes `data` read the block the index is positioned on
- * (unpositioned); keeps the current block if it is the same one. */
-static int load_block(table_it *ti)
-{
-    block_handle h;
-    int rc = index_handle(ti->t, &ti->index, &h);
-    if (rc < 0) {
-        ti_fail(ti, rc);
-        return rc;
-    }
-    if (ti->has_block && ti->block_off == h.offset) return 0;
-    drop_block(ti);
-    if ((rc = get_data_block(ti->t, h, &ti->ref)) < 0) {
-        ti_fail(ti, rc);
-        return rc;
-    }
-    ti->has_block = 1;
-    ti->block_off = h.offset;
-    if ((rc = block_iter_init(&ti->data, ti->ref.blk->data, ti->ref.blk->size, ti->t->f->path, h.offset)) < 0) {
-        ti_status(ti);
-        return rc;
-    }
-    return 0;
-}
-
-/* skip_forward -- past empty or exhausted blocks to the next entry. */
-static void skip_forward(table_it *ti)
-{
-    while (!ti_status(ti) && !(ti->has_block && block_iter_valid(&ti->data))) {
-        if (!block_iter_valid(&ti->index)) break;
-        block_iter_next(&ti->index);
-        if (!block_iter_valid(&ti->index)) break;
-        if (load_block(ti) < 0) return;
-        block_iter_seek_first(&ti->data);
-    }
-    if (ti_status(ti) == 0 && !block_iter_valid(&ti->index)) drop_block(ti);
-}
-
-/* skip_backward -- before empty or exhausted blocks to the previous entry. */
-static void skip_backward(table_it *ti)
-{
-    while (!ti_status(ti) && !(ti->has_block && block_iter_valid(&ti->data))) {
-        if (!block_iter_valid(&ti->index)) break;
-        block_iter_prev(&ti->index);
-        if (!block_iter_valid(&ti->index)) break;
-        if (load_block(ti) < 0) return;
-        block_iter_seek_last(&ti->data);
-    }
-    if (ti_status(ti) == 0 && !block_iter_valid(&ti->index)) drop_block(ti);
-}
-
-static int ti_valid(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    return ti->status == 0 && ti->has_block && block_iter_valid(&ti->data);
-}
-
-static void ti_seek_first(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    if (ti->status) return;
-    block_iter_seek_first(&ti->index);
-    if (!block_iter_valid(&ti->index)) {
-        ti_status(ti);
-        drop_block(ti);
-        return;
-    }
-    if (load_block(ti) < 0) return;
-    block_iter_seek_first(&ti->data);
-    skip_forward(ti);
-}
-
-static void ti_seek_last(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    if (ti->status) return;
-    block_iter_seek_last(&ti->index);
-    if (!block_iter_valid(&ti->index)) {
-        ti_status(ti);
-        drop_block(ti);
-        return;
-    }
-    if (load_block(ti) < 0) return;
-    block_iter_seek_last(&ti->data);
-    skip_backward(ti);
-}
-
-static void ti_seek(tkv_it *it, tkv_slice target)
-{
-    table_it *ti = (table_it *)it;
-    if (ti->status) return;
-    if (target.n < IKEY_TRAILER) {
-        ti_fail(ti, tkv_err(TKV_INVALID, "table iterator seek: target of %zu bytes is not an internal key", target.n));
-        return;
-    }
-    block_iter_seek(&ti->index, target);
-    if (!block_iter_valid(&ti->index)) {
-        ti_status(ti);
-        drop_block(ti);
-        return;
-    }
-    if (load_block(ti) < 0) return;
-    block_iter_seek(&ti->data, target);
-    skip_forward(ti);
-}
-
-static void ti_next(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    if (!ti_valid(it)) return;
-    block_iter_next(&ti->data);
-    skip_forward(ti);
-}
-
-static void ti_prev(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    if (!ti_valid(it)) return;
-    block_iter_prev(&ti->data);
-    skip_backward(ti);
-}
-
-static tkv_slice ti_key(tkv_it *it) { return block_iter_key(&((table_it *)it)->data); }
-static tkv_slice ti_value(tkv_it *it) { return block_iter_value(&((table_it *)it)->data); }
-static int ti_status_op(tkv_it *it) { return ti_status((table_it *)it); }
-
-static void ti_destroy(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    drop_block(ti);
-    block_iter_clear(&ti->index);
-    block_iter_clear(&ti->data);
-    free(ti);
-}
-
-static const tkv_it_ops table_it_ops = {ti_valid, ti_seek_first, ti_seek_last, ti_seek,      ti_next,
-                                        ti_prev,  ti_key,        ti_value,     ti_status_op, ti_destroy};
-
-tkv_it *table_iter(table *t)
-{
-    table_it *ti = calloc(1, sizeof *ti);
-    if (!ti) {
-        tkv_err(TKV_NO_MEMORY, "out of memory allocating a table iterator");
-        return NULL;
-    }
-    ti->base.ops = &table_it_ops;
-    ti->t = t;
-    /* The index block was checked at open (check_index). */
-    block_iter_init_checked(&ti->index, t->index->data, t->index->size, t->f->path, t->index_h.offset);
-    ti->status = ti->index.status;
-    return &ti->base;
 }
