@@ -34,21 +34,14 @@ struct table {
     uint64_t st_bloom_checks, st_bloom_negatives, st_block_reads, st_cache_hits; /* atomic, relaxed */
 };
 
-/* A data block in use: pinned in the cache (h != NULL) or owned (h == NULL). */
-typedef struct block_ref {
-    cached_block *blk;
-    cache_handle *h;
-} block_ref;
-
 static inline void table_stat_add(uint64_t *c) { __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
 
 /* table_corrupt -- TKV_CORRUPTION naming the table's file, the offset and
  * what was wrong. */
 int table_corrupt(const table *t, uint64_t off, const char *what, const char *detail);
-/* table_data_block -- data block h from the cache, or read (and cached). */
-int table_data_block(table *t, block_handle h, block_ref *r);
-/* table_block_release -- unpins or frees a block_ref (NULL blk ok). */
-void table_block_release(table *t, block_ref *r);
+/* table_data_block -- data block h from the cache, or read with io_pread
+ * (and cached). */
+int table_data_block(table *t, block_handle h, table_block *r);
 /* table_index_handle -- decodes and range-checks the data block handle stored
  * as the value of the index entry at `ix`. */
 int table_index_handle(table *t, const block_iter *ix, block_handle *h);

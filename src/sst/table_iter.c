@@ -15,7 +15,7 @@ typedef struct table_it {
     table *t;
     block_iter index;
     block_iter data;
-    block_ref ref;
+    table_block ref;
     int has_block;
     uint64_t block_off;
     int status; /* the first error met (sticky) */

@@ -28,29 +28,34 @@ static int handle_in_range(block_handle h, uint64_t end)
     return end >= SST_TRAILER_SIZE && h.size <= end - SST_TRAILER_SIZE && h.offset <= end - SST_TRAILER_SIZE - h.size;
 }
 
-/* read_block -- reads block h and its trailer, verifies the checksum and
- * decompresses; *out is a new cached_block holding the contents. `what` names
- * the kind of block in messages. */
-static int read_block(table *t, block_handle h, uint64_t end, const char *what, cached_block **out)
+/* decode_block -- the n = h.size + trailer bytes of block h at p (got of
+ * them were read): checks the length and the checksum, then decompresses;
+ * *out is a cached_block holding the contents. With `raw` (the allocation p
+ * lives in, p == raw->data) an uncompressed block is returned in it and raw
+ * is otherwise freed; without, the bytes are copied. `what` names the kind of
+ * block in messages. */
+static int decode_block(table *t, block_handle h, const uint8_t *p, size_t got, const char *what, cached_block *raw,
+                        cached_block **out)
 {
     *out = NULL;
-    if (!handle_in_range(h, end)) return table_corrupt(t, h.offset, what, "block handle out of range");
     size_t n = (size_t)h.size + SST_TRAILER_SIZE;
-    cached_block *raw = malloc(sizeof *raw + n);
-    if (!raw) return tkv_err(TKV_NO_MEMORY, "%s: out of memory reading a %zu-byte block", t->f->path, n);
-    size_t got = 0;
-    int rc = io_pread(t->f, h.offset, raw->data, n, &got);
-    if (rc < 0) goto fail;
+    int rc;
+    cached_block *blk = NULL;
     if (got < n) {
         rc = table_corrupt(t, h.offset, what, "truncated file (block extends past the end)");
         goto fail;
     }
-    uint8_t type = raw->data[h.size];
-    if (tkv_checksum(raw->data, (size_t)h.size + 1) != dec_u32(raw->data + h.size + 1)) {
+    uint8_t type = p[h.size];
+    if (tkv_checksum(p, (size_t)h.size + 1) != dec_u32(p + h.size + 1)) {
         rc = table_corrupt(t, h.offset, what, "checksum mismatch");
         goto fail;
     }
     if (type == SST_COMPRESS_NONE) {
+        if (!raw && !(raw = malloc(sizeof *raw + (size_t)h.size))) {
+            rc = tkv_err(TKV_NO_MEMORY, "%s: out of memory for a %zu-byte block", t->f->path, n);
+            goto fail;
+        }
+        if (p != raw->data) memcpy(raw->data, p, (size_t)h.size);
         raw->size = (size_t)h.size;
         *out = raw;
         return 0;
@@ -62,18 +67,17 @@ static int read_block(table *t, block_handle h, uint64_t end, const char *what, 
     /* lz4 payload: varint uncompressed size, then the lz4 block. lz4 expands at
      * most ~255x, which bounds the allocation a bad size could ask for. */
     uint64_t ulen;
-    const uint8_t *p = dec_varint(raw->data, raw->data + h.size, &ulen);
-    size_t clen = p ? (size_t)(raw->data + h.size - p) : 0;
-    if (!p || ulen > UINT32_MAX || ulen > (uint64_t)clen * 255 + 16 || clen > LZ4_MAX_INPUT_SIZE) {
+    const uint8_t *q = dec_varint(p, p + h.size, &ulen);
+    size_t clen = q ? (size_t)(p + h.size - q) : 0;
+    if (!q || ulen > UINT32_MAX || ulen > (uint64_t)clen * 255 + 16 || clen > LZ4_MAX_INPUT_SIZE) {
         rc = table_corrupt(t, h.offset, what, "bad compressed block header");
         goto fail;
     }
-    cached_block *blk = malloc(sizeof *blk + (size_t)ulen);
-    if (!blk) {
+    if (!(blk = malloc(sizeof *blk + (size_t)ulen))) {
         rc = tkv_err(TKV_NO_MEMORY, "%s: out of memory decompressing a block", t->f->path);
         goto fail;
     }
-    int d = LZ4_decompress_safe((const char *)p, (char *)blk->data, (int)clen, (int)ulen);
+    int d = LZ4_decompress_safe((const char *)q, (char *)blk->data, (int)clen, (int)ulen);
     if (d < 0 || (uint64_t)d != ulen) {
         free(blk);
         rc = table_corrupt(t, h.offset, what, "lz4 decompression failed");
@@ -88,6 +92,24 @@ fail:
     return rc;
 }
 
+/* read_block -- reads block h and its trailer with io_pread and decodes it
+ * (decode_block); `end` bounds where the block may lie. */
+static int read_block(table *t, block_handle h, uint64_t end, const char *what, cached_block **out)
+{
+    *out = NULL;
+    if (!handle_in_range(h, end)) return table_corrupt(t, h.offset, what, "block handle out of range");
+    size_t n = (size_t)h.size + SST_TRAILER_SIZE;
+    cached_block *raw = malloc(sizeof *raw + n);
+    if (!raw) return tkv_err(TKV_NO_MEMORY, "%s: out of memory reading a %zu-byte block", t->f->path, n);
+    size_t got = 0;
+    int rc = io_pread(t->f, h.offset, raw->data, n, &got);
+    if (rc < 0) {
+        free(raw);
+        return rc;
+    }
+    return decode_block(t, h, raw->data, got, what, raw, out);
+}
+
 static void block_deleter(const void *key, size_t klen, void *value)
 {
     (void)key;
@@ -95,33 +117,63 @@ static void block_deleter(const void *key, size_t klen, void *value)
     free(value);
 }
 
-/* table_data_block -- data block h from the cache, or read (and cached). */
-int table_data_block(table *t, block_handle h, block_ref *r)
+/* block_key -- the block cache key of block h of t. */
+static void block_key(const table *t, block_handle h, uint8_t key[16])
+{
+    enc_u64(key, t->cache_id);
+    enc_u64(key + 8, h.offset);
+}
+
+int table_block_cached(table *t, block_handle h, table_block *r)
 {
     r->blk = NULL;
     r->h = NULL;
+    if (!t->cache) return 0;
     uint8_t key[16];
-    if (t->cache) {
-        enc_u64(key, t->cache_id);
-        enc_u64(key + 8, h.offset);
-        cache_handle *ch = cache_lookup(t->cache, key, sizeof key);
-        if (ch) {
-            table_stat_add(&t->st_cache_hits);
-            r->h = ch;
-            r->blk = cache_value(ch);
-            return 0;
-        }
-    }
-    cached_block *blk;
-    TKV_TRY(read_block(t, h, t->data_end, "data block", &blk));
+    block_key(t, h, key);
+    cache_handle *ch = cache_lookup(t->cache, key, sizeof key);
+    if (!ch) return 0;
+    table_stat_add(&t->st_cache_hits);
+    r->h = ch;
+    r->blk = cache_value(ch);
+    return 1;
+}
+
+/* keep_block -- a data block just read: counted, then cached (r pins it) or
+ * owned by r when there is no cache or the insert fails. */
+static void keep_block(table *t, block_handle h, cached_block *blk, table_block *r)
+{
     table_stat_add(&t->st_block_reads);
     r->blk = blk;
-    if (t->cache) r->h = cache_insert(t->cache, key, sizeof key, blk, blk->size, block_deleter); /* NULL: we own it */
+    r->h = NULL;
+    if (!t->cache) return;
+    uint8_t key[16];
+    block_key(t, h, key);
+    r->h = cache_insert(t->cache, key, sizeof key, blk, blk->size, block_deleter); /* NULL: we own it */
+}
+
+int table_data_block(table *t, block_handle h, table_block *r)
+{
+    if (table_block_cached(t, h, r)) return 0;
+    cached_block *blk;
+    TKV_TRY(read_block(t, h, t->data_end, "data block", &blk));
+    keep_block(t, h, blk, r);
+    return 0;
+}
+
+int table_block_parse(table *t, block_handle h, const uint8_t *p, size_t got, table_block *r)
+{
+    r->blk = NULL;
+    r->h = NULL;
+    if (!handle_in_range(h, t->data_end)) return table_corrupt(t, h.offset, "data block", "block handle out of range");
+    cached_block *blk;
+    TKV_TRY(decode_block(t, h, p, got, "data block", NULL, &blk));
+    keep_block(t, h, blk, r);
     return 0;
 }
 
 /* table_block_release, table_index_handle: table_int.h */
-void table_block_release(table *t, block_ref *r)
+void table_block_release(table *t, table_block *r)
 {
     if (r->h)
         cache_release(t->cache, r->h);
@@ -297,32 +349,50 @@ int table_may_contain(table *t, tkv_slice ukey)
     return r;
 }
 
-/* table_get -- bloom filter, then index seek to the one block that can hold
- * (ukey, seq) (builder invariant 2), then a seek inside that block. */
-int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
+/* seek_target -- the internal key (ukey, seq, seek type) in stackbuf when it
+ * fits, else malloc'd (the caller frees it if it is not stackbuf). */
+static uint8_t *seek_target(tkv_slice ukey, uint64_t seq, uint8_t *stackbuf, size_t cap, tkv_slice *target)
+{
+    if (seq > IKEY_MAX_SEQ) seq = IKEY_MAX_SEQ;
+    uint8_t *tk = ukey.n + IKEY_TRAILER <= cap ? stackbuf : malloc(ukey.n + IKEY_TRAILER);
+    if (!tk) return NULL;
+    ikey_encode(tk, ukey.p, ukey.n, seq, IKEY_SEEK_TYPE);
+    *target = slice(tk, ukey.n + IKEY_TRAILER);
+    return tk;
+}
+
+int table_locate(table *t, tkv_slice ukey, uint64_t seq, block_handle *h)
 {
     if (ukey.n > TKV_MAX_KEY_SIZE) return tkv_err(TKV_INVALID, "table_get: key of %zu bytes", ukey.n);
     if (!table_may_contain(t, ukey)) return 0;
-    if (seq > IKEY_MAX_SEQ) seq = IKEY_MAX_SEQ;
     uint8_t stackbuf[256];
-    uint8_t *tk = ukey.n + IKEY_TRAILER <= sizeof stackbuf ? stackbuf : malloc(ukey.n + IKEY_TRAILER);
+    tkv_slice target;
+    uint8_t *tk = seek_target(ukey, seq, stackbuf, sizeof stackbuf, &target);
     if (!tk) return tkv_err(TKV_NO_MEMORY, "out of memory in table_get");
-    ikey_encode(tk, ukey.p, ukey.n, seq, IKEY_SEEK_TYPE);
-    tkv_slice target = slice(tk, ukey.n + IKEY_TRAILER);
-
-    block_iter ix = {0}, db = {0};
-    block_ref ref = {NULL, NULL};
+    block_iter ix = {0};
     int rc = block_iter_init_checked(&ix, t->index->data, t->index->size, t->f->path, t->index_h.offset);
-    if (rc < 0) goto out;
-    block_iter_seek(&ix, target);
-    if (!block_iter_valid(&ix)) {
-        rc = ix.status; /* 0: target is past the last key */
-        goto out;
+    if (rc == 0) {
+        block_iter_seek(&ix, target);
+        if (!block_iter_valid(&ix))
+            rc = ix.status; /* 0: target is past the last key */
+        else if ((rc = table_index_handle(t, &ix, h)) == 0)
+            rc = 1;
     }
-    block_handle h;
-    if ((rc = table_index_handle(t, &ix, &h)) < 0) goto out;
-    if ((rc = table_data_block(t, h, &ref)) < 0) goto out;
-    if ((rc = block_iter_init(&db, ref.blk->data, ref.blk->size, t->f->path, h.offset)) < 0) goto out;
+    block_iter_clear(&ix);
+    if (tk != stackbuf) free(tk);
+    return rc;
+}
+
+int table_block_find(table *t, block_handle h, const table_block *b, tkv_slice ukey, uint64_t seq, ikey_type *type,
+                     tkv_buf *val)
+{
+    uint8_t stackbuf[256];
+    tkv_slice target;
+    uint8_t *tk = seek_target(ukey, seq, stackbuf, sizeof stackbuf, &target);
+    if (!tk) return tkv_err(TKV_NO_MEMORY, "out of memory in table_get");
+    block_iter db = {0};
+    int rc = block_iter_init(&db, b->blk->data, b->blk->size, t->f->path, h.offset);
+    if (rc < 0) goto out;
     block_iter_seek(&db, target);
     if (!block_iter_valid(&db)) {
         rc = db.status;
@@ -344,9 +414,21 @@ int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *
     *type = ty;
     rc = 1;
 out:
-    if (ref.blk) table_block_release(t, &ref);
-    block_iter_clear(&ix);
     block_iter_clear(&db);
     if (tk != stackbuf) free(tk);
+    return rc;
+}
+
+/* table_get -- bloom filter, then index seek to the one block that can hold
+ * (ukey, seq) (builder invariant 2), then a seek inside that block. */
+int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
+{
+    block_handle h;
+    int rc = table_locate(t, ukey, seq, &h);
+    if (rc <= 0) return rc;
+    table_block b;
+    TKV_TRY(table_data_block(t, h, &b));
+    rc = table_block_find(t, h, &b, ukey, seq, type, val);
+    table_block_release(t, &b);
     return rc;
 }
