@@ -246,6 +246,7 @@ static void slot_free(io_ring *r, io_req *q)
         free(q->buf);
     q->buf = NULL;
     q->page = -1;
+    q->taken = 0;
     r->free_stack[r->nfree++] = (unsigned)(q - r->slots);
 }
 
@@ -269,6 +270,7 @@ io_req *io_ring_read(io_ring *r, io_file *f, uint64_t off, size_t n)
     if (r->nfree == 0) return NULL;
     io_req *q = &r->slots[r->free_stack[--r->nfree]];
     memset(q, 0, sizeof *q);
+    q->taken = 1;
     q->page = -1;
     q->off = off;
     q->n = n;
@@ -437,6 +439,8 @@ void io_ring_release(io_ring_pool *p, io_ring *r)
 {
     if (!r) return;
     while (r->inflight) (void)reap_one(r); /* invariant 2 */
+    for (unsigned i = 0; i < r->depth && r->nfree < r->depth; i++)
+        if (r->slots[i].taken) slot_free(r, &r->slots[i]);
     pthread_mutex_lock(&p->mu);
     r->next = p->idle;
     p->idle = r;

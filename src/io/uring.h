@@ -62,7 +62,7 @@ typedef struct io_req {
     io_file *f;
     io_stats *st;
     io_class cls;
-    int fd, direct, abandoned, retries;
+    int fd, direct, abandoned, retries, taken;
     uint8_t *buf;        /* dev_len bytes, aligned */
     uint64_t dev_off;    /* what is asked of the device */
     size_t dev_len;
@@ -86,7 +86,7 @@ void io_ring_pool_free(io_ring_pool *p);
 io_ring *io_ring_acquire(io_ring_pool *p);
 /* io_ring_release -- waits for the reads still in flight (abandoned ones),
  * then gives the ring back (invariant 2). The holder has freed its reads.
- * NULL r is a no-op. */
+ * Slots the holder did not free are freed here. NULL r is a no-op. */
 void io_ring_release(io_ring_pool *p, io_ring *r);
 
 /* io_ring_read -- queues a read of n bytes (n > 0) at off of f (f must stay

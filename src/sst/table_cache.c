@@ -192,6 +192,12 @@ static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)
     return find_table_cls(tc, f, IO_USER_READ, out);
 }
 
+int table_cache_find(table_cache *tc, const file_meta *f, cache_handle **h) { return find_table(tc, f, h); }
+
+table *table_cache_table(cache_handle *h) { return cache_value(h); }
+
+void table_cache_release(table_cache *tc, cache_handle *h) { cache_release(tc->tables, h); }
+
 int table_cache_preload(table_cache *tc, const file_meta *f, io_class cls)
 {
     cache_handle *h;

@@ -30,6 +30,13 @@ void sst_path(const char *dir, uint64_t number, char *buf, size_t len);
 int table_cache_get(table_cache *tc, const file_meta *f, tkv_slice ukey, uint64_t seq, ikey_type *type,
                     tkv_buf *val);
 
+/* table_cache_find -- file f's table pinned in *h (opened if needed, as
+ * table_cache_get does); table_cache_table gives the table, valid until
+ * table_cache_release(h). */
+int table_cache_find(table_cache *tc, const file_meta *f, cache_handle **h);
+table *table_cache_table(cache_handle *h);
+void table_cache_release(table_cache *tc, cache_handle *h);
+
 /* table_cache_iter -- an iterator over file f that pins the table; on error an
  * iterator that is never valid and reports the error in status(). NULL only
  * on out of memory. */
