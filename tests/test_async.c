@@ -10,6 +10,10 @@
  *   newer L0 file costs no read of an older one; keys in the memtable cost
  *   none; I/O errors and corrupt blocks give each key the status tkv_get
  *   gives it, never data.
+ * - iterators: seeks read the first block of every file at once, scans read
+ *   ahead, and both agree with the model, also when every readahead read
+ *   fails (block-by-block reads take over); unreadable or corrupt blocks end
+ *   a scan with the error, never wrong data.
  * Every answer is also compared with a loop of tkv_get at the same snapshot.
  */
 #include <dirent.h>
@@ -174,13 +178,14 @@ static void fallback_when_setup_fails(void **state)
 }
 
 /* sst_db -- a database with l0=sst, no block cache and L0 kept as files
- * (no compaction before 100 of them), async_io=on. */
+ * (no compaction before 100 of them), async_io=on, direct I/O. */
 static tkv_db *sst_db(const char *dir, tkv_options **out)
 {
     tkv_options *o = tu_small_options();
     assert_int_equal(tkv_options_set(o, "l0", "sst"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "block_cache_size", "0"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "async_io", "on"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "direct_io", "1"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "memtable_size", "4M"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "l0_compaction_trigger", "100"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "l0_slowdown_trigger", "100"), TKV_OK);
@@ -266,9 +271,9 @@ static int eio_hook(io_op op, const char *path, size_t len, void *arg)
     return n > 4 && !strcmp(path + n - 4, ".sst") ? EIO : 0;
 }
 
-/* corrupt_first_block -- flips a byte inside the first data block of every
- * SST in dir. Returns how many files. */
-static int corrupt_first_block(const char *dir)
+/* corrupt_at -- flips the byte at `off` of every SST in dir (off < 0:
+ * counted from the middle of the file). Returns how many files. */
+static int corrupt_at(const char *dir, long off)
 {
     DIR *d = opendir(dir);
     assert_non_null(d);
@@ -280,10 +285,11 @@ static int corrupt_first_block(const char *dir)
         char *p = tu_path(dir, e->d_name);
         int fd = open(p, O_RDWR);
         assert_true(fd >= 0);
+        off_t at = off >= 0 ? off : lseek(fd, 0, SEEK_END) / 2;
         uint8_t b;
-        assert_int_equal(pread(fd, &b, 1, 100), 1);
+        assert_int_equal(pread(fd, &b, 1, at), 1);
         b ^= 0x5a;
-        assert_int_equal(pwrite(fd, &b, 1, 100), 1);
+        assert_int_equal(pwrite(fd, &b, 1, at), 1);
         close(fd);
         free(p);
         n++;
@@ -291,6 +297,11 @@ static int corrupt_first_block(const char *dir)
     closedir(d);
     return n;
 }
+
+static int corrupt_first_block(const char *dir) { return corrupt_at(dir, 100); }
+/* corrupt_mid_block -- a byte in the middle of the file: a data block of a
+ * table made of data blocks mostly. */
+static int corrupt_mid_block(const char *dir) { return corrupt_at(dir, -1); }
 
 /* mget_errors_like_get -- an EIO on every SST read: the keys that need a
  * block get TKV_IO_ERROR (the memtable's keys still answer); a corrupt
@@ -340,6 +351,98 @@ static void mget_errors_like_get(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* scans_read_ahead -- l0=sst with three overlapping L0 files and direct
+ * I/O, no block cache: every seek queues the first block of each file at
+ * once (parallel_seeks), long scans read ahead (readaheads, blocks served
+ * from them), and seeks, nexts, direction changes and full scans both ways
+ * agree with the model; the same with reads that fail (EIO) whenever they
+ * are larger than one block, i.e. every readahead: the scans fall back to
+ * block-by-block reads and still agree, with status OK. */
+static int g_fail_big_reads;
+static int big_read_hook(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)path;
+    (void)arg;
+    return op == IO_OP_READ && len > 8192 && __atomic_load_n(&g_fail_big_reads, __ATOMIC_ACQUIRE) ? EIO : 0;
+}
+
+static void scans_read_ahead(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("async-scan");
+    tkv_options *o;
+    tkv_db *db = sst_db(dir, &o);
+    tu_model *m = tu_model_new();
+    put_range(db, m, 0, 3000, 1);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    put_range(db, m, 1000, 2500, 2);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    put_range(db, m, 2000, 2200, 3);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 7);
+    for (int pass = 0; pass < 2; pass++) {
+        __atomic_store_n(&g_fail_big_reads, pass, __ATOMIC_RELEASE);
+        io_set_fault_hook(big_read_hook, NULL);
+        uint64_t ra0 = stat_of(db, "prefetch: readaheads="), par0 = stat_of(db, " parallel_seeks=");
+        for (int i = 0; i < 40; i++) scan_vs_model(db, m, tu_rng_below(&r, 3100), (size_t)tu_rng_range(&r, 1, 400));
+        tu_check_db(db, NULL, m, pass ? "scans with failing readahead" : "scans with readahead");
+        io_set_fault_hook(NULL, NULL);
+        assert_true(stat_of(db, "prefetch: readaheads=") > ra0);
+        assert_true(stat_of(db, " parallel_seeks=") > par0);
+        if (pass == 0) assert_true(stat_of(db, " readahead_blocks=") > 0);
+    }
+    tu_close_ok(db);
+    tu_model_free(m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
+/* scan_errors -- an SST whose blocks cannot be read (EIO on every read)
+ * ends a scan with TKV_IO_ERROR; one with a corrupt block ends it with
+ * TKV_CORRUPTION where that block is, after the entries before it: never
+ * wrong data. */
+static void scan_errors(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("async-scanerr");
+    tkv_options *o;
+    tkv_db *db = sst_db(dir, &o);
+    tu_model *m = tu_model_new();
+    put_range(db, m, 0, 2000, 1);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    io_set_fault_hook(eio_hook, NULL);
+    __atomic_store_n(&g_fail_sst_reads, 1, __ATOMIC_RELEASE);
+    tkv_iter *it;
+    assert_int_equal(tkv_iter_new(db, NULL, &it), TKV_OK);
+    tkv_iter_seek(it, "key", 3);
+    assert_false(tkv_iter_valid(it));
+    assert_int_equal(tkv_iter_status(it), TKV_IO_ERROR);
+    tkv_iter_free(it);
+    __atomic_store_n(&g_fail_sst_reads, 0, __ATOMIC_RELEASE);
+    io_set_fault_hook(NULL, NULL);
+    tu_close_ok(db);
+    assert_int_equal(corrupt_mid_block(dir), 1);
+    db = tu_open_ok(dir, o);
+    assert_int_equal(tkv_iter_new(db, NULL, &it), TKV_OK);
+    size_t n = 0;
+    for (tkv_iter_seek_first(it); tkv_iter_valid(it); tkv_iter_next(it), n++) {
+        const void *mk, *mv;
+        size_t mkn, mvn, kn, vn;
+        tu_model_at(m, n, &mk, &mkn, &mv, &mvn);
+        const void *k = tkv_iter_key(it, &kn), *v = tkv_iter_value(it, &vn);
+        assert_int_equal(tu_keycmp(k, kn, mk, mkn), 0);
+        assert_true(vn == mvn && !memcmp(v, mv, vn));
+    }
+    assert_int_equal(tkv_iter_status(it), TKV_CORRUPTION);
+    assert_true(n > 100 && n < 2000); /* the blocks before the bad one were read */
+    tkv_iter_free(it);
+    tu_close_ok(db);
+    tu_model_free(m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 int main(void)
 {
     tu_seed();
@@ -347,6 +450,8 @@ int main(void)
         cmocka_unit_test(fallback_when_setup_fails),
         cmocka_unit_test(mget_reads_and_levels),
         cmocka_unit_test(mget_errors_like_get),
+        cmocka_unit_test(scans_read_ahead),
+        cmocka_unit_test(scan_errors),
     };
     const char *only = getenv("TKV_TEST_ONLY");
     if (only && *only) cmocka_set_test_filter(only);

@@ -85,7 +85,8 @@ typedef struct db_counters {
      * blocks found cached, waits for a free ring slot; iterator readahead
      * reads, blocks served from them, seeks that read several levels at once */
     uint64_t mget_async_keys, mget_reads, mget_shared, mget_cache_hits, mget_full_waits;
-    uint64_t prefetch_reads, prefetch_blocks, seek_parallel;
+    table_prefetch_stats prefetch;
+    uint64_t seek_parallel;
     uint64_t memtable_switches;
     uint64_t recovered_records, recovered_torn_records, recovered_torn_bytes;
     uint64_t flushes, flush_bytes;

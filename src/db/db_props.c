@@ -58,9 +58,9 @@ static void async_lines(tkv_db *db, tkv_buf *b, int *oom)
                 (unsigned long long)ctr_get(&c->mget_async_keys), (unsigned long long)ctr_get(&c->mget_reads),
                 (unsigned long long)ctr_get(&c->mget_shared), (unsigned long long)ctr_get(&c->mget_cache_hits),
                 (unsigned long long)ctr_get(&c->mget_full_waits));
-    buf_appendf(b, oom, "prefetch: reads=%llu blocks=%llu parallel_seeks=%llu\n",
-                (unsigned long long)ctr_get(&c->prefetch_reads), (unsigned long long)ctr_get(&c->prefetch_blocks),
-                (unsigned long long)ctr_get(&c->seek_parallel));
+    buf_appendf(b, oom, "prefetch: readaheads=%llu readahead_blocks=%llu seek_reads=%llu parallel_seeks=%llu\n",
+                (unsigned long long)ctr_get(&c->prefetch.reads), (unsigned long long)ctr_get(&c->prefetch.blocks),
+                (unsigned long long)ctr_get(&c->prefetch.seek_reads), (unsigned long long)ctr_get(&c->seek_parallel));
 }
 
 /* stats_report -- the text of tkv.stats. Caller holds mu. */

@@ -223,8 +223,23 @@ void tkv_snapshot_free(tkv_db *db, const tkv_snapshot *snap)
 struct tkv_iter {
     tkv_db *db;
     db_iter *it;
-    version *v; /* pinned: its files stay on disk while the iterator lives */
+    version *v;      /* pinned: its files stay on disk while the iterator lives */
+    io_ring *ring;   /* lent for the iterator's life (async_io), or NULL */
+    tkv_it **sst;    /* the SST children (L0 files, levels), owned by `it` */
+    size_t nsst;
+    uint64_t seq;
+    tkv_buf target;  /* scratch: the internal key of a seek */
 };
+
+/* add_sst_iters -- appends the SST tree's children to children[*k...]:
+ * one per L0 file, one per non-empty deeper level, reading on ring. */
+static void add_sst_iters(tkv_db *db, version *v, io_ring *ring, tkv_it **children, size_t *k)
+{
+    table_prefetch_stats *pst = &db->ctr.prefetch;
+    for (size_t i = 0; i < v->nfiles[0]; i++) children[(*k)++] = table_cache_iter(db->tc, v->files[0][i], ring, pst);
+    for (int l = 1; l < VERSION_LEVELS; l++)
+        if (v->nfiles[l]) children[(*k)++] = level_iter_new(db->tc, v->files[l], v->nfiles[l], ring, pst);
+}
 
 int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
 {
@@ -235,10 +250,10 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
     superversion *sv = sv_get_view(db, snap, &seq, &v);
     /* Children, newest data first: memtables, matrix rows, L0 files, one per
      * deeper level. */
-    size_t n = 1 + sv->nimm + mx_iter_count(sv) + v->nfiles[0];
+    size_t nmem = 1 + sv->nimm + mx_iter_count(sv), n = nmem + v->nfiles[0];
     for (int l = 1; l < VERSION_LEVELS; l++) n += v->nfiles[l] > 0;
     tkv_it **children = calloc(n, sizeof *children);
-    tkv_iter *ti = malloc(sizeof *ti);
+    tkv_iter *ti = calloc(1, sizeof *ti);
     int rc = (children && ti) ? 0 : tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
     size_t k = 0;
     /* Each memtable iterator holds its own memtable reference, so the
@@ -246,29 +261,31 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
     for (size_t i = 0; rc == 0 && i < 1 + sv->nimm; i++, k++)
         children[k] = memtable_iter(i == 0 ? sv->mem : sv->imm[sv->nimm - i]);
     if (rc == 0) rc = mx_add_iters(sv, v, children, &k);
-    for (size_t i = 0; rc == 0 && i < v->nfiles[0]; i++, k++) children[k] = table_cache_iter(db->tc, v->files[0][i]);
-    for (int l = 1; rc == 0 && l < VERSION_LEVELS; l++)
-        if (v->nfiles[l]) children[k++] = level_iter_new(db->tc, v->files[l], v->nfiles[l]);
+    if (rc == 0 && n > nmem) ti->ring = io_ring_acquire(db->rings); /* reads only if the tree has files */
+    if (rc == 0) add_sst_iters(db, v, ti->ring, children, &k);
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (!children[i]) rc = tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
     sv_unref(sv);
-    if (rc < 0) {
-        for (size_t i = 0; children && i < n; i++) it_destroy(children[i]);
-        free(children);
+    tkv_it *merged = rc == 0 ? merging_iter_new(children, n) : NULL;
+    db_iter *di = merged ? db_iter_new(merged, seq) : NULL;
+    if (!di) { /* a failed merging_iter_new or db_iter_new has released the children and the array */
+        if (rc == 0) {
+            rc = tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
+        } else {
+            for (size_t i = 0; children && i < n; i++) it_destroy(children[i]);
+            free(children);
+        }
+        if (ti) io_ring_release(db->rings, ti->ring); /* after its children: they give their reads back */
         free(ti);
         version_unref(v);
         return rc;
     }
-    tkv_it *merged = merging_iter_new(children, n);
-    db_iter *di = merged ? db_iter_new(merged, seq) : NULL;
-    if (!di) {
-        free(ti);
-        version_unref(v);
-        return tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
-    }
     ti->db = db;
     ti->it = di;
     ti->v = v;
+    ti->nsst = n - nmem;
+    ti->sst = ti->nsst ? children + nmem : NULL; /* the merging iterator keeps the array (n > 1) */
+    ti->seq = seq;
     __atomic_fetch_add(&db->open_iterators, 1, __ATOMIC_ACQ_REL);
     ctr_add(&db->ctr.iterators_created, 1);
     *out = ti;
@@ -279,15 +296,33 @@ void tkv_iter_free(tkv_iter *it)
 {
     if (!it) return;
     db_iter_free(it->it);
+    io_ring_release(it->db->rings, it->ring); /* after the children gave their reads back */
+    buf_free(&it->target);
     version_unref(it->v);
     __atomic_fetch_sub(&it->db->open_iterators, 1, __ATOMIC_ACQ_REL);
     free(it);
+}
+
+/* prefetch_seek -- before a seek with a ring: each SST child queues the read
+ * of the block its seek will need, and they go to the device together, so
+ * the seek waits about one read, not one per level. */
+static void prefetch_seek(tkv_iter *it, const void *key, size_t klen)
+{
+    if (buf_reserve(&it->target, klen + IKEY_TRAILER) < 0) return; /* the seek itself will say so */
+    ikey_encode(it->target.data, key, klen, it->seq, IKEY_SEEK_TYPE);
+    tkv_slice t = slice(it->target.data, klen + IKEY_TRAILER);
+    int issued = 0;
+    for (size_t i = 0; i < it->nsst; i++) issued += table_cache_prefetch_seek(it->sst[i], t);
+    if (issued == 0) return;
+    io_ring_submit(it->ring);
+    if (issued > 1) ctr_add(&it->db->ctr.seek_parallel, 1);
 }
 
 void tkv_iter_seek(tkv_iter *it, const void *key, size_t klen)
 {
     if (!it) return;
     if (!key && klen) klen = 0;
+    if (it->ring && db_iter_status(it->it) == 0) prefetch_seek(it, key, klen);
     db_iter_seek(it->it, key, klen);
 }
 void tkv_iter_seek_first(tkv_iter *it) { if (it) db_iter_seek_first(it->it); }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "io/io.h"
+#include "io/uring.h"
 #include "util/ikey.h"
 #include "sst/cache.h"
 #include "sst/format.h"
@@ -110,6 +111,26 @@ int table_may_contain(table *t, tkv_slice ukey);
  * be internal keys (>= IKEY_TRAILER bytes; shorter ones give TKV_INVALID).
  * The table must outlive the iterator. NULL on out of memory. */
 tkv_it *table_iter(table *t);
+
+/* Counters of the iterators' asynchronous reads (relaxed atomics). */
+typedef struct table_prefetch_stats {
+    uint64_t reads;      /* readahead reads queued */
+    uint64_t blocks;     /* blocks served from readahead buffers */
+    uint64_t seek_reads; /* first-block reads queued by table_iter_prefetch_seek */
+} table_prefetch_stats;
+
+/* table_iter_async -- table_iter whose block reads go through `ring` (held
+ * by the caller until the iterator is destroyed; NULL: table_iter), with
+ * adaptive readahead (table_iter.c) counted in *st (may be NULL). Same
+ * entries, errors and checks as table_iter. */
+tkv_it *table_iter_async(table *t, io_ring *ring, table_prefetch_stats *st);
+/* table_iter_prefetch_seek -- for an iterator of table_iter_async about to
+ * seek to `target`: queues the read of the data block the seek will need
+ * (unless it is cached, loaded or already on its way), so that the seeks of
+ * several iterators read in parallel. 1 if a read was queued (it is
+ * submitted by the next wait on the ring, or io_ring_submit), else 0; never
+ * an error (the seek reports it). Any other iterator: 0. */
+int table_iter_prefetch_seek(tkv_it *it, tkv_slice target);
 
 /* ---------------------------------------------------------------- point reads in steps */
 
