@@ -9,7 +9,7 @@
  * model_hot_keys (many versions and tombstones of 40 keys across tiers),
  * model_direct_io (20k ops with direct_io=1), model_l0_sst (40k ops with L0
  * as SST files) and model_full_pool (40k ops, a 1M matrix pool, no
- * compact_range), model_async (20k ops with async_io=on, direct I/O and a
+ * compact_range), model_async (12k ops with async_io=on, direct I/O and a
  * 64 KiB block cache: multi_gets and scans read through io_uring) and
  * model_sync (the same with async_io=off). Every multi_get is compared with
  * the model and with a loop of tkv_get at the same snapshot. tu_small_options gives 64K memtables, the default l0=matrix
@@ -636,8 +636,8 @@ static void model_async(void **state)
     static const params p = {
         .name = "model_async",
         .nkeys = 3000,
-        .ops = 20000,
-        .reopen_every = 10000,
+        .ops = 12000,
+        .reopen_every = 4000,
         .flush_ppm = 300,
         .compact_ppm = 100,
         .big_ppm = 500,
@@ -655,8 +655,8 @@ static void model_sync(void **state)
     static const params p = {
         .name = "model_sync",
         .nkeys = 3000,
-        .ops = 20000,
-        .reopen_every = 10000,
+        .ops = 8000,
+        .reopen_every = 4000,
         .flush_ppm = 300,
         .compact_ppm = 100,
         .big_ppm = 500,
