@@ -14,11 +14,14 @@
  *   ahead, and both agree with the model, also when every readahead read
  *   fails (block-by-block reads take over); unreadable or corrupt blocks end
  *   a scan with the error, never wrong data.
+ * - concurrency: readers on several threads share the pool of rings while a
+ *   writer flushes and compacts (run under TSan by `make tsan`).
  * Every answer is also compared with a loop of tkv_get at the same snapshot.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -443,6 +446,96 @@ static void scan_errors(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* Concurrent readers: each thread borrows rings (a multi_get's, an
+ * iterator's) from the one pool while a writer flushes and compacts
+ * another key range, so versions, tables and the table cache change under
+ * them. Every answer is checked (the readers' keys never change). */
+#define CR_KEYS 4000
+static tkv_db *g_cdb;
+static int g_cstop;
+
+static void *cr_reader(void *arg)
+{
+    tu_rng r;
+    tu_rng_init(&r, (uint64_t)(uintptr_t)arg);
+    char kb[32][32], v[VALUE_SIZE];
+    const void *kp[32];
+    size_t kl[32], vl[32];
+    void *vals[32];
+    int st[32];
+    for (int round = 0; round < 60; round++) {
+        uint64_t ids[32];
+        for (int i = 0; i < 32; i++) {
+            ids[i] = tu_rng_below(&r, CR_KEYS);
+            kl[i] = key_of(ids[i], kb[i]);
+            kp[i] = kb[i];
+        }
+        if (tkv_multi_get(g_cdb, NULL, 32, kp, kl, vals, vl, st) != TKV_OK) fail_msg("multi_get failed");
+        for (int i = 0; i < 32; i++) {
+            size_t vn = value_of(ids[i], 1, v);
+            if (st[i] != TKV_OK || vl[i] != vn || memcmp(vals[i], v, vn)) fail_msg("multi_get[%d] %s: %d", i, kb[i], st[i]);
+            tkv_free(vals[i]);
+        }
+        tkv_iter *it;
+        if (tkv_iter_new(g_cdb, NULL, &it) != TKV_OK) fail_msg("iter_new failed");
+        uint64_t at = tu_rng_below(&r, CR_KEYS - 60);
+        char k[32];
+        size_t kn = key_of(at, k);
+        tkv_iter_seek(it, k, kn);
+        for (uint64_t i = at; i < at + 50; i++, tkv_iter_next(it)) {
+            size_t ikn, ivn;
+            kn = key_of(i, k);
+            size_t vn = value_of(i, 1, v);
+            const void *ik = tkv_iter_key(it, &ikn), *iv = tkv_iter_value(it, &ivn);
+            if (!tkv_iter_valid(it) || ikn != kn || memcmp(ik, k, kn) || ivn != vn || memcmp(iv, v, vn))
+                fail_msg("scan at %s: wrong entry (status %d)", k, tkv_iter_status(it));
+        }
+        tkv_iter_free(it);
+    }
+    return NULL;
+}
+
+static void *cr_writer(void *arg)
+{
+    (void)arg;
+    char k[32], v[VALUE_SIZE];
+    for (uint64_t i = 0; !__atomic_load_n(&g_cstop, __ATOMIC_ACQUIRE); i++) {
+        size_t kn = (size_t)sprintf(k, "w%08llu", (unsigned long long)(i % 3000));
+        if (tkv_put(g_cdb, k, kn, v, value_of(i, 2, v), 0) != TKV_OK) fail_msg("writer put");
+        if (i % 1500 == 1499 && tkv_flush(g_cdb) != TKV_OK) fail_msg("writer flush");
+        if (i % 4000 == 3999 && tkv_compact_range(g_cdb, "w", 1, "x", 1) != TKV_OK) fail_msg("writer compact");
+    }
+    return NULL;
+}
+
+/* concurrent_readers -- three reader threads (multi_gets and scans on one
+ * pool of rings) and a writer that flushes and compacts another range. */
+static void concurrent_readers(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("async-conc");
+    tkv_options *o = tu_small_options();
+    assert_int_equal(tkv_options_set(o, "async_io", "on"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "direct_io", "1"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "block_cache_size", "128K"), TKV_OK);
+    g_cdb = tu_open_ok(dir, o);
+    put_range(g_cdb, NULL, 0, CR_KEYS, 1);
+    assert_int_equal(tkv_compact_range(g_cdb, NULL, 0, NULL, 0), TKV_OK);
+    __atomic_store_n(&g_cstop, 0, __ATOMIC_RELEASE);
+    pthread_t th[4];
+    assert_int_equal(pthread_create(&th[3], NULL, cr_writer, NULL), 0);
+    for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&th[i], NULL, cr_reader, (void *)(uintptr_t)(tu_seed() + (uint64_t)i)), 0);
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    __atomic_store_n(&g_cstop, 1, __ATOMIC_RELEASE);
+    pthread_join(th[3], NULL);
+    assert_true(stat_of(g_cdb, " block_reads=") > 0);
+    assert_true(stat_of(g_cdb, " seek_reads=") > 0);
+    assert_int_equal(stat_of(g_cdb, " lent="), 0);
+    tu_close_ok(g_cdb);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 int main(void)
 {
     tu_seed();
@@ -452,6 +545,7 @@ int main(void)
         cmocka_unit_test(mget_errors_like_get),
         cmocka_unit_test(scans_read_ahead),
         cmocka_unit_test(scan_errors),
+        cmocka_unit_test(concurrent_readers),
     };
     const char *only = getenv("TKV_TEST_ONLY");
     if (only && *only) cmocka_set_test_filter(only);
