@@ -204,9 +204,10 @@ static uint64_t stat_of(tkv_db *db, const char *field) { return tu_prop_u64(db, 
 static void mget_keys(tkv_db *db, const uint64_t *ids, size_t n, int *st)
 {
     char kb[16][32];
-    const void *kp[16];
-    size_t kl[16], vl[16];
+    const void *kp[16] = {0};
+    size_t kl[16] = {0}, vl[16];
     void *vals[16];
+    assert_true(n <= 16);
     for (size_t i = 0; i < n; i++) {
         kl[i] = key_of(ids[i], kb[i]);
         kp[i] = kb[i];
