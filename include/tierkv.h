@@ -186,10 +186,15 @@ int tkv_write(tkv_db *db, tkv_batch *b, unsigned flags);
  * *vlen=0), TKV_INVALID, TKV_CORRUPTION, TKV_IO_ERROR, TKV_NO_MEMORY. */
 int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, void **val, size_t *vlen);
 
-/* tkv_multi_get -- n lookups at one consistent snapshot. For each i, statuses[i]
- * is what tkv_get would return, and vals[i]/vlens[i] are set as tkv_get sets
- * them. Returns TKV_OK if the arguments were valid (individual results are in
- * statuses[]), else TKV_INVALID. */
+/* tkv_multi_get -- n lookups at one consistent snapshot (snap, or the latest
+ * state at this call when NULL). For each i, statuses[i] is what tkv_get at
+ * that snapshot would return -- TKV_OK, TKV_NOT_FOUND, or the key's own error
+ * (TKV_INVALID for a bad key, TKV_IO_ERROR, TKV_CORRUPTION...) -- and
+ * vals[i]/vlens[i] are set as tkv_get sets them; a key repeated in the batch
+ * gets its answer at each position. One key's error does not stop the others.
+ * With async_io (docs/async-io.md) the block reads of all keys are in flight
+ * at once; the answers are the same. Returns TKV_OK if the arguments were
+ * valid (individual results are in statuses[]), else TKV_INVALID. */
 int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *const *keys, const size_t *klens,
                   void **vals, size_t *vlens, int *statuses);
 

@@ -9,7 +9,10 @@
  * model_hot_keys (many versions and tombstones of 40 keys across tiers),
  * model_direct_io (20k ops with direct_io=1), model_l0_sst (40k ops with L0
  * as SST files) and model_full_pool (40k ops, a 1M matrix pool, no
- * compact_range). tu_small_options gives 64K memtables, the default l0=matrix
+ * compact_range), model_async (12k ops with async_io=on, direct I/O and a
+ * 64 KiB block cache: multi_gets and scans read through io_uring) and
+ * model_sync (the same with async_io=off). Every multi_get is compared with
+ * the model and with a loop of tkv_get at the same snapshot. tu_small_options gives 64K memtables, the default l0=matrix
  * with a 16M pool whose compactor forms at 10 % and drains in 256K columns,
  * 256K SSTs and a 512K L1 growing x4 per level, so data reaches L3.
  * Replay a failure with the printed TKV_TEST_SEED.
@@ -48,7 +51,8 @@ typedef struct params {
     uint32_t flush_ppm;   /* tkv_flush probability per op (per million) */
     uint32_t compact_ppm; /* tkv_compact_range probability per op */
     uint32_t big_ppm;     /* 100 KB value probability per put */
-    const char *opt_name, *opt_value; /* an option on top of tu_small_options (or NULL) */
+    const char *opts[3][2]; /* options on top of tu_small_options ({NULL} ends) */
+    int async;              /* 1: batched multi_gets must have read through io_uring; -1: must not have */
 } params;
 
 typedef struct ctx {
@@ -181,8 +185,20 @@ static void check_multi_get(ctx *c, const tkv_snapshot *snap, const tu_model *m)
         vl[i] = 999;
         st[i] = 12345;
     }
-    int rc = tkv_multi_get(c->db, snap, n, kp, kl, vals, vl, st);
+    const tkv_snapshot *own = snap ? NULL : tkv_snapshot_new(c->db); /* so that the gets below see the same state */
+    int rc = tkv_multi_get(c->db, snap ? snap : own, n, kp, kl, vals, vl, st);
     if (rc != TKV_OK) fail_msg("%s: multi_get(%zu keys) = %d (%s)", c->where, n, rc, tkv_errmsg());
+    for (size_t i = 0; i < n; i++) { /* identical to a loop of tkv_get on the same snapshot */
+        void *gv = NULL;
+        size_t gn = 0;
+        int grc = tkv_get(c->db, snap ? snap : own, ks[i].b, ks[i].n, &gv, &gn);
+        if (grc != st[i] || gn != vl[i] || (grc == TKV_OK && gn && memcmp(gv, vals[i], gn)))
+            fail_msg("%s: multi_get[%zu] %s: status %d value %s, but tkv_get says %d value %s", c->where, i,
+                     tu_hex(ks[i].b, ks[i].n), st[i], st[i] == TKV_OK ? tu_hex(vals[i], vl[i]) : "-", grc,
+                     grc == TKV_OK ? tu_hex(gv, gn) : "-");
+        tkv_free(gv);
+    }
+    tkv_snapshot_free(c->db, own);
     for (size_t i = 0; i < n; i++) {
         const void *mv;
         size_t mvn;
@@ -441,7 +457,8 @@ static void run_model(const params *p)
     make_keys(&c->r, c->keys, p->nkeys);
     c->dir = tu_tmpdir("model");
     c->opts = tu_small_options();
-    if (p->opt_name) assert_int_equal(tkv_options_set(c->opts, p->opt_name, p->opt_value), TKV_OK);
+    for (int i = 0; i < 3 && p->opts[i][0]; i++)
+        assert_int_equal(tkv_options_set(c->opts, p->opts[i][0], p->opts[i][1]), TKV_OK);
     snprintf(c->where, sizeof c->where, "open");
     db_open(c);
 
@@ -491,6 +508,15 @@ static void run_model(const params *p)
     char *levels = tkv_property(c->db, "tkv.levels");
     fprintf(stderr, "# %s: tkv.levels before the final reopen:\n%s", p->name, levels ? levels : "(NULL)\n");
     tkv_free(levels);
+    if (p->async) { /* since the last reopen: the batched path did (or did not) read through io_uring */
+        uint64_t keys = tu_prop_u64(c->db, "tkv.stats", "multiget_async: keys=");
+        uint64_t reads = tu_prop_u64(c->db, "tkv.stats", " block_reads=");
+        char *st = tkv_property(c->db, "tkv.stats");
+        fprintf(stderr, "# %s: %s", p->name, strstr(st, "async_io:"));
+        if (p->async > 0 && (keys == 0 || reads == 0)) fail_msg("%s: no batched multi_get read through io_uring", p->name);
+        if (p->async < 0 && (keys != 0 || !strstr(st, "async_io: off"))) fail_msg("%s: async reads with async_io=off", p->name);
+        tkv_free(st);
+    }
     char *mx = tkv_property(c->db, "tkv.matrix"); /* since the last reopen */
     fprintf(stderr, "# %s: tkv.matrix since the last reopen:\n%s", p->name, mx ? mx : "(NULL)\n");
     tkv_free(mx);
@@ -561,8 +587,7 @@ static void model_direct_io(void **state)
         .flush_ppm = 500,
         .compact_ppm = 200,
         .big_ppm = 1000,
-        .opt_name = "direct_io",
-        .opt_value = "1",
+        .opts = {{"direct_io", "1"}},
     };
     run_model(&p);
 }
@@ -579,8 +604,7 @@ static void model_l0_sst(void **state)
         .flush_ppm = 200,
         .compact_ppm = 100,
         .big_ppm = 1000,
-        .opt_name = "l0",
-        .opt_value = "sst",
+        .opts = {{"l0", "sst"}},
     };
     run_model(&p);
 }
@@ -598,8 +622,46 @@ static void model_full_pool(void **state)
         .flush_ppm = 200,
         .compact_ppm = 0,
         .big_ppm = 200,
-        .opt_name = "pmem_size",
-        .opt_value = "1M",
+        .opts = {{"pmem_size", "1M"}},
+    };
+    run_model(&p);
+}
+
+/* model_async -- async_io=on, O_DIRECT and a 64 KiB block cache, so that
+ * multi_gets and scans read through io_uring most of the time: every
+ * multi_get equals the model and a loop of tkv_get at its snapshot. */
+static void model_async(void **state)
+{
+    (void)state;
+    static const params p = {
+        .name = "model_async",
+        .nkeys = 3000,
+        .ops = 12000,
+        .reopen_every = 4000,
+        .flush_ppm = 300,
+        .compact_ppm = 100,
+        .big_ppm = 500,
+        .opts = {{"async_io", "on"}, {"direct_io", "1"}, {"block_cache_size", "64K"}},
+        .async = 1,
+    };
+    run_model(&p);
+}
+
+/* model_sync -- the same with async_io=off: the synchronous path, which the
+ * async one must agree with. */
+static void model_sync(void **state)
+{
+    (void)state;
+    static const params p = {
+        .name = "model_sync",
+        .nkeys = 3000,
+        .ops = 8000,
+        .reopen_every = 4000,
+        .flush_ppm = 300,
+        .compact_ppm = 100,
+        .big_ppm = 500,
+        .opts = {{"async_io", "off"}, {"direct_io", "1"}, {"block_cache_size", "64K"}},
+        .async = -1,
     };
     run_model(&p);
 }
@@ -613,6 +675,8 @@ int main(void)
         cmocka_unit_test(model_direct_io),
         cmocka_unit_test(model_l0_sst),
         cmocka_unit_test(model_full_pool),
+        cmocka_unit_test(model_async),
+        cmocka_unit_test(model_sync),
     };
     const char *only = getenv("TKV_TEST_ONLY"); /* run one case: TKV_TEST_ONLY=model_full_pool */
     if (only && *only) cmocka_set_test_filter(only);

@@ -36,6 +36,7 @@
 #include "db/options.h"
 #include "db/trash.h"
 #include "io/io.h"
+#include "io/uring.h"
 #include "matrix/rowset.h"
 #include "mem/batch.h"
 #include "mem/memtable.h"
@@ -79,6 +80,13 @@ typedef struct db_counters {
     uint64_t user_puts, user_deletes, user_bytes_written; /* keys + values accepted */
     uint64_t batches, groups, wal_records, wal_syncs;
     uint64_t gets, gets_found, multigets, iterators_created;
+    /* async reads (async_io): keys of batched multi_gets that reached the SSD
+     * tree, their block reads, lookups that shared another key's read,
+     * blocks found cached, waits for a free ring slot; iterator readahead
+     * reads, blocks served from them, seeks that read several levels at once */
+    uint64_t mget_async_keys, mget_reads, mget_shared, mget_cache_hits, mget_full_waits;
+    table_prefetch_stats prefetch;
+    uint64_t seek_parallel;
     uint64_t memtable_switches;
     uint64_t recovered_records, recovered_torn_records, recovered_torn_bytes;
     uint64_t flushes, flush_bytes;
@@ -107,6 +115,11 @@ struct tkv_db {
     int bg_error;                /* sticky write error (< 0) or 0 */
     char bg_errmsg[512];
     struct tkv_batch group;      /* scratch for merging a write group (leader only) */
+
+    /* Async reads (io/uring.h): NULL with async_io=off, or when auto found
+     * io_uring unusable at open -- then async_off says why (tkv.stats). */
+    io_ring_pool *rings;
+    char async_off[256];
 
     /* SSD tier */
     version_set *vs;

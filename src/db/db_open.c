@@ -80,6 +80,29 @@ static int prepare_dir(const char *dir, const struct tkv_options *o, int *create
     return 0;
 }
 
+/* Rings of the async read path: depth (reads in flight per reader) and the
+ * most readers reading asynchronously at once; past that, reads are
+ * synchronous (counted as busy in tkv.stats). */
+#define RING_DEPTH 256
+#define MAX_RINGS 64
+
+/* open_rings -- the io_uring pool for async_io=auto|on. With auto, a setup
+ * that fails (io_uring disabled, seccomp, a memlock limit) is not an error:
+ * reads use pread and tkv.stats says why. With on it fails the open. */
+static int open_rings(tkv_db *db)
+{
+    if (db->opts.async_io == ASYNC_OFF) {
+        snprintf(db->async_off, sizeof db->async_off, "async_io=off");
+        return 0;
+    }
+    int rc = io_ring_pool_new(RING_DEPTH, MAX_RINGS, &db->rings);
+    if (rc == 0) return 0;
+    snprintf(db->async_off, sizeof db->async_off, "%s", tkv_errmsg());
+    if (db->opts.async_io == ASYNC_ON) return tkv_err(rc, "async_io=on: %s", db->async_off);
+    tkv_err_clear();
+    return 0;
+}
+
 int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
 {
     if (out) *out = NULL;
@@ -112,6 +135,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     if (rc == 0 && trash_new(o.delete_chunk, o.delete_rate, &db->trash) < 0)
         rc = tkv_err(TKV_NO_MEMORY, "out of memory starting the trash thread");
     if (rc == 0) rc = silk_open(db); /* installs the I/O gate before any data file is opened */
+    if (rc == 0) rc = open_rings(db);
     if (rc == 0) rc = vset_open(dir, &db->io, &db->vs);
     if (rc == 0) rc = mx_open(db); /* before WAL replay: rows the MANIFEST does not list go first */
     if (rc == 0) options_resolve_at_open(&db->opts, mx_pool_size(db)); /* l1_size=0: the pool's size */
@@ -180,6 +204,7 @@ int tkv_close(tkv_db *db)
     mx_close(db); /* after every rowset is gone */
     silk_close(db); /* after every thread that passes the gate has ended */
     cache_free(db->block_cache);
+    io_ring_pool_free(db->rings); /* every reader has given its ring back */
     free(db->pending);
     pthread_cond_destroy(&db->bg_cv);
     buf_free(&db->group.rep);

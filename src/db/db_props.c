@@ -34,6 +34,35 @@ static void cache_lines(tkv_db *db, tkv_buf *b, int *oom)
                (unsigned long long)tr.pending_files, (unsigned long long)tr.failures);
 }
 
+/* async_lines -- tkv.stats' async_io line (the io_uring pool, or why reads
+ * use pread) and the counters of the batched multi_get and the iterators'
+ * readahead. */
+static void async_lines(tkv_db *db, tkv_buf *b, int *oom)
+{
+    const db_counters *c = &db->ctr;
+    if (!db->rings) {
+        buf_appendf(b, oom, "async_io: off (reads use pread): %s\n", db->async_off);
+    } else {
+        io_ring_stats rs;
+        io_ring_pool_get_stats(db->rings, &rs);
+        buf_appendf(b, oom,
+                    "async_io: io_uring rings=%llu lent=%llu depth=%u max_rings=%u reads=%llu bytes=%llu max_inflight=%llu "
+                    "short_reads=%llu retries=%llu abandoned=%llu heap_buffers=%llu busy=%llu setup_failures=%llu\n",
+                    (unsigned long long)rs.rings, (unsigned long long)rs.lent, rs.depth, rs.max_rings,
+                    (unsigned long long)rs.reads, (unsigned long long)rs.bytes, (unsigned long long)rs.max_inflight,
+                    (unsigned long long)rs.short_reads, (unsigned long long)rs.retries, (unsigned long long)rs.abandoned,
+                    (unsigned long long)rs.heap_buffers, (unsigned long long)rs.busy,
+                    (unsigned long long)rs.setup_failures);
+    }
+    buf_appendf(b, oom, "multiget_async: keys=%llu block_reads=%llu shared=%llu cache_hits=%llu full_waits=%llu\n",
+                (unsigned long long)ctr_get(&c->mget_async_keys), (unsigned long long)ctr_get(&c->mget_reads),
+                (unsigned long long)ctr_get(&c->mget_shared), (unsigned long long)ctr_get(&c->mget_cache_hits),
+                (unsigned long long)ctr_get(&c->mget_full_waits));
+    buf_appendf(b, oom, "prefetch: readaheads=%llu readahead_blocks=%llu seek_reads=%llu parallel_seeks=%llu\n",
+                (unsigned long long)ctr_get(&c->prefetch.reads), (unsigned long long)ctr_get(&c->prefetch.blocks),
+                (unsigned long long)ctr_get(&c->prefetch.seek_reads), (unsigned long long)ctr_get(&c->seek_parallel));
+}
+
 /* stats_report -- the text of tkv.stats. Caller holds mu. */
 static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
 {
@@ -60,6 +89,7 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "reads: gets=%llu found=%llu multigets=%llu iterators=%llu\n", (unsigned long long)ctr_get(&c->gets),
             (unsigned long long)ctr_get(&c->gets_found), (unsigned long long)ctr_get(&c->multigets),
             (unsigned long long)ctr_get(&c->iterators_created));
+    async_lines(db, b, oom);
     buf_appendf(b, oom, "recovery: records=%llu torn_records=%llu torn_bytes=%llu\n",
             (unsigned long long)ctr_get(&c->recovered_records), (unsigned long long)ctr_get(&c->recovered_torn_records),
             (unsigned long long)ctr_get(&c->recovered_torn_bytes));

@@ -16,6 +16,7 @@
 #include "db/db_iter.h"
 #include "db/mx.h"
 #include "db/superversion.h"
+#include "sst/multiget.h"
 #include "util/iter.h"
 #include "util/status.h"
 
@@ -50,30 +51,6 @@ static int copy_value(tkv_slice v, void **out, size_t *vlen)
     return TKV_OK;
 }
 
-/* version_lookup -- the newest entry of ukey visible at seq in the SSD tree:
- * L0 files newest first (each whose range holds the key), then one file per
- * deeper level. 1 found, 0 absent, < 0 error (corruption, I/O). */
-static int version_lookup(tkv_db *db, version *v, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
-{
-    for (size_t i = 0; i < v->nfiles[0]; i++) {
-        const file_meta *f = v->files[0][i];
-        if (ukey_cmp(ukey, ikey_user(slice(f->smallest.data, f->smallest.len))) < 0 ||
-            ukey_cmp(ukey, ikey_user(slice(f->largest.data, f->largest.len))) > 0)
-            continue;
-        int rc = table_cache_get(db->tc, f, ukey, seq, type, val);
-        if (rc != 0) return rc;
-    }
-    for (int l = 1; l < VERSION_LEVELS; l++) {
-        size_t i = version_find_file(v, l, ukey);
-        if (i >= v->nfiles[l]) continue;
-        const file_meta *f = v->files[l][i];
-        if (ukey_cmp(ukey, ikey_user(slice(f->smallest.data, f->smallest.len))) < 0) continue;
-        int rc = table_cache_get(db->tc, f, ukey, seq, type, val);
-        if (rc != 0) return rc;
-    }
-    return 0;
-}
-
 /* get_in -- one lookup in a pinned view: a malloc'd copy of the value,
  * TKV_NOT_FOUND, or an error. */
 static int get_in(tkv_db *db, superversion *sv, version *ver, uint64_t seq, const void *key, size_t klen, void **val,
@@ -89,7 +66,7 @@ static int get_in(tkv_db *db, superversion *sv, version *ver, uint64_t seq, cons
     }
     tkv_buf b = {0};
     int rc = mx_get(db, sv, ver, slice(key, klen), seq, &type, &b);
-    if (rc == 0) rc = version_lookup(db, ver, slice(key, klen), seq, &type, &b);
+    if (rc == 0) rc = multiget_one(db->tc, ver, slice(key, klen), seq, &type, &b);
     if (rc == 1 && type == IKEY_VALUE) {
         ctr_add(&db->ctr.gets_found, 1);
         rc = copy_value(slice(b.data, b.len), val, vlen);
@@ -115,6 +92,73 @@ int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, 
     return rc;
 }
 
+/* Keys of a batch that reach the SSD tree, kept on the stack up to this. */
+#define MG_STACK 32
+
+/* mget_async -- the batch on a ring: each key's memtables and matrix rows
+ * first (no I/O), then the keys left go to the SSD tree together
+ * (sst/multiget.h). Same answers as get_in key by key. 0, or TKV_NO_MEMORY
+ * before anything was done (the caller then loops on get_in). */
+static int mget_async(tkv_db *db, superversion *sv, version *ver, uint64_t seq, io_ring *ring, size_t n,
+                      const void *const *keys, const size_t *klens, void **vals, size_t *vlens, int *statuses)
+{
+    multiget_key mstack[MG_STACK], *mk = mstack;
+    tkv_buf bstack[MG_STACK], *bufs = bstack;
+    size_t wstack[MG_STACK], *which = wstack;
+    if (n > MG_STACK) {
+        mk = malloc(n * sizeof *mk);
+        bufs = malloc(n * sizeof *bufs);
+        which = malloc(n * sizeof *which);
+    }
+    if (!mk || !bufs || !which) {
+        free(mk);
+        free(bufs);
+        free(which);
+        return TKV_NO_MEMORY;
+    }
+    memset(bufs, 0, n * sizeof *bufs);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (statuses[i] < 0) continue; /* a bad key */
+        ikey_type type;
+        tkv_slice v;
+        ctr_add(&db->ctr.gets, 1);
+        int rc = sv_lookup(sv, keys[i], klens[i], seq, &type, &v);
+        if (rc == 1) {
+            statuses[i] = type == IKEY_DELETION ? TKV_NOT_FOUND : copy_value(v, &vals[i], &vlens[i]);
+        } else if ((rc = mx_get(db, sv, ver, slice(keys[i], klens[i]), seq, &type, &bufs[i])) != 0) {
+            statuses[i] = rc < 0 ? rc : type == IKEY_DELETION ? TKV_NOT_FOUND
+                                                             : copy_value(slice(bufs[i].data, bufs[i].len), &vals[i], &vlens[i]);
+        } else {
+            mk[m] = (multiget_key){.ukey = slice(keys[i], klens[i]), .val = &bufs[i]};
+            which[m++] = i;
+        }
+        if (statuses[i] == TKV_OK) ctr_add(&db->ctr.gets_found, 1);
+    }
+    multiget_stats st = {0, 0, 0, 0};
+    multiget_lookup(db->tc, ver, ring, seq, mk, m, &st);
+    for (size_t j = 0; j < m; j++) {
+        size_t i = which[j];
+        if (mk[j].rc == 1 && mk[j].type == IKEY_VALUE)
+            statuses[i] = copy_value(slice(bufs[i].data, bufs[i].len), &vals[i], &vlens[i]);
+        else
+            statuses[i] = mk[j].rc < 0 ? mk[j].rc : TKV_NOT_FOUND;
+        if (statuses[i] == TKV_OK) ctr_add(&db->ctr.gets_found, 1);
+    }
+    ctr_add(&db->ctr.mget_async_keys, m);
+    ctr_add(&db->ctr.mget_reads, st.reads);
+    ctr_add(&db->ctr.mget_shared, st.shared);
+    ctr_add(&db->ctr.mget_cache_hits, st.cache_hits);
+    ctr_add(&db->ctr.mget_full_waits, st.full_waits);
+    for (size_t i = 0; i < n; i++) buf_free(&bufs[i]);
+    if (n > MG_STACK) {
+        free(mk);
+        free(bufs);
+        free(which);
+    }
+    return 0;
+}
+
 int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *const *keys, const size_t *klens,
                   void **vals, size_t *vlens, int *statuses)
 {
@@ -128,8 +172,13 @@ int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *co
         vals[i] = NULL;
         vlens[i] = 0;
         statuses[i] = check_key(keys[i], klens[i]);
-        if (statuses[i] == 0) statuses[i] = get_in(db, sv, ver, seq, keys[i], klens[i], &vals[i], &vlens[i]);
     }
+    /* One key has nothing to overlap: it reads as tkv_get does. */
+    io_ring *ring = n > 1 ? io_ring_acquire(db->rings) : NULL;
+    if (!ring || mget_async(db, sv, ver, seq, ring, n, keys, klens, vals, vlens, statuses) < 0)
+        for (size_t i = 0; i < n; i++)
+            if (statuses[i] == 0) statuses[i] = get_in(db, sv, ver, seq, keys[i], klens[i], &vals[i], &vlens[i]);
+    io_ring_release(db->rings, ring);
     version_unref(ver);
     sv_unref(sv);
     return TKV_OK;
@@ -174,8 +223,23 @@ void tkv_snapshot_free(tkv_db *db, const tkv_snapshot *snap)
 struct tkv_iter {
     tkv_db *db;
     db_iter *it;
-    version *v; /* pinned: its files stay on disk while the iterator lives */
+    version *v;      /* pinned: its files stay on disk while the iterator lives */
+    io_ring *ring;   /* lent for the iterator's life (async_io), or NULL */
+    tkv_it **sst;    /* the SST children (L0 files, levels), owned by `it` */
+    size_t nsst;
+    uint64_t seq;
+    tkv_buf target;  /* scratch: the internal key of a seek */
 };
+
+/* add_sst_iters -- appends the SST tree's children to children[*k...]:
+ * one per L0 file, one per non-empty deeper level, reading on ring. */
+static void add_sst_iters(tkv_db *db, version *v, io_ring *ring, tkv_it **children, size_t *k)
+{
+    table_prefetch_stats *pst = &db->ctr.prefetch;
+    for (size_t i = 0; i < v->nfiles[0]; i++) children[(*k)++] = table_cache_iter(db->tc, v->files[0][i], ring, pst);
+    for (int l = 1; l < VERSION_LEVELS; l++)
+        if (v->nfiles[l]) children[(*k)++] = level_iter_new(db->tc, v->files[l], v->nfiles[l], ring, pst);
+}
 
 int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
 {
@@ -186,10 +250,10 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
     superversion *sv = sv_get_view(db, snap, &seq, &v);
     /* Children, newest data first: memtables, matrix rows, L0 files, one per
      * deeper level. */
-    size_t n = 1 + sv->nimm + mx_iter_count(sv) + v->nfiles[0];
+    size_t nmem = 1 + sv->nimm + mx_iter_count(sv), n = nmem + v->nfiles[0];
     for (int l = 1; l < VERSION_LEVELS; l++) n += v->nfiles[l] > 0;
     tkv_it **children = calloc(n, sizeof *children);
-    tkv_iter *ti = malloc(sizeof *ti);
+    tkv_iter *ti = calloc(1, sizeof *ti);
     int rc = (children && ti) ? 0 : tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
     size_t k = 0;
     /* Each memtable iterator holds its own memtable reference, so the
@@ -197,29 +261,31 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
     for (size_t i = 0; rc == 0 && i < 1 + sv->nimm; i++, k++)
         children[k] = memtable_iter(i == 0 ? sv->mem : sv->imm[sv->nimm - i]);
     if (rc == 0) rc = mx_add_iters(sv, v, children, &k);
-    for (size_t i = 0; rc == 0 && i < v->nfiles[0]; i++, k++) children[k] = table_cache_iter(db->tc, v->files[0][i]);
-    for (int l = 1; rc == 0 && l < VERSION_LEVELS; l++)
-        if (v->nfiles[l]) children[k++] = level_iter_new(db->tc, v->files[l], v->nfiles[l]);
+    if (rc == 0 && n > nmem) ti->ring = io_ring_acquire(db->rings); /* reads only if the tree has files */
+    if (rc == 0) add_sst_iters(db, v, ti->ring, children, &k);
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (!children[i]) rc = tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
     sv_unref(sv);
-    if (rc < 0) {
-        for (size_t i = 0; children && i < n; i++) it_destroy(children[i]);
-        free(children);
+    tkv_it *merged = rc == 0 ? merging_iter_new(children, n) : NULL;
+    db_iter *di = merged ? db_iter_new(merged, seq) : NULL;
+    if (!di) { /* a failed merging_iter_new or db_iter_new has released the children and the array */
+        if (rc == 0) {
+            rc = tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
+        } else {
+            for (size_t i = 0; children && i < n; i++) it_destroy(children[i]);
+            free(children);
+        }
+        if (ti) io_ring_release(db->rings, ti->ring); /* after its children: they give their reads back */
         free(ti);
         version_unref(v);
         return rc;
     }
-    tkv_it *merged = merging_iter_new(children, n);
-    db_iter *di = merged ? db_iter_new(merged, seq) : NULL;
-    if (!di) {
-        free(ti);
-        version_unref(v);
-        return tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
-    }
     ti->db = db;
     ti->it = di;
     ti->v = v;
+    ti->nsst = n - nmem;
+    ti->sst = ti->nsst ? children + nmem : NULL; /* the merging iterator keeps the array (n > 1) */
+    ti->seq = seq;
     __atomic_fetch_add(&db->open_iterators, 1, __ATOMIC_ACQ_REL);
     ctr_add(&db->ctr.iterators_created, 1);
     *out = ti;
@@ -230,15 +296,33 @@ void tkv_iter_free(tkv_iter *it)
 {
     if (!it) return;
     db_iter_free(it->it);
+    io_ring_release(it->db->rings, it->ring); /* after the children gave their reads back */
+    buf_free(&it->target);
     version_unref(it->v);
     __atomic_fetch_sub(&it->db->open_iterators, 1, __ATOMIC_ACQ_REL);
     free(it);
+}
+
+/* prefetch_seek -- before a seek with a ring: each SST child queues the read
+ * of the block its seek will need, and they go to the device together, so
+ * the seek waits about one read, not one per level. */
+static void prefetch_seek(tkv_iter *it, const void *key, size_t klen)
+{
+    if (buf_reserve(&it->target, klen + IKEY_TRAILER) < 0) return; /* the seek itself will say so */
+    ikey_encode(it->target.data, key, klen, it->seq, IKEY_SEEK_TYPE);
+    tkv_slice t = slice(it->target.data, klen + IKEY_TRAILER);
+    int issued = 0;
+    for (size_t i = 0; i < it->nsst; i++) issued += table_cache_prefetch_seek(it->sst[i], t);
+    if (issued == 0) return;
+    io_ring_submit(it->ring);
+    if (issued > 1) ctr_add(&it->db->ctr.seek_parallel, 1);
 }
 
 void tkv_iter_seek(tkv_iter *it, const void *key, size_t klen)
 {
     if (!it) return;
     if (!key && klen) klen = 0;
+    if (it->ring && db_iter_status(it->it) == 0) prefetch_seek(it, key, klen);
     db_iter_seek(it->it, key, klen);
 }
 void tkv_iter_seek_first(tkv_iter *it) { if (it) db_iter_seek_first(it->it); }

@@ -40,6 +40,7 @@ static const char *const SCHED_NAMES[] = {"silk", "fifo", NULL};
 static const char *const COLUMN_GATE_NAMES[] = {"idle", "always", NULL};
 static const char *const WCTL_NAMES[] = {"prl", "classic", "off", NULL};
 static const char *const LATCAP_NAMES[] = {"auto", "on", "off", NULL};
+static const char *const ASYNC_NAMES[] = {"auto", "on", "off", NULL};
 
 #define OFF(f) offsetof(struct tkv_options, f)
 static const opt_def OPTION_TABLE[] = {
@@ -66,6 +67,7 @@ static const opt_def OPTION_TABLE[] = {
     {"delete_chunk", OPT_SIZE, OFF(delete_chunk), 0, UINT64_C(1) << 40, "4M", NULL},
     {"delete_rate", OPT_SIZE, OFF(delete_rate), 0, UINT64_C(1) << 40, "256M", NULL},
     {"direct_io", OPT_BOOL, OFF(direct_io), 0, 1, "0", NULL},
+    {"async_io", OPT_ENUM, OFF(async_io), 0, 2, "auto", ASYNC_NAMES},
     {"l0", OPT_ENUM, OFF(l0), 0, 1, "matrix", L0_NAMES},
     {"pmem_path", OPT_STRING, OFF(pmem_path), 0, sizeof(((struct tkv_options *)0)->pmem_path) - 1, "", NULL},
     {"pmem_size", OPT_SIZE, OFF(pmem_size), 0, UINT64_C(1) << 40, "0", NULL},

@@ -39,6 +39,7 @@ struct tkv_options {
     uint64_t delete_chunk;      /* obsolete files are truncated this much at a time (0: unlinked at once) */
     uint64_t delete_rate;       /* bytes/s of obsolete files released at most (0: no pause) */
     int direct_io;              /* 1: SST reads and flush/compaction writes use O_DIRECT */
+    int async_io;               /* ASYNC_AUTO, ASYNC_ON, ASYNC_OFF: io_uring reads for multi_get and iterators */
     /* NVM tier: the matrix container (docs/format-matrix.md) */
     int l0;                     /* L0_SST or L0_MATRIX */
     char pmem_path[4096];       /* pool file; "" = <dir>/matrix.pmem */
@@ -70,6 +71,10 @@ struct tkv_options {
 #define LATCAP_AUTO 0
 #define LATCAP_ON 1
 #define LATCAP_OFF 2
+
+#define ASYNC_AUTO 0
+#define ASYNC_ON 1
+#define ASYNC_OFF 2
 
 #define SCHED_SILK 0
 #define SCHED_FIFO 1

@@ -3,6 +3,7 @@
  */
 
 #include "io/io.h"
+#include "io/io_int.h"
 #include "io/wb.h"
 
 #include <errno.h>
@@ -32,8 +33,7 @@ void io_set_fault_hook(io_fault_hook hook, void *arg)
     __atomic_store_n(&g_hook, hook, __ATOMIC_RELEASE);
 }
 
-/* fault -- asks the hook about an operation; 0 = proceed. */
-static int fault(io_op op, const char *path, size_t len)
+int io_fault(io_op op, const char *path, size_t len)
 {
     io_fault_hook h = __atomic_load_n(&g_hook, __ATOMIC_ACQUIRE);
     if (!h) return 0;
@@ -42,17 +42,16 @@ static int fault(io_op op, const char *path, size_t len)
 
 static void count(uint64_t *ctr, uint64_t n) { __atomic_fetch_add(ctr, n, __ATOMIC_RELAXED); }
 
-/* count_read_op -- one read of f that started (before the gate) at t0_ns:
- * read_ops and read_ns of its class (io_stats). */
-static void count_read_op(io_file *f, uint64_t t0_ns)
+void io_count_read_op(io_stats *st, io_class cls, uint64_t t0_ns)
 {
-    if (!f->stats) return;
-    count(&f->stats->read_ops[f->cls], 1);
-    count(&f->stats->read_ns[f->cls], sched_mono_ns() - t0_ns);
+    if (!st) return;
+    count(&st->read_ops[cls], 1);
+    count(&st->read_ns[cls], sched_mono_ns() - t0_ns);
 }
 
-/* admit -- passes n bytes of f through the scheduler's gate (may sleep). */
-static int admit(io_file *f, int is_write, size_t n)
+static void count_read_op(io_file *f, uint64_t t0_ns) { io_count_read_op(f->stats, f->cls, t0_ns); }
+
+int io_admit(io_file *f, int is_write, size_t n)
 {
     if (!f->stats || !f->stats->gate || n == 0) return 0;
     return f->stats->gate(f->stats->gate_arg, f->cls, is_write, n);
@@ -66,7 +65,7 @@ static size_t align_up(uint64_t x) { return (size_t)((x + IO_DIRECT_ALIGN - 1) &
 static int open_file(const char *path, int flags, io_class cls, io_stats *st, io_file **out)
 {
     *out = NULL;
-    int e = fault(IO_OP_OPEN, path, 0);
+    int e = io_fault(IO_OP_OPEN, path, 0);
     if (e > 0) return tkv_err_errno(e, "open %s", path);
     io_file *f = calloc(1, sizeof *f);
     char *p = strdup(path);
@@ -143,7 +142,7 @@ int io_probe_direct(const char *dir)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/.direct_io_probe", dir);
-    int e = fault(IO_OP_OPEN, path, 0);
+    int e = io_fault(IO_OP_OPEN, path, 0);
     int fd = e > 0 ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
     if (fd < 0) {
         int err = e > 0 ? e : errno;
@@ -238,10 +237,10 @@ static int direct_append(io_file *f, const uint8_t *b, size_t n)
 int io_append(io_file *f, const void *p, size_t n)
 {
     size_t limit = n;
-    int e = fault(IO_OP_WRITE, f->path, n);
+    int e = io_fault(IO_OP_WRITE, f->path, n);
     if (e > 0) return tkv_err_errno(e, "write %s", f->path);
     if (e < 0) limit = (size_t)-e < n ? (size_t)-e : n;
-    TKV_TRY(admit(f, 1, limit));
+    TKV_TRY(io_admit(f, 1, limit));
     if (f->flags & IO_DIRECT) {
         int rc = direct_append(f, p, limit);
         if (f->stats) count(&f->stats->write_bytes[f->cls], limit);
@@ -381,10 +380,10 @@ static int ra_fill(io_file *f, uint64_t start)
     uint64_t end = align_up(f->ra_file_size);
     if (start >= end) want = IO_DIRECT_ALIGN; /* past the end: one block finds out */
     else if (end - start < want) want = (size_t)(end - start);
-    int e = fault(IO_OP_READ, f->path, want);
+    int e = io_fault(IO_OP_READ, f->path, want);
     if (e > 0) return tkv_err_errno(e, "read %s at offset %llu", f->path, (unsigned long long)start);
     uint64_t t0 = sched_mono_ns();
-    TKV_TRY(admit(f, 0, want));
+    TKV_TRY(io_admit(f, 0, want));
     size_t done = 0;
     while (done < want) {
         ssize_t r = pread(f->fd, f->rabuf + done, want - done, (off_t)(start + done));
@@ -429,10 +428,10 @@ int io_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *got)
 {
     int rc;
     if (f->rabuf && ra_pread(f, off, buf, n, got, &rc)) return rc;
-    int e = fault(IO_OP_READ, f->path, n);
+    int e = io_fault(IO_OP_READ, f->path, n);
     if (e > 0) return tkv_err_errno(e, "read %s at offset %llu", f->path, (unsigned long long)off);
     uint64_t t0 = sched_mono_ns();
-    TKV_TRY(admit(f, 0, n));
+    TKV_TRY(io_admit(f, 0, n));
     if (f->flags & IO_DIRECT) {
         rc = direct_pread(f, off, buf, n, got);
         if (rc == 0) count_read_op(f, t0);
@@ -456,7 +455,7 @@ int io_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *got)
 
 int io_sync(io_file *f)
 {
-    int e = fault(IO_OP_SYNC, f->path, 0);
+    int e = io_fault(IO_OP_SYNC, f->path, 0);
     if (e > 0) return tkv_err_errno(e, "fdatasync %s", f->path);
     if (f->flags & IO_DIRECT) TKV_TRY(direct_flush_tail(f));
     if (fdatasync(f->fd) != 0) return tkv_err_errno(errno, "fdatasync %s", f->path);
@@ -526,7 +525,7 @@ int io_write_file_atomic(const char *dir, const char *name, const void *data, si
     int crc = io_close(f);
     if (rc == 0) rc = crc;
     if (rc == 0) {
-        int e = fault(IO_OP_RENAME, dst, 0);
+        int e = io_fault(IO_OP_RENAME, dst, 0);
         if (e > 0)
             rc = tkv_err_errno(e, "rename %s", dst);
         else if (rename(tmp, dst) != 0)
@@ -539,7 +538,7 @@ int io_write_file_atomic(const char *dir, const char *name, const void *data, si
 
 int io_remove(const char *path)
 {
-    int e = fault(IO_OP_REMOVE, path, 0);
+    int e = io_fault(IO_OP_REMOVE, path, 0);
     if (e > 0) return tkv_err_errno(e, "remove %s", path);
     if (unlink(path) != 0 && errno != ENOENT) return tkv_err_errno(errno, "remove %s", path);
     return 0;
@@ -547,7 +546,7 @@ int io_remove(const char *path)
 
 int io_rename(const char *from, const char *to)
 {
-    int e = fault(IO_OP_RENAME, to, 0);
+    int e = io_fault(IO_OP_RENAME, to, 0);
     if (e > 0) return tkv_err_errno(e, "rename %s", to);
     if (rename(from, to) != 0) return tkv_err_errno(errno, "rename %s to %s", from, to);
     return 0;
@@ -557,7 +556,7 @@ int io_sync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return tkv_err_errno(errno, "open directory %s", dir);
-    int e = fault(IO_OP_SYNC, dir, 0);
+    int e = io_fault(IO_OP_SYNC, dir, 0);
     int rc = 0;
     if (e > 0)
         rc = tkv_err_errno(e, "fsync directory %s", dir);

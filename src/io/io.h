@@ -103,7 +103,16 @@ typedef struct io_file {
 } io_file;
 
 /* Operations a fault hook sees. */
-typedef enum io_op { IO_OP_OPEN, IO_OP_WRITE, IO_OP_SYNC, IO_OP_READ, IO_OP_RENAME, IO_OP_REMOVE } io_op;
+typedef enum io_op {
+    IO_OP_OPEN,
+    IO_OP_WRITE,
+    IO_OP_SYNC,
+    IO_OP_READ, /* pread and io_uring reads (io/uring.h) alike, before the read is issued */
+    IO_OP_RENAME,
+    IO_OP_REMOVE,
+    IO_OP_RING_SETUP /* io_uring_queue_init of a read ring (io/uring.h); path "io_uring"; an errno
+                      * makes the setup fail as the kernel would (ENOSYS, EPERM, ENOMEM) */
+} io_op;
 
 /* A fault hook returns 0 to let the operation proceed, or an errno value to
  * make it fail with that error (nothing is done). For IO_OP_WRITE it may also

@@ -16,8 +16,10 @@
 #include <stdint.h>
 
 #include "io/io.h"
+#include "io/uring.h"
 #include "util/ikey.h"
 #include "sst/cache.h"
+#include "sst/format.h"
 #include "util/coding.h"
 #include "util/iter.h"
 
@@ -109,6 +111,59 @@ int table_may_contain(table *t, tkv_slice ukey);
  * be internal keys (>= IKEY_TRAILER bytes; shorter ones give TKV_INVALID).
  * The table must outlive the iterator. NULL on out of memory. */
 tkv_it *table_iter(table *t);
+
+/* Counters of the iterators' asynchronous reads (relaxed atomics). */
+typedef struct table_prefetch_stats {
+    uint64_t reads;      /* readahead reads queued */
+    uint64_t blocks;     /* blocks served from readahead buffers */
+    uint64_t seek_reads; /* first-block reads queued by table_iter_prefetch_seek */
+} table_prefetch_stats;
+
+/* table_iter_async -- table_iter whose block reads go through `ring` (held
+ * by the caller until the iterator is destroyed; NULL: table_iter), with
+ * adaptive readahead (table_iter.c) counted in *st (may be NULL). Same
+ * entries, errors and checks as table_iter. */
+tkv_it *table_iter_async(table *t, io_ring *ring, table_prefetch_stats *st);
+/* table_iter_prefetch_seek -- for an iterator of table_iter_async about to
+ * seek to `target`: queues the read of the data block the seek will need
+ * (unless it is cached, loaded or already on its way), so that the seeks of
+ * several iterators read in parallel. 1 if a read was queued (it is
+ * submitted by the next wait on the ring, or io_ring_submit), else 0; never
+ * an error (the seek reports it). Any other iterator: 0. */
+int table_iter_prefetch_seek(tkv_it *it, tkv_slice target);
+
+/* ---------------------------------------------------------------- point reads in steps */
+
+/* For readers that batch the block reads of many lookups (sst/multiget.h):
+ * table_get is table_locate, then the data block from the cache
+ * (table_block_cached) or from bytes the caller read (table_block_parse),
+ * then table_block_find. Same answers, errors and counters as table_get. */
+
+/* A data block in use: pinned in the block cache (h != NULL) or owned
+ * (h == NULL). */
+typedef struct table_block {
+    struct cached_block *blk;
+    cache_handle *h;
+} table_block;
+
+/* table_locate -- the bloom filter, then the index: 1 and *h, the one data
+ * block that can hold (ukey, seq); 0 if the table holds no such entry; < 0
+ * on error (TKV_INVALID for a key over TKV_MAX_KEY_SIZE, TKV_CORRUPTION). */
+int table_locate(table *t, tkv_slice ukey, uint64_t seq, block_handle *h);
+/* table_block_cached -- 1 and *b pinned if data block h is in the block
+ * cache (a hit is counted), else 0. */
+int table_block_cached(table *t, block_handle h, table_block *b);
+/* table_block_parse -- data block h from the h.size + SST_TRAILER_SIZE bytes
+ * at p (got of them were read: fewer is a truncated file): length, checksum
+ * and decompression checked as for a block table_get reads; then cached.
+ * 0 and *b, or TKV_CORRUPTION naming the file and offset, TKV_NO_MEMORY. */
+int table_block_parse(table *t, block_handle h, const uint8_t *p, size_t got, table_block *b);
+/* table_block_find -- table_get's answer for (ukey, seq) in data block h:
+ * 1 (type, value copied into val), 0, < 0. */
+int table_block_find(table *t, block_handle h, const table_block *b, tkv_slice ukey, uint64_t seq, ikey_type *type,
+                     tkv_buf *val);
+/* table_block_release -- unpins or frees b (NULL blk ok). */
+void table_block_release(table *t, table_block *b);
 
 typedef struct table_read_stats {
     uint64_t bloom_checks, bloom_negatives, block_reads, block_cache_hits;

@@ -192,6 +192,12 @@ static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)
     return find_table_cls(tc, f, IO_USER_READ, out);
 }
 
+int table_cache_find(table_cache *tc, const file_meta *f, cache_handle **h) { return find_table(tc, f, h); }
+
+table *table_cache_table(cache_handle *h) { return cache_value(h); }
+
+void table_cache_release(table_cache *tc, cache_handle *h) { cache_release(tc->tables, h); }
+
 int table_cache_preload(table_cache *tc, const file_meta *f, io_class cls)
 {
     cache_handle *h;
@@ -269,13 +275,13 @@ static void pi_destroy(tkv_it *it)
 static const tkv_it_ops pinned_ops = {pi_valid, pi_first, pi_last, pi_seek, pi_next, pi_prev, pi_key, pi_value,
                                       pi_status, pi_destroy};
 
-tkv_it *table_cache_iter(table_cache *tc, const file_meta *f)
+tkv_it *table_cache_iter(table_cache *tc, const file_meta *f, io_ring *ring, table_prefetch_stats *st)
 {
     cache_handle *h;
     int rc = find_table(tc, f, &h);
     if (rc < 0) return error_iter_new(rc);
     pinned_iter *p = malloc(sizeof *p);
-    tkv_it *inner = p ? table_iter(cache_value(h)) : NULL;
+    tkv_it *inner = p ? table_iter_async(cache_value(h), ring, st) : NULL;
     if (!inner) {
         free(p);
         cache_release(tc->tables, h);
@@ -291,7 +297,8 @@ tkv_it *table_cache_iter(table_cache *tc, const file_meta *f)
 /* ------------------------------------------------------------ level iterator */
 
 /* Invariant: when `cur` is non-NULL it iterates files[idx]; moving off either
- * end of a file opens the neighbour (skipping empty files). */
+ * end of a file opens the neighbour (skipping empty files). A seek within
+ * the file `cur` iterates keeps it (and its readahead and seek prefetch). */
 typedef struct level_iter {
     tkv_it base;
     table_cache *tc;
@@ -300,15 +307,18 @@ typedef struct level_iter {
     size_t idx;
     tkv_it *cur;
     int status; /* error from opening a file */
+    io_ring *ring;
+    table_prefetch_stats *pst;
 } level_iter;
 
 static void li_open(level_iter *li, size_t idx)
 {
+    if (li->cur && li->idx == idx) return;
     it_destroy(li->cur);
     li->cur = NULL;
     li->idx = idx;
     if (idx >= li->n) return;
-    li->cur = table_cache_iter(li->tc, li->files[idx]);
+    li->cur = table_cache_iter(li->tc, li->files[idx], li->ring, li->pst);
     if (!li->cur) li->status = tkv_err(TKV_NO_MEMORY, "out of memory opening a level iterator");
     else if (it_status(li->cur) < 0 && !li->status) li->status = it_status(li->cur);
 }
@@ -356,10 +366,9 @@ static void li_last(tkv_it *it)
     li_skip_backward(li);
 }
 
-static void li_seek(tkv_it *it, tkv_slice target)
+/* li_find -- the first file whose largest key >= target (n if none). */
+static size_t li_find(const level_iter *li, tkv_slice target)
 {
-    level_iter *li = (level_iter *)it;
-    /* First file whose largest key >= target. */
     size_t lo = 0, hi = li->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -367,7 +376,13 @@ static void li_seek(tkv_it *it, tkv_slice target)
         if (ikey_cmp(slice(lg->data, lg->len), target) < 0) lo = mid + 1;
         else hi = mid;
     }
-    li_open(li, lo);
+    return lo;
+}
+
+static void li_seek(tkv_it *it, tkv_slice target)
+{
+    level_iter *li = (level_iter *)it;
+    li_open(li, li_find(li, target));
     if (li->cur) it_seek(li->cur, target);
     li_skip_forward(li);
 }
@@ -405,10 +420,25 @@ static void li_destroy(tkv_it *it)
 static const tkv_it_ops level_ops = {li_valid, li_first, li_last, li_seek, li_next, li_prev, li_key, li_value,
                                      li_status, li_destroy};
 
-tkv_it *level_iter_new(table_cache *tc, file_meta *const *files, size_t n)
+static const tkv_it_ops level_ops;
+
+int table_cache_prefetch_seek(tkv_it *it, tkv_slice target)
+{
+    if (it->ops == &pinned_ops) return table_iter_prefetch_seek(((pinned_iter *)it)->inner, target);
+    if (it->ops != &level_ops) return 0;
+    level_iter *li = (level_iter *)it;
+    size_t idx = li_find(li, target);
+    if (idx >= li->n || li->status) return 0;
+    li_open(li, idx); /* the seek keeps it */
+    return li->cur ? table_cache_prefetch_seek(li->cur, target) : 0;
+}
+
+tkv_it *level_iter_new(table_cache *tc, file_meta *const *files, size_t n, io_ring *ring, table_prefetch_stats *st)
 {
     level_iter *li = calloc(1, sizeof *li);
     if (!li) return NULL;
+    li->ring = ring;
+    li->pst = st;
     li->base.ops = &level_ops;
     li->tc = tc;
     li->files = files;

@@ -30,10 +30,24 @@ void sst_path(const char *dir, uint64_t number, char *buf, size_t len);
 int table_cache_get(table_cache *tc, const file_meta *f, tkv_slice ukey, uint64_t seq, ikey_type *type,
                     tkv_buf *val);
 
+/* table_cache_find -- file f's table pinned in *h (opened if needed, as
+ * table_cache_get does); table_cache_table gives the table, valid until
+ * table_cache_release(h). */
+int table_cache_find(table_cache *tc, const file_meta *f, cache_handle **h);
+table *table_cache_table(cache_handle *h);
+void table_cache_release(table_cache *tc, cache_handle *h);
+
 /* table_cache_iter -- an iterator over file f that pins the table; on error an
  * iterator that is never valid and reports the error in status(). NULL only
- * on out of memory. */
-tkv_it *table_cache_iter(table_cache *tc, const file_meta *f);
+ * on out of memory. With a ring (held by the caller for the iterator's life)
+ * its reads are asynchronous (table_iter_async; counters in *st, may be
+ * NULL); NULL ring: synchronous. */
+tkv_it *table_cache_iter(table_cache *tc, const file_meta *f, io_ring *ring, table_prefetch_stats *st);
+
+/* table_cache_prefetch_seek -- table_iter_prefetch_seek for an iterator of
+ * table_cache_iter or level_iter_new (a level opens the file the seek will
+ * land in); 0 for any other iterator. */
+int table_cache_prefetch_seek(tkv_it *it, tkv_slice target);
 
 /* table_cache_preload -- opens file f's table into the cache unless it is
  * there, so the first client read of f does not pay for reading its index
@@ -66,7 +80,7 @@ tkv_it *error_iter_new(int code);
 /* level_iter_new -- concatenates the tables of files[0..n) (sorted, disjoint:
  * an L1+ level) opening each lazily through the table cache. The files array
  * is borrowed: the caller keeps the version that owns it pinned for the
- * iterator's life. NULL on out of memory. */
-tkv_it *level_iter_new(table_cache *tc, file_meta *const *files, size_t n);
+ * iterator's life. ring and st: as table_cache_iter. NULL on out of memory. */
+tkv_it *level_iter_new(table_cache *tc, file_meta *const *files, size_t n, io_ring *ring, table_prefetch_stats *st);
 
 #endif

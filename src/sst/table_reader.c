@@ -1,56 +1,22 @@
 /*
  * table_reader.c -- opens an SSTable (footer, index, filter, properties are
- * read, verified and kept in memory) and serves point lookups and iterators
- * over its data blocks, through the block cache when one is given.
+ * read, verified and kept in memory) and serves point lookups over its data
+ * blocks, through the block cache when one is given. The iterator is in
+ * table_iter.c; what both share is in table_int.h.
  *
  * Every block read verifies the trailer checksum before anything else looks at
  * the bytes (before decompression too); any mismatch or malformed structure is
  * TKV_CORRUPTION with a message naming the file and the block offset.
- *
- * Block lifetime: a data block lives in a `cached_block` allocation. With a
- * cache, the block is inserted (charge = its uncompressed size) and the reader
- * holds a pinned handle while it reads it; without one (or if the insert fails)
- * the reader owns the allocation and frees it when done. Iterators pin their
- * current block until they move to another one.
  */
 #include <lz4.h>
 #include <stdlib.h>
 
-#include "sst/block.h"
 #include "sst/bloom.h"
-#include "sst/format.h"
-#include "sst/table.h"
+#include "sst/table_int.h"
 #include "util/checksum.h"
 #include "util/status.h"
 
-/* A block's contents in one allocation (the value stored in the cache). */
-typedef struct cached_block {
-    size_t size;
-    uint8_t data[];
-} cached_block;
-
-struct table {
-    io_file *f;
-    uint64_t file_size;
-    uint64_t data_end; /* data blocks (with trailers) end at or before this offset */
-    tkv_cache *cache;
-    uint64_t cache_id;
-    cached_block *index;
-    block_handle index_h;
-    cached_block *filter;
-    table_props props;
-    uint64_t st_bloom_checks, st_bloom_negatives, st_block_reads, st_cache_hits; /* atomic, relaxed */
-};
-
-/* A data block in use: pinned in the cache (h != NULL) or owned (h == NULL). */
-typedef struct block_ref {
-    cached_block *blk;
-    cache_handle *h;
-} block_ref;
-
-static inline void stat_add(uint64_t *c) { __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
-
-static int corrupt(const table *t, uint64_t off, const char *what, const char *detail)
+int table_corrupt(const table *t, uint64_t off, const char *what, const char *detail)
 {
     return tkv_err(TKV_CORRUPTION, "%s: corrupt %s at offset %llu: %s", t->f->path, what, (unsigned long long)off,
                    detail);
@@ -62,55 +28,59 @@ static int handle_in_range(block_handle h, uint64_t end)
     return end >= SST_TRAILER_SIZE && h.size <= end - SST_TRAILER_SIZE && h.offset <= end - SST_TRAILER_SIZE - h.size;
 }
 
-/* read_block -- reads block h and its trailer, verifies the checksum and
- * decompresses; *out is a new cached_block holding the contents. `what` names
- * the kind of block in messages. */
-static int read_block(table *t, block_handle h, uint64_t end, const char *what, cached_block **out)
+/* decode_block -- the n = h.size + trailer bytes of block h at p (got of
+ * them were read): checks the length and the checksum, then decompresses;
+ * *out is a cached_block holding the contents. With `raw` (the allocation p
+ * lives in, p == raw->data) an uncompressed block is returned in it and raw
+ * is otherwise freed; without, the bytes are copied. `what` names the kind of
+ * block in messages. */
+static int decode_block(table *t, block_handle h, const uint8_t *p, size_t got, const char *what, cached_block *raw,
+                        cached_block **out)
 {
     *out = NULL;
-    if (!handle_in_range(h, end)) return corrupt(t, h.offset, what, "block handle out of range");
     size_t n = (size_t)h.size + SST_TRAILER_SIZE;
-    cached_block *raw = malloc(sizeof *raw + n);
-    if (!raw) return tkv_err(TKV_NO_MEMORY, "%s: out of memory reading a %zu-byte block", t->f->path, n);
-    size_t got = 0;
-    int rc = io_pread(t->f, h.offset, raw->data, n, &got);
-    if (rc < 0) goto fail;
+    int rc;
+    cached_block *blk = NULL;
     if (got < n) {
-        rc = corrupt(t, h.offset, what, "truncated file (block extends past the end)");
+        rc = table_corrupt(t, h.offset, what, "truncated file (block extends past the end)");
         goto fail;
     }
-    uint8_t type = raw->data[h.size];
-    if (tkv_checksum(raw->data, (size_t)h.size + 1) != dec_u32(raw->data + h.size + 1)) {
-        rc = corrupt(t, h.offset, what, "checksum mismatch");
+    uint8_t type = p[h.size];
+    if (tkv_checksum(p, (size_t)h.size + 1) != dec_u32(p + h.size + 1)) {
+        rc = table_corrupt(t, h.offset, what, "checksum mismatch");
         goto fail;
     }
     if (type == SST_COMPRESS_NONE) {
+        if (!raw && !(raw = malloc(sizeof *raw + (size_t)h.size))) {
+            rc = tkv_err(TKV_NO_MEMORY, "%s: out of memory for a %zu-byte block", t->f->path, n);
+            goto fail;
+        }
+        if (p != raw->data) memcpy(raw->data, p, (size_t)h.size);
         raw->size = (size_t)h.size;
         *out = raw;
         return 0;
     }
     if (type != SST_COMPRESS_LZ4) {
-        rc = corrupt(t, h.offset, what, "unknown compression type");
+        rc = table_corrupt(t, h.offset, what, "unknown compression type");
         goto fail;
     }
     /* lz4 payload: varint uncompressed size, then the lz4 block. lz4 expands at
      * most ~255x, which bounds the allocation a bad size could ask for. */
     uint64_t ulen;
-    const uint8_t *p = dec_varint(raw->data, raw->data + h.size, &ulen);
-    size_t clen = p ? (size_t)(raw->data + h.size - p) : 0;
-    if (!p || ulen > UINT32_MAX || ulen > (uint64_t)clen * 255 + 16 || clen > LZ4_MAX_INPUT_SIZE) {
-        rc = corrupt(t, h.offset, what, "bad compressed block header");
+    const uint8_t *q = dec_varint(p, p + h.size, &ulen);
+    size_t clen = q ? (size_t)(p + h.size - q) : 0;
+    if (!q || ulen > UINT32_MAX || ulen > (uint64_t)clen * 255 + 16 || clen > LZ4_MAX_INPUT_SIZE) {
+        rc = table_corrupt(t, h.offset, what, "bad compressed block header");
         goto fail;
     }
-    cached_block *blk = malloc(sizeof *blk + (size_t)ulen);
-    if (!blk) {
+    if (!(blk = malloc(sizeof *blk + (size_t)ulen))) {
         rc = tkv_err(TKV_NO_MEMORY, "%s: out of memory decompressing a block", t->f->path);
         goto fail;
     }
-    int d = LZ4_decompress_safe((const char *)p, (char *)blk->data, (int)clen, (int)ulen);
+    int d = LZ4_decompress_safe((const char *)q, (char *)blk->data, (int)clen, (int)ulen);
     if (d < 0 || (uint64_t)d != ulen) {
         free(blk);
-        rc = corrupt(t, h.offset, what, "lz4 decompression failed");
+        rc = table_corrupt(t, h.offset, what, "lz4 decompression failed");
         goto fail;
     }
     blk->size = (size_t)ulen;
@@ -122,6 +92,24 @@ fail:
     return rc;
 }
 
+/* read_block -- reads block h and its trailer with io_pread and decodes it
+ * (decode_block); `end` bounds where the block may lie. */
+static int read_block(table *t, block_handle h, uint64_t end, const char *what, cached_block **out)
+{
+    *out = NULL;
+    if (!handle_in_range(h, end)) return table_corrupt(t, h.offset, what, "block handle out of range");
+    size_t n = (size_t)h.size + SST_TRAILER_SIZE;
+    cached_block *raw = malloc(sizeof *raw + n);
+    if (!raw) return tkv_err(TKV_NO_MEMORY, "%s: out of memory reading a %zu-byte block", t->f->path, n);
+    size_t got = 0;
+    int rc = io_pread(t->f, h.offset, raw->data, n, &got);
+    if (rc < 0) {
+        free(raw);
+        return rc;
+    }
+    return decode_block(t, h, raw->data, got, what, raw, out);
+}
+
 static void block_deleter(const void *key, size_t klen, void *value)
 {
     (void)key;
@@ -129,32 +117,63 @@ static void block_deleter(const void *key, size_t klen, void *value)
     free(value);
 }
 
-/* get_data_block -- data block h from the cache, or read (and cached). */
-static int get_data_block(table *t, block_handle h, block_ref *r)
+/* block_key -- the block cache key of block h of t. */
+static void block_key(const table *t, block_handle h, uint8_t key[16])
+{
+    enc_u64(key, t->cache_id);
+    enc_u64(key + 8, h.offset);
+}
+
+int table_block_cached(table *t, block_handle h, table_block *r)
 {
     r->blk = NULL;
     r->h = NULL;
+    if (!t->cache) return 0;
     uint8_t key[16];
-    if (t->cache) {
-        enc_u64(key, t->cache_id);
-        enc_u64(key + 8, h.offset);
-        cache_handle *ch = cache_lookup(t->cache, key, sizeof key);
-        if (ch) {
-            stat_add(&t->st_cache_hits);
-            r->h = ch;
-            r->blk = cache_value(ch);
-            return 0;
-        }
-    }
+    block_key(t, h, key);
+    cache_handle *ch = cache_lookup(t->cache, key, sizeof key);
+    if (!ch) return 0;
+    table_stat_add(&t->st_cache_hits);
+    r->h = ch;
+    r->blk = cache_value(ch);
+    return 1;
+}
+
+/* keep_block -- a data block just read: counted, then cached (r pins it) or
+ * owned by r when there is no cache or the insert fails. */
+static void keep_block(table *t, block_handle h, cached_block *blk, table_block *r)
+{
+    table_stat_add(&t->st_block_reads);
+    r->blk = blk;
+    r->h = NULL;
+    if (!t->cache) return;
+    uint8_t key[16];
+    block_key(t, h, key);
+    r->h = cache_insert(t->cache, key, sizeof key, blk, blk->size, block_deleter); /* NULL: we own it */
+}
+
+int table_data_block(table *t, block_handle h, table_block *r)
+{
+    if (table_block_cached(t, h, r)) return 0;
     cached_block *blk;
     TKV_TRY(read_block(t, h, t->data_end, "data block", &blk));
-    stat_add(&t->st_block_reads);
-    r->blk = blk;
-    if (t->cache) r->h = cache_insert(t->cache, key, sizeof key, blk, blk->size, block_deleter); /* NULL: we own it */
+    keep_block(t, h, blk, r);
     return 0;
 }
 
-static void block_ref_release(table *t, block_ref *r)
+int table_block_parse(table *t, block_handle h, const uint8_t *p, size_t got, table_block *r)
+{
+    r->blk = NULL;
+    r->h = NULL;
+    if (!handle_in_range(h, t->data_end)) return table_corrupt(t, h.offset, "data block", "block handle out of range");
+    cached_block *blk;
+    TKV_TRY(decode_block(t, h, p, got, "data block", NULL, &blk));
+    keep_block(t, h, blk, r);
+    return 0;
+}
+
+/* table_block_release, table_index_handle: table_int.h */
+void table_block_release(table *t, table_block *r)
 {
     if (r->h)
         cache_release(t->cache, r->h);
@@ -164,15 +183,13 @@ static void block_ref_release(table *t, block_ref *r)
     r->h = NULL;
 }
 
-/* index_handle -- decodes and range-checks the data block handle stored as the
- * value of the index entry at `ix`. */
-static int index_handle(table *t, const block_iter *ix, block_handle *h)
+int table_index_handle(table *t, const block_iter *ix, block_handle *h)
 {
     tkv_slice v = block_iter_value(ix);
     const uint8_t *p = handle_decode(v.p, v.p + v.n, h);
-    if (!p || p != v.p + v.n) return corrupt(t, t->index_h.offset, "index block", "malformed block handle");
+    if (!p || p != v.p + v.n) return table_corrupt(t, t->index_h.offset, "index block", "malformed block handle");
     if (!handle_in_range(*h, t->data_end))
-        return corrupt(t, t->index_h.offset, "index block", "data block handle out of range");
+        return table_corrupt(t, t->index_h.offset, "index block", "data block handle out of range");
     return 0;
 }
 
@@ -187,21 +204,21 @@ static int parse_props(table *t, const cached_block *pb, uint64_t off)
                           &pr->raw_key_bytes, &pr->raw_value_bytes, &pr->data_bytes, &pr->num_data_blocks,
                           &pr->compression,  &pr->num_compressed_blocks};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (!(p = dec_varint(p, limit, fields[i]))) return corrupt(t, off, "properties block", "truncated field");
+        if (!(p = dec_varint(p, limit, fields[i]))) return table_corrupt(t, off, "properties block", "truncated field");
     tkv_buf *keys[] = {&pr->smallest, &pr->largest};
     for (int i = 0; i < 2; i++) {
         uint64_t n;
         if (!(p = dec_varint(p, limit, &n)) || n > (uint64_t)(limit - p))
-            return corrupt(t, off, "properties block", "truncated key");
+            return table_corrupt(t, off, "properties block", "truncated key");
         if (pr->num_entries ? n < IKEY_TRAILER : n != 0)
-            return corrupt(t, off, "properties block", "bad smallest/largest key");
+            return table_corrupt(t, off, "properties block", "bad smallest/largest key");
         TKV_TRY(buf_append(keys[i], p, (size_t)n));
         p += n;
     }
-    if (p != limit) return corrupt(t, off, "properties block", "trailing bytes");
+    if (p != limit) return table_corrupt(t, off, "properties block", "trailing bytes");
     if (pr->num_deletions > pr->num_entries || pr->min_seq > pr->max_seq ||
         pr->num_compressed_blocks > pr->num_data_blocks || (pr->num_entries == 0) != (pr->num_data_blocks == 0))
-        return corrupt(t, off, "properties block", "inconsistent counts");
+        return table_corrupt(t, off, "properties block", "inconsistent counts");
     return 0;
 }
 
@@ -216,9 +233,9 @@ static int check_index(table *t)
     if (rc == 0) {
         for (block_iter_seek_first(&ix); block_iter_valid(&ix); block_iter_next(&ix)) {
             block_handle h;
-            if ((rc = index_handle(t, &ix, &h)) < 0) break;
+            if ((rc = table_index_handle(t, &ix, &h)) < 0) break;
             if (h.offset < next_off) {
-                rc = corrupt(t, t->index_h.offset, "index block", "data blocks out of order");
+                rc = table_corrupt(t, t->index_h.offset, "index block", "data blocks out of order");
                 break;
             }
             next_off = h.offset + h.size + SST_TRAILER_SIZE;
@@ -227,7 +244,7 @@ static int check_index(table *t)
         if (rc == 0) rc = ix.status;
     }
     if (rc == 0 && count != t->props.num_data_blocks)
-        rc = corrupt(t, t->index_h.offset, "index block", "entry count does not match the properties");
+        rc = table_corrupt(t, t->index_h.offset, "index block", "entry count does not match the properties");
     block_iter_clear(&ix);
     return rc;
 }
@@ -267,19 +284,19 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
     size_t got = 0;
     if ((rc = io_pread(f, foot_off, foot, sizeof foot, &got)) < 0) goto fail;
     if (got < sizeof foot) {
-        rc = corrupt(t, foot_off, "footer", "truncated file");
+        rc = table_corrupt(t, foot_off, "footer", "truncated file");
         goto fail;
     }
     if (dec_u64(foot + SST_FOOTER_MAGIC_OFF) != SST_MAGIC) {
-        rc = corrupt(t, foot_off, "footer", "bad magic number (not a table, or truncated)");
+        rc = table_corrupt(t, foot_off, "footer", "bad magic number (not a table, or truncated)");
         goto fail;
     }
     if (tkv_checksum(foot, SST_FOOTER_CHECKSUM_OFF) != dec_u32(foot + SST_FOOTER_CHECKSUM_OFF)) {
-        rc = corrupt(t, foot_off, "footer", "checksum mismatch");
+        rc = table_corrupt(t, foot_off, "footer", "checksum mismatch");
         goto fail;
     }
     if (dec_u32(foot + SST_FOOTER_VERSION_OFF) != SST_FORMAT_VERSION) {
-        rc = corrupt(t, foot_off, "footer", "unsupported format version");
+        rc = table_corrupt(t, foot_off, "footer", "unsupported format version");
         goto fail;
     }
     block_handle filter_h = {dec_u64(foot + 16), dec_u64(foot + 24)};
@@ -293,7 +310,7 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
     cached_block *pb = NULL;
     if ((rc = read_block(t, filter_h, foot_off, "filter block", &t->filter)) < 0) goto fail;
     if (!bloom_filter_valid(t->filter->data, t->filter->size)) {
-        rc = corrupt(t, filter_h.offset, "filter block", "bad probe count or size");
+        rc = table_corrupt(t, filter_h.offset, "filter block", "bad probe count or size");
         goto fail;
     }
     if ((rc = read_block(t, props_h, foot_off, "properties block", &pb)) < 0) goto fail;
@@ -326,38 +343,56 @@ void table_get_read_stats(table *t, table_read_stats *out)
 
 int table_may_contain(table *t, tkv_slice ukey)
 {
-    stat_add(&t->st_bloom_checks);
+    table_stat_add(&t->st_bloom_checks);
     int r = bloom_may_contain(t->filter->data, t->filter->size, ukey);
-    if (!r) stat_add(&t->st_bloom_negatives);
+    if (!r) table_stat_add(&t->st_bloom_negatives);
     return r;
 }
 
-/* table_get -- bloom filter, then index seek to the one block that can hold
- * (ukey, seq) (builder invariant 2), then a seek inside that block. */
-int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
+/* seek_target -- the internal key (ukey, seq, seek type) in stackbuf when it
+ * fits, else malloc'd (the caller frees it if it is not stackbuf). */
+static uint8_t *seek_target(tkv_slice ukey, uint64_t seq, uint8_t *stackbuf, size_t cap, tkv_slice *target)
+{
+    if (seq > IKEY_MAX_SEQ) seq = IKEY_MAX_SEQ;
+    uint8_t *tk = ukey.n + IKEY_TRAILER <= cap ? stackbuf : malloc(ukey.n + IKEY_TRAILER);
+    if (!tk) return NULL;
+    ikey_encode(tk, ukey.p, ukey.n, seq, IKEY_SEEK_TYPE);
+    *target = slice(tk, ukey.n + IKEY_TRAILER);
+    return tk;
+}
+
+int table_locate(table *t, tkv_slice ukey, uint64_t seq, block_handle *h)
 {
     if (ukey.n > TKV_MAX_KEY_SIZE) return tkv_err(TKV_INVALID, "table_get: key of %zu bytes", ukey.n);
     if (!table_may_contain(t, ukey)) return 0;
-    if (seq > IKEY_MAX_SEQ) seq = IKEY_MAX_SEQ;
     uint8_t stackbuf[256];
-    uint8_t *tk = ukey.n + IKEY_TRAILER <= sizeof stackbuf ? stackbuf : malloc(ukey.n + IKEY_TRAILER);
+    tkv_slice target;
+    uint8_t *tk = seek_target(ukey, seq, stackbuf, sizeof stackbuf, &target);
     if (!tk) return tkv_err(TKV_NO_MEMORY, "out of memory in table_get");
-    ikey_encode(tk, ukey.p, ukey.n, seq, IKEY_SEEK_TYPE);
-    tkv_slice target = slice(tk, ukey.n + IKEY_TRAILER);
-
-    block_iter ix = {0}, db = {0};
-    block_ref ref = {NULL, NULL};
+    block_iter ix = {0};
     int rc = block_iter_init_checked(&ix, t->index->data, t->index->size, t->f->path, t->index_h.offset);
-    if (rc < 0) goto out;
-    block_iter_seek(&ix, target);
-    if (!block_iter_valid(&ix)) {
-        rc = ix.status; /* 0: target is past the last key */
-        goto out;
+    if (rc == 0) {
+        block_iter_seek(&ix, target);
+        if (!block_iter_valid(&ix))
+            rc = ix.status; /* 0: target is past the last key */
+        else if ((rc = table_index_handle(t, &ix, h)) == 0)
+            rc = 1;
     }
-    block_handle h;
-    if ((rc = index_handle(t, &ix, &h)) < 0) goto out;
-    if ((rc = get_data_block(t, h, &ref)) < 0) goto out;
-    if ((rc = block_iter_init(&db, ref.blk->data, ref.blk->size, t->f->path, h.offset)) < 0) goto out;
+    block_iter_clear(&ix);
+    if (tk != stackbuf) free(tk);
+    return rc;
+}
+
+int table_block_find(table *t, block_handle h, const table_block *b, tkv_slice ukey, uint64_t seq, ikey_type *type,
+                     tkv_buf *val)
+{
+    uint8_t stackbuf[256];
+    tkv_slice target;
+    uint8_t *tk = seek_target(ukey, seq, stackbuf, sizeof stackbuf, &target);
+    if (!tk) return tkv_err(TKV_NO_MEMORY, "out of memory in table_get");
+    block_iter db = {0};
+    int rc = block_iter_init(&db, b->blk->data, b->blk->size, t->f->path, h.offset);
+    if (rc < 0) goto out;
     block_iter_seek(&db, target);
     if (!block_iter_valid(&db)) {
         rc = db.status;
@@ -370,7 +405,7 @@ int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *
     }
     ikey_type ty = ikey_get_type(k);
     if (ty != IKEY_VALUE && ty != IKEY_DELETION) {
-        rc = corrupt(t, h.offset, "data block", "unknown entry type");
+        rc = table_corrupt(t, h.offset, "data block", "unknown entry type");
         goto out;
     }
     tkv_slice v = block_iter_value(&db);
@@ -379,201 +414,21 @@ int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *
     *type = ty;
     rc = 1;
 out:
-    if (ref.blk) block_ref_release(t, &ref);
-    block_iter_clear(&ix);
     block_iter_clear(&db);
     if (tk != stackbuf) free(tk);
     return rc;
 }
 
-/* ---------------------------------------------------------------- iterator */
-
-/* A two-level iterator: the index block positions the data block. Invariant:
- * has_block == 1 iff `ref` pins the block at block_off that `data` reads. */
-typedef struct table_it {
-    tkv_it base;
-    table *t;
-    block_iter index;
-    block_iter data;
-    block_ref ref;
-    int has_block;
-    uint64_t block_off;
-    int status; /* the first error met (sticky) */
-} table_it;
-
-static void drop_block(table_it *ti)
-{
-    if (ti->has_block) block_ref_release(ti->t, &ti->ref);
-    ti->has_block = 0;
-}
-
-/* ti_status -- latches the first error of the iterator or its block iterators. */
-static int ti_status(table_it *ti)
-{
-    if (ti->status == 0) {
-        if (ti->index.status)
-            ti->status = ti->index.status;
-        else if (ti->has_block && ti->data.status)
-            ti->status = ti->data.status;
-    }
-    return ti->status;
-}
-
-static void ti_fail(table_it *ti, int rc)
-{
-    if (ti->status == 0) ti->status = rc;
-    drop_block(ti);
-}
-
-/* load_block -- makes `data` read the block the index is positioned on
- * (unpositioned); keeps the current block if it is the same one. */
-static int load_block(table_it *ti)
+/* table_get -- bloom filter, then index seek to the one block that can hold
+ * (ukey, seq) (builder invariant 2), then a seek inside that block. */
+int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
 {
     block_handle h;
-    int rc = index_handle(ti->t, &ti->index, &h);
-    if (rc < 0) {
-        ti_fail(ti, rc);
-        return rc;
-    }
-    if (ti->has_block && ti->block_off == h.offset) return 0;
-    drop_block(ti);
-    if ((rc = get_data_block(ti->t, h, &ti->ref)) < 0) {
-        ti_fail(ti, rc);
-        return rc;
-    }
-    ti->has_block = 1;
-    ti->block_off = h.offset;
-    if ((rc = block_iter_init(&ti->data, ti->ref.blk->data, ti->ref.blk->size, ti->t->f->path, h.offset)) < 0) {
-        ti_status(ti);
-        return rc;
-    }
-    return 0;
-}
-
-/* skip_forward -- past empty or exhausted blocks to the next entry. */
-static void skip_forward(table_it *ti)
-{
-    while (!ti_status(ti) && !(ti->has_block && block_iter_valid(&ti->data))) {
-        if (!block_iter_valid(&ti->index)) break;
-        block_iter_next(&ti->index);
-        if (!block_iter_valid(&ti->index)) break;
-        if (load_block(ti) < 0) return;
-        block_iter_seek_first(&ti->data);
-    }
-    if (ti_status(ti) == 0 && !block_iter_valid(&ti->index)) drop_block(ti);
-}
-
-/* skip_backward -- before empty or exhausted blocks to the previous entry. */
-static void skip_backward(table_it *ti)
-{
-    while (!ti_status(ti) && !(ti->has_block && block_iter_valid(&ti->data))) {
-        if (!block_iter_valid(&ti->index)) break;
-        block_iter_prev(&ti->index);
-        if (!block_iter_valid(&ti->index)) break;
-        if (load_block(ti) < 0) return;
-        block_iter_seek_last(&ti->data);
-    }
-    if (ti_status(ti) == 0 && !block_iter_valid(&ti->index)) drop_block(ti);
-}
-
-static int ti_valid(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    return ti->status == 0 && ti->has_block && block_iter_valid(&ti->data);
-}
-
-static void ti_seek_first(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    if (ti->status) return;
-    block_iter_seek_first(&ti->index);
-    if (!block_iter_valid(&ti->index)) {
-        ti_status(ti);
-        drop_block(ti);
-        return;
-    }
-    if (load_block(ti) < 0) return;
-    block_iter_seek_first(&ti->data);
-    skip_forward(ti);
-}
-
-static void ti_seek_last(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    if (ti->status) return;
-    block_iter_seek_last(&ti->index);
-    if (!block_iter_valid(&ti->index)) {
-        ti_status(ti);
-        drop_block(ti);
-        return;
-    }
-    if (load_block(ti) < 0) return;
-    block_iter_seek_last(&ti->data);
-    skip_backward(ti);
-}
-
-static void ti_seek(tkv_it *it, tkv_slice target)
-{
-    table_it *ti = (table_it *)it;
-    if (ti->status) return;
-    if (target.n < IKEY_TRAILER) {
-        ti_fail(ti, tkv_err(TKV_INVALID, "table iterator seek: target of %zu bytes is not an internal key", target.n));
-        return;
-    }
-    block_iter_seek(&ti->index, target);
-    if (!block_iter_valid(&ti->index)) {
-        ti_status(ti);
-        drop_block(ti);
-        return;
-    }
-    if (load_block(ti) < 0) return;
-    block_iter_seek(&ti->data, target);
-    skip_forward(ti);
-}
-
-static void ti_next(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    if (!ti_valid(it)) return;
-    block_iter_next(&ti->data);
-    skip_forward(ti);
-}
-
-static void ti_prev(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    if (!ti_valid(it)) return;
-    block_iter_prev(&ti->data);
-    skip_backward(ti);
-}
-
-static tkv_slice ti_key(tkv_it *it) { return block_iter_key(&((table_it *)it)->data); }
-static tkv_slice ti_value(tkv_it *it) { return block_iter_value(&((table_it *)it)->data); }
-static int ti_status_op(tkv_it *it) { return ti_status((table_it *)it); }
-
-static void ti_destroy(tkv_it *it)
-{
-    table_it *ti = (table_it *)it;
-    drop_block(ti);
-    block_iter_clear(&ti->index);
-    block_iter_clear(&ti->data);
-    free(ti);
-}
-
-static const tkv_it_ops table_it_ops = {ti_valid, ti_seek_first, ti_seek_last, ti_seek,      ti_next,
-                                        ti_prev,  ti_key,        ti_value,     ti_status_op, ti_destroy};
-
-tkv_it *table_iter(table *t)
-{
-    table_it *ti = calloc(1, sizeof *ti);
-    if (!ti) {
-        tkv_err(TKV_NO_MEMORY, "out of memory allocating a table iterator");
-        return NULL;
-    }
-    ti->base.ops = &table_it_ops;
-    ti->t = t;
-    /* The index block was checked at open (check_index). */
-    block_iter_init_checked(&ti->index, t->index->data, t->index->size, t->f->path, t->index_h.offset);
-    ti->status = ti->index.status;
-    return &ti->base;
+    int rc = table_locate(t, ukey, seq, &h);
+    if (rc <= 0) return rc;
+    table_block b;
+    TKV_TRY(table_data_block(t, h, &b));
+    rc = table_block_find(t, h, &b, ukey, seq, type, val);
+    table_block_release(t, &b);
+    return rc;
 }
