@@ -358,8 +358,7 @@ static void *column_main(void *arg)
 int mx_start(tkv_db *db)
 {
     if (!db->mx) return 0;
-    if (pthread_create(&db->mx->thread, NULL, column_main, db) != 0)
-        return tkv_err(TKV_NO_MEMORY, "cannot start the column-compaction thread");
+    TKV_TRY(thread_create(&db->mx->thread, column_main, db, "the column-compaction thread"));
     pthread_mutex_lock(&db->mu); /* the flush thread reads it (mx_flush_blocked) */
     db->mx->thread_started = 1;
     pthread_mutex_unlock(&db->mu);
