@@ -19,7 +19,14 @@
  *     Pointers returned by tkv_iter_key/tkv_iter_value are owned by the iterator
  *     and valid until the iterator is moved or freed.
  *  5. The library never calls exit() or abort() on bad input or bad media; it
- *     reports corruption as TKV_CORRUPTION and never returns corrupt data.
+ *     reports corruption as TKV_CORRUPTION and never returns corrupt data. A
+ *     failure in the background (a flush, a compaction, a persist into the
+ *     pmem pool such as a failed msync, an allocation) makes the database
+ *     read-only: later writes, and tkv_close, return that error.
+ *  6. The library is a good guest: it exports only the functions declared
+ *     here, runs on its host's malloc (it links no allocator of its own),
+ *     never writes to stdout or stderr (messages are in tkv_errmsg() and the
+ *     properties), and every thread it starts ends in tkv_close().
  *
  * Thread safety:
  *  - tkv_db: safe for concurrent use by any number of threads without external
@@ -146,14 +153,21 @@ TKV_API int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
  * Every iterator of `db` must be freed first: if any is still open, close
  * returns TKV_BUSY and does nothing (the handle stays open and usable).
  * Snapshots still held are released by close (do not use them afterwards).
- * NULL is a no-op returning TKV_OK. Otherwise returns the first error met
- * while finishing; the handle is freed regardless. */
+ * NULL is a no-op returning TKV_OK. Otherwise returns the background error
+ * that made the database read-only, if there was one (TKV_IO_ERROR,
+ * TKV_NO_SPACE, TKV_CORRUPTION, TKV_NO_MEMORY; tkv_errmsg() says what failed,
+ * even if no write was made after it), else the first error met while
+ * finishing (syncing the WAL, the final msync of the pmem pool); the handle
+ * is freed regardless. Data acknowledged before the error is in the WAL
+ * and comes back at the next open. */
 TKV_API int tkv_close(tkv_db *db);
 
 /* tkv_destroy -- removes the database in `dir` (all of tierkv's files, then the
- * directory if it is empty). The pool file is removed only if it is at the
- * default path <dir>/matrix.pmem; a pool elsewhere (pmem_path) is left.
- * Returns TKV_BUSY if the database is open, TKV_OK if `dir` does not exist. */
+ * directory if it is empty) and its pmem pool wherever it lives: at the default
+ * path <dir>/matrix.pmem, or at pmem_path, which the database records in
+ * <dir>/POOL with the pool's uuid (a file at that path that is no longer this
+ * database's pool is left alone). Returns TKV_BUSY if the database or its
+ * pool is open (nothing is removed then), TKV_OK if `dir` does not exist. */
 TKV_API int tkv_destroy(const char *dir);
 
 /* tkv_put -- sets key to value. flags: TKV_SYNC, TKV_NO_WAL.

@@ -20,7 +20,6 @@
  * The RocksDB functions are weak references: the test builds and runs
  * without the library, and finds rocksdb_open NULL then.
  */
-#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
 #include <setjmp.h>

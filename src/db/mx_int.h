@@ -82,6 +82,7 @@ struct mx_state {
     uint64_t compactor_max_id; /* rows with id <= this form the compactor; 0 = no compactor */
     int column_running;
     size_t rows_at_flush;    /* open rows when the last flush attempt started */
+    char no_space_msg[320];  /* why the last flush found no room: the pool's pages, or the disk under it */
     uint64_t blocked_since;  /* when the flush began waiting for room (db->flush_blocked) */
     int drain_waiters;       /* tkv_compact_range calls waiting for every row to drain */
     int failures;            /* consecutive failed columns (backoff) */
@@ -105,8 +106,10 @@ int mx_cursor_in(const version *v, const rowtable *r, uint32_t *c);
 
 /* mx_collect -- for every row: raises its own cursor to the smallest cursor
  * any live version has for it and releases the pages below (invariant 2);
- * drops rows no live version lists (invariant 3). Errors become bg_error.
- * Caller holds mu. (mx_reclaim.c) */
+ * drops rows no live version lists (invariant 3). Errors become bg_error,
+ * and so does a failed persist into the pool (pool_error: the pool's
+ * durability is lost, the database turns read-only). Caller holds mu.
+ * (mx_reclaim.c) */
 void mx_collect(tkv_db *db);
 
 #endif

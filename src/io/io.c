@@ -40,6 +40,12 @@ static int fault(io_op op, const char *path, size_t len)
     return h(op, path, len, __atomic_load_n(&g_hook_arg, __ATOMIC_ACQUIRE));
 }
 
+int io_fault_check(io_op op, const char *path, size_t len)
+{
+    int e = fault(op, path, len);
+    return e > 0 ? e : 0; /* (a short write, -n, means nothing outside io_append) */
+}
+
 static void count(uint64_t *ctr, uint64_t n) { __atomic_fetch_add(ctr, n, __ATOMIC_RELAXED); }
 
 /* count_read_op -- one read of f that started (before the gate) at t0_ns:

@@ -7,6 +7,14 @@
  * rebuilt at open from the committed rows (invariant 2 in pool.h) -- nothing
  * about allocation is persisted except through committed rows, so a crash at
  * any point leaks no page.
+ *
+ * Disk space (pool.h invariant 6): a page's file blocks are reserved
+ * (pm_reserve) before the page is handed out and discarded (pm_discard)
+ * before it is marked free -- never after, or a page handed out again in
+ * between would lose its new contents to the hole. Both calls run without
+ * mu (a fallocate can take a while); the page is in no one else's hands
+ * meanwhile: marked used in the bitmap, and not yet (or no longer) the
+ * owner's to store to.
  */
 #include "matrix/pool.h"
 
@@ -171,8 +179,9 @@ static int set_geometry(pool *p, const pool_options *o)
  * covers it). A crash before (3) leaves magic 0 and an empty directory, which
  * the next open formats again (pool_open); the header's cache lines can land
  * in any order before (3) without leaving a half-valid header behind. */
-static void format(pool *p)
+static int format(pool *p)
 {
+    TKV_TRY(pm_reserve(p->reg, 0, p->pages_off)); /* the header and the directory */
     make_uuid(p->uuid);
     memset(p->base + p->dir_off, 0, 8 * (size_t)p->dir_slots);
     pm_persist(p->reg, p->base + p->dir_off, 8 * (size_t)p->dir_slots);
@@ -192,6 +201,7 @@ static void format(pool *p)
     enc_u64(h + PH_MAGIC, 0);
     pm_memcpy_persist(p->reg, p->base, h, sizeof h);                            /* (2) */
     pm_store8_persist(p->reg, (uint64_t *)(void *)(p->base + PH_MAGIC), POOL_MAGIC); /* (3) */
+    return pm_error(p->reg);
 }
 
 /* read_header -- verifies the header block and loads the geometry from it. */
@@ -230,6 +240,22 @@ static int read_header(pool *p)
     return 0;
 }
 
+int pool_file_uuid(const char *path, uint8_t uuid[16])
+{
+    uint8_t h[PH_USED];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return tkv_err_errno(errno, "open pool %s", path);
+    ssize_t n = pread(fd, h, sizeof h, 0);
+    int e = errno;
+    close(fd);
+    if (n < 0) return tkv_err_errno(e, "read the header of pool %s", path);
+    if (n != (ssize_t)sizeof h || dec_u64(h + PH_MAGIC) != POOL_MAGIC ||
+        tkv_checksum(h, PH_CHECKSUM) != dec_u32(h + PH_CHECKSUM))
+        return tkv_err(TKV_CORRUPTION, "%s has no valid tierkv pool header", path);
+    memcpy(uuid, h + PH_UUID, 16);
+    return 0;
+}
+
 static int all_zero(const uint8_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -263,6 +289,38 @@ void pool_prefault_ahead(pool *p, uint64_t bytes)
     if (end) pm_prefault_upto(p->reg, end);
 }
 
+/* page_runs -- calls fn on each run of consecutive pages of pages[0..n)
+ * as one file range; stops at the first error. */
+static int page_runs(pool *p, const uint32_t *pages, uint32_t n, int (*fn)(pool *, uint64_t, uint64_t))
+{
+    for (uint32_t i = 0; i < n;) {
+        uint32_t j = i + 1;
+        while (j < n && pages[j] == pages[j - 1] + 1) j++;
+        TKV_TRY(fn(p, p->pages_off + ((uint64_t)pages[i] << p->page_shift), (uint64_t)(j - i) << p->page_shift));
+        i = j;
+    }
+    return 0;
+}
+
+static int reserve_range(pool *p, uint64_t off, uint64_t len) { return pm_reserve(p->reg, off, len); }
+
+static int discard_range(pool *p, uint64_t off, uint64_t len)
+{
+    pm_discard(p->reg, off, len);
+    return 0;
+}
+
+/* mark_free -- pages[0..n) go back to the bitmap (mu held; they were in use). */
+static void mark_free(pool *p, const uint32_t *pages, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (pages[i] < p->page_count && !page_is_free(p, pages[i])) {
+            page_set_free(p, pages[i]);
+            p->free_count++;
+        }
+    }
+}
+
 int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
 {
     pthread_mutex_lock(&p->mu);
@@ -286,6 +344,14 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
     p->free_count -= n;
     uint64_t end = prefault_end(p, n);
     pthread_mutex_unlock(&p->mu);
+    int rc = page_runs(p, pages, n, reserve_range); /* invariant 6: blocks first */
+    if (rc < 0) { /* the file system is full: the pages go back, with what was reserved of them */
+        page_runs(p, pages, n, discard_range);
+        pthread_mutex_lock(&p->mu);
+        mark_free(p, pages, n);
+        pthread_mutex_unlock(&p->mu);
+        return rc;
+    }
     if (end) pm_prefault_upto(p->reg, end);
     return 0;
 }
@@ -295,10 +361,12 @@ int pool_alloc_page(pool *p, uint32_t *page) { return pool_alloc_pages(p, 1, pag
 void pool_free_page(pool *p, uint32_t page)
 {
     pthread_mutex_lock(&p->mu);
-    if (page < p->page_count && !page_is_free(p, page)) {
-        page_set_free(p, page);
-        p->free_count++;
-    }
+    int in_use = page < p->page_count && !page_is_free(p, page);
+    pthread_mutex_unlock(&p->mu);
+    if (!in_use) return; /* a bug of the caller's: ignored */
+    page_runs(p, &page, 1, discard_range); /* invariant 6: the blocks go before the page is free */
+    pthread_mutex_lock(&p->mu);
+    mark_free(p, &page, 1);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -482,12 +550,12 @@ int pool_row_release(pool *p, uint32_t first_page, uint32_t j)
     /* (1) persist the release bit: from here the page is free after a reopen */
     uint64_t *word = (uint64_t *)(uintptr_t)&r.release_bitmap[j / 64];
     pm_store8_persist(p->reg, word, __atomic_load_n(word, __ATOMIC_ACQUIRE) | 1ull << (j % 64));
-    /* (2) hand it out again */
+    /* (2) its blocks back to the file system (invariant 6), (3) hand it out again */
     uint32_t pg = pool_row_page(&r, j);
-    if (!page_is_free(p, pg)) {
-        page_set_free(p, pg);
-        p->free_count++;
-    }
+    pthread_mutex_unlock(&p->mu);
+    page_runs(p, &pg, 1, discard_range);
+    pthread_mutex_lock(&p->mu);
+    mark_free(p, &pg, 1);
 out:
     pthread_mutex_unlock(&p->mu);
     return rc;
@@ -558,6 +626,48 @@ static int rebuild(pool *p)
     return 0;
 }
 
+/* discard_free -- gives back the blocks of every free page and of the
+ * file's tail past the last page (at open: pages freed by a crash, or a
+ * pool from before pools were sparse). */
+static void discard_free(pool *p)
+{
+    uint64_t tail = p->pages_off + ((uint64_t)p->page_count << p->page_shift);
+    if (tail < p->size) discard_range(p, tail, p->size - tail);
+    for (uint32_t pg = 0; pg < p->page_count;) {
+        if (!page_is_free(p, pg)) {
+            pg++;
+            continue;
+        }
+        uint32_t end = pg + 1;
+        while (end < p->page_count && page_is_free(p, end)) end++;
+        discard_range(p, p->pages_off + ((uint64_t)pg << p->page_shift), (uint64_t)(end - pg) << p->page_shift);
+        pg = end;
+    }
+}
+
+/* check_unformatted -- *unformatted = 1 for an existing file whose header
+ * has no magic: a creation cut short -- unless its directory area holds
+ * anything: then it is a pool whose header was damaged, and formatting it
+ * would throw its rows away (TKV_CORRUPTION). Blocks are reserved before a
+ * read (a read of a hole allocates on tmpfs: a SIGBUS on a full one): the
+ * header, which an existing pool has already, so a full file system does
+ * not stop its open. */
+static int check_unformatted(pool *p, int file_created, int *unformatted)
+{
+    TKV_TRY(pm_reserve(p->reg, 0, POOL_HEADER_SIZE));
+    *unformatted = !file_created && dec_u64(p->base + PH_MAGIC) == 0;
+    if (!*unformatted) return 0;
+    uint64_t dir_area = (uint64_t)POOL_MAX_DIR_SLOTS * 8;
+    if (dir_area > p->size - POOL_HEADER_SIZE) dir_area = p->size - POOL_HEADER_SIZE;
+    TKV_TRY(pm_reserve(p->reg, POOL_HEADER_SIZE, dir_area));
+    if (!all_zero(p->base + POOL_HEADER_SIZE, (size_t)dir_area))
+        return tkv_err(TKV_CORRUPTION,
+                       "pool %s: the header has no magic but the row directory is not empty (damaged header; "
+                       "not formatting it)",
+                       p->path);
+    return 0;
+}
+
 int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, const pool_options *o, pool **out,
               int *created)
 {
@@ -598,33 +708,23 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
                      path, (unsigned long long)p->size);
         goto fail;
     }
-    /* An existing file with magic 0 is a creation cut short -- unless its
-     * directory area holds anything: then it is a pool whose header was
-     * damaged, and formatting it would throw its rows away. */
-    int unformatted = !file_created && dec_u64(p->base + PH_MAGIC) == 0;
-    if (unformatted) {
-        uint64_t dir_area = (uint64_t)POOL_MAX_DIR_SLOTS * 8;
-        if (dir_area > p->size - POOL_HEADER_SIZE) dir_area = p->size - POOL_HEADER_SIZE;
-        if (!all_zero(p->base + POOL_HEADER_SIZE, (size_t)dir_area)) {
-            rc = tkv_err(TKV_CORRUPTION,
-                         "pool %s: the header has no magic but the row directory is not empty (damaged header; "
-                         "not formatting it)",
-                         path);
-            goto fail;
-        }
-    }
+    int unformatted = 0;
+    rc = check_unformatted(p, file_created, &unformatted);
+    if (rc < 0) goto fail;
     if (file_created || unformatted) {
         rc = set_geometry(p, o);
+        if (rc == 0) rc = format(p);
         if (rc < 0) goto fail;
-        format(p);
         if (created) *created = 1;
     } else {
         rc = read_header(p);
+        if (rc == 0) rc = pm_reserve(p->reg, 0, p->pages_off); /* the directory (allocated already) */
         if (rc < 0) goto fail;
     }
     p->page_shift = (uint32_t)__builtin_ctz(p->page_size);
     rc = rebuild(p);
     if (rc < 0) goto fail;
+    discard_free(p);
     *out = p;
     return 0;
 fail:
@@ -632,13 +732,29 @@ fail:
     return rc;
 }
 
-void pool_close(pool *p)
+int pool_close(pool *p)
 {
-    if (!p) return;
-    pm_close(p->reg);
+    if (!p) return 0;
+    int rc = pm_close(p->reg);
     if (p->lock_fd >= 0) close(p->lock_fd); /* releases the flock */
     pthread_mutex_destroy(&p->mu);
     free(p->free_bits);
     free(p->path);
     free(p);
+    return rc;
+}
+
+int pool_error(pool *p) { return pm_error(p->reg); }
+
+int pool_space(pool *p, pool_space_stats *out)
+{
+    pthread_mutex_lock(&p->mu);
+    uint64_t in_use = p->page_count - p->free_count;
+    pthread_mutex_unlock(&p->mu);
+    out->used = p->pages_off + (in_use << p->page_shift);
+    pm_stats st;
+    pm_get_stats(p->reg, &st);
+    out->discarded = st.discarded_bytes;
+    out->reserve_failures = st.reserve_failures;
+    return pm_space(p->reg, &out->allocated);
 }
