@@ -109,6 +109,10 @@ int pm_reserve(pm_region *r, uint64_t off, uint64_t len);
  * a no-op with PM_PMEM, on a file system without hole punching, and in
  * PM_CRASHSIM after the power cut. Thread-safe. */
 void pm_discard(pm_region *r, uint64_t off, uint64_t len);
+/* pm_data_after -- the offset of the first byte at or after off that has
+ * blocks or dirty page-cache pages (SEEK_DATA), or UINT64_MAX if none (or
+ * the region is not sparse, or the file system cannot tell). */
+uint64_t pm_data_after(pm_region *r, uint64_t off);
 /* pm_space -- *allocated = bytes of the file system the pool file occupies
  * (its blocks). 0 or TKV_IO_ERROR. */
 int pm_space(pm_region *r, uint64_t *allocated);

@@ -14,6 +14,20 @@
  * Invariant: in a sparse region every byte the engine stores to lies in a
  * range its owner reserved (pm_reserve) and has not discarded since.
  *
+ * That is not enough by itself: the kernel dirties a page-cache folio as a
+ * whole, and on a file system with large folios (ext4 since Linux 6.16) a
+ * folio -- aligned to its own size, up to 2 MiB -- can span a reserved page
+ * and a free neighbour that is a hole. A store into the reserved part then
+ * asks for blocks for the whole folio (delayed allocation at the write
+ * fault): on a full file system that is a SIGBUS again, and otherwise the
+ * free neighbour gets blocks back. A sparse region is therefore mapped with
+ * MADV_RANDOM: no readahead, so every folio the mapping's faults create is
+ * a single 4 KiB page and covers one pool page only. (The price: a row
+ * read from disk, not from the page cache, faults 4 KiB at a time. The
+ * engine works on rows it has just written, which are in the page cache.)
+ * A folio made otherwise (a read of the file by another program) can still
+ * span two pages; pool_trim gives back what that costs.
+ *
  * On real persistent memory (PM_PMEM, a DAX mapping) the file is allocated
  * in full at creation, as libpmem does, and reserve/discard do nothing: DAX
  * wants stable, contiguous extents. Where fallocate is not supported
@@ -24,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -66,6 +81,7 @@ int pm_open_space(pm_region *r, const char *path, int made)
     r->sparse = r->mode != PM_PMEM;
     struct statfs sf;
     r->in_memory_fs = fstatfs(r->fd, &sf) == 0 && (sf.f_type == 0x01021994 /* tmpfs */ || sf.f_type == 0x858458f6 /* ramfs */);
+    if (r->sparse) (void)madvise(r->durable, r->map_len, MADV_RANDOM); /* 4 KiB folios (above); best effort */
     if (r->sparse || !made) return 0;
     int e = posix_fallocate(r->fd, 0, (off_t)r->size); /* DAX: the whole file now, as libpmem did */
     return e ? tkv_err_errno(e, "allocate the %llu bytes of pool %s", (unsigned long long)r->size, path) : 0;
@@ -97,6 +113,13 @@ void pm_discard(pm_region *r, uint64_t off, uint64_t len)
         return;
     if (fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
         __atomic_fetch_add(&r->discarded, len, __ATOMIC_RELAXED);
+}
+
+uint64_t pm_data_after(pm_region *r, uint64_t off)
+{
+    if (!r->sparse || off >= r->size) return UINT64_MAX;
+    off_t d = lseek(r->fd, (off_t)off, SEEK_DATA); /* -1: ENXIO (none), or not supported */
+    return d < 0 ? UINT64_MAX : (uint64_t)d;
 }
 
 int pm_space(pm_region *r, uint64_t *allocated)

@@ -112,6 +112,20 @@ static void wait_drained(tkv_db *db)
     assert_int_equal(tu_prop_u64(db, "tkv.matrix", "pages: used="), 0);
 }
 
+/* wait_space_back -- after a drain every page is free, and the pool file
+ * must shrink back to its header: at once, or once the idle column thread's
+ * pool_trim has punched the free pages that a page-cache folio shared with
+ * a page in use gave blocks again (5 s). */
+static void wait_space_back(const char *pool, const char *what)
+{
+    uint64_t b = file_blocks_bytes(pool);
+    for (int i = 0; i < 500 && b > 1 * MiB; i++) {
+        usleep(10000);
+        b = file_blocks_bytes(pool);
+    }
+    if (b > 1 * MiB) fail_msg("%s: the drained pool %s still takes %llu bytes", what, pool, (unsigned long long)b);
+}
+
 /* ---------------------------------------------------------------- sparse */
 
 static void pool_sparse(void **state)
@@ -154,6 +168,7 @@ static void pool_sparse(void **state)
 
     assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
     wait_drained(db);
+    wait_space_back(pool, "pool_sparse");
     uint64_t alloc2 = line_u64(db, "tkv.pmem", "space:", "allocated=");
     print_message("drained: allocated=%llu (file: %llu)\n", (unsigned long long)alloc2,
                   (unsigned long long)file_blocks_bytes(pool));
@@ -185,6 +200,8 @@ typedef struct small_fs {
     char *mnt;   /* mount point */
     char *image; /* ext4 image file, or NULL for tmpfs */
     const char *kind;
+    int mounted;
+    char why[512]; /* why not, when not mounted */
 } small_fs;
 
 /* small_fs_mount -- a file system of `mb` MiB: ext4 on a loop device, or
@@ -221,10 +238,29 @@ static int small_fs_mount(small_fs *fs, unsigned mb, char *why, size_t whylen)
 
 static void small_fs_unmount(small_fs *fs, int mounted)
 {
-    if (mounted && umount(fs->mnt) != 0) umount2(fs->mnt, MNT_DETACH);
+    if (mounted && umount(fs->mnt) != 0) umount2(fs->mnt, MNT_DETACH); /* busy after a failed test: lazily */
     free(fs->image);
     free(fs->mnt);
     tu_tmpdir_free(fs->root); /* the image too */
+}
+
+/* fs_setup / fs_teardown -- cmocka fixtures: a 24 MiB file system for the
+ * test (state), unmounted afterwards also when the test failed. */
+static int fs_setup(void **state)
+{
+    small_fs *fs = calloc(1, sizeof *fs);
+    assert_non_null(fs);
+    fs->mounted = small_fs_mount(fs, 24, fs->why, sizeof fs->why) == 0;
+    *state = fs;
+    return 0;
+}
+
+static int fs_teardown(void **state)
+{
+    small_fs *fs = *state;
+    small_fs_unmount(fs, fs->mounted);
+    free(fs);
+    return 0;
 }
 
 static uint64_t fs_free_bytes(const char *path)
@@ -250,16 +286,13 @@ static tkv_options *enospc_options(const char *pool_path)
 
 static void pool_enospc(void **state)
 {
-    (void)state;
-    small_fs fs;
-    char why[512];
-    if (small_fs_mount(&fs, 24, why, sizeof why) < 0) {
-        print_message("skipped: %s\n", why);
-        small_fs_unmount(&fs, 0);
+    small_fs *fs = *state;
+    if (!fs->mounted) {
+        print_message("skipped: %s\n", fs->why);
         skip();
     }
-    char *dir = tu_tmpdir("fp-enospc"), *pool = tu_path(fs.mnt, "pool.pmem");
-    uint64_t room = fs_free_bytes(fs.mnt);
+    char *dir = tu_tmpdir("fp-enospc"), *pool = tu_path(fs->mnt, "pool.pmem");
+    uint64_t room = fs_free_bytes(fs->mnt);
     tkv_options *o = enospc_options(pool);
     tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
@@ -272,7 +305,7 @@ static void pool_enospc(void **state)
     uint64_t refusals = line_u64(db, "tkv.pmem", "space:", "no_space="), alloc = file_blocks_bytes(pool);
     print_message("%s, %llu bytes free: the pool's blocks were refused %llu times; %llu flushes waited; "
                   "%llu columns; pool file now %llu bytes on disk\n",
-                  fs.kind, (unsigned long long)room, (unsigned long long)refusals,
+                  fs->kind, (unsigned long long)room, (unsigned long long)refusals,
                   (unsigned long long)line_u64(db, "tkv.matrix", "flush:", "no_space="),
                   (unsigned long long)tu_prop_u64(db, "tkv.matrix", "columns: count="), (unsigned long long)alloc);
     assert_true(refusals >= 1);                                     /* the file system did run out */
@@ -282,7 +315,10 @@ static void pool_enospc(void **state)
     tu_check_db(db, NULL, m, "after ENOSPC in the pool");
     assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
     wait_drained(db);
-    assert_true(file_blocks_bytes(pool) <= 1 * MiB); /* drained: the space is back */
+    wait_space_back(pool, "pool_enospc"); /* drained: the space is back */
+    print_message("drained: %llu bytes on disk (%llu punched again by pool_trim)\n",
+                  (unsigned long long)file_blocks_bytes(pool),
+                  (unsigned long long)line_u64(db, "tkv.pmem", "space:", "trimmed="));
     tu_close_reopen_check(db, dir, o, m, "reopened");
     assert_int_equal(tkv_destroy(dir), TKV_OK);
     assert_int_equal(access(pool, F_OK), -1);
@@ -290,7 +326,6 @@ static void pool_enospc(void **state)
     tu_model_free(m);
     free(pool);
     tu_tmpdir_free(dir);
-    small_fs_unmount(&fs, 1);
 }
 
 /* fill_up -- writes a file at path until the file system is full. */
@@ -308,15 +343,12 @@ static void fill_up(const char *path)
 
 static void pool_disk_full(void **state)
 {
-    (void)state;
-    small_fs fs;
-    char why[512];
-    if (small_fs_mount(&fs, 24, why, sizeof why) < 0) {
-        print_message("skipped: %s\n", why);
-        small_fs_unmount(&fs, 0);
+    small_fs *fs = *state;
+    if (!fs->mounted) {
+        print_message("skipped: %s\n", fs->why);
         skip();
     }
-    char *dir = tu_tmpdir("fp-full"), *pool = tu_path(fs.mnt, "pool.pmem"), *filler = tu_path(fs.mnt, "filler");
+    char *dir = tu_tmpdir("fp-full"), *pool = tu_path(fs->mnt, "pool.pmem"), *filler = tu_path(fs->mnt, "filler");
     tkv_options *o = enospc_options(pool);
     tkv_db *db = tu_open_ok(dir, o);
     tu_close_ok(db);
@@ -343,15 +375,14 @@ static void pool_disk_full(void **state)
     free(pool);
     free(filler);
     tu_tmpdir_free(dir);
-    small_fs_unmount(&fs, 1);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pool_sparse),
-        cmocka_unit_test(pool_enospc),
-        cmocka_unit_test(pool_disk_full),
+        cmocka_unit_test_setup_teardown(pool_enospc, fs_setup, fs_teardown),
+        cmocka_unit_test_setup_teardown(pool_disk_full, fs_setup, fs_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

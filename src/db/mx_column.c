@@ -291,6 +291,25 @@ int mx_drain_rate(tkv_db *db, uint64_t *rate)
     return 1;
 }
 
+/* idle_trim -- an idle column thread's pool_trim, at most every
+ * MX_TRIM_EVERY_US and only if the pool was written or gave pages back
+ * since the last one. Called with mu held; released during the trim. */
+static void idle_trim(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    uint64_t now = sched_mono_us();
+    if (now - mx->trim_at_us < MX_TRIM_EVERY_US) return;
+    pm_stats st;
+    pm_get_stats(pool_region(mx->pool), &st);
+    uint64_t mark = st.persist_calls + st.discarded_bytes;
+    if (mark == mx->trim_mark) return;
+    mx->trim_at_us = now;
+    pthread_mutex_unlock(&db->mu);
+    pool_trim(mx->pool); /* (its own punches count in discarded_bytes: one more trim then, which finds nothing) */
+    pthread_mutex_lock(&db->mu);
+    mx->trim_mark = mark;
+}
+
 static void *column_main(void *arg)
 {
     tkv_db *db = arg;
@@ -319,6 +338,7 @@ static void *column_main(void *arg)
             /* Idle: views that readers released since the last flush or
              * column may let pages and rows go now. */
             mx_collect(db);
+            idle_trim(db);
             db_wait_us(db, MX_IDLE_WAIT_US);
             continue;
         }

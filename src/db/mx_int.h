@@ -51,6 +51,9 @@
 #define MX_RETRY_MIN_US 10000u
 #define MX_RETRY_MAX_US 2000000u
 #define MX_IDLE_WAIT_US 100000u
+/* An idle column thread gives back blocks free pages regained (pool_trim)
+ * at most this often, and only while the pool changes. */
+#define MX_TRIM_EVERY_US 1000000u
 /* The drain rate is the slowest of the last this many columns (as the write
  * controller takes the slowest of its last flushes). */
 #define MX_DRAIN_SAMPLES 4
@@ -88,6 +91,8 @@ struct mx_state {
     int failures;            /* consecutive failed columns (backoff) */
     int gave_up;             /* shutting down and columns keep failing: flush stops waiting */
     uint64_t retry_at_us;    /* after a failure, no column before this time */
+    uint64_t trim_at_us;     /* the last pool_trim (column thread only) */
+    uint64_t trim_mark;      /* the pool's persists + discards at that trim (column thread only) */
     uint64_t drain_samples[MX_DRAIN_SAMPLES]; /* bytes/s (writer units) of the last columns, newest at drain_pos-1 */
     unsigned ndrain, drain_pos;
     uint64_t column_started_us; /* the running column's start */

@@ -51,9 +51,9 @@ static void pmem_report(struct mx_state *mx, tkv_buf *b, int *oom)
                 (unsigned long long)st.pool_size, st.page_size, st.pages_total, st.pages_free, st.dir_slots);
     pool_space_stats sp;
     if (pool_space(mx->pool, &sp) < 0) sp.allocated = 0; /* (fstat failed: reported as 0) */
-    buf_appendf(b, oom, "space: allocated=%llu used=%llu discarded=%llu no_space=%llu\n",
+    buf_appendf(b, oom, "space: allocated=%llu used=%llu discarded=%llu trimmed=%llu no_space=%llu\n",
                 (unsigned long long)sp.allocated, (unsigned long long)sp.used, (unsigned long long)sp.discarded,
-                (unsigned long long)sp.reserve_failures);
+                (unsigned long long)sp.trimmed, (unsigned long long)sp.reserve_failures);
     buf_appendf(b, oom, "persist: calls=%llu bytes=%llu errors=%llu\n", (unsigned long long)ps.persist_calls,
                 (unsigned long long)ps.bytes_persisted, (unsigned long long)ps.persist_errors);
     writeback_line(&ps, b, oom);

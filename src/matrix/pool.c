@@ -1,22 +1,17 @@
 /*
- * pool.c -- the persistent-memory pool: header, row directory, page
- * allocation and row headers (interface and invariants: pool.h; byte layout:
- * docs/format-matrix.md sections 1-4).
+ * pool.c -- the persistent-memory pool: header, row directory, row headers,
+ * open and close (interface and invariants: pool.h; byte layout:
+ * docs/format-matrix.md sections 1-4). Pages -- allocation, freeing and
+ * their disk blocks -- are in pool_pages.c; the fields both see, in
+ * pool_int.h.
  *
  * DRAM state: a bitmap with one bit per page (1 = free) and two counters,
  * rebuilt at open from the committed rows (invariant 2 in pool.h) -- nothing
  * about allocation is persisted except through committed rows, so a crash at
  * any point leaks no page.
- *
- * Disk space (pool.h invariant 6): a page's file blocks are reserved
- * (pm_reserve) before the page is handed out and discarded (pm_discard)
- * before it is marked free -- never after, or a page handed out again in
- * between would lose its new contents to the hole. Both calls run without
- * mu (a fallocate can take a while); the page is in no one else's hands
- * meanwhile: marked used in the bitmap, and not yet (or no longer) the
- * owner's to store to.
  */
 #include "matrix/pool.h"
+#include "matrix/pool_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,25 +56,6 @@
 #define RH_BODY_LEN 28  /* u32 */
 /* body at 32, page list at 32 + round4(body_len), checksum at hdr_len - 4,
  * release bitmap at round8(hdr_len). */
-
-struct pool {
-    char *path;
-    pm_region *reg;
-    uint8_t *base;
-    uint64_t size;
-    uint32_t page_size, page_shift, page_count, dir_slots;
-    uint64_t dir_off, pages_off;
-    uint8_t uuid[16];
-    pthread_mutex_t mu;  /* guards free_bits, free_count, rows and directory stores */
-    uint64_t *free_bits; /* bit i set = page i free */
-    uint32_t free_count;
-    uint32_t rows;
-    uint32_t high_water;   /* 1 + the highest page allocated (or in use at open); mu */
-    uint32_t ahead_pages;  /* pool_prefault_ahead's window in pages; mu */
-    int lock_fd;         /* holds an exclusive flock on the pool file while open */
-};
-
-static inline uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 static inline uint64_t *dir_slot(pool *p, uint32_t s) { return (uint64_t *)(void *)(p->base + p->dir_off + 8 * (uint64_t)s); }
 
@@ -160,7 +136,11 @@ static int set_geometry(pool *p, const pool_options *o)
     p->page_size = ps;
     p->dir_slots = slots;
     p->dir_off = POOL_HEADER_SIZE;
-    p->pages_off = round_up(p->dir_off + 8 * (uint64_t)slots, 4096);
+    /* pages start at a multiple of the page size: a page-cache folio (aligned
+     * to its own size) no larger than a page then lies within one page, so
+     * stores to one page never dirty a free neighbour's part of a folio
+     * (invariant 6, pool_trim); the hole before page 0 takes no disk */
+    p->pages_off = round_up(p->dir_off + 8 * (uint64_t)slots, ps);
     uint64_t count = p->size > p->pages_off ? (p->size - p->pages_off) / ps : 0;
     if (count < 2)
         return tkv_err(TKV_INVALID, "pool %s: %llu bytes hold fewer than 2 pages of %u bytes after the header and "
@@ -181,7 +161,7 @@ static int set_geometry(pool *p, const pool_options *o)
  * in any order before (3) without leaving a half-valid header behind. */
 static int format(pool *p)
 {
-    TKV_TRY(pm_reserve(p->reg, 0, p->pages_off)); /* the header and the directory */
+    TKV_TRY(pm_reserve(p->reg, 0, pool_meta_end(p))); /* the header and the directory */
     make_uuid(p->uuid);
     memset(p->base + p->dir_off, 0, 8 * (size_t)p->dir_slots);
     pm_persist(p->reg, p->base + p->dir_off, 8 * (size_t)p->dir_slots);
@@ -261,113 +241,6 @@ static int all_zero(const uint8_t *b, size_t n)
     for (size_t i = 0; i < n; i++)
         if (b[i]) return 0;
     return 1;
-}
-
-/* ---------------------------------------------------------------- free bitmap (mu held) */
-
-static inline int page_is_free(const pool *p, uint32_t pg) { return (int)((p->free_bits[pg / 64] >> (pg % 64)) & 1); }
-static inline void page_set_free(pool *p, uint32_t pg) { p->free_bits[pg / 64] |= 1ull << (pg % 64); }
-static inline void page_set_used(pool *p, uint32_t pg) { p->free_bits[pg / 64] &= ~(1ull << (pg % 64)); }
-
-/* prefault_end -- the end (byte offset in the region) of what the region
- * should keep resident: ahead pages past the high-water mark (mu held). */
-static uint64_t prefault_end(const pool *p, uint32_t last_n)
-{
-    if (p->ahead_pages == 0) return 0;
-    uint64_t want = (uint64_t)p->high_water + (last_n > p->ahead_pages ? last_n : p->ahead_pages);
-    if (want > p->page_count) want = p->page_count;
-    return p->pages_off + (want << p->page_shift);
-}
-
-void pool_prefault_ahead(pool *p, uint64_t bytes)
-{
-    pthread_mutex_lock(&p->mu);
-    uint64_t n = (bytes + p->page_size - 1) >> p->page_shift;
-    p->ahead_pages = n > p->page_count ? p->page_count : (uint32_t)n;
-    uint64_t end = prefault_end(p, 0);
-    pthread_mutex_unlock(&p->mu);
-    if (end) pm_prefault_upto(p->reg, end);
-}
-
-/* page_runs -- calls fn on each run of consecutive pages of pages[0..n)
- * as one file range; stops at the first error. */
-static int page_runs(pool *p, const uint32_t *pages, uint32_t n, int (*fn)(pool *, uint64_t, uint64_t))
-{
-    for (uint32_t i = 0; i < n;) {
-        uint32_t j = i + 1;
-        while (j < n && pages[j] == pages[j - 1] + 1) j++;
-        TKV_TRY(fn(p, p->pages_off + ((uint64_t)pages[i] << p->page_shift), (uint64_t)(j - i) << p->page_shift));
-        i = j;
-    }
-    return 0;
-}
-
-static int reserve_range(pool *p, uint64_t off, uint64_t len) { return pm_reserve(p->reg, off, len); }
-
-static int discard_range(pool *p, uint64_t off, uint64_t len)
-{
-    pm_discard(p->reg, off, len);
-    return 0;
-}
-
-/* mark_free -- pages[0..n) go back to the bitmap (mu held; they were in use). */
-static void mark_free(pool *p, const uint32_t *pages, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        if (pages[i] < p->page_count && !page_is_free(p, pages[i])) {
-            page_set_free(p, pages[i]);
-            p->free_count++;
-        }
-    }
-}
-
-int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
-{
-    pthread_mutex_lock(&p->mu);
-    if (n > p->free_count) {
-        uint32_t fr = p->free_count, total = p->page_count;
-        pthread_mutex_unlock(&p->mu);
-        return tkv_err(TKV_NO_SPACE, "pool %s: %u pages of %u bytes needed, %u of %u free", p->path, n,
-                       p->page_size, fr, total);
-    }
-    uint32_t got = 0;
-    for (uint32_t w = 0; got < n; w++) {
-        uint64_t bits = p->free_bits[w];
-        while (bits && got < n) {
-            uint32_t pg = w * 64 + (uint32_t)__builtin_ctzll(bits);
-            bits &= bits - 1;
-            page_set_used(p, pg);
-            pages[got++] = pg;
-            if (pg >= p->high_water) p->high_water = pg + 1;
-        }
-    }
-    p->free_count -= n;
-    uint64_t end = prefault_end(p, n);
-    pthread_mutex_unlock(&p->mu);
-    int rc = page_runs(p, pages, n, reserve_range); /* invariant 6: blocks first */
-    if (rc < 0) { /* the file system is full: the pages go back, with what was reserved of them */
-        page_runs(p, pages, n, discard_range);
-        pthread_mutex_lock(&p->mu);
-        mark_free(p, pages, n);
-        pthread_mutex_unlock(&p->mu);
-        return rc;
-    }
-    if (end) pm_prefault_upto(p->reg, end);
-    return 0;
-}
-
-int pool_alloc_page(pool *p, uint32_t *page) { return pool_alloc_pages(p, 1, page); }
-
-void pool_free_page(pool *p, uint32_t page)
-{
-    pthread_mutex_lock(&p->mu);
-    int in_use = page < p->page_count && !page_is_free(p, page);
-    pthread_mutex_unlock(&p->mu);
-    if (!in_use) return; /* a bug of the caller's: ignored */
-    page_runs(p, &page, 1, discard_range); /* invariant 6: the blocks go before the page is free */
-    pthread_mutex_lock(&p->mu);
-    mark_free(p, &page, 1);
-    pthread_mutex_unlock(&p->mu);
 }
 
 /* ---------------------------------------------------------------- row headers */
@@ -551,11 +424,7 @@ int pool_row_release(pool *p, uint32_t first_page, uint32_t j)
     uint64_t *word = (uint64_t *)(uintptr_t)&r.release_bitmap[j / 64];
     pm_store8_persist(p->reg, word, __atomic_load_n(word, __ATOMIC_ACQUIRE) | 1ull << (j % 64));
     /* (2) its blocks back to the file system (invariant 6), (3) hand it out again */
-    uint32_t pg = pool_row_page(&r, j);
-    pthread_mutex_unlock(&p->mu);
-    page_runs(p, &pg, 1, discard_range);
-    pthread_mutex_lock(&p->mu);
-    mark_free(p, &pg, 1);
+    pool_give_back(p, pool_row_page(&r, j));
 out:
     pthread_mutex_unlock(&p->mu);
     return rc;
@@ -626,25 +495,6 @@ static int rebuild(pool *p)
     return 0;
 }
 
-/* discard_free -- gives back the blocks of every free page and of the
- * file's tail past the last page (at open: pages freed by a crash, or a
- * pool from before pools were sparse). */
-static void discard_free(pool *p)
-{
-    uint64_t tail = p->pages_off + ((uint64_t)p->page_count << p->page_shift);
-    if (tail < p->size) discard_range(p, tail, p->size - tail);
-    for (uint32_t pg = 0; pg < p->page_count;) {
-        if (!page_is_free(p, pg)) {
-            pg++;
-            continue;
-        }
-        uint32_t end = pg + 1;
-        while (end < p->page_count && page_is_free(p, end)) end++;
-        discard_range(p, p->pages_off + ((uint64_t)pg << p->page_shift), (uint64_t)(end - pg) << p->page_shift);
-        pg = end;
-    }
-}
-
 /* check_unformatted -- *unformatted = 1 for an existing file whose header
  * has no magic: a creation cut short -- unless its directory area holds
  * anything: then it is a pool whose header was damaged, and formatting it
@@ -677,6 +527,8 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
     pool *p = calloc(1, sizeof *p);
     if (!p) return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory", path);
     pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->trim_cv, NULL);
+    p->trim_page = POOL_PAGE_NONE;
     p->lock_fd = -1;
     int rc = TKV_NO_MEMORY;
     p->path = strdup(path);
@@ -718,13 +570,13 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
         if (created) *created = 1;
     } else {
         rc = read_header(p);
-        if (rc == 0) rc = pm_reserve(p->reg, 0, p->pages_off); /* the directory (allocated already) */
+        if (rc == 0) rc = pm_reserve(p->reg, 0, pool_meta_end(p)); /* the directory (allocated already) */
         if (rc < 0) goto fail;
     }
     p->page_shift = (uint32_t)__builtin_ctz(p->page_size);
     rc = rebuild(p);
     if (rc < 0) goto fail;
-    discard_free(p);
+    pool_discard_free(p);
     *out = p;
     return 0;
 fail:
@@ -737,6 +589,7 @@ int pool_close(pool *p)
     if (!p) return 0;
     int rc = pm_close(p->reg);
     if (p->lock_fd >= 0) close(p->lock_fd); /* releases the flock */
+    pthread_cond_destroy(&p->trim_cv);
     pthread_mutex_destroy(&p->mu);
     free(p->free_bits);
     free(p->path);
@@ -746,15 +599,3 @@ int pool_close(pool *p)
 
 int pool_error(pool *p) { return pm_error(p->reg); }
 
-int pool_space(pool *p, pool_space_stats *out)
-{
-    pthread_mutex_lock(&p->mu);
-    uint64_t in_use = p->page_count - p->free_count;
-    pthread_mutex_unlock(&p->mu);
-    out->used = p->pages_off + (in_use << p->page_shift);
-    pm_stats st;
-    pm_get_stats(p->reg, &st);
-    out->discarded = st.discarded_bytes;
-    out->reserve_failures = st.reserve_failures;
-    return pm_space(p->reg, &out->allocated);
-}

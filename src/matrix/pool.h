@@ -40,7 +40,8 @@
  *      the header and directory are allocated at open. So no store of the
  *      engine lands in a hole (which on a full file system would be a
  *      SIGBUS), and a free page takes no disk (pool_open discards the free
- *      pages of a pool left by a crash or by an older build).
+ *      pages of a pool left by a crash or by an older build; pool_trim the
+ *      blocks a neighbour's page-cache folio brought back).
  *
  * Thread safety: page allocation, freeing, release, commit and removal are
  * serialized by a mutex inside the pool and may be called from any thread.
@@ -139,11 +140,22 @@ typedef struct pool_space_stats {
     uint64_t used;             /* header + directory + pages in use, bytes */
     uint64_t allocated;        /* file system blocks the pool file occupies, bytes */
     uint64_t discarded;        /* bytes given back to the file system since open */
+    uint64_t trimmed;          /* of those, bytes pool_trim punched again */
     uint64_t reserve_failures; /* page allocations refused for want of disk space (or an I/O error) */
 } pool_space_stats;
 /* pool_space -- the pool file's disk footprint against what it holds. 0 or
  * TKV_IO_ERROR (fstat). */
 int pool_space(pool *p, pool_space_stats *out);
+/* pool_trim -- punches again every free page that has regained blocks, and
+ * returns the bytes punched. How a punched page gets blocks back: the page
+ * cache's large folios are aligned to their own size, not to pool pages,
+ * and a store into a page in use that shares a folio with a free neighbour
+ * dirties the whole folio; its write-back allocates the neighbour's part
+ * again. (Pages of a pool created by this build start at a multiple of the
+ * page size, so only a folio larger than a page can span two.) Pages are
+ * found with SEEK_DATA; the page being punched is kept from allocation
+ * meanwhile. Best effort, thread-safe; the engine calls it when idle. */
+uint64_t pool_trim(pool *p);
 
 /* ---------------------------------------------------------------- pages */
 
