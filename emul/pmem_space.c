@@ -20,13 +20,15 @@
  * and a free neighbour that is a hole. A store into the reserved part then
  * asks for blocks for the whole folio (delayed allocation at the write
  * fault): on a full file system that is a SIGBUS again, and otherwise the
- * free neighbour gets blocks back. A sparse region is therefore mapped with
- * MADV_RANDOM: no readahead, so every folio the mapping's faults create is
- * a single 4 KiB page and covers one pool page only. (The price: a row
- * read from disk, not from the page cache, faults 4 KiB at a time. The
- * engine works on rows it has just written, which are in the page cache.)
- * A folio made otherwise (a read of the file by another program) can still
- * span two pages; pool_trim gives back what that costs.
+ * free neighbour gets blocks back. So a sparse region is mapped with
+ * MADV_RANDOM from its open on, before anything is read: no readahead, and
+ * every folio the mapping's faults create is a single 4 KiB page. (The
+ * price: each first touch of a page, and each read of data that is not in
+ * the page cache, faults 4 KiB at a time.) The owner gives readahead back
+ * (pm_readahead) to a range whose units are 2 MiB and aligned to 2 MiB, as
+ * the pages of pools of 1 GiB and more are: no folio spans two of those. A
+ * folio made otherwise (a read of the file by another program) can still
+ * span two units; pool_trim gives back what that costs.
  *
  * On real persistent memory (PM_PMEM, a DAX mapping) the file is allocated
  * in full at creation, as libpmem does, and reserve/discard do nothing: DAX
@@ -79,9 +81,9 @@ int pm_open_space(pm_region *r, const char *path, int made)
     r->fd = open(path, O_RDWR | O_CLOEXEC);
     if (r->fd < 0) return tkv_err_errno(errno, "open pool %s for its blocks", path);
     r->sparse = r->mode != PM_PMEM;
+    if (r->sparse) (void)madvise(r->durable, r->map_len, MADV_RANDOM); /* 4 KiB folios (above); best effort */
     struct statfs sf;
     r->in_memory_fs = fstatfs(r->fd, &sf) == 0 && (sf.f_type == 0x01021994 /* tmpfs */ || sf.f_type == 0x858458f6 /* ramfs */);
-    if (r->sparse) (void)madvise(r->durable, r->map_len, MADV_RANDOM); /* 4 KiB folios (above); best effort */
     if (r->sparse || !made) return 0;
     int e = posix_fallocate(r->fd, 0, (off_t)r->size); /* DAX: the whole file now, as libpmem did */
     return e ? tkv_err_errno(e, "allocate the %llu bytes of pool %s", (unsigned long long)r->size, path) : 0;
@@ -113,6 +115,13 @@ void pm_discard(pm_region *r, uint64_t off, uint64_t len)
         return;
     if (fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
         __atomic_fetch_add(&r->discarded, len, __ATOMIC_RELAXED);
+}
+
+void pm_readahead(pm_region *r, uint64_t off, uint64_t len)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    if (!r->sparse || pg != 4096 || off % (2u << 20) || off > r->size || len > r->size - off) return;
+    (void)madvise(r->durable + off, len, MADV_NORMAL); /* best effort */
 }
 
 uint64_t pm_data_after(pm_region *r, uint64_t off)

@@ -270,30 +270,29 @@ static uint64_t fs_free_bytes(const char *path)
     return (uint64_t)sv.f_bavail * sv.f_frsize;
 }
 
-/* enospc_options -- a 96 MiB pool at pool_path (on the small file system),
- * 1 MiB memtables, columns only when the flush waits for room. */
-static tkv_options *enospc_options(const char *pool_path)
+/* enospc_options -- a pool of pmem_size at pool_path (on the small file
+ * system), 1 MiB memtables, columns only when the flush waits for room. */
+static tkv_options *enospc_options(const char *pool_path, const char *pmem_size)
 {
     tkv_options *o = tu_small_options();
     assert_int_equal(tkv_options_set(o, "l0", "matrix"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "pmem_path", pool_path), TKV_OK);
-    assert_int_equal(tkv_options_set(o, "pmem_size", "96M"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "pmem_size", pmem_size), TKV_OK);
     assert_int_equal(tkv_options_set(o, "memtable_size", "1M"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "matrix_trigger", "95"), TKV_OK);
     assert_int_equal(tkv_options_set(o, "column_bytes", "2M"), TKV_OK);
     return o;
 }
 
-static void pool_enospc(void **state)
+/* enospc_run -- ~40 MB of rows through a pool of pmem_size on a file
+ * system with ~20 MB free: 96M has 128 KiB pages, whose mapping keeps 4 KiB
+ * page-cache folios; 1G has 2 MiB pages, mapped with readahead and large
+ * folios (emul/pmem_space.c). */
+static void enospc_run(small_fs *fs, const char *pmem_size)
 {
-    small_fs *fs = *state;
-    if (!fs->mounted) {
-        print_message("skipped: %s\n", fs->why);
-        skip();
-    }
     char *dir = tu_tmpdir("fp-enospc"), *pool = tu_path(fs->mnt, "pool.pmem");
     uint64_t room = fs_free_bytes(fs->mnt);
-    tkv_options *o = enospc_options(pool);
+    tkv_options *o = enospc_options(pool, pmem_size);
     tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     /* ~40 MB of rows into a pool on a file system with ~20 MB free */
@@ -303,9 +302,9 @@ static void pool_enospc(void **state)
     }
     assert_int_equal(tkv_flush(db), TKV_OK);
     uint64_t refusals = line_u64(db, "tkv.pmem", "space:", "no_space="), alloc = file_blocks_bytes(pool);
-    print_message("%s, %llu bytes free: the pool's blocks were refused %llu times; %llu flushes waited; "
-                  "%llu columns; pool file now %llu bytes on disk\n",
-                  fs->kind, (unsigned long long)room, (unsigned long long)refusals,
+    print_message("pmem_size=%s on %s, %llu bytes free: the pool's blocks were refused %llu times; %llu flushes "
+                  "waited; %llu columns; pool file now %llu bytes on disk\n",
+                  pmem_size, fs->kind, (unsigned long long)room, (unsigned long long)refusals,
                   (unsigned long long)line_u64(db, "tkv.matrix", "flush:", "no_space="),
                   (unsigned long long)tu_prop_u64(db, "tkv.matrix", "columns: count="), (unsigned long long)alloc);
     assert_true(refusals >= 1);                                     /* the file system did run out */
@@ -326,6 +325,17 @@ static void pool_enospc(void **state)
     tu_model_free(m);
     free(pool);
     tu_tmpdir_free(dir);
+}
+
+static void pool_enospc(void **state)
+{
+    small_fs *fs = *state;
+    if (!fs->mounted) {
+        print_message("skipped: %s\n", fs->why);
+        skip();
+    }
+    enospc_run(fs, "96M");
+    enospc_run(fs, "1G");
 }
 
 /* fill_up -- writes a file at path until the file system is full. */
@@ -349,7 +359,7 @@ static void pool_disk_full(void **state)
         skip();
     }
     char *dir = tu_tmpdir("fp-full"), *pool = tu_path(fs->mnt, "pool.pmem"), *filler = tu_path(fs->mnt, "filler");
-    tkv_options *o = enospc_options(pool);
+    tkv_options *o = enospc_options(pool, "96M");
     tkv_db *db = tu_open_ok(dir, o);
     tu_close_ok(db);
     fill_up(filler);

@@ -292,8 +292,9 @@ int mx_drain_rate(tkv_db *db, uint64_t *rate)
 }
 
 /* idle_trim -- an idle column thread's pool_trim, at most every
- * MX_TRIM_EVERY_US and only if the pool was written or gave pages back
- * since the last one. Called with mu held; released during the trim. */
+ * MX_TRIM_EVERY_US, only if the pool was written or gave pages back since
+ * the last one, and once no page has been allocated for MX_TRIM_IDLE_US.
+ * Called with mu held; released during the trim. */
 static void idle_trim(tkv_db *db)
 {
     struct mx_state *mx = db->mx;
@@ -305,9 +306,9 @@ static void idle_trim(tkv_db *db)
     if (mark == mx->trim_mark) return;
     mx->trim_at_us = now;
     pthread_mutex_unlock(&db->mu);
-    pool_trim(mx->pool); /* (its own punches count in discarded_bytes: one more trim then, which finds nothing) */
+    uint64_t done = pool_trim(mx->pool, MX_TRIM_IDLE_US); /* (its punches change the mark: one more, finding nothing) */
     pthread_mutex_lock(&db->mu);
-    mx->trim_mark = mark;
+    if (done != UINT64_MAX) mx->trim_mark = mark; /* else still busy: again later */
 }
 
 static void *column_main(void *arg)

@@ -51,9 +51,11 @@
 #define MX_RETRY_MIN_US 10000u
 #define MX_RETRY_MAX_US 2000000u
 #define MX_IDLE_WAIT_US 100000u
-/* An idle column thread gives back blocks free pages regained (pool_trim)
- * at most this often, and only while the pool changes. */
+/* An idle column thread gives back the blocks of free pages (pool_trim) at
+ * most this often, while the pool changes, once no page has been allocated
+ * for MX_TRIM_IDLE_US. */
 #define MX_TRIM_EVERY_US 1000000u
+#define MX_TRIM_IDLE_US 1000000u
 /* The drain rate is the slowest of the last this many columns (as the write
  * controller takes the slowest of its last flushes). */
 #define MX_DRAIN_SAMPLES 4

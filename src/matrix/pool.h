@@ -36,12 +36,12 @@
  *      row-id check in the slot catches a violation at the next open.)
  *  (6) Disk space follows the pages in use (a sparse pool file, pmem.h):
  *      a page's file blocks are allocated (pm_reserve) before the page is
- *      handed out, and given back (pm_discard) before it is marked free;
- *      the header and directory are allocated at open. So no store of the
- *      engine lands in a hole (which on a full file system would be a
- *      SIGBUS), and a free page takes no disk (pool_open discards the free
- *      pages of a pool left by a crash or by an older build; pool_trim the
- *      blocks a neighbour's page-cache folio brought back).
+ *      handed out; the header and directory are allocated at open. So no
+ *      store of the engine lands in a hole (which on a full file system
+ *      would be a SIGBUS). A freed page keeps its blocks (and its hot page
+ *      cache) while the pool is busy; pool_trim gives them back once the
+ *      pool has been idle a while, and at once when a reservation finds the
+ *      file system full; pool_open gives back those of every free page.
  *
  * Thread safety: page allocation, freeing, release, commit and removal are
  * serialized by a mutex inside the pool and may be called from any thread.
@@ -146,16 +146,16 @@ typedef struct pool_space_stats {
 /* pool_space -- the pool file's disk footprint against what it holds. 0 or
  * TKV_IO_ERROR (fstat). */
 int pool_space(pool *p, pool_space_stats *out);
-/* pool_trim -- punches again every free page that has regained blocks, and
- * returns the bytes punched. How a punched page gets blocks back: the page
- * cache's large folios are aligned to their own size, not to pool pages,
- * and a store into a page in use that shares a folio with a free neighbour
- * dirties the whole folio; its write-back allocates the neighbour's part
- * again. (Pages of a pool created by this build start at a multiple of the
- * page size, so only a folio larger than a page can span two.) Pages are
- * found with SEEK_DATA; the page being punched is kept from allocation
- * meanwhile. Best effort, thread-safe; the engine calls it when idle. */
-uint64_t pool_trim(pool *p);
+/* pool_trim -- gives back the blocks of every free page that has any
+ * (found with SEEK_DATA: freed pages, which keep theirs, and a page a
+ * neighbour's large page-cache folio gave blocks again) and returns the
+ * bytes punched. The page being punched is kept from allocation meanwhile.
+ * With idle_us > 0 it does nothing, and returns UINT64_MAX, unless no page
+ * was allocated for that long (the engine's idle column thread calls it so:
+ * under a stream of writes freed pages are recycled hot). pool_alloc_pages
+ * calls it (idle_us 0) when a reservation finds the file system full.
+ * Thread-safe. */
+uint64_t pool_trim(pool *p, uint64_t idle_us);
 
 /* ---------------------------------------------------------------- pages */
 
@@ -177,8 +177,8 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages);
 void pool_prefault_ahead(pool *p, uint64_t bytes);
 /* pool_alloc_page -- one page. 0 or TKV_NO_SPACE. */
 int pool_alloc_page(pool *p, uint32_t *page);
-/* pool_free_page -- gives the page's blocks back to the file system, then
- * returns the page to the free list (nothing persisted). For pages of
+/* pool_free_page -- returns a page to the free list (nothing persisted; its
+ * blocks stay until pool_trim). For pages of
  * an uncommitted row, or of a removed row (after pool_remove_row), once no
  * reader can reach them (invariant 4). Freeing a free or out-of-range page is
  * a bug: it is ignored (and counted in stats as nothing). */
@@ -261,7 +261,7 @@ int pool_drop_row(pool *p, uint32_t slot);
  * is never released) of the committed row whose first page is first_page:
  *   (1) sets bit j of the row's release bitmap and persists that word
  *       (pm_store8_persist) -- from here the page is free after a reopen;
- *   (2) gives its blocks back to the file system and frees the page in DRAM.
+ *   (2) frees the page in DRAM (its blocks stay until pool_trim).
  * Idempotent (an already released page is left alone; returns 0). The
  * caller guarantees no reader can reach the page (invariant 4). 0 or
  * TKV_INVALID. */

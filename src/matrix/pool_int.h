@@ -27,6 +27,7 @@ struct pool {
     uint32_t high_water;   /* 1 + the highest page allocated (or in use at open); mu */
     uint32_t ahead_pages;  /* pool_prefault_ahead's window in pages; mu */
     uint32_t trim_page;    /* a free page pool_trim is punching (not to be handed out), or POOL_PAGE_NONE; mu */
+    uint64_t last_alloc_ns; /* CLOCK_MONOTONIC of the last pool_alloc_pages; mu */
     pthread_cond_t trim_cv; /* signalled when trim_page goes back to POOL_PAGE_NONE */
     uint64_t trimmed;      /* bytes pool_trim punched again (relaxed atomic) */
     int lock_fd;         /* holds an exclusive flock on the pool file while open */
@@ -45,9 +46,8 @@ static inline int page_is_free(const pool *p, uint32_t pg) { return (int)((p->fr
 static inline void page_set_free(pool *p, uint32_t pg) { p->free_bits[pg / 64] |= 1ull << (pg % 64); }
 static inline void page_set_used(pool *p, uint32_t pg) { p->free_bits[pg / 64] &= ~(1ull << (pg % 64)); }
 
-/* pool_give_back -- a page in use goes free: its blocks are punched, then
- * it is marked free (invariant 6). Called with mu held; mu is released
- * around the punch and held again on return. (pool_pages.c) */
+/* pool_give_back -- a page in use goes free; its blocks stay until
+ * pool_trim (invariant 6). Called with mu held. (pool_pages.c) */
 void pool_give_back(pool *p, uint32_t page);
 
 /* pool_discard_free -- at open: punches every free page and the file's

@@ -1,22 +1,32 @@
 /*
  * pool_pages.c -- the pool's pages (matrix/pool.h): the free bitmap,
  * allocation and freeing, and the pages' disk blocks -- reserved before a
- * page is handed out, punched before it is free, punched again by
- * pool_trim where a neighbour's page-cache folio brought them back.
+ * page is handed out, given back by pool_trim once the pool is idle or a
+ * reservation finds the file system full.
  *
  * Disk space (pool.h invariant 6): a page's file blocks are reserved
- * (pm_reserve) before the page is handed out and discarded (pm_discard)
- * before it is marked free -- never after, or a page handed out again in
- * between would lose its new contents to the hole. Both calls run without
- * mu (a fallocate can take a while); the page is in no one else's hands
- * meanwhile: marked used in the bitmap, and not yet (or no longer) the
- * owner's to store to. pool_trim punches a page that is free: it keeps
+ * (pm_reserve) before the page is handed out, without mu (a fallocate can
+ * take a while): the page is marked used already and not yet its owner's
+ * to store to. A freed page keeps its blocks and its page-cache pages, so
+ * that under a stream of writes the pool recycles pages that are mapped and
+ * hot (punching every freed page made each new row fault its pages in
+ * again: a fill ran at 0.68x, docs/bench/sparse-pool-ab/). pool_trim gives
+ * the blocks of free pages back: it punches a page that is free, and keeps
  * allocations off that one page (trim_page) while it does.
  */
 #include "matrix/pool.h"
 #include "matrix/pool_int.h"
 
+#include <time.h>
+
 #include "util/status.h"
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* prefault_end -- the end (byte offset in the region) of what the region
  * should keep resident: ahead pages past the high-water mark (mu held). */
@@ -94,9 +104,12 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
         }
     }
     p->free_count -= n;
+    p->last_alloc_ns = mono_ns();
     uint64_t end = prefault_end(p, n);
     pthread_mutex_unlock(&p->mu);
     int rc = page_runs(p, pages, n, reserve_range); /* invariant 6: blocks first */
+    if (rc == TKV_NO_SPACE && pool_trim(p, 0) > 0)
+        rc = page_runs(p, pages, n, reserve_range); /* free pages that still held blocks gave them back */
     if (rc < 0) { /* the file system is full: the pages go back, with what was reserved of them */
         page_runs(p, pages, n, discard_range);
         pthread_mutex_lock(&p->mu);
@@ -110,18 +123,12 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
 
 int pool_alloc_page(pool *p, uint32_t *page) { return pool_alloc_pages(p, 1, page); }
 
-void pool_give_back(pool *p, uint32_t page)
-{
-    pthread_mutex_unlock(&p->mu);
-    page_runs(p, &page, 1, discard_range); /* invariant 6: the blocks go before the page is free */
-    pthread_mutex_lock(&p->mu);
-    mark_free(p, &page, 1);
-}
+void pool_give_back(pool *p, uint32_t page) { mark_free(p, &page, 1); /* its blocks stay until pool_trim */ }
 
 void pool_free_page(pool *p, uint32_t page)
 {
     pthread_mutex_lock(&p->mu);
-    if (page < p->page_count && !page_is_free(p, page)) pool_give_back(p, page); /* else a bug of the caller's: ignored */
+    mark_free(p, &page, 1); /* a free or out-of-range page: a bug of the caller's, ignored */
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -149,8 +156,12 @@ static uint32_t next_free(const pool *p, uint32_t pg)
     return pg;
 }
 
-uint64_t pool_trim(pool *p)
+uint64_t pool_trim(pool *p, uint64_t idle_us)
 {
+    pthread_mutex_lock(&p->mu);
+    int busy = idle_us && mono_ns() - p->last_alloc_ns < idle_us * 1000u;
+    pthread_mutex_unlock(&p->mu);
+    if (busy) return UINT64_MAX;
     uint64_t trimmed = 0;
     for (uint32_t pg = 0;;) {
         pthread_mutex_lock(&p->mu);
