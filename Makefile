@@ -114,7 +114,7 @@ test: deps
 
 tsan: deps
 	$(MAKE) SAN=tsan tests
-	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_skiplist %_memtable %_cache %_version %_table %_matrix_db %_sched %_sched_db,$(TESTS:build/%=build/tsan/%))
+	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_skiplist %_memtable %_cache %_version %_table %_matrix_db %_sched %_sched_db %_bgerror %_footprint,$(TESTS:build/%=build/tsan/%))
 
 soak: deps
 	$(MAKE) tests
