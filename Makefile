@@ -32,37 +32,43 @@ WERROR       ?= $(if $(CI),1,0)
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
            -Wformat=2 -Wundef -Wvla -Wcast-align
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -fPIC -pthread $(WARN) -Iinclude -Isrc -I. -D_GNU_SOURCE
+CFLAGS  += -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARN) -Iinclude -Isrc -I. -D_GNU_SOURCE
 ifeq ($(WERROR),1)
 CFLAGS  += -Werror
 endif
-LIBS    := -lpmem -luring -llz4 -lxxhash -lpthread -lm
+# LIBS: what the library needs (xxhash is compiled in: XXH_INLINE_ALL). No
+# allocator: the library runs on its host's malloc (docs/design.md, "Linking").
+# EXE_LIBS: what the tests and tkv_bench need besides.
+LIBS    := -lpmem -luring -llz4 -lpthread
+EXE_LIBS := $(LIBS) -lm -ldl
+# libtierkv.so exports only the public API (tierkv.map) and records only the
+# libraries it uses.
+SO_LDFLAGS := -Wl,--version-script=tierkv.map -Wl,--as-needed -Wl,-z,defs
 ifeq ($(SAN),asan)
-CFLAGS  += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -DTKV_NO_JEMALLOC
+CFLAGS  += -O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 else ifeq ($(SAN),tsan)
-CFLAGS  += -O1 -fsanitize=thread -DTKV_NO_JEMALLOC
+CFLAGS  += -O1 -fsanitize=thread
 LDFLAGS += -fsanitize=thread
-else ifeq ($(NOJEMALLOC),1)
-# A libjemalloc.so loaded by dlopen (a JVM loading the JNI glue) fails:
-# "cannot allocate memory in static TLS block". Arena blocks come from malloc.
-CFLAGS  += -DTKV_NO_JEMALLOC
-else
-LIBS    += -ljemalloc
 endif
 
 LIB_SRCS  := $(sort $(shell find src emul -name '*.c'))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-TEST_SRCS := $(sort $(wildcard tests/test_*.c))
-TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
-TEST_HELPERS := $(filter-out $(TEST_SRCS),$(wildcard tests/*.c))
+# tests/test_embed_*.c link the shared library (as a host program does), the
+# other tests the static one (they reach internals).
+EMBED_SRCS := $(sort $(wildcard tests/test_embed_*.c))
+TEST_SRCS := $(filter-out $(EMBED_SRCS),$(sort $(wildcard tests/test_*.c)))
+TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%) $(EMBED_SRCS:tests/%.c=$(BUILD)/tests/%)
+TEST_HELPERS := $(filter-out $(TEST_SRCS) $(EMBED_SRCS),$(wildcard tests/*.c))
+# RocksDB's release library (make deps), linked into test_embed_rocksdb when present.
+ROCKSDB_REL := $(abspath $(wildcard build/deps/librocksdbjni-linux64.so))
 TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(BUILD)/obj/%.o)
 # bench/: tkv_bench's modules (everything but the tkv_bench main)
 # form libtkvbench.a, which the bench tests link too.
 BENCH_LIB_SRCS := $(filter-out bench/tkv_bench.c,$(sort $(wildcard bench/*.c)))
 BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
-DEB_PACKAGES := libpmem-dev liburing-dev libjemalloc-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
+DEB_PACKAGES := libpmem-dev liburing-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils \
                 openjdk-17-jdk-headless maven
 
@@ -81,8 +87,9 @@ $(BUILD)/libtierkv.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libtierkv.so: $(LIB_OBJS)
-	$(CC) -shared -Wl,-soname,libtierkv.so.$(SOMAJOR) $(LDFLAGS) -o $(BUILD)/libtierkv.so.$(VERSION) $^ $(LIBS)
+$(BUILD)/libtierkv.so: $(LIB_OBJS) tierkv.map
+	$(CC) -shared -Wl,-soname,libtierkv.so.$(SOMAJOR) $(SO_LDFLAGS) $(LDFLAGS) -o $(BUILD)/libtierkv.so.$(VERSION) \
+	    $(LIB_OBJS) $(LIBS)
 	ln -sf libtierkv.so.$(VERSION) $(BUILD)/libtierkv.so.$(SOMAJOR)
 	ln -sf libtierkv.so.$(VERSION) $@
 
@@ -92,12 +99,18 @@ $(BUILD)/libtkvbench.a: $(BENCH_LIB_OBJS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_HELPER_OBJS) $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a -lcmocka $(LIBS) -ldl
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a -lcmocka $(EXE_LIBS)
+
+$(BUILD)/tests/test_embed_%: $(BUILD)/obj/tests/test_embed_%.o $(BUILD)/obj/tests/testutil.o $(BUILD)/libtierkv.so
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/testutil.o -L$(BUILD) -ltierkv \
+	    -Wl,--no-as-needed $(ROCKSDB_REL) -Wl,--as-needed -Wl,-rpath,$(abspath $(BUILD)) -lcmocka -ldl
 
 tests: lib $(TESTS) $(BUILD)/tkv_bench
 
 # test-run: build and run every test of one build flavour (SAN=...).
 test-run: tests
+	@python3 tests/check_exports.py --self-test $(BUILD)/libtierkv.so include/tierkv.h
 	@TKV_BUILD=$(BUILD) bash tests/run.sh $(TESTS)
 
 check-structure: lib
@@ -112,14 +125,14 @@ test: deps
 
 tsan: deps
 	$(MAKE) SAN=tsan tests
-	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_skiplist %_memtable %_cache %_version %_table %_matrix_db %_sched %_sched_db %_uring %_async,$(TESTS:build/%=build/tsan/%))
+	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_skiplist %_memtable %_cache %_version %_table %_matrix_db %_sched %_sched_db %_uring %_async %_bgerror %_footprint,$(TESTS:build/%=build/tsan/%))
 
 soak: deps
 	$(MAKE) tests
 	TKV_TEST_SCALE=20 bash tests/run.sh $(BUILD)/tests/test_model $(BUILD)/tests/test_crash
 
 $(BUILD)/tkv_bench: $(BUILD)/obj/bench/tkv_bench.o $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a
-	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a $(LIBS) -ldl
+	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a $(EXE_LIBS)
 
 # bench: the headline comparison (bench/run_headline.sh; results in bench/results/).
 bench: deps lib $(BUILD)/tkv_bench

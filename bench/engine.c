@@ -135,8 +135,8 @@ int eng_find_u64(const char *text, const char *tag, uint64_t *out)
 
 /* ---------------------------------------------------------------- libraries */
 
-/* malloc_interposed -- 1 if the process's malloc is not glibc's (jemalloc,
- * which the bench links for tierkv, or a sanitizer runtime). */
+/* malloc_interposed -- 1 if the process's malloc is not glibc's (a
+ * sanitizer runtime; tierkv links no allocator: docs/design.md, "Linking"). */
 static int malloc_interposed(void)
 {
     void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
@@ -152,13 +152,14 @@ static int malloc_interposed(void)
  * exports (RocksDB's release build bundles lz4/zstd/bzip2 and exports them;
  * the bench links the system liblz4). But it also binds the library's
  * malloc/free to glibc's, while libc's own allocating functions (strdup,
- * realpath, ...) keep using the process's malloc: with jemalloc linked in,
- * RocksDB 10.10.1 frees a realpath() result with glibc's free() during
- * rocksdb_open and aborts ("free(): invalid pointer"); the sanitizer runtimes
- * refuse RTLD_DEEPBIND outright. So DEEPBIND is used only when the process
- * runs on glibc's malloc; otherwise RTLD_LOCAL alone (the library's calls to
- * exported lz4 functions then go to the system liblz4, an ABI-compatible
- * 1.9.x). */
+ * realpath, ...) keep using the process's malloc: in a process whose malloc
+ * is not glibc's, RocksDB 10.10.1 frees a realpath() result with glibc's
+ * free() during rocksdb_open and aborts ("free(): invalid pointer"; the bench
+ * met it while tierkv linked jemalloc), and the sanitizer runtimes refuse
+ * RTLD_DEEPBIND outright. So DEEPBIND is used only when the process runs on
+ * glibc's malloc -- every normal build now -- and in the sanitizer builds
+ * RTLD_LOCAL alone (the library's calls to exported lz4 functions then go to
+ * the system liblz4, an ABI-compatible 1.9.x). */
 static int flags_value;
 static pthread_once_t flags_once = PTHREAD_ONCE_INIT;
 static void flags_init(void) { flags_value = RTLD_NOW | RTLD_LOCAL | (malloc_interposed() ? 0 : RTLD_DEEPBIND); }

@@ -60,8 +60,7 @@ void eng_appendf(char *buf, size_t cap, size_t *len, const char *fmt, ...) __att
 void eng_flatten(char *s);
 
 /* eng_dlopen -- dlopen(path, RTLD_NOW | RTLD_LOCAL), with RTLD_DEEPBIND
- * unless the process's malloc is interposed (jemalloc, sanitizers: see
- * engine.c), or NULL with dlerror() in why. */
+ * unless the process's malloc is interposed (sanitizers: see engine.c), or NULL with dlerror() in why. */
 void *eng_dlopen(const char *path, char *why, size_t whylen);
 /* eng_dlopen_mode -- the flags eng_dlopen uses, for describe(). */
 const char *eng_dlopen_mode(void);

@@ -26,18 +26,26 @@
  * writers share the bandwidth. Spinning (not sleeping) is deliberate: a core
  * issuing stores to a saturated Optane DIMM stalls too.
  *
- * The region's two helper threads live in their own files: the paced
- * write-back (pmem_writeback.c) and the prefault (pmem_prefault.c); the
+ * Errors: the persist primitives have no error channel (they sit between
+ * stores, as a cache flush does). A persist that fails -- an msync in
+ * PM_MSYNC, a range outside the pool -- records the region's sticky error
+ * and returns; the engine checks pm_error before each commit point that
+ * depends on earlier persists and turns the error into a read-only database
+ * (TKV_IO_ERROR). Nothing here aborts or prints.
+ *
+ * The region's helpers live in their own files: the paced write-back
+ * (pmem_writeback.c), the prefault thread (pmem_prefault.c) and the pool
+ * file's blocks -- sparse creation, reserve, discard (pmem_space.c); the
  * region's fields are in pmem_int.h.
  */
 #include "emul/pmem.h"
 
-#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <libpmem.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +55,7 @@
 #include <unistd.h>
 
 #include "emul/pmem_int.h"
+#include "io/io.h"
 #include "util/status.h"
 
 const char *pm_mode_name(pm_mode m)
@@ -109,17 +118,58 @@ static uint64_t count(pm_region *r, uint64_t bytes)
     return __atomic_fetch_add(&r->persist_calls, 1, __ATOMIC_RELAXED);
 }
 
-/* msync_or_die -- pm_persist has no error channel, and carrying on after a
- * failed msync would silently break durability (the write-back error is
- * consumed by the kernel), so a failure ends the process, as PostgreSQL does
- * on a failed fsync. */
-static void msync_or_die(pm_region *r, const void *addr, size_t len)
+/* ------------------------------------------------------------------ errors */
+
+void pm_fail(pm_region *r, int code, const char *fmt, ...)
 {
-    if (pmem_msync(addr, len) != 0) {
-        fprintf(stderr, "tierkv: msync of pool %s failed: %s (%s); durability lost, aborting\n", r->path,
-                strerror(errno), pmem_errormsg());
-        abort();
+    __atomic_fetch_add(&r->persist_errors, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&r->err_mu);
+    if (!r->err) {
+        char what[200];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof what, fmt, ap);
+        va_end(ap);
+        snprintf(r->err_msg, sizeof r->err_msg, "pmem pool %s: %s", r->path, what);
+        __atomic_store_n(&r->err, code, __ATOMIC_RELEASE);
     }
+    pthread_mutex_unlock(&r->err_mu);
+}
+
+int pm_error(pm_region *r)
+{
+    if (!__atomic_load_n(&r->err, __ATOMIC_ACQUIRE)) return 0;
+    pthread_mutex_lock(&r->err_mu);
+    int rc = tkv_err(r->err, "%s", r->err_msg);
+    pthread_mutex_unlock(&r->err_mu);
+    return rc;
+}
+
+/* persist_range_ok -- 1 if [addr, addr+len) lies inside the pool; else the
+ * persist is skipped and recorded as the region's error (an engine bug, but
+ * not a reason to end its host). */
+static int persist_range_ok(pm_region *r, const void *addr, size_t len)
+{
+    if (pm_in_range(r, addr, len)) return 1;
+    pm_fail(r, TKV_IO_ERROR, "persist of %zu bytes at %p, outside the pool's mapping [%p, +%llu)", len, addr,
+            (void *)r->base, (unsigned long long)r->size);
+    return 0;
+}
+
+/* pm_msync -- the persist of PM_MSYNC: msync of the pages under [addr,
+ * addr+len). A failure (or one the I/O layer's fault hook injects,
+ * IO_OP_MSYNC) becomes the region's sticky error: the range's durability is
+ * lost, and the engine turns read-only at its next check (pm_error). */
+static void pm_msync(pm_region *r, const void *addr, size_t len)
+{
+    int e = io_fault_check(IO_OP_MSYNC, r->path, len);
+    if (e == 0) {
+        errno = 0;
+        if (pmem_msync(addr, len) == 0) return;
+        e = errno ? errno : EIO;
+    }
+    pm_fail(r, TKV_IO_ERROR, "msync of %zu bytes at offset %llu failed: %s; their durability is lost", len,
+            (unsigned long long)((const uint8_t *)addr - r->base), strerror(e));
 }
 
 /* ------------------------------------------------------------------ crash simulation */
@@ -212,21 +262,23 @@ static int fsync_parent(const char *path)
 }
 
 /* map_pool -- maps an existing pool (create = 0) or creates one of `size`
- * bytes (create = 1, O_EXCL). Sets *exists on EEXIST when creating. */
+ * bytes (create = 1, O_EXCL; a sparse file: pmem_space.c) and maps it. Sets
+ * *exists on EEXIST when creating. A file created here is removed again if
+ * it cannot be mapped. */
 static int map_pool(pm_region *r, const char *path, uint64_t size, int create, int *exists)
 {
     size_t map_len = 0;
     int is_pmem = 0;
+    if (create) {
+        TKV_TRY(pm_create_file(path, size, exists));
+        if (*exists) return 0;
+    }
     errno = 0;
-    void *p = create ? pmem_map_file(path, (size_t)size, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0644, &map_len, &is_pmem)
-                     : pmem_map_file(path, 0, 0, 0, &map_len, &is_pmem);
+    void *p = pmem_map_file(path, 0, 0, 0, &map_len, &is_pmem);
     if (!p) {
-        int err = errno ? errno : EIO;
-        if (create && err == EEXIST) {
-            *exists = 1;
-            return 0;
-        }
-        return tkv_err_errno(err, "%s pool %s (%s)", create ? "create" : "map", path, pmem_errormsg());
+        int rc = tkv_err_errno(errno ? errno : EIO, "map pool %s (%s)", path, pmem_errormsg());
+        if (create) unlink(path);
+        return rc;
     }
     r->durable = p;
     r->map_len = map_len;
@@ -248,8 +300,10 @@ static int pm_open_alloc(const char *path, pm_mode mode, pm_profile profile, pm_
     r->path = p;
     r->profile = profile;
     r->cs_cut = UINT64_MAX;
+    r->fd = -1;
     r->wb_fd = -1;
     r->wb_dir_fd = -1;
+    pthread_mutex_init(&r->err_mu, NULL);
     if (mode == PM_CRASHSIM) {
         r->cs_cut = __atomic_load_n(&cs_armed_cut, __ATOMIC_ACQUIRE);
         r->on_cut = cs_armed_hook;
@@ -355,23 +409,28 @@ static void pm_open_undo(pm_region *r, const char *path, int made)
 {
     if (r->base && r->base != r->durable) munmap(r->base, r->size);
     if (r->durable) pmem_unmap(r->durable, r->map_len);
+    if (r->fd >= 0) close(r->fd);
     if (made) unlink(path);
+    pthread_mutex_destroy(&r->err_mu);
     free(r->path);
     free(r);
 }
 
 /* pm_open_start_helpers -- best effort, after a successful open: the
  * write-back descriptors (PM_EMULATED on a file system that writes back) and
- * the prefault thread (not in PM_CRASHSIM). */
+ * the prefault thread (not in PM_CRASHSIM: the crash image is an anonymous
+ * copy, already touched; not on tmpfs/ramfs, where populating a hole
+ * allocates the page -- memory the pool has not reserved, pmem_space.c). */
 static void pm_open_start_helpers(pm_region *r, const char *path)
 {
     if (r->mode == PM_EMULATED) pm_wb_open(r, path);
-    if (r->mode != PM_CRASHSIM) pm_prefault_start(r); /* (the crash image is an anonymous copy, already touched) */
+    if (r->mode != PM_CRASHSIM && !r->in_memory_fs) pm_prefault_start(r);
 }
 
 /* pm_open -- opens, or creates, the pool at path (contract: emul/pmem.h).
  * Steps: allocate the region, map the file, check its size, resolve the mode,
- * set up the engine's image, fsync the directory of a pool created here
+ * open the file for its blocks (sparse or fully allocated), set up the
+ * engine's image, fsync the directory of a pool created here
  * (PM_MSYNC, PM_PMEM); a failure in any step undoes the earlier ones. */
 int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, pm_region **out, int *created)
 {
@@ -388,6 +447,7 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
     int rc = pm_open_map(r, path, size, &made);
     if (rc == 0) rc = pm_open_check_size(r, path, size);
     if (rc == 0) rc = pm_open_resolve_mode(r, path, mode);
+    if (rc == 0) rc = pm_open_space(r, path, made);
     if (rc == 0) rc = pm_open_engine_image(r, path);
     if (rc == 0 && made && (r->mode == PM_MSYNC || r->mode == PM_PMEM)) rc = fsync_parent(path);
     if (rc < 0) {
@@ -400,21 +460,24 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
     return 0;
 }
 
-void pm_close(pm_region *r)
+int pm_close(pm_region *r)
 {
-    if (!r) return;
+    if (!r) return 0;
     pm_prefault_stop(r);
     pm_wb_close(r);
     if (r->mode == PM_CRASHSIM) {
         /* no final copy: what was not persisted is lost, like at a power cut */
         munmap(r->base, r->size);
     } else if (r->mode == PM_EMULATED) {
-        if (pmem_msync(r->base, r->size) != 0)
-            fprintf(stderr, "tierkv: msync of pool %s at close failed: %s\n", r->path, strerror(errno));
+        pm_msync(r, r->base, r->size); /* a failure is the region's error, returned below */
     }
+    int rc = pm_error(r);
     pmem_unmap(r->durable, r->map_len);
+    if (r->fd >= 0) close(r->fd);
+    pthread_mutex_destroy(&r->err_mu);
     free(r->path);
     free(r);
+    return rc;
 }
 
 uint8_t *pm_base(pm_region *r) { return r->base; }
@@ -430,11 +493,11 @@ pm_profile pm_profile_in_use(pm_region *r) { return r->profile; }
  * modelled). */
 void pm_flush(pm_region *r, const void *addr, size_t len)
 {
-    pm_check_range(r, addr, len);
+    if (!persist_range_ok(r, addr, len)) return;
     uint64_t idx = count(r, len);
     uint64_t end = pace_reserve(r, line_span(r, addr, len));
     switch (r->mode) {
-    case PM_MSYNC: msync_or_die(r, addr, len); break;
+    case PM_MSYNC: pm_msync(r, addr, len); break;
     case PM_CRASHSIM: cs_persist(r, idx, addr, len); break;
     default: pmem_flush(addr, len); break;
     }
@@ -459,7 +522,7 @@ void pm_persist(pm_region *r, const void *addr, size_t len)
  * concurrent writers interleave on the bandwidth budget. */
 void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n)
 {
-    pm_check_range(r, dst, n);
+    if (!persist_range_ok(r, dst, n)) return;
     uint64_t idx = count(r, n);
     size_t step = r->profile == PM_PROFILE_OPTANE ? PM_PACE_CHUNK : (n ? n : 1);
     uint8_t *d = dst;
@@ -470,7 +533,7 @@ void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n)
         switch (r->mode) {
         case PM_MSYNC:
             memcpy(d + done, s + done, c);
-            msync_or_die(r, d + done, c);
+            pm_msync(r, d + done, c);
             break;
         case PM_CRASHSIM:
             memcpy(d + done, s + done, c);
@@ -490,13 +553,17 @@ void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n)
  * also sees the stores made before it. */
 void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value)
 {
-    assert(((uintptr_t)dst & 7u) == 0);
-    pm_check_range(r, dst, 8);
+    if (!persist_range_ok(r, dst, 8)) return;
+    if ((uintptr_t)dst & 7u) { /* not atomic on the media: refused (an engine bug) */
+        pm_fail(r, TKV_IO_ERROR, "8-byte commit store at offset %llu, not 8-byte aligned",
+                (unsigned long long)((uint8_t *)dst - r->base));
+        return;
+    }
     uint64_t idx = count(r, 8);
     uint64_t end = pace_reserve(r, PM_LINE);
     __atomic_store_n(dst, value, __ATOMIC_RELEASE);
     switch (r->mode) {
-    case PM_MSYNC: msync_or_die(r, dst, 8); break;
+    case PM_MSYNC: pm_msync(r, dst, 8); break;
     case PM_CRASHSIM: cs_persist(r, idx, dst, 8); break;
     default: pmem_persist(dst, 8); break;
     }
@@ -520,6 +587,9 @@ void pm_get_stats(pm_region *r, pm_stats *out)
     out->wb_pending = __atomic_load_n(&r->wb_pending, __ATOMIC_RELAXED);
     out->wb_device_flushes = __atomic_load_n(&r->wb_device_flushes, __ATOMIC_RELAXED);
     out->prefault_bytes = __atomic_load_n(&r->pf_bytes, __ATOMIC_RELAXED);
+    out->persist_errors = __atomic_load_n(&r->persist_errors, __ATOMIC_RELAXED);
+    out->reserve_failures = __atomic_load_n(&r->reserve_failures, __ATOMIC_RELAXED);
+    out->discarded_bytes = __atomic_load_n(&r->discarded, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ crashsim control */

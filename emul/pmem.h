@@ -24,7 +24,15 @@
  * benchmarks on emulated pmem are not flattered by DRAM speed. Default none.
  *
  * Persist calls are thread-safe for disjoint ranges (as the hardware is).
- * Errors: TKV_* codes with tkv_errmsg() naming the file.
+ * Errors: TKV_* codes with tkv_errmsg() naming the file. The persist
+ * primitives return nothing: a failed one records the region's sticky error
+ * (pm_error), which the caller checks before a commit point.
+ *
+ * Space: on a file system (every mode but PM_PMEM) the pool file is sparse.
+ * Its owner reserves the blocks of a range before storing into it
+ * (pm_reserve: ENOSPC there is TKV_NO_SPACE, where a store into a hole of a
+ * full file system would be a SIGBUS) and gives them back when the range is
+ * free again (pm_discard). On PM_PMEM the file is allocated in full.
  */
 #ifndef TKV_EMUL_PMEM_H
 #define TKV_EMUL_PMEM_H
@@ -41,7 +49,7 @@ const char *pm_mode_name(pm_mode m);
 typedef struct pm_region pm_region;
 
 /* pm_open -- maps `path`. If the file does not exist and size > 0 it is created
- * with that size (zero-filled); if it exists, size 0 means "its current size"
+ * with that size (zero-filled; sparse, except with PM_PMEM); if it exists, size 0 means "its current size"
  * and any other size must equal it (else TKV_INVALID naming both sizes: the
  * caller decides about resizing). *created tells which happened (may be NULL).
  * PM_PMEM on a non-pmem mapping is TKV_INVALID with a clear message.
@@ -50,8 +58,10 @@ typedef struct pm_region pm_region;
  * the open then fails. */
 int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, pm_region **out, int *created);
 /* pm_close -- unmaps (after an msync in PM_EMULATED mode, so a clean close
- * survives an OS crash too). NULL is a no-op. */
-void pm_close(pm_region *r);
+ * survives an OS crash too) and frees r. Returns 0, or the region's error
+ * (pm_error: an earlier failed persist, or the msync of this close).
+ * NULL is a no-op returning 0. */
+int pm_close(pm_region *r);
 
 uint8_t *pm_base(pm_region *r);
 uint64_t pm_size(pm_region *r);
@@ -59,9 +69,15 @@ pm_mode pm_mode_in_use(pm_region *r); /* never PM_AUTO */
 pm_profile pm_profile_in_use(pm_region *r);
 
 /* pm_persist -- makes [addr, addr+len) durable (flush + fence, or msync).
- * The range must lie inside the pool (asserted). A failed msync aborts the
- * process: there is no error channel, and durability would be lost. */
+ * No error channel: a failed msync, or a range outside the pool (skipped),
+ * records the region's error (pm_error) and the call returns; the range's
+ * durability is then unknown. */
 void pm_persist(pm_region *r, const void *addr, size_t len);
+/* pm_error -- 0, or the region's sticky error (TKV_IO_ERROR, tkv_errmsg()
+ * naming the pool, the call and the system's error): the first persist of
+ * the region that failed. Callers check it before a commit point that relies
+ * on earlier persists. Thread-safe. */
+int pm_error(pm_region *r);
 /* pm_flush / pm_drain -- the two halves of pm_persist, to batch many ranges
  * behind one fence (in PM_MSYNC each pm_flush is an msync, pm_drain a no-op). */
 void pm_flush(pm_region *r, const void *addr, size_t len);
@@ -70,7 +86,8 @@ void pm_drain(pm_region *r);
  * possible); paced to the profile's write bandwidth. */
 void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n);
 /* pm_store8_persist -- an 8-byte aligned atomic store, persisted: the
- * commit-point primitive (a power cut leaves either the old or the new value). */
+ * commit-point primitive (a power cut leaves either the old or the new
+ * value). A misaligned dst is refused (nothing stored; pm_error). */
 void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value);
 /* pm_prefault_upto -- asks the region's background thread to make the
  * prefix [0, end) of the mapping resident ahead of use (MADV_POPULATE_READ:
@@ -79,6 +96,33 @@ void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value);
  * prefix; the call returns at once. Best effort: a no-op in PM_CRASHSIM, when
  * the thread could not start, or on a kernel without MADV_POPULATE_READ. */
 void pm_prefault_upto(pm_region *r, uint64_t end);
+/* pm_reserve -- allocates the file's blocks under [off, off+len) (offsets
+ * in the pool), so that stores there cannot fault for lack of disk space.
+ * 0, TKV_NO_SPACE (the file system is full: ENOSPC, EDQUOT; counted in
+ * reserve_failures), TKV_IO_ERROR, TKV_INVALID (outside the pool). The I/O
+ * layer's fault hook sees it as IO_OP_FALLOCATE. 0 at once where the file is
+ * allocated in full (PM_PMEM). Thread-safe. */
+int pm_reserve(pm_region *r, uint64_t off, uint64_t len);
+/* pm_discard -- gives the blocks under [off, off+len) back to the file
+ * system (a hole: the range reads as zeros afterwards, and must be reserved
+ * again before it is stored to). Only for a range no one uses. Best effort:
+ * a no-op with PM_PMEM, on a file system without hole punching, and in
+ * PM_CRASHSIM after the power cut. Thread-safe. */
+void pm_discard(pm_region *r, uint64_t off, uint64_t len);
+/* pm_readahead -- a sparse region is mapped for 4 KiB page-cache folios
+ * only (no readahead: a store must never dirty a folio that also spans a
+ * hole, pmem_space.c); this gives [off, off+len) the kernel's usual
+ * readahead and large folios back, for an owner whose units there are
+ * 2 MiB and start at multiples of 2 MiB (off must be one). A no-op where
+ * the file is allocated in full, or the system's page is not 4 KiB. */
+void pm_readahead(pm_region *r, uint64_t off, uint64_t len);
+/* pm_data_after -- the offset of the first byte at or after off that has
+ * blocks or dirty page-cache pages (SEEK_DATA), or UINT64_MAX if none (or
+ * the region is not sparse, or the file system cannot tell). */
+uint64_t pm_data_after(pm_region *r, uint64_t off);
+/* pm_space -- *allocated = bytes of the file system the pool file occupies
+ * (its blocks). 0 or TKV_IO_ERROR. */
+int pm_space(pm_region *r, uint64_t *allocated);
 /* pm_read_delay -- charges `accesses` random media reads to the profile
  * (a no-op without a profile). Readers call it per probe into the pool. */
 void pm_read_delay(pm_region *r, unsigned accesses);
@@ -104,8 +148,8 @@ void pm_read_delay(pm_region *r, unsigned accesses);
  * way, not an OS crash.
  *
  * pm_writeback_start -- starts the thread (once): 0 (also when the region
- *   has nothing to write back to: other modes, a tmpfs pool), TKV_NO_MEMORY
- *   or TKV_IO_ERROR. rate 0 = no pause of its own; expire_ms 0 = 20 s (below).
+ *   has nothing to write back to: other modes, a tmpfs pool) or TKV_NO_MEMORY
+ *   (also when the thread cannot be started). rate 0 = no pause of its own; expire_ms 0 = 20 s (below).
  * pm_writeback_enqueue -- queues [addr, addr+len) (inside the pool); a full
  *   queue (4096 ranges, or 8 s of work at the rate) drops the range
  *   (counted; the kernel writes it back as before),
@@ -129,6 +173,9 @@ typedef struct pm_stats {
     uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending;
     uint64_t wb_device_flushes; /* device-cache flushes made by the write-back (one per flush_every) */
     uint64_t prefault_bytes;    /* bytes of the mapping made resident ahead of use (pm_prefault_upto) */
+    uint64_t persist_errors;    /* persist calls that failed (the first is pm_error) */
+    uint64_t reserve_failures;  /* pm_reserve calls refused (file system full, I/O error) */
+    uint64_t discarded_bytes;   /* bytes given back to the file system (pm_discard) */
 } pm_stats;
 void pm_get_stats(pm_region *r, pm_stats *out);
 

@@ -7,7 +7,6 @@
 #ifndef TKV_EMUL_PMEM_INT_H
 #define TKV_EMUL_PMEM_INT_H
 
-#include <assert.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
@@ -30,6 +29,15 @@ struct pm_region {
     pm_mode mode;
     pm_profile profile;
     char *path;
+    int fd;           /* read-write descriptor of the pool file (pm_reserve, pm_discard, pm_space) */
+    int sparse;       /* 1: blocks are allocated as pages are reserved and given back when discarded (not PM_PMEM) */
+    int in_memory_fs; /* the file is on tmpfs or ramfs (a read fault on a hole allocates a page there) */
+    /* the sticky error (pm_error): the first failure is kept; err_mu guards err and err_msg */
+    pthread_mutex_t err_mu;
+    int err;                  /* TKV_* code, 0 = none; also read without err_mu (relaxed) */
+    char err_msg[256];
+    uint64_t persist_errors;  /* failed persist calls (relaxed atomic) */
+    uint64_t reserve_failures, discarded; /* relaxed atomics: pm_reserve refusals, bytes given back */
     /* crashsim: persists with an index >= cs_cut copy nothing; on_cut runs
      * at the first one (pm_crashsim_arm) */
     _Alignas(64) uint64_t cs_cut;
@@ -74,13 +82,17 @@ static inline uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* pm_check_range -- asserts that [addr, addr+len) lies inside the region. */
-static inline void pm_check_range(const pm_region *r, const void *addr, size_t len)
+/* pm_in_range -- 1 if [addr, addr+len) lies inside the region. */
+static inline int pm_in_range(const pm_region *r, const void *addr, size_t len)
 {
     const uint8_t *p = addr;
-    (void)p;
-    assert(p >= r->base && len <= r->size && (uint64_t)(p - r->base) <= r->size - len);
+    return p >= r->base && len <= r->size && (uint64_t)(p - r->base) <= r->size - len;
 }
+
+/* pm_fail -- records the region's sticky error (the first one is kept; the
+ * message names the pool) and counts a failed persist. For the persist
+ * primitives, which have no error channel: see pm_error (pmem.c). */
+void pm_fail(pm_region *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* pm_open_parent_dir -- a read-only descriptor of the directory holding
  * path, or -1 with errno set (pmem.c). */
@@ -93,6 +105,15 @@ void pm_wb_open(pm_region *r, const char *path);
 /* pm_wb_close -- stops the write-back thread (queued ranges are dropped)
  * and closes its descriptors. */
 void pm_wb_close(pm_region *r);
+
+/* pm_create_file -- creates the pool file at path, `size` bytes, sparse
+ * (O_EXCL; *exists = 1 instead if it is already there) (pmem_space.c). */
+int pm_create_file(const char *path, uint64_t size, int *exists);
+/* pm_open_space -- opens r->fd, decides whether the region is sparse
+ * (every mode but PM_PMEM) and notes a file on tmpfs/ramfs (in_memory_fs);
+ * a PM_PMEM pool this open created (made) is allocated in full
+ * (pmem_space.c). */
+int pm_open_space(pm_region *r, const char *path, int made);
 
 /* pm_prefault_start -- starts the prefault thread (best effort). */
 void pm_prefault_start(pm_region *r);

@@ -69,7 +69,7 @@ void pm_prefault_start(pm_region *r)
 {
     pthread_mutex_init(&r->pf_mu, NULL);
     pthread_cond_init(&r->pf_cv, NULL);
-    r->prefault_started = pthread_create(&r->prefault, NULL, prefault_main, r) == 0;
+    r->prefault_started = thread_create(&r->prefault, prefault_main, r, "the prefault thread") == 0; /* best effort */
     if (!r->prefault_started) {
         pthread_cond_destroy(&r->pf_cv);
         pthread_mutex_destroy(&r->pf_mu);

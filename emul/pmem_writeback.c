@@ -7,6 +7,7 @@
  */
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "emul/pmem_int.h"
 #include "sched/clock.h"
 #include "util/status.h"
+#include "util/thread.h"
 
 /* open_writeback_fd -- a descriptor for the paced write-back, or -1 when
  * there is nothing to write back to: the pool lives in memory (tmpfs,
@@ -132,12 +134,14 @@ int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate
     r->wb_rate = rate;
     r->wb_flush_every = flush_every;
     r->wb_expire_ns = (uint64_t)(expire_ms ? expire_ms : WB_EXPIRE_DEFAULT_MS) * 1000000ull;
-    if (pthread_create(&r->wb_thread, NULL, writeback_main, r) != 0) {
+    if (thread_create(&r->wb_thread, writeback_main, r, "the pool's write-back thread") < 0) {
         pthread_cond_destroy(&r->wb_cv);
         pthread_mutex_destroy(&r->wb_mu);
         free(r->wb_queue);
         r->wb_queue = NULL;
-        return tkv_err(TKV_IO_ERROR, "pool %s: cannot start the write-back thread", r->path);
+        char why[160];
+        snprintf(why, sizeof why, "%s", tkv_errmsg());
+        return tkv_err(TKV_NO_MEMORY, "pool %s: %s", r->path, why);
     }
     r->wb_started = 1;
     return 0;
@@ -145,8 +149,7 @@ int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate
 
 void pm_writeback_enqueue(pm_region *r, const void *addr, size_t len)
 {
-    if (!r->wb_started || len == 0) return;
-    pm_check_range(r, addr, len);
+    if (!r->wb_started || len == 0 || !pm_in_range(r, addr, len)) return;
     uint64_t off = (uint64_t)((const uint8_t *)addr - r->base);
     pthread_mutex_lock(&r->wb_mu);
     uint64_t pending = __atomic_load_n(&r->wb_pending, __ATOMIC_RELAXED);

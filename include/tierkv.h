@@ -19,7 +19,14 @@
  *     Pointers returned by tkv_iter_key/tkv_iter_value are owned by the iterator
  *     and valid until the iterator is moved or freed.
  *  5. The library never calls exit() or abort() on bad input or bad media; it
- *     reports corruption as TKV_CORRUPTION and never returns corrupt data.
+ *     reports corruption as TKV_CORRUPTION and never returns corrupt data. A
+ *     failure in the background (a flush, a compaction, a persist into the
+ *     pmem pool such as a failed msync, an allocation) makes the database
+ *     read-only: later writes, and tkv_close, return that error.
+ *  6. The library is a good guest: it exports only the functions declared
+ *     here, runs on its host's malloc (it links no allocator of its own),
+ *     never writes to stdout or stderr (messages are in tkv_errmsg() and the
+ *     properties), and every thread it starts ends in tkv_close().
  *
  * Thread safety:
  *  - tkv_db: safe for concurrent use by any number of threads without external
@@ -47,6 +54,15 @@
 extern "C" {
 #endif
 
+/* TKV_API marks the public functions: the only symbols libtierkv.so exports
+ * (the library is built with -fvisibility=hidden and the version script
+ * tierkv.map; tests/check_exports.py checks the two agree). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TKV_API __attribute__((visibility("default")))
+#else
+#define TKV_API
+#endif
+
 #define TKV_VERSION_MAJOR 0
 #define TKV_VERSION_MINOR 1
 #define TKV_VERSION_PATCH 0
@@ -56,7 +72,7 @@ extern "C" {
 
 /* tkv_version -- the library's TKV_VERSION_NUMBER (may differ from the header's
  * when linked dynamically against another build). */
-int tkv_version(void);
+TKV_API int tkv_version(void);
 
 /* Status codes. */
 #define TKV_OK 0
@@ -84,20 +100,20 @@ typedef struct tkv_snapshot tkv_snapshot;
 
 /* tkv_strerror -- a constant string naming status `status` ("OK", "not found",
  * "invalid argument", ...). Unknown codes give "unknown status". */
-const char *tkv_strerror(int status);
+TKV_API const char *tkv_strerror(int status);
 
 /* tkv_errmsg -- the calling thread's detailed message for its last error, or ""
  * if this thread has seen none. Owned by the library (thread-local). */
-const char *tkv_errmsg(void);
+TKV_API const char *tkv_errmsg(void);
 
 /* ---------------------------------------------------------------- options */
 
 /* tkv_options_new -- options with every default (see docs/options.md).
  * Returns NULL only if memory is exhausted. */
-tkv_options *tkv_options_new(void);
+TKV_API tkv_options *tkv_options_new(void);
 
 /* tkv_options_free -- frees `opts`; NULL is a no-op. */
-void tkv_options_free(tkv_options *opts);
+TKV_API void tkv_options_free(tkv_options *opts);
 
 /* tkv_options_set -- sets option `name` from string `value`.
  * Sizes accept K/M/G/T suffixes (powers of 1024: "64M"); booleans accept
@@ -105,7 +121,7 @@ void tkv_options_free(tkv_options *opts);
  * Returns TKV_OK, or TKV_INVALID (unknown name, unparsable or out-of-range value;
  * tkv_errmsg() names the option and the accepted range). On error `opts` is
  * unchanged. */
-int tkv_options_set(tkv_options *opts, const char *name, const char *value);
+TKV_API int tkv_options_set(tkv_options *opts, const char *name, const char *value);
 
 /* ---------------------------------------------------------------- database */
 
@@ -128,7 +144,7 @@ int tkv_options_set(tkv_options *opts, const char *name, const char *value);
  *                  pool file and row); the MANIFEST lists rows the pool lacks
  *  TKV_IO_ERROR, TKV_NO_SPACE, TKV_NO_MEMORY
  * On error *out is set to NULL. */
-int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
+TKV_API int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
 
 /* tkv_close -- finishes background work (immutable memtables are flushed; with
  * l0=matrix a flush that needs room waits for column compaction, and if that
@@ -137,15 +153,22 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
  * Every iterator of `db` must be freed first: if any is still open, close
  * returns TKV_BUSY and does nothing (the handle stays open and usable).
  * Snapshots still held are released by close (do not use them afterwards).
- * NULL is a no-op returning TKV_OK. Otherwise returns the first error met
- * while finishing; the handle is freed regardless. */
-int tkv_close(tkv_db *db);
+ * NULL is a no-op returning TKV_OK. Otherwise returns the background error
+ * that made the database read-only, if there was one (TKV_IO_ERROR,
+ * TKV_NO_SPACE, TKV_CORRUPTION, TKV_NO_MEMORY; tkv_errmsg() says what failed,
+ * even if no write was made after it), else the first error met while
+ * finishing (syncing the WAL, the final msync of the pmem pool); the handle
+ * is freed regardless. Data acknowledged before the error is in the WAL
+ * and comes back at the next open. */
+TKV_API int tkv_close(tkv_db *db);
 
 /* tkv_destroy -- removes the database in `dir` (all of tierkv's files, then the
- * directory if it is empty). The pool file is removed only if it is at the
- * default path <dir>/matrix.pmem; a pool elsewhere (pmem_path) is left.
- * Returns TKV_BUSY if the database is open, TKV_OK if `dir` does not exist. */
-int tkv_destroy(const char *dir);
+ * directory if it is empty) and its pmem pool wherever it lives: at the default
+ * path <dir>/matrix.pmem, or at pmem_path, which the database records in
+ * <dir>/POOL with the pool's uuid (a file at that path that is no longer this
+ * database's pool is left alone). Returns TKV_BUSY if the database or its
+ * pool is open (nothing is removed then), TKV_OK if `dir` does not exist. */
+TKV_API int tkv_destroy(const char *dir);
 
 /* tkv_put -- sets key to value. flags: TKV_SYNC, TKV_NO_WAL.
  * Durability: when the call returns, the write is in the WAL file as far as
@@ -154,29 +177,29 @@ int tkv_destroy(const char *dir);
  * Returns TKV_OK, TKV_INVALID (NULL/empty/oversized key, oversized value,
  * unknown flag), or a background error that made the database read-only
  * (TKV_IO_ERROR, TKV_NO_SPACE, TKV_CORRUPTION). */
-int tkv_put(tkv_db *db, const void *key, size_t klen, const void *val, size_t vlen, unsigned flags);
+TKV_API int tkv_put(tkv_db *db, const void *key, size_t klen, const void *val, size_t vlen, unsigned flags);
 
 /* tkv_delete -- removes key (a no-op if absent). Same returns as tkv_put. */
-int tkv_delete(tkv_db *db, const void *key, size_t klen, unsigned flags);
+TKV_API int tkv_delete(tkv_db *db, const void *key, size_t klen, unsigned flags);
 
 /* ---------------------------------------------------------------- batches */
 
 /* tkv_batch_new -- an empty batch; NULL if memory is exhausted. */
-tkv_batch *tkv_batch_new(void);
+TKV_API tkv_batch *tkv_batch_new(void);
 /* tkv_batch_free -- frees `b`; NULL is a no-op. */
-void tkv_batch_free(tkv_batch *b);
+TKV_API void tkv_batch_free(tkv_batch *b);
 /* tkv_batch_clear -- empties `b` for reuse (keeps its buffer). */
-void tkv_batch_clear(tkv_batch *b);
+TKV_API void tkv_batch_clear(tkv_batch *b);
 /* tkv_batch_put -- appends a put (copied). TKV_OK or TKV_INVALID/TKV_NO_MEMORY;
  * on error the batch is unchanged. */
-int tkv_batch_put(tkv_batch *b, const void *key, size_t klen, const void *val, size_t vlen);
+TKV_API int tkv_batch_put(tkv_batch *b, const void *key, size_t klen, const void *val, size_t vlen);
 /* tkv_batch_delete -- appends a delete (copied). Returns as tkv_batch_put. */
-int tkv_batch_delete(tkv_batch *b, const void *key, size_t klen);
+TKV_API int tkv_batch_delete(tkv_batch *b, const void *key, size_t klen);
 /* tkv_write -- applies every operation of `b` atomically, in order (a later
  * operation on the same key wins): after a crash either all or none of it is
  * present, and no reader ever sees part of it. `b` is not modified. An empty
  * batch is TKV_OK. Returns as tkv_put. */
-int tkv_write(tkv_db *db, tkv_batch *b, unsigned flags);
+TKV_API int tkv_write(tkv_db *db, tkv_batch *b, unsigned flags);
 
 /* ---------------------------------------------------------------- reads */
 
@@ -184,7 +207,7 @@ int tkv_write(tkv_db *db, tkv_batch *b, unsigned flags);
  * new buffer of *vlen bytes (NUL-terminated for convenience, not counted in
  * *vlen) to be freed with tkv_free(). Returns TKV_OK, TKV_NOT_FOUND (*val=NULL,
  * *vlen=0), TKV_INVALID, TKV_CORRUPTION, TKV_IO_ERROR, TKV_NO_MEMORY. */
-int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, void **val, size_t *vlen);
+TKV_API int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, void **val, size_t *vlen);
 
 /* tkv_multi_get -- n lookups at one consistent snapshot (snap, or the latest
  * state at this call when NULL). For each i, statuses[i] is what tkv_get at
@@ -195,44 +218,44 @@ int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, 
  * With async_io (docs/async-io.md) the block reads of all keys are in flight
  * at once; the answers are the same. Returns TKV_OK if the arguments were
  * valid (individual results are in statuses[]), else TKV_INVALID. */
-int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *const *keys, const size_t *klens,
+TKV_API int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *const *keys, const size_t *klens,
                   void **vals, size_t *vlens, int *statuses);
 
 /* tkv_free -- frees memory returned by tierkv (values, property strings). */
-void tkv_free(void *p);
+TKV_API void tkv_free(void *p);
 
 /* tkv_snapshot_new -- pins the current state: reads through it see exactly the
  * writes acknowledged before this call. NULL if db is NULL or memory is
  * exhausted. Free it with tkv_snapshot_free on the same db. */
-const tkv_snapshot *tkv_snapshot_new(tkv_db *db);
+TKV_API const tkv_snapshot *tkv_snapshot_new(tkv_db *db);
 /* tkv_snapshot_free -- releases a snapshot; NULL is a no-op. */
-void tkv_snapshot_free(tkv_db *db, const tkv_snapshot *snap);
+TKV_API void tkv_snapshot_free(tkv_db *db, const tkv_snapshot *snap);
 
 /* ---------------------------------------------------------------- iterators */
 
 /* tkv_iter_new -- an iterator over a consistent view (snap, or the latest state
  * at this call when NULL). It starts unpositioned (not valid); call a seek.
  * Returns TKV_OK, TKV_INVALID or TKV_NO_MEMORY. */
-int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out);
+TKV_API int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out);
 /* tkv_iter_free -- frees an iterator; NULL is a no-op. */
-void tkv_iter_free(tkv_iter *it);
+TKV_API void tkv_iter_free(tkv_iter *it);
 /* tkv_iter_seek -- positions at the first key >= key. */
-void tkv_iter_seek(tkv_iter *it, const void *key, size_t klen);
+TKV_API void tkv_iter_seek(tkv_iter *it, const void *key, size_t klen);
 /* tkv_iter_seek_first / seek_last -- positions at the smallest / largest key. */
-void tkv_iter_seek_first(tkv_iter *it);
-void tkv_iter_seek_last(tkv_iter *it);
+TKV_API void tkv_iter_seek_first(tkv_iter *it);
+TKV_API void tkv_iter_seek_last(tkv_iter *it);
 /* tkv_iter_valid -- 1 if positioned on an entry, else 0 (end, or an error:
  * check tkv_iter_status). */
-int tkv_iter_valid(const tkv_iter *it);
+TKV_API int tkv_iter_valid(const tkv_iter *it);
 /* tkv_iter_next / prev -- moves to the next larger / smaller key. Only when valid. */
-void tkv_iter_next(tkv_iter *it);
-void tkv_iter_prev(tkv_iter *it);
+TKV_API void tkv_iter_next(tkv_iter *it);
+TKV_API void tkv_iter_prev(tkv_iter *it);
 /* tkv_iter_key / value -- the current entry; only when valid. */
-const void *tkv_iter_key(const tkv_iter *it, size_t *klen);
-const void *tkv_iter_value(const tkv_iter *it, size_t *vlen);
+TKV_API const void *tkv_iter_key(const tkv_iter *it, size_t *klen);
+TKV_API const void *tkv_iter_value(const tkv_iter *it, size_t *vlen);
 /* tkv_iter_status -- TKV_OK, or the first error the iterator met (then it is
  * not valid). */
-int tkv_iter_status(const tkv_iter *it);
+TKV_API int tkv_iter_status(const tkv_iter *it);
 
 /* ---------------------------------------------------------------- maintenance */
 
@@ -240,14 +263,14 @@ int tkv_iter_status(const tkv_iter *it);
  * (rows of the matrix container with l0=matrix, L0 SSTs with l0=sst) and waits
  * for it; with a full pool it waits for column compaction to make room.
  * Returns TKV_OK or the error that stopped it. */
-int tkv_flush(tkv_db *db);
+TKV_API int tkv_flush(tkv_db *db);
 
 /* tkv_compact_range -- compacts the key range [begin, end] (NULL with length 0 =
  * open end; NULL with a non-zero length is TKV_INVALID)
  * down the tree and waits for it. With l0=matrix it first drains the whole
  * matrix container (every row that exists at the call, whatever the range)
  * into L1. Returns TKV_OK or the error that stopped it. */
-int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen);
+TKV_API int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen);
 
 /* tkv_property -- a text report, freed with tkv_free, or NULL for an unknown
  * name (tkv_errmsg says so). Names: "tkv.stats" (multi-line counters),
@@ -256,7 +279,7 @@ int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *en
  * geometry, persists), "tkv.options" (effective options),
  * "tkv.num-entries-active-mem" and other numeric properties documented in
  * docs/options.md. */
-char *tkv_property(tkv_db *db, const char *name);
+TKV_API char *tkv_property(tkv_db *db, const char *name);
 
 #ifdef __cplusplus
 }

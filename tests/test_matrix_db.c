@@ -367,9 +367,10 @@ static void matrix_corruption(void **state)
     expect_open(dir, o, TKV_CORRUPTION, "matrix.pmem", "header byte");
     assert_int_equal(rename(copy, pool), 0);
 
-    /* a data byte of the first row: pages start at 12 KiB; 64 KiB pages,
-     * the first row's header + metadata page is page 0, its data follows */
-    flip_byte(pool, 12288 + 65536 + 100);
+    /* a data byte of the first row: 64 KiB pages, which start at 64 KiB (a
+     * multiple of the page size); the first row's header + metadata page is
+     * page 0, its data follows */
+    flip_byte(pool, 65536 + 65536 + 100);
     expect_open(dir, o, TKV_CORRUPTION, "row", "row data byte");
     tkv_options_free(o);
     tu_model_free(m);

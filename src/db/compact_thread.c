@@ -71,16 +71,15 @@ static void *deep_main(void *arg)
 
 int cmp_workers_start(tkv_db *db)
 {
-    if (pthread_create(&db->l0_thread, NULL, l0_main, db) != 0)
-        return tkv_err(TKV_NO_MEMORY, "cannot start the L0 compaction thread");
+    TKV_TRY(thread_create(&db->l0_thread, l0_main, db, "the L0 compaction thread"));
     db->workers_started = 1;
     int n = db->opts.compaction_threads;
     db->deep_threads = calloc((size_t)n, sizeof *db->deep_threads);
-    for (int i = 0; db->deep_threads && i < n; i++) {
-        if (pthread_create(&db->deep_threads[i], NULL, deep_main, db) != 0) break;
+    if (!db->deep_threads) return tkv_err(TKV_NO_MEMORY, "out of memory starting %d compaction threads", n);
+    for (int i = 0; i < n; i++) {
+        TKV_TRY(thread_create(&db->deep_threads[i], deep_main, db, "a deep compaction thread"));
         db->ndeep_threads++;
     }
-    if (db->ndeep_threads != n) return tkv_err(TKV_NO_MEMORY, "cannot start %d compaction threads", n);
     return 0;
 }
 

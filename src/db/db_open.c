@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "db/silk.h"
 #include "db/superversion.h"
 #include "io/wb.h"
+#include "matrix/pool.h"
 #include "sched/clock.h"
 #include "util/status.h"
 
@@ -183,7 +185,10 @@ int tkv_close(tkv_db *db)
     cmp_workers_stop(db);   /* running deep compactions stop at their next pause point */
     flush_stop(db);         /* finishes flushing immutable memtables */
     mx_stop(db);            /* after the flush thread: it may need columns to make room */
-    int rc = 0;
+    /* The first error: the background error that made the database
+     * read-only (the caller may not have written since), else the first met
+     * while finishing. */
+    int rc = db->bg_error ? db_bg_error(db) : 0;
     if (db->wal) {
         if (!db->bg_error) rc = wal_sync(db->wal);
         int crc = wal_writer_close(db->wal);
@@ -201,7 +206,8 @@ int tkv_close(tkv_db *db)
     trash_free(db->trash); /* what is still queued is unlinked now */
     table_cache_free(db->tc);
     if (db->vs) vset_close(db->vs);
-    mx_close(db); /* after every rowset is gone */
+    int mrc = mx_close(db); /* after every rowset is gone */
+    if (rc == 0) rc = mrc;
     silk_close(db); /* after every thread that passes the gate has ended */
     cache_free(db->block_cache);
     io_ring_pool_free(db->rings); /* every reader has given its ring back */
@@ -218,7 +224,8 @@ int tkv_close(tkv_db *db)
 /* is_db_file -- names tierkv creates in its directory. */
 static int is_db_file(const char *name)
 {
-    static const char *exact[] = {IDENTITY_FILE, LOCK_FILE, IDENTITY_FILE ".tmp", "CURRENT", "CURRENT.tmp", "matrix.pmem"};
+    static const char *exact[] = {IDENTITY_FILE, LOCK_FILE, IDENTITY_FILE ".tmp", "CURRENT", "CURRENT.tmp", "matrix.pmem",
+                                  MX_POOL_FILE, MX_POOL_FILE ".tmp"};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
         if (!strcmp(name, exact[i])) return 1;
     const char *dot = strrchr(name, '.');
@@ -237,6 +244,60 @@ static int is_db_file(const char *name)
     return 0;
 }
 
+/* recorded_pool -- the pool file that <dir>/POOL names (mx_open writes
+ * it: "path=" and "uuid=" lines) into path[n] and its uuid; 0 if there is
+ * none (no such file: l0=sst, or a database from before it was written). */
+static int recorded_pool(const char *dir, char *path, size_t n, uint8_t uuid[16])
+{
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s/" MX_POOL_FILE, dir);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (io_read_file(file, IO_META, NULL, &data, &len) < 0) return 0;
+    char *text = realloc(data, len + 1);
+    if (!text) {
+        free(data);
+        return 0;
+    }
+    text[len] = '\0';
+    char *p = strstr(text, "\npath="), *u = strstr(text, "\nuuid=");
+    int ok = p && u;
+    if (ok) {
+        p += 6;
+        size_t plen = strcspn(p, "\n");
+        ok = plen > 0 && plen < n;
+        if (ok) snprintf(path, n, "%.*s", (int)plen, p);
+    }
+    for (int i = 0; ok && i < 16; i++) ok = sscanf(u + 6 + 2 * i, "%2hhx", &uuid[i]) == 1;
+    free(text);
+    return ok;
+}
+
+/* destroy_pool -- removes a pool kept outside `dir` (pmem_path): the one
+ * <dir>/POOL names, if it still is this database's pool (its header has the
+ * recorded uuid) and no one has it open (its flock, pool.c). A pool inside
+ * the directory goes with the directory's files. */
+static int destroy_pool(const char *dir)
+{
+    char path[PATH_MAX], inside[PATH_MAX];
+    uint8_t want[16], have[16];
+    if (!recorded_pool(dir, path, sizeof path, want)) return 0;
+    snprintf(inside, sizeof inside, "%s/matrix.pmem", dir);
+    char *in_dir = realpath(inside, NULL);
+    int same = in_dir && !strcmp(in_dir, path);
+    free(in_dir);
+    if (same || pool_file_uuid(path, have) < 0 || memcmp(want, have, 16) != 0) return 0; /* gone, or another's */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    int rc = 0;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+        rc = errno == EWOULDBLOCK ? tkv_err(TKV_BUSY, "pmem pool %s of %s is in use", path, dir)
+                                  : tkv_err_errno(errno, "lock pmem pool %s", path);
+    if (rc == 0) rc = io_remove(path);
+    close(fd);
+    return rc;
+}
+
 int tkv_destroy(const char *dir)
 {
     if (!dir) return tkv_err(TKV_INVALID, "tkv_destroy: NULL dir");
@@ -245,8 +306,12 @@ int tkv_destroy(const char *dir)
     if (!S_ISDIR(sb.st_mode)) return tkv_err(TKV_INVALID, "%s is not a directory", dir);
     int lock_fd;
     TKV_TRY(lock_dir(dir, &lock_fd));
+    int rc = destroy_pool(dir); /* first: a pool in use stops the whole destroy */
+    if (rc < 0) {
+        close(lock_fd);
+        return rc;
+    }
     DIR *d = opendir(dir);
-    int rc = 0;
     if (!d) rc = tkv_err_errno(errno, "opendir %s", dir);
     struct dirent *e;
     while (d && (e = readdir(d))) {

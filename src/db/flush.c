@@ -139,8 +139,7 @@ static void *flush_main(void *arg)
 
 int flush_start(tkv_db *db)
 {
-    if (pthread_create(&db->flush_thread, NULL, flush_main, db) != 0)
-        return tkv_err(TKV_NO_MEMORY, "cannot start the flush thread");
+    TKV_TRY(thread_create(&db->flush_thread, flush_main, db, "the flush thread"));
     db->flush_started = 1;
     return 0;
 }

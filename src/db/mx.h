@@ -24,6 +24,10 @@
 
 #include "db/db_impl.h"
 
+/* The file in the database directory that names the pool (path and uuid),
+ * for tkv_destroy: written by mx_open. */
+#define MX_POOL_FILE "POOL"
+
 /* mx_flush_one returns this (> 0) when the pool has no room for the row:
  * nothing changed; the flush is retried once column compaction frees pages. */
 #define MX_NO_SPACE 1
@@ -33,6 +37,7 @@
  * commit and its edit, or a drained row not yet dropped), re-applies the
  * MANIFEST's cursors and releases the pages below them; TKV_CORRUPTION if the
  * MANIFEST lists a row the pool does not have or a row fails verification.
+ * It records the pool's path and uuid in <dir>/POOL (MX_POOL_FILE).
  * l0=sst: refuses a database whose MANIFEST still lists rows. Single-threaded
  * (open), after vset_open and before WAL replay; no lock. */
 int mx_open(tkv_db *db);
@@ -45,8 +50,9 @@ uint64_t mx_pool_size(tkv_db *db);
 rowset *mx_initial_rowset(tkv_db *db, int *rc);
 /* mx_close -- closes every row handle and the pool (no drop: a clean close
  * leaves the pool as the MANIFEST describes it) and frees the state. After
- * every rowset is gone; no lock. NULL-safe parts. */
-void mx_close(tkv_db *db);
+ * every rowset is gone; no lock. NULL-safe parts. Returns 0 or the pool's
+ * error (a failed persist, or the msync of the close: pool_close). */
+int mx_close(tkv_db *db);
 
 /* mx_flush_one -- flushes the oldest immutable memtable into a new row:
  * steps (1)-(3) of mx_flush.c's persist order without mu, then (4) the

@@ -478,6 +478,26 @@ static void column_failed(tkv_db *db, int rc, int cancelled)
     if (db->shutting_down && mx->failures >= MX_SHUTDOWN_GIVE_UP) mx->gave_up = 1;
 }
 
+/* idle_trim -- an idle column thread's pool_trim, at most every
+ * MX_TRIM_EVERY_US, only if the pool was written or gave pages back since
+ * the last one, and once no page has been allocated for MX_TRIM_IDLE_US.
+ * Called with mu held; released during the trim. */
+static void idle_trim(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    uint64_t now = sched_mono_us();
+    if (now - mx->trim_at_us < MX_TRIM_EVERY_US) return;
+    pm_stats st;
+    pm_get_stats(pool_region(mx->pool), &st);
+    uint64_t mark = st.persist_calls + st.discarded_bytes;
+    if (mark == mx->trim_mark) return;
+    mx->trim_at_us = now;
+    pthread_mutex_unlock(&db->mu);
+    uint64_t done = pool_trim(mx->pool, MX_TRIM_IDLE_US); /* (its punches change the mark: one more, finding nothing) */
+    pthread_mutex_lock(&db->mu);
+    if (done != UINT64_MAX) mx->trim_mark = mark; /* else still busy: again later */
+}
+
 /* column_main -- one column thread: picks a column when it may (may_start),
  * runs and commits it in turn, and collects what the commit freed. */
 static void *column_main(void *arg)
@@ -507,7 +527,10 @@ static void *column_main(void *arg)
             }
             /* Idle: views that readers released since the last flush or
              * column may let pages and rows go now. */
-            if (mx->ncolumns == 0) mx_collect(db);
+            if (mx->ncolumns == 0) {
+                mx_collect(db);
+                idle_trim(db);
+            }
             db_wait_us(db, mx->ncolumns ? CPULOAD_WINDOW_US : MX_IDLE_WAIT_US);
             continue;
         }
@@ -541,13 +564,14 @@ int mx_start(tkv_db *db)
     mx->threads = calloc((size_t)n, sizeof *mx->threads);
     if (!mx->threads) return tkv_err(TKV_NO_MEMORY, "out of memory starting the column-compaction threads");
     cpuload_init(&mx->load, sched_mono_us());
-    int started = 0;
-    while (started < n && pthread_create(&mx->threads[started], NULL, column_main, db) == 0) started++;
+    int started = 0, rc = TKV_NO_MEMORY;
+    while (started < n && (rc = thread_create(&mx->threads[started], column_main, db, "a column-compaction thread")) == 0)
+        started++;
     pthread_mutex_lock(&db->mu); /* the flush thread reads it (mx_flush_blocked); may_start reads nthreads */
     mx->nthreads = started;
     db->mx->thread_started = started > 0;
     pthread_mutex_unlock(&db->mu);
-    if (started == 0) return tkv_err(TKV_NO_MEMORY, "cannot start the column-compaction thread");
+    if (started == 0) return rc; /* thread_create said why */
     return 0; /* fewer threads than asked: fewer columns at once, nothing else changes */
 }
 

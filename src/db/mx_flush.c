@@ -14,6 +14,7 @@
  */
 #include "db/mx_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,13 @@ static int build_row(tkv_db *db, memtable *m, rowtable **out)
     /* emulated pmem: the row's pages go to the pool file from now on,
      * paced (pmem.h), not in the kernel's next write-back burst */
     if (rc == 0 && db->opts.pmem_writeback) rowtable_queue_writeback(r);
+    /* a persist of steps (1)-(2) failed (an msync): the row is not durable,
+     * so it is not committed; its data stays in the memtable and the WAL */
+    if (rc == 0) rc = pool_error(mx->pool);
+    if (rc < 0 && r) {
+        rowtable_abandon(r);
+        r = NULL;
+    }
     if (rc == 0 && (rc = rowtable_commit(r)) < 0) { /* step (3) */
         rowtable_abandon(r);
         r = NULL;
@@ -88,10 +96,14 @@ int mx_flush_one(tkv_db *db)
     uint64_t next_log = sv->nimm > 1 ? sv->imm_wal[1] : db->wal_number;
     rowtable *r = NULL;
     int rc = build_row(db, m, &r);
-    if (rc == TKV_NO_SPACE) {
+    if (rc == TKV_NO_SPACE) { /* no free pages, or no disk for them: wait for columns (mx_flush_blocked) */
+        snprintf(mx->no_space_msg, sizeof mx->no_space_msg, "%s", tkv_errmsg());
         sv_unref(sv);
         return MX_NO_SPACE;
     }
+    /* the slot's persist (step 3) failed: the row may not exist after a
+     * crash, so no edit may name it (the next open drops it) */
+    if (rc == 0 && r) rc = pool_error(mx->pool);
     version_edit e;
     edit_init(&e);
     if (rc == 0 && r) rc = edit_set_row_cursor(&e, rowtable_id(r), 0);
@@ -146,11 +158,12 @@ int mx_flush_blocked(tkv_db *db)
     mx_collect(db);
     pthread_cond_broadcast(&db->bg_cv);
     if (mx->rows_at_flush == 0 && mx->nrows == 0) {
-        /* Nothing can free room: the memtable did not fit in an empty pool. */
+        /* Nothing can free room: the memtable did not fit in an empty pool,
+         * or the file system under the pool is full (no_space_msg says which). */
         pool_stats st;
         pool_get_stats(mx->pool, &st);
-        tkv_err(TKV_NO_SPACE, "pmem pool %s (%u free pages of %u bytes) cannot hold a flushed memtable even when empty",
-                mx->path, st.pages_free, st.page_size);
+        tkv_err(TKV_NO_SPACE, "pmem pool %s has no room for a flushed memtable and no row left to drain (%u free pages "
+                "of %u bytes): %s", mx->path, st.pages_free, st.page_size, mx->no_space_msg);
         db_set_bg_error(db, TKV_NO_SPACE);
         return 0;
     }

@@ -57,6 +57,11 @@
 #define MX_RETRY_MIN_US 10000u
 #define MX_RETRY_MAX_US 2000000u
 #define MX_IDLE_WAIT_US 100000u
+/* An idle column thread gives back the blocks of free pages (pool_trim) at
+ * most this often, while the pool changes, once no page has been allocated
+ * for MX_TRIM_IDLE_US. */
+#define MX_TRIM_EVERY_US 1000000u
+#define MX_TRIM_IDLE_US 1000000u
 /* The drain rate is the slowest of the last this many columns (as the write
  * controller takes the slowest of its last flushes). */
 #define MX_DRAIN_SAMPLES 4
@@ -94,11 +99,14 @@ struct mx_state {
     unsigned ncolumns;       /* how many */
     uint64_t last_commit_us; /* when the last column committed */
     size_t rows_at_flush;    /* open rows when the last flush attempt started */
+    char no_space_msg[320];  /* why the last flush found no room: the pool's pages, or the disk under it */
     uint64_t blocked_since;  /* when the flush began waiting for room (db->flush_blocked) */
     int drain_waiters;       /* tkv_compact_range calls waiting for every row to drain */
     int failures;            /* consecutive failed columns (backoff) */
     int gave_up;             /* shutting down and columns keep failing: flush stops waiting */
     uint64_t retry_at_us;    /* after a failure, no column before this time */
+    uint64_t trim_at_us;     /* the last pool_trim (column thread only) */
+    uint64_t trim_mark;      /* the pool's persists + discards at that trim (column thread only) */
     uint64_t drain_samples[MX_DRAIN_SAMPLES]; /* bytes/s (writer units) of the last columns, newest at drain_pos-1 */
     unsigned ndrain, drain_pos;
     pthread_t *threads;      /* column_threads column-compaction threads */
@@ -117,8 +125,10 @@ int mx_cursor_in(const version *v, const rowtable *r, uint32_t *c);
 
 /* mx_collect -- for every row: raises its own cursor to the smallest cursor
  * any live version has for it and releases the pages below (invariant 2);
- * drops rows no live version lists (invariant 3). Errors become bg_error.
- * Caller holds mu. (mx_reclaim.c) */
+ * drops rows no live version lists (invariant 3). Errors become bg_error,
+ * and so does a failed persist into the pool (pool_error: the pool's
+ * durability is lost, the database turns read-only). Caller holds mu.
+ * (mx_reclaim.c) */
 void mx_collect(tkv_db *db);
 
 #endif

@@ -5,6 +5,9 @@
  */
 #include "db/mx_int.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -147,6 +150,29 @@ static int reconcile_row(tkv_db *db, struct mx_state *mx, const pool_row_id *pro
     return rc;
 }
 
+/* record_pool -- <dir>/POOL (MX_POOL_FILE) names the pool file (absolute
+ * path) and its uuid, so that tkv_destroy finds a pool kept outside the
+ * directory (pmem_path). Rewritten, atomically, only when it changes. */
+static int record_pool(tkv_db *db, struct mx_state *mx)
+{
+    char *abs = realpath(mx->path, NULL);
+    if (!abs) return tkv_err_errno(errno, "realpath of pmem pool %s", mx->path);
+    char text[PATH_MAX + 64];
+    int n = snprintf(text, sizeof text, "tierkv pool\npath=%s\nuuid=", abs);
+    free(abs);
+    const uint8_t *u = pool_uuid(mx->pool);
+    for (int i = 0; i < 16 && n > 0 && (size_t)n + 3 < sizeof text; i++) n += snprintf(text + n, 3, "%02x", u[i]);
+    if (n <= 0 || (size_t)n + 2 > sizeof text) return tkv_err(TKV_INVALID, "pmem pool path %s is too long", mx->path);
+    text[n++] = '\n';
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/" MX_POOL_FILE, db->dir);
+    uint8_t *old = NULL;
+    size_t len = 0;
+    int same = io_read_file(path, IO_META, &db->io, &old, &len) == 0 && len == (size_t)n && !memcmp(old, text, len);
+    free(old);
+    return same ? 0 : io_write_file_atomic(db->dir, MX_POOL_FILE, text, (size_t)n, &db->io);
+}
+
 int mx_open(tkv_db *db)
 {
     version *v = vset_current(db->vs);
@@ -169,6 +195,7 @@ int mx_open(tkv_db *db)
     size_t np;
     TKV_TRY(pool_rows(mx->pool, &prow, &np));
     int rc = claim_pool(db, mx, np, created);
+    if (rc == 0) rc = record_pool(db, mx);
     for (size_t i = 0; i < np && rc == 0; i++) rc = reconcile_row(db, mx, &prow[i]);
     free(prow);
     if (rc < 0) return rc;
@@ -207,14 +234,15 @@ rowset *mx_initial_rowset(tkv_db *db, int *rc)
     return rs;
 }
 
-void mx_close(tkv_db *db)
+int mx_close(tkv_db *db)
 {
     struct mx_state *mx = db->mx;
-    if (!mx) return;
+    if (!mx) return 0;
     for (size_t i = 0; i < mx->nrows; i++) rowtable_close(mx->rows[i]);
     free(mx->rows);
-    pool_close(mx->pool);
+    int rc = pool_close(mx->pool);
     free(mx->path);
     free(mx);
     db->mx = NULL;
+    return rc;
 }

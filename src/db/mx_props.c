@@ -36,7 +36,7 @@ static void writeback_line(const pm_stats *ps, tkv_buf *b, int *oom)
 }
 
 /* pmem_report -- the text of tkv.pmem: the pmem mode, the pool's geometry,
- * persists and write-back. */
+ * its disk space, persists and their errors, write-back. */
 static void pmem_report(struct mx_state *mx, tkv_buf *b, int *oom)
 {
     pool_stats st;
@@ -49,8 +49,13 @@ static void pmem_report(struct mx_state *mx, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "path: %s\n", mx->path);
     buf_appendf(b, oom, "pool: size=%llu page_size=%u pages=%u free=%u dir_slots=%u\n",
                 (unsigned long long)st.pool_size, st.page_size, st.pages_total, st.pages_free, st.dir_slots);
-    buf_appendf(b, oom, "persist: calls=%llu bytes=%llu\n", (unsigned long long)ps.persist_calls,
-                (unsigned long long)ps.bytes_persisted);
+    pool_space_stats sp;
+    if (pool_space(mx->pool, &sp) < 0) sp.allocated = 0; /* (fstat failed: reported as 0) */
+    buf_appendf(b, oom, "space: allocated=%llu used=%llu discarded=%llu trimmed=%llu no_space=%llu\n",
+                (unsigned long long)sp.allocated, (unsigned long long)sp.used, (unsigned long long)sp.discarded,
+                (unsigned long long)sp.trimmed, (unsigned long long)sp.reserve_failures);
+    buf_appendf(b, oom, "persist: calls=%llu bytes=%llu errors=%llu\n", (unsigned long long)ps.persist_calls,
+                (unsigned long long)ps.bytes_persisted, (unsigned long long)ps.persist_errors);
     writeback_line(&ps, b, oom);
 }
 

@@ -30,6 +30,8 @@ void mx_collect(tkv_db *db)
         }
     }
     mx->nrows = keep;
+    int prc = pool_error(mx->pool); /* a persist of a flush, column or release failed (msync) */
+    if (prc < 0) db_set_bg_error(db, prc);
 }
 
 int mx_pinned_full(tkv_db *db)

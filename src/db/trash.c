@@ -16,6 +16,7 @@
 
 #include "io/io.h"
 #include "sched/clock.h"
+#include "util/thread.h"
 
 #define TRASH_BACKLOG_FILES 8 /* more queued than this: delete without pauses */
 
@@ -98,7 +99,7 @@ int trash_new(uint64_t chunk, uint64_t rate, trash **out)
     pthread_cond_init(&t->cv, NULL);
     t->chunk = chunk;
     t->rate = rate;
-    if (chunk && pthread_create(&t->th, NULL, trash_main, t) == 0) t->has_thread = 1;
+    if (chunk && thread_create(&t->th, trash_main, t, "the trash thread") == 0) t->has_thread = 1; /* else: at once */
     *out = t;
     return 0;
 }

@@ -40,6 +40,12 @@ int io_fault(io_op op, const char *path, size_t len)
     return h(op, path, len, __atomic_load_n(&g_hook_arg, __ATOMIC_ACQUIRE));
 }
 
+int io_fault_check(io_op op, const char *path, size_t len)
+{
+    int e = io_fault(op, path, len);
+    return e > 0 ? e : 0; /* (a short write, -n, means nothing outside io_append) */
+}
+
 static void count(uint64_t *ctr, uint64_t n) { __atomic_fetch_add(ctr, n, __ATOMIC_RELAXED); }
 
 void io_count_read_op(io_stats *st, io_class cls, uint64_t t0_ns)

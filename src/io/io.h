@@ -102,7 +102,8 @@ typedef struct io_file {
     uint64_t ra_file_size; /* at io_set_readahead: windows stop there */
 } io_file;
 
-/* Operations a fault hook sees. */
+/* Operations a fault hook sees. IO_OP_MSYNC and IO_OP_FALLOCATE are made
+ * by emul/ on the pmem pool file (outside this layer: io_fault_check). */
 typedef enum io_op {
     IO_OP_OPEN,
     IO_OP_WRITE,
@@ -110,8 +111,10 @@ typedef enum io_op {
     IO_OP_READ, /* pread and io_uring reads (io/uring.h) alike, before the read is issued */
     IO_OP_RENAME,
     IO_OP_REMOVE,
-    IO_OP_RING_SETUP /* io_uring_queue_init of a read ring (io/uring.h); path "io_uring"; an errno
-                      * makes the setup fail as the kernel would (ENOSYS, EPERM, ENOMEM) */
+    IO_OP_RING_SETUP, /* io_uring_queue_init of a read ring (io/uring.h); path "io_uring"; an errno
+                       * makes the setup fail as the kernel would (ENOSYS, EPERM, ENOMEM) */
+    IO_OP_MSYNC,
+    IO_OP_FALLOCATE
 } io_op;
 
 /* A fault hook returns 0 to let the operation proceed, or an errno value to
@@ -121,6 +124,10 @@ typedef int (*io_fault_hook)(io_op op, const char *path, size_t len, void *arg);
 
 /* io_set_fault_hook -- installs (or with NULL removes) the process-wide hook. */
 void io_set_fault_hook(io_fault_hook hook, void *arg);
+/* io_fault_check -- asks the hook about an operation made outside this layer
+ * (emul/'s msync and fallocate of the pool file): 0 = proceed, else the
+ * errno value it is to fail with. 0 without a hook. */
+int io_fault_check(io_op op, const char *path, size_t len);
 
 /* io_open_append -- creates/truncates `path` for appending (O_CREAT|O_TRUNC
  * unless `keep` is set, in which case it appends after existing data). */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "util/status.h"
+#include "util/thread.h"
 
 typedef struct wb_range {
     int fd; /* a dup() owned by the queue until the range is done */
@@ -86,12 +87,12 @@ int io_wb_start(io_wb **out)
     if (!wb) return tkv_err(TKV_NO_MEMORY, "out of memory starting the WAL write-back thread");
     pthread_mutex_init(&wb->mu, NULL);
     pthread_cond_init(&wb->cv, NULL);
-    int e = pthread_create(&wb->thread, NULL, wb_main, wb);
-    if (e != 0) {
+    int rc = thread_create(&wb->thread, wb_main, wb, "the WAL write-back thread");
+    if (rc < 0) {
         pthread_cond_destroy(&wb->cv);
         pthread_mutex_destroy(&wb->mu);
         free(wb);
-        return tkv_err_errno(e, "cannot start the WAL write-back thread");
+        return rc;
     }
     *out = wb;
     return 0;

@@ -1,7 +1,9 @@
 /*
- * pool.c -- the persistent-memory pool: header, row directory, page
- * allocation and row headers (interface and invariants: pool.h; byte layout:
- * docs/format-matrix.md sections 1-4).
+ * pool.c -- the persistent-memory pool: header, row directory, row headers,
+ * open and close (interface and invariants: pool.h; byte layout:
+ * docs/format-matrix.md sections 1-4). Pages -- allocation, freeing and
+ * their disk blocks -- are in pool_pages.c; the fields both see, in
+ * pool_int.h.
  *
  * DRAM state: a bitmap with one bit per page (1 = free) and two counters,
  * rebuilt at open from the committed rows (invariant 2 in pool.h) -- nothing
@@ -9,6 +11,7 @@
  * any point leaks no page.
  */
 #include "matrix/pool.h"
+#include "matrix/pool_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,25 +56,6 @@
 #define RH_BODY_LEN 28  /* u32 */
 /* body at 32, page list at 32 + round4(body_len), checksum at hdr_len - 4,
  * release bitmap at round8(hdr_len). */
-
-struct pool {
-    char *path;
-    pm_region *reg;
-    uint8_t *base;
-    uint64_t size;
-    uint32_t page_size, page_shift, page_count, dir_slots;
-    uint64_t dir_off, pages_off;
-    uint8_t uuid[16];
-    pthread_mutex_t mu;  /* guards free_bits, free_count, rows and directory stores */
-    uint64_t *free_bits; /* bit i set = page i free */
-    uint32_t free_count;
-    uint32_t rows;
-    uint32_t high_water;   /* 1 + the highest page allocated (or in use at open); mu */
-    uint32_t ahead_pages;  /* pool_prefault_ahead's window in pages; mu */
-    int lock_fd;         /* holds an exclusive flock on the pool file while open */
-};
-
-static inline uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
 static inline uint64_t *dir_slot(pool *p, uint32_t s) { return (uint64_t *)(void *)(p->base + p->dir_off + 8 * (uint64_t)s); }
 
@@ -152,7 +136,11 @@ static int set_geometry(pool *p, const pool_options *o)
     p->page_size = ps;
     p->dir_slots = slots;
     p->dir_off = POOL_HEADER_SIZE;
-    p->pages_off = round_up(p->dir_off + 8 * (uint64_t)slots, 4096);
+    /* pages start at a multiple of the page size: a page-cache folio (aligned
+     * to its own size) no larger than a page then lies within one page, so
+     * stores to one page never dirty a free neighbour's part of a folio
+     * (invariant 6, pool_trim); the hole before page 0 takes no disk */
+    p->pages_off = round_up(p->dir_off + 8 * (uint64_t)slots, ps);
     uint64_t count = p->size > p->pages_off ? (p->size - p->pages_off) / ps : 0;
     if (count < 2)
         return tkv_err(TKV_INVALID, "pool %s: %llu bytes hold fewer than 2 pages of %u bytes after the header and "
@@ -171,8 +159,9 @@ static int set_geometry(pool *p, const pool_options *o)
  * covers it). A crash before (3) leaves magic 0 and an empty directory, which
  * the next open formats again (pool_open); the header's cache lines can land
  * in any order before (3) without leaving a half-valid header behind. */
-static void format(pool *p)
+static int format(pool *p)
 {
+    TKV_TRY(pm_reserve(p->reg, 0, pool_meta_end(p))); /* the header and the directory */
     make_uuid(p->uuid);
     memset(p->base + p->dir_off, 0, 8 * (size_t)p->dir_slots);
     pm_persist(p->reg, p->base + p->dir_off, 8 * (size_t)p->dir_slots);
@@ -192,6 +181,7 @@ static void format(pool *p)
     enc_u64(h + PH_MAGIC, 0);
     pm_memcpy_persist(p->reg, p->base, h, sizeof h);                            /* (2) */
     pm_store8_persist(p->reg, (uint64_t *)(void *)(p->base + PH_MAGIC), POOL_MAGIC); /* (3) */
+    return pm_error(p->reg);
 }
 
 /* read_header -- verifies the header block and loads the geometry from it. */
@@ -230,76 +220,27 @@ static int read_header(pool *p)
     return 0;
 }
 
+int pool_file_uuid(const char *path, uint8_t uuid[16])
+{
+    uint8_t h[PH_USED];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return tkv_err_errno(errno, "open pool %s", path);
+    ssize_t n = pread(fd, h, sizeof h, 0);
+    int e = errno;
+    close(fd);
+    if (n < 0) return tkv_err_errno(e, "read the header of pool %s", path);
+    if (n != (ssize_t)sizeof h || dec_u64(h + PH_MAGIC) != POOL_MAGIC ||
+        tkv_checksum(h, PH_CHECKSUM) != dec_u32(h + PH_CHECKSUM))
+        return tkv_err(TKV_CORRUPTION, "%s has no valid tierkv pool header", path);
+    memcpy(uuid, h + PH_UUID, 16);
+    return 0;
+}
+
 static int all_zero(const uint8_t *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (b[i]) return 0;
     return 1;
-}
-
-/* ---------------------------------------------------------------- free bitmap (mu held) */
-
-static inline int page_is_free(const pool *p, uint32_t pg) { return (int)((p->free_bits[pg / 64] >> (pg % 64)) & 1); }
-static inline void page_set_free(pool *p, uint32_t pg) { p->free_bits[pg / 64] |= 1ull << (pg % 64); }
-static inline void page_set_used(pool *p, uint32_t pg) { p->free_bits[pg / 64] &= ~(1ull << (pg % 64)); }
-
-/* prefault_end -- the end (byte offset in the region) of what the region
- * should keep resident: ahead pages past the high-water mark (mu held). */
-static uint64_t prefault_end(const pool *p, uint32_t last_n)
-{
-    if (p->ahead_pages == 0) return 0;
-    uint64_t want = (uint64_t)p->high_water + (last_n > p->ahead_pages ? last_n : p->ahead_pages);
-    if (want > p->page_count) want = p->page_count;
-    return p->pages_off + (want << p->page_shift);
-}
-
-void pool_prefault_ahead(pool *p, uint64_t bytes)
-{
-    pthread_mutex_lock(&p->mu);
-    uint64_t n = (bytes + p->page_size - 1) >> p->page_shift;
-    p->ahead_pages = n > p->page_count ? p->page_count : (uint32_t)n;
-    uint64_t end = prefault_end(p, 0);
-    pthread_mutex_unlock(&p->mu);
-    if (end) pm_prefault_upto(p->reg, end);
-}
-
-int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
-{
-    pthread_mutex_lock(&p->mu);
-    if (n > p->free_count) {
-        uint32_t fr = p->free_count, total = p->page_count;
-        pthread_mutex_unlock(&p->mu);
-        return tkv_err(TKV_NO_SPACE, "pool %s: %u pages of %u bytes needed, %u of %u free", p->path, n,
-                       p->page_size, fr, total);
-    }
-    uint32_t got = 0;
-    for (uint32_t w = 0; got < n; w++) {
-        uint64_t bits = p->free_bits[w];
-        while (bits && got < n) {
-            uint32_t pg = w * 64 + (uint32_t)__builtin_ctzll(bits);
-            bits &= bits - 1;
-            page_set_used(p, pg);
-            pages[got++] = pg;
-            if (pg >= p->high_water) p->high_water = pg + 1;
-        }
-    }
-    p->free_count -= n;
-    uint64_t end = prefault_end(p, n);
-    pthread_mutex_unlock(&p->mu);
-    if (end) pm_prefault_upto(p->reg, end);
-    return 0;
-}
-
-int pool_alloc_page(pool *p, uint32_t *page) { return pool_alloc_pages(p, 1, page); }
-
-void pool_free_page(pool *p, uint32_t page)
-{
-    pthread_mutex_lock(&p->mu);
-    if (page < p->page_count && !page_is_free(p, page)) {
-        page_set_free(p, page);
-        p->free_count++;
-    }
-    pthread_mutex_unlock(&p->mu);
 }
 
 /* ---------------------------------------------------------------- row headers */
@@ -482,12 +423,8 @@ int pool_row_release(pool *p, uint32_t first_page, uint32_t j)
     /* (1) persist the release bit: from here the page is free after a reopen */
     uint64_t *word = (uint64_t *)(uintptr_t)&r.release_bitmap[j / 64];
     pm_store8_persist(p->reg, word, __atomic_load_n(word, __ATOMIC_ACQUIRE) | 1ull << (j % 64));
-    /* (2) hand it out again */
-    uint32_t pg = pool_row_page(&r, j);
-    if (!page_is_free(p, pg)) {
-        page_set_free(p, pg);
-        p->free_count++;
-    }
+    /* (2) its blocks back to the file system (invariant 6), (3) hand it out again */
+    pool_give_back(p, pool_row_page(&r, j));
 out:
     pthread_mutex_unlock(&p->mu);
     return rc;
@@ -558,6 +495,29 @@ static int rebuild(pool *p)
     return 0;
 }
 
+/* check_unformatted -- *unformatted = 1 for an existing file whose header
+ * has no magic: a creation cut short -- unless its directory area holds
+ * anything: then it is a pool whose header was damaged, and formatting it
+ * would throw its rows away (TKV_CORRUPTION). Blocks are reserved before a
+ * read (a read of a hole allocates on tmpfs: a SIGBUS on a full one): the
+ * header, which an existing pool has already, so a full file system does
+ * not stop its open. */
+static int check_unformatted(pool *p, int file_created, int *unformatted)
+{
+    TKV_TRY(pm_reserve(p->reg, 0, POOL_HEADER_SIZE));
+    *unformatted = !file_created && dec_u64(p->base + PH_MAGIC) == 0;
+    if (!*unformatted) return 0;
+    uint64_t dir_area = (uint64_t)POOL_MAX_DIR_SLOTS * 8;
+    if (dir_area > p->size - POOL_HEADER_SIZE) dir_area = p->size - POOL_HEADER_SIZE;
+    TKV_TRY(pm_reserve(p->reg, POOL_HEADER_SIZE, dir_area));
+    if (!all_zero(p->base + POOL_HEADER_SIZE, (size_t)dir_area))
+        return tkv_err(TKV_CORRUPTION,
+                       "pool %s: the header has no magic but the row directory is not empty (damaged header; "
+                       "not formatting it)",
+                       p->path);
+    return 0;
+}
+
 int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, const pool_options *o, pool **out,
               int *created)
 {
@@ -567,6 +527,8 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
     pool *p = calloc(1, sizeof *p);
     if (!p) return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory", path);
     pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->trim_cv, NULL);
+    p->trim_page = POOL_PAGE_NONE;
     p->lock_fd = -1;
     int rc = TKV_NO_MEMORY;
     p->path = strdup(path);
@@ -598,33 +560,29 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
                      path, (unsigned long long)p->size);
         goto fail;
     }
-    /* An existing file with magic 0 is a creation cut short -- unless its
-     * directory area holds anything: then it is a pool whose header was
-     * damaged, and formatting it would throw its rows away. */
-    int unformatted = !file_created && dec_u64(p->base + PH_MAGIC) == 0;
-    if (unformatted) {
-        uint64_t dir_area = (uint64_t)POOL_MAX_DIR_SLOTS * 8;
-        if (dir_area > p->size - POOL_HEADER_SIZE) dir_area = p->size - POOL_HEADER_SIZE;
-        if (!all_zero(p->base + POOL_HEADER_SIZE, (size_t)dir_area)) {
-            rc = tkv_err(TKV_CORRUPTION,
-                         "pool %s: the header has no magic but the row directory is not empty (damaged header; "
-                         "not formatting it)",
-                         path);
-            goto fail;
-        }
-    }
+    int unformatted = 0;
+    rc = check_unformatted(p, file_created, &unformatted);
+    if (rc < 0) goto fail;
     if (file_created || unformatted) {
         rc = set_geometry(p, o);
+        if (rc == 0) rc = format(p);
         if (rc < 0) goto fail;
-        format(p);
         if (created) *created = 1;
     } else {
         rc = read_header(p);
+        if (rc == 0) rc = pm_reserve(p->reg, 0, pool_meta_end(p)); /* the directory (allocated already) */
         if (rc < 0) goto fail;
     }
     p->page_shift = (uint32_t)__builtin_ctz(p->page_size);
+    /* a page-cache folio (up to 2 MiB, aligned to its size) must not span two
+     * pages, or a page and the hole after the directory (invariant 6,
+     * emul/pmem_space.c): 2 MiB pages from 2 MiB on cannot; the mapping
+     * keeps 4 KiB folios elsewhere */
+    if (p->page_size == POOL_MAX_PAGE_SIZE && p->pages_off % POOL_MAX_PAGE_SIZE == 0)
+        pm_readahead(p->reg, p->pages_off, p->size - p->pages_off);
     rc = rebuild(p);
     if (rc < 0) goto fail;
+    pool_discard_free(p);
     *out = p;
     return 0;
 fail:
@@ -632,13 +590,18 @@ fail:
     return rc;
 }
 
-void pool_close(pool *p)
+int pool_close(pool *p)
 {
-    if (!p) return;
-    pm_close(p->reg);
+    if (!p) return 0;
+    int rc = pm_close(p->reg);
     if (p->lock_fd >= 0) close(p->lock_fd); /* releases the flock */
+    pthread_cond_destroy(&p->trim_cv);
     pthread_mutex_destroy(&p->mu);
     free(p->free_bits);
     free(p->path);
     free(p);
+    return rc;
 }
+
+int pool_error(pool *p) { return pm_error(p->reg); }
+

@@ -34,6 +34,14 @@
  *  (5) A row's slot is cleared (pool_remove_row) before its pages are freed,
  *      so that a slot never names a page that was handed out again. (The
  *      row-id check in the slot catches a violation at the next open.)
+ *  (6) Disk space follows the pages in use (a sparse pool file, pmem.h):
+ *      a page's file blocks are allocated (pm_reserve) before the page is
+ *      handed out; the header and directory are allocated at open. So no
+ *      store of the engine lands in a hole (which on a full file system
+ *      would be a SIGBUS). A freed page keeps its blocks (and its hot page
+ *      cache) while the pool is busy; pool_trim gives them back once the
+ *      pool has been idle a while, and at once when a reservation finds the
+ *      file system full; pool_open gives back those of every free page.
  *
  * Thread safety: page allocation, freeing, release, commit and removal are
  * serialized by a mutex inside the pool and may be called from any thread.
@@ -93,8 +101,18 @@ uint32_t pool_default_page_size(uint64_t pool_size);
 int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, const pool_options *o, pool **out,
               int *created);
 /* pool_close -- closes the region and frees the pool. Every rowtable of the
- * pool must be closed first. NULL is a no-op. */
-void pool_close(pool *p);
+ * pool must be closed first. Returns 0 or the region's error (pool_error,
+ * or the msync of the close); NULL is a no-op returning 0. */
+int pool_close(pool *p);
+/* pool_error -- 0, or TKV_IO_ERROR once a persist into the pool has failed
+ * (pm_error: sticky; tkv_errmsg() says which). The engine checks it before
+ * each commit point that relies on the pool's earlier persists. */
+int pool_error(pool *p);
+
+/* pool_file_uuid -- the uuid in the header of the pool file at `path`,
+ * read without opening the pool (no lock, no mapping: for tkv_destroy).
+ * 0, TKV_CORRUPTION (no valid pool header), or the error of open/read. */
+int pool_file_uuid(const char *path, uint8_t uuid[16]);
 
 /* Geometry and identity (constant after open). */
 const char *pool_path(const pool *p);
@@ -118,12 +136,36 @@ typedef struct pool_stats {
 /* pool_get_stats -- a consistent snapshot of the counters. */
 void pool_get_stats(pool *p, pool_stats *out);
 
+typedef struct pool_space_stats {
+    uint64_t used;             /* header + directory + pages in use, bytes */
+    uint64_t allocated;        /* file system blocks the pool file occupies, bytes */
+    uint64_t discarded;        /* bytes given back to the file system since open */
+    uint64_t trimmed;          /* of those, bytes pool_trim punched again */
+    uint64_t reserve_failures; /* page allocations refused for want of disk space (or an I/O error) */
+} pool_space_stats;
+/* pool_space -- the pool file's disk footprint against what it holds. 0 or
+ * TKV_IO_ERROR (fstat). */
+int pool_space(pool *p, pool_space_stats *out);
+/* pool_trim -- gives back the blocks of every free page that has any
+ * (found with SEEK_DATA: freed pages, which keep theirs, and a page a
+ * neighbour's large page-cache folio gave blocks again) and returns the
+ * bytes punched. The page being punched is kept from allocation meanwhile.
+ * With idle_us > 0 it does nothing, and returns UINT64_MAX, unless no page
+ * was allocated for that long (the engine's idle column thread calls it so:
+ * under a stream of writes freed pages are recycled hot). pool_alloc_pages
+ * calls it (idle_us 0) when a reservation finds the file system full.
+ * Thread-safe. */
+uint64_t pool_trim(pool *p, uint64_t idle_us);
+
 /* ---------------------------------------------------------------- pages */
 
 /* pool_alloc_pages -- allocates n pages (lowest free indexes first), all or
- * nothing, into pages[0..n). Returns 0 or TKV_NO_SPACE (fewer than n free;
- * nothing allocated; the message gives the numbers). The pages' contents are
- * whatever was there before. */
+ * nothing, into pages[0..n), their file blocks allocated (invariant 6).
+ * Returns 0 or TKV_NO_SPACE (fewer than n free, the message gives the
+ * numbers; or the file system holding the pool has no room for their blocks,
+ * the message says so) or TKV_IO_ERROR; on error nothing is allocated. The
+ * pages' contents are whatever was there before (zeros for a page that was
+ * given back). */
 int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages);
 /* pool_prefault_ahead -- keeps the pages a new row will get resident ahead
  * of it: from now on the pool asks its region (pm_prefault_upto) for every
@@ -135,7 +177,8 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages);
 void pool_prefault_ahead(pool *p, uint64_t bytes);
 /* pool_alloc_page -- one page. 0 or TKV_NO_SPACE. */
 int pool_alloc_page(pool *p, uint32_t *page);
-/* pool_free_page -- returns a page to the free list (DRAM only). For pages of
+/* pool_free_page -- returns a page to the free list (nothing persisted; its
+ * blocks stay until pool_trim). For pages of
  * an uncommitted row, or of a removed row (after pool_remove_row), once no
  * reader can reach them (invariant 4). Freeing a free or out-of-range page is
  * a bug: it is ignored (and counted in stats as nothing). */
@@ -218,7 +261,7 @@ int pool_drop_row(pool *p, uint32_t slot);
  * is never released) of the committed row whose first page is first_page:
  *   (1) sets bit j of the row's release bitmap and persists that word
  *       (pm_store8_persist) -- from here the page is free after a reopen;
- *   (2) frees the page in DRAM.
+ *   (2) frees the page in DRAM (its blocks stay until pool_trim).
  * Idempotent (an already released page is left alone; returns 0). The
  * caller guarantees no reader can reach the page (invariant 4). 0 or
  * TKV_INVALID. */

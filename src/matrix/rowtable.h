@@ -101,9 +101,9 @@ typedef struct rowtable rowtable;
  * uncommitted row, readable at once, which rowtable_commit makes durable.
  * Returns 0 and *out, or TKV_INVALID (keys out of order, oversized key or
  * value, row_id 0, more than ROWTABLE_MAX_ENTRIES entries, `older` of another
- * pool; nothing allocated), TKV_NO_SPACE (the pool has too few free pages;
- * the message gives the numbers; nothing allocated -- the engine's
- * back-pressure signal), the source's error, TKV_NO_MEMORY. On error no page
+ * pool; nothing allocated), TKV_NO_SPACE (the pool has too few free pages,
+ * or the file system under it no room for their blocks; the message gives
+ * the numbers; nothing allocated -- the engine's back-pressure signal), the source's error, TKV_NO_MEMORY. On error no page
  * stays allocated and *out is NULL. */
 int rowtable_build(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, rowtable **out);
 /* rowtable_build_at -- rowtable_build with the forward pointers computed from

@@ -17,15 +17,6 @@
 
 #include "util/status.h"
 
-#ifndef TKV_NO_JEMALLOC
-#include <jemalloc/jemalloc.h>
-#define ARENA_RAW_ALLOC(n) mallocx((n), 0)
-#define ARENA_RAW_FREE(p) dallocx((p), 0)
-#else
-#define ARENA_RAW_ALLOC(n) malloc(n)
-#define ARENA_RAW_FREE(p) free(p)
-#endif
-
 /* A block: this header, then its data. 16 bytes keeps the data 16-aligned. */
 struct arena_block {
     struct arena_block *next;
@@ -84,7 +75,7 @@ void arena_destroy(arena *a)
     struct arena_block *b = a->blocks;
     while (b) {
         struct arena_block *next = b->next;
-        ARENA_RAW_FREE(b);
+        free(b);
         b = next;
     }
     arena_init(a, a->block_size);
@@ -99,7 +90,7 @@ static uint8_t *new_block(arena *a, size_t data)
         return NULL;
     }
     size_t size = ARENA_HDR + data;
-    struct arena_block *b = ARENA_RAW_ALLOC(size);
+    struct arena_block *b = malloc(size);
     if (!b) {
         tkv_err(TKV_NO_MEMORY, "arena: out of memory allocating a block of %zu bytes", size);
         return NULL;

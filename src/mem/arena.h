@@ -2,8 +2,8 @@
  * arena.h -- a bump allocator over large pre-faulted blocks, freed all at once.
  *
  * Memory comes in blocks of `block_size` bytes (default ARENA_DEFAULT_BLOCK,
- * 1 MiB) from jemalloc (plain malloc when TKV_NO_JEMALLOC is defined, as in the
- * sanitizer builds). An allocation that does not fit in the rest of the
+ * 1 MiB) from the host's malloc (the library links no allocator of its own:
+ * docs/design.md, "Linking"). An allocation that does not fit in the rest of the
  * current block and is larger than a quarter of a block gets a block of its
  * own (sized exactly), so the rest of the current block is not wasted; a
  * smaller one starts a new standard block. Every new block is

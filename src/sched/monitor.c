@@ -19,6 +19,7 @@
 
 #include "sched/clock.h"
 #include "tierkv.h"
+#include "util/thread.h"
 
 typedef struct mon_window {
     uint64_t bytes, us;
@@ -342,11 +343,12 @@ int monitor_thread_start(uint64_t period_us, monitor_tick_fn fn, void *arg, moni
         free(t);
         return TKV_NO_MEMORY;
     }
-    if (pthread_create(&t->th, NULL, ticker_main, t) != 0) {
+    int rc = thread_create(&t->th, ticker_main, t, "the scheduler's monitor thread");
+    if (rc < 0) {
         pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);
         free(t);
-        return TKV_IO_ERROR;
+        return rc;
     }
     pthread_setname_np(t->th, "tkv-sched-mon");
     *out = t;

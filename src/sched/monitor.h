@@ -158,8 +158,8 @@ typedef void (*monitor_tick_fn)(void *arg, uint64_t now_us);
 typedef struct monitor_thread monitor_thread;
 
 /* monitor_thread_start -- TKV_OK and *out, TKV_INVALID (NULL fn/out,
- * period_us == 0), TKV_NO_MEMORY, or TKV_IO_ERROR if the thread cannot be
- * created. */
+ * period_us == 0), or TKV_NO_MEMORY (also when the thread cannot be
+ * created: thread_create). */
 int monitor_thread_start(uint64_t period_us, monitor_tick_fn fn, void *arg, monitor_thread **out);
 void monitor_thread_stop(monitor_thread *t);
 

@@ -1,5 +1,6 @@
 /*
- * thread.h -- the engine's background threads: their name and CPU priority.
+ * thread.h -- the engine's background threads: starting them (with a
+ * failure hook for tests), their name and CPU priority.
  *
  * On a machine with few cores, a flush, a column or a deep compaction that
  * is merging and compressing competes for the CPU with the client threads.
@@ -27,5 +28,19 @@ void thread_background(const char *name, int nice);
 
 /* thread_get_nice -- the calling thread's nice value (for tests). */
 int thread_get_nice(void);
+
+#include <pthread.h>
+
+/* thread_create -- starts fn(arg) in a new joinable thread (*t): 0, or
+ * TKV_NO_MEMORY with tkv_errmsg() "cannot start <what>: <reason>" (the
+ * system's thread limit, memory for the stack). Every thread of the library
+ * is started here. */
+int thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *what);
+
+/* thread_fail_after -- tests (process-wide): the thread_create call that
+ * comes after n more successful ones fails as if the system refused it
+ * (EAGAIN); n < 0 disarms. One failure per arming. Returns the countdown it
+ * replaces: >= 0 if the armed failure has not happened yet, else -1. */
+int thread_fail_after(int n);
 
 #endif
