@@ -16,17 +16,14 @@
 #   make ycsb-build the YCSB binding alone (the JNI glue, then Maven and its JUnit tests)
 #   make ycsb-cost  what the binding adds per operation against the same calls from C
 #   make deps       apt-get the packages listed in DEB_PACKAGES when missing
-# Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it),
-#            NOJEMALLOC=1 (the library without jemalloc into build/nojemalloc: what the
-#            JNI glue build/nojemalloc/libtierkvjni.so links).
+# Variables: SAN=asan|tsan (sanitizer build into build/$(SAN)), WERROR=1 (CI sets it).
 
 VERSION      := 0.1.0
 SOMAJOR      := 0
 PREFIX       ?= /usr/local
 CC           ?= cc
 SAN          ?=
-NOJEMALLOC   ?=
-BUILD        ?= build$(if $(SAN),/$(SAN))$(if $(NOJEMALLOC),/nojemalloc)
+BUILD        ?= build$(if $(SAN),/$(SAN))
 WERROR       ?= $(if $(CI),1,0)
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
@@ -147,7 +144,7 @@ bench-fill: deps lib $(BUILD)/tkv_bench
 bench-silk: deps lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_silk.sh
 
-# jni: the YCSB binding's JNI glue, $(BUILD)/libtierkvjni.so (make NOJEMALLOC=1 jni):
+# jni: the YCSB binding's JNI glue, $(BUILD)/libtierkvjni.so:
 # tierkv_jni.c and $(BUILD)/libtierkv.a in one shared object that exports only
 # the JNI entry points (jni.map; --exclude-libs keeps lz4's and xxhash's copies
 # local too), so that it loads beside rocksdbjni in one JVM without a name in
@@ -165,11 +162,11 @@ $(BUILD)/libtierkvjni.so: $(JNI_OBJ) $(BUILD)/libtierkv.a bindings/ycsb/src/main
 	$(CC) -shared $(LDFLAGS) -o $@ $(JNI_OBJ) $(BUILD)/libtierkv.a -Wl,--version-script=bindings/ycsb/src/main/c/jni.map \
 	    -Wl,--exclude-libs,ALL -Wl,-z,defs $(JNI_LIBS) -ldl
 
-# ycsb-build: the glue (NOJEMALLOC=1), then the Maven project, its JUnit tests
+# ycsb-build: the glue, then the Maven project, its JUnit tests
 # included (bindings/ycsb/build.sh; Maven fetches what it lacks from Maven Central).
-YCSB_JNI := $(abspath build/nojemalloc/libtierkvjni.so)
+YCSB_JNI := $(abspath build/libtierkvjni.so)
 ycsb-build:
-	$(MAKE) NOJEMALLOC=1 jni
+	$(MAKE) jni
 	@TIERKV_JNI=$(YCSB_JNI) bash bindings/ycsb/build.sh
 
 # ycsb: load + workloads A-F on tierkv and RocksDB, one table (RECORDS, OPS,

@@ -6,7 +6,7 @@
 # ~/.m2 lacks from Maven Central (site.ycsb:core, rocksdbjni, junit, plugins).
 #
 # usage: TIERKV_JNI=/abs/path/libtierkvjni.so bash bindings/ycsb/build.sh
-#   TIERKV_JNI   the JNI glue (make NOJEMALLOC=1 jni builds it); its path is
+#   TIERKV_JNI   the JNI glue (make jni builds it); its path is
 #                written into the jar
 #   SKIP_TESTS=1 package without running the JUnit tests
 #   MVN          the Maven command (default mvn)
@@ -16,7 +16,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 MVN=${MVN:-mvn}
 : "${TIERKV_JNI:?set TIERKV_JNI to the absolute path of libtierkvjni.so}"
-[ -f "$TIERKV_JNI" ] || { echo "build.sh: $TIERKV_JNI does not exist (make NOJEMALLOC=1 jni)" >&2; exit 1; }
+[ -f "$TIERKV_JNI" ] || { echo "build.sh: $TIERKV_JNI does not exist (make jni)" >&2; exit 1; }
 command -v "$MVN" >/dev/null 2>&1 || { echo "build.sh: $MVN not found (make deps installs maven)" >&2; exit 1; }
 
 mkdir -p "$ROOT/build/ycsb"

@@ -58,7 +58,7 @@ JAR="$ROOT/build/ycsb/tierkv-ycsb.jar"
 LIB="$ROOT/build/ycsb/lib"
 [ -f "$JAR" ] && [ -d "$LIB" ] || die "$JAR missing: make ycsb-build first"
 : "${TIERKV_JNI:?set TIERKV_JNI to the absolute path of libtierkvjni.so (make ycsb sets it)}"
-[ -f "$TIERKV_JNI" ] || die "$TIERKV_JNI missing: make NOJEMALLOC=1 jni"
+[ -f "$TIERKV_JNI" ] || die "$TIERKV_JNI missing: make jni"
 command -v "$JAVA" >/dev/null 2>&1 || die "$JAVA not found (make deps installs a JDK)"
 for v in RECORDS OPS THREADS FIELDCOUNT FIELDLENGTH MEMTABLES REPEAT; do
     [[ ${!v} =~ ^[0-9]+$ ]] && [ "${!v}" -gt 0 ] || die "$v=${!v}: expected a positive integer"
