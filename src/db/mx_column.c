@@ -571,7 +571,11 @@ int mx_start(tkv_db *db)
     mx->nthreads = started;
     db->mx->thread_started = started > 0;
     pthread_mutex_unlock(&db->mu);
-    if (started == 0) return rc; /* thread_create said why */
+    if (started == 0) {
+        free(mx->threads); /* (mx_stop frees it only once a thread runs) */
+        mx->threads = NULL;
+        return rc; /* thread_create said why */
+    }
     return 0; /* fewer threads than asked: fewer columns at once, nothing else changes */
 }
 
