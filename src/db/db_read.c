@@ -260,7 +260,7 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
      * iterator does not need the superversion once built. */
     for (size_t i = 0; rc == 0 && i < 1 + sv->nimm; i++, k++)
         children[k] = memtable_iter(i == 0 ? sv->mem : sv->imm[sv->nimm - i]);
-    if (rc == 0) rc = mx_add_iters(sv, v, children, &k);
+    if (rc == 0) rc = mx_add_iters(db, sv, v, children, &k);
     if (rc == 0 && n > nmem) ti->ring = io_ring_acquire(db->rings); /* reads only if the tree has files */
     if (rc == 0) add_sst_iters(db, v, ti->ring, children, &k);
     for (size_t i = 0; rc == 0 && i < n; i++)

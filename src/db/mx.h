@@ -95,8 +95,10 @@ int mx_drain_rate(tkv_db *db, uint64_t *rate);
 int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val);
 /* mx_add_iters -- appends one iterator per row of sv (newest first) at v's
  * cursors to children[*k...]; the caller sized children with mx_iter_count.
+ * Their seeks share a plan (rowtable_iters_at): hinted from row to row
+ * unless the option seek_hints is 0, counted in tkv.matrix's seeks line.
  * 0 or TKV_NO_MEMORY. No lock needed. */
-int mx_add_iters(superversion *sv, version *v, tkv_it **children, size_t *k);
+int mx_add_iters(tkv_db *db, superversion *sv, version *v, tkv_it **children, size_t *k);
 size_t mx_iter_count(const superversion *sv);
 
 /* mx_start / mx_stop -- the column-compaction thread; no lock. mx_stop runs

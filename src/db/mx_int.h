@@ -76,6 +76,7 @@ typedef struct mx_counters {
     uint64_t flush_batch_bytes;                    /* the same flushes in writer units (batch bytes) */
     uint64_t flush_no_space, flush_wait_micros;    /* flushes that found the pool full, time waited */
     uint64_t lookups, rows_searched, rows_filtered, hints_used, hints_rejected, comparisons;
+    row_seek_stats seeks;                          /* iterator seeks over the rows (rowtable_iters_at) */
     uint64_t columns, column_row_bytes, column_row_entries, column_l1_read_bytes, column_write_bytes;
     uint64_t column_l1_merged_files, column_l1_merged_bytes; /* small L1 neighbours taken in (column.h step 5) */
     uint64_t column_failures, compactors;          /* failed (retried) columns, compactors formed */

@@ -35,6 +35,19 @@ static void writeback_line(const pm_stats *ps, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "prefault: bytes=%llu\n", (unsigned long long)ps->prefault_bytes);
 }
 
+/* seeks_line -- iterator seeks over the rows (rowtable_iters_at). */
+static void seeks_line(const row_seek_stats *k, int hints, tkv_buf *b, int *oom)
+{
+    uint64_t seeks = ctr_get(&k->seeks), used = ctr_get(&k->hints_used), rej = ctr_get(&k->hints_rejected);
+    uint64_t cmp = ctr_get(&k->comparisons);
+    buf_appendf(b, oom,
+               "seeks: count=%llu hints=%s rows_searched=%llu hinted=%llu hint_rejected=%llu comparisons=%llu "
+               "comparisons_per_seek=%.2f\n",
+               (unsigned long long)seeks, hints ? "on" : "off", (unsigned long long)ctr_get(&k->rows_searched),
+               (unsigned long long)used, (unsigned long long)rej, (unsigned long long)cmp,
+               seeks ? (double)cmp / (double)seeks : 0.0);
+}
+
 /* pmem_report -- the text of tkv.pmem: the pmem mode, the pool's geometry,
  * its disk space, persists and their errors, write-back. */
 static void pmem_report(struct mx_state *mx, tkv_buf *b, int *oom)
@@ -135,6 +148,7 @@ void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom)
                (unsigned long long)ctr_get(&c->rows_searched), (unsigned long long)hinted,
                (unsigned long long)rejected, hinted + rejected ? (double)hinted / (double)(hinted + rejected) : 0.0,
                lookups ? (double)ctr_get(&c->comparisons) / (double)lookups : 0.0);
+    seeks_line(&c->seeks, db->opts.seek_hints, b, oom);
     uint64_t owned = 0;
     for (size_t i = 0; i < mx->nrows; i++) { /* every open row, also those waiting to be dropped */
         rowtable_props pr;

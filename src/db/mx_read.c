@@ -1,6 +1,6 @@
 /*
- * mx_read.c -- reads over the matrix container's rows: point lookups with
- * cross-row hint search and per-row iterators, both at the cursors of the
+ * mx_read.c -- reads over the matrix container's rows: point lookups and
+ * iterator seeks, both with cross-row hint search, at the cursors of the
  * reader's pinned view (mx.h; invariant 1 of mx_int.h).
  */
 #include "db/mx_int.h"
@@ -36,15 +36,17 @@ int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t se
 
 size_t mx_iter_count(const superversion *sv) { return sv->rows ? sv->rows->n : 0; }
 
-int mx_add_iters(superversion *sv, version *v, tkv_it **children, size_t *k)
+int mx_add_iters(tkv_db *db, superversion *sv, version *v, tkv_it **children, size_t *k)
 {
     rowset *rs = sv->rows;
-    for (size_t i = 0; rs && i < rs->n; i++) {
-        uint32_t c;
-        TKV_TRY(mx_cursor_in(v, rs->rows[i], &c));
-        children[*k] = rowtable_iter_at(rs->rows[i], c);
-        if (!children[*k]) return tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
-        (*k)++;
-    }
-    return 0;
+    if (!rs || rs->n == 0) return 0;
+    uint32_t stack[64], *cur = rs->n <= 64 ? stack : malloc(rs->n * sizeof *cur);
+    if (!cur) return tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
+    int rc = 0;
+    for (size_t i = 0; i < rs->n && rc == 0; i++) rc = mx_cursor_in(v, rs->rows[i], &cur[i]);
+    unsigned flags = db->opts.seek_hints ? ROWTABLE_SEEK_HINTS : 0;
+    if (rc == 0) rc = rowtable_iters_at(rs->rows, cur, rs->n, flags, &db->mx->ctr.seeks, children + *k);
+    if (cur != stack) free(cur);
+    if (rc == 0) *k += rs->n;
+    return rc;
 }

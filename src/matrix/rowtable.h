@@ -2,7 +2,7 @@
  * rowtable.h -- a RowTable: one immutable memtable stored as one row of the
  * matrix container, in pages of a pool (matrix/pool.h). MatrixKV's L0 row,
  * with a header, checksums, sequence numbers and tombstones honoured, and
- * forward pointers that make a lookup over k rows cost about
+ * forward pointers that make a lookup, or a seek, over k rows cost about
  * log2(n) + c*k key comparisons instead of k*log2(n).
  * On-media format: docs/format-matrix.md section 5 onwards.
  *
@@ -18,7 +18,8 @@
  *              rowtable_release_dead_pages(r) (idempotent)
  *   read:      rowtable_rows_get(rows newest..oldest, k, ukey, snapshot_seq,
  *                                &res, &value)
- *              rowtable_iter(r) for the merging iterator
+ *              rowtable_iters_at(rows, cursors, k, ...) for the merging
+ *              iterator (hinted seeks over the rows)
  *   column compaction: after the version edit that installs the L1 files and
  *              the new cursor, and once no reader of an older version remains:
  *              rowtable_set_cursor(r, c); later, once no reader that started
@@ -68,6 +69,8 @@
  *   rowtable_read.c    point lookups (rowtable_get, rowtable_rows_get), the
  *                      lookups column compaction sizes columns with
  *   rowtable_iter.c    iterators (whole row, a view's, a range)
+ *   rowtable_seek.c    hinted seeks: the plan the iterators of a view's rows
+ *                      share (rowtable_iters_at)
  *   rowtable_drain.c   drain cursor, dead pages and their release, drop
  */
 #ifndef TKV_MATRIX_ROWTABLE_H
@@ -260,6 +263,34 @@ tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor);
 /* rowtable_iter_range -- an iterator over entries [max(from, row cursor),
  * min(to, n)) only: one row's share of a column compaction. */
 tkv_it *rowtable_iter_range(const rowtable *r, uint32_t from, uint32_t to);
+
+/* Seek counters of rowtable_iters_at. Added to with relaxed atomics, so one
+ * struct may total the iterators of many threads. */
+typedef struct row_seek_stats {
+    uint64_t seeks;          /* rounds: the rows sought to one target, in order (a merging
+                              * iterator's seek, or its re-seek at a change of direction) */
+    uint64_t rows_searched;  /* rows searched for a round */
+    uint64_t comparisons;    /* key comparisons (target vs an entry) */
+    uint64_t hints_used, hints_rejected; /* windows whose edges held / did not (then a binary search) */
+} row_seek_stats;
+
+/* rowtable_iters_at -- out[i] = an iterator over rows[i] as
+ * rowtable_iter_at(rows[i], cursors[i]) (rows newest first, as for
+ * rowtable_rows_get_at; cursors NULL = each row's own), for a merging
+ * iterator. Their seeks share a plan: a seek of out[i] finds the same entry
+ * as rowtable_iter_at's, but with ROWTABLE_SEEK_HINTS in flags, when the
+ * iterators are sought to one target in increasing i (as a merging
+ * iterator seeks its children), only the first row is binary-searched; each
+ * further row is searched inside the window the forward pointers around the
+ * answer in the row before it give (docs/format-matrix.md section 5.4), and
+ * binary-searched if the window's edges do not hold, the chain is broken (a
+ * row between them was dropped) or the row before it has no live entry.
+ * Without the flag every row is binary-searched. Counters go to *stats
+ * (may be NULL). The k iterators belong to one thread together; rows must
+ * outlive them. 0, or TKV_NO_MEMORY (out[] all NULL). */
+#define ROWTABLE_SEEK_HINTS 1u
+int rowtable_iters_at(rowtable *const *rows, const uint32_t *cursors, size_t k, unsigned flags,
+                      row_seek_stats *stats, tkv_it **out);
 
 /* ---------------------------------------------------------------- column compaction support */
 

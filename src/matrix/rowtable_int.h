@@ -244,6 +244,38 @@ RT_PRIVATE int rt_cmp_at(probe *pr, uint32_t i, int *ueq);
  * was compared). */
 RT_PRIVATE uint32_t rt_lower_bound(probe *pr, uint32_t lo, uint32_t hi, int *hi_ueq);
 
+/* ---------------------------------------------------------------- hinted lookups (rowtable_read.c) */
+
+/* rt_search_hint -- the lower bound of the target inside window h of the
+ * row, clamped to the live entries [c, n), with the edges it rests on
+ * verified (entry pos-1 < target unless pos == c, entry pos >= target unless
+ * pos == n). 1 with *pos and *hi_ueq (as rt_lower_bound's) if they hold; 0
+ * if the window was wrong (the caller searches the whole row). */
+RT_PRIVATE int rt_search_hint(probe *pr, const row_hint *h, uint32_t c, uint32_t n, uint32_t *pos, int *hi_ueq);
+/* rt_older_hint -- the window for the next-older row around lower bound pos
+ * of this row (live entries from c): the forward pointers of entries pos-1
+ * and pos (0 and "the end" past the live entries); zeroed for a row built
+ * without an older row. */
+RT_PRIVATE void rt_older_hint(const rowtable *r, uint32_t c, uint32_t pos, row_hint *out);
+
+/* ---------------------------------------------------------------- seeks over rows (rowtable_seek.c, rowtable_iter.c) */
+
+/* The seek plan shared by the iterators of rowtable_iters_at. */
+typedef struct row_seek row_seek;
+
+/* rt_seek_row -- the lower bound (*pos) of internal key tk (at least
+ * IKEY_TRAILER bytes) in row i of plan s, and the first live entry (*lo) it
+ * was searched from; with hints, inside the window the plan's answer in row
+ * i-1 gives when the rows are sought in order. 0 or TKV_CORRUPTION. */
+RT_PRIVATE int rt_seek_row(row_seek *s, size_t i, tkv_slice tk, uint32_t *lo, uint32_t *pos);
+/* rt_seek_unref -- drops an iterator's reference to the plan; the last frees it. */
+RT_PRIVATE void rt_seek_unref(row_seek *s);
+/* rt_iter_new -- an unpositioned iterator over entries [max(from, row
+ * cursor), min(to, n)) of r; with plan s (may be NULL), row i of it, whose
+ * seeks go through rt_seek_row and which drops its reference to s when
+ * destroyed. NULL (message set) on out of memory. */
+RT_PRIVATE tkv_it *rt_iter_new(const rowtable *r, uint32_t from, uint32_t to, row_seek *s, size_t i);
+
 /* ---------------------------------------------------------------- key filter (rowtable_handle.c) */
 
 /* rt_filter_alloc -- an empty key filter sized for n keys. 0 or TKV_NO_MEMORY. */

@@ -1,9 +1,10 @@
 /*
  * rowtable_iter.c -- iterators over a row's live entries in ikey order (the
- * merging iterator's rowtable_iter, a view's rowtable_iter_at) and over a
- * bounded range of them (rowtable_iter_range: one row's share of a column
- * compaction). Keys and values point into the pool, or into the iterator's
- * scratch for an entry that crosses a page end.
+ * merging iterator's rowtable_iter, a view's rowtable_iter_at, one row of
+ * rowtable_iters_at whose seeks go through the shared plan of
+ * rowtable_seek.c) and over a bounded range of them (rowtable_iter_range: one
+ * row's share of a column compaction). Keys and values point into the pool,
+ * or into the iterator's scratch for an entry that crosses a page end.
  */
 #include "matrix/rowtable_int.h"
 
@@ -18,6 +19,8 @@ typedef struct row_iter {
     uint32_t from;    /* the view's cursor (rowtable_iter_at), 0 for rowtable_iter */
     uint32_t to;      /* entries [to, n) are outside the iterator (rowtable_iter_range) */
     uint32_t pos, lo; /* lo: the first live entry, computed at the last seek */
+    row_seek *plan;   /* rowtable_iters_at: the shared seek plan, this is its row `idx`; else NULL */
+    size_t idx;
     int valid, status;
     tkv_slice k, v;
     tkv_buf kbuf, vbuf; /* entries that cross a page end are gathered here */
@@ -89,6 +92,15 @@ static void ri_seek(tkv_it *i, tkv_slice target_key)
                              pool_path(it->r->pl), (unsigned long long)it->r->row_id, target_key.n);
         return;
     }
+    if (it->plan) { /* its iterators span whole rows: to == n */
+        int rc = rt_seek_row(it->plan, it->idx, target_key, &it->lo, &it->pos);
+        if (rc) {
+            it->status = rc;
+            return;
+        }
+        ri_load(it);
+        return;
+    }
     target t;
     target_init(&t, ikey_user(target_key), ikey_trailer(target_key));
     probe pr = {it->r, &t, 0, 0, 0};
@@ -134,6 +146,7 @@ static void ri_destroy(tkv_it *i)
     row_iter *it = (row_iter *)i;
     buf_free(&it->kbuf);
     buf_free(&it->vbuf);
+    rt_seek_unref(it->plan);
     free(it);
 }
 
@@ -158,6 +171,12 @@ tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor) { return rowtable_i
 /* rowtable_iter_range -- an unpositioned iterator over [from, min(to, n)). */
 tkv_it *rowtable_iter_range(const rowtable *r, uint32_t from, uint32_t to)
 {
+    return rt_iter_new(r, from, to, NULL, 0);
+}
+
+/* rt_iter_new -- the iterator, bound to row i of plan s if s is not NULL. */
+tkv_it *rt_iter_new(const rowtable *r, uint32_t from, uint32_t to, row_seek *s, size_t i)
+{
     row_iter *it = calloc(1, sizeof *it);
     if (!it) {
         tkv_err(TKV_NO_MEMORY, "pool %s: row %llu: out of memory for an iterator", pool_path(r->pl),
@@ -168,5 +187,7 @@ tkv_it *rowtable_iter_range(const rowtable *r, uint32_t from, uint32_t to)
     it->r = r;
     it->from = from;
     it->to = to < r->n ? to : r->n;
+    it->plan = s;
+    it->idx = i;
     return &it->base;
 }

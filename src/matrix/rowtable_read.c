@@ -1,10 +1,10 @@
 /*
  * rowtable_read.c -- point lookups: one row searched inside the window the
  * next-newer row's forward pointers give (the window's edges verified, a
- * full binary search if they do not hold), the search over rows newest
- * first that passes each row's window on to the next (invariant (2) of
- * rowtable_int.h), and the positional lookups column compaction sizes its
- * columns with.
+ * full binary search if they do not hold; rowtable_seek.c searches the rows
+ * of a seek the same way), the search over rows newest first that passes
+ * each row's window on to the next (invariant (2) of rowtable_int.h), and
+ * the positional lookups column compaction sizes its columns with.
  */
 #include "matrix/rowtable_int.h"
 
@@ -42,18 +42,16 @@ int rowtable_get(const rowtable *r, tkv_slice ukey, uint64_t snap, const row_hin
     return rowtable_get_at(r, 0, ukey, snap, hint_in, res, value, hint_out);
 }
 
-/* search_hint -- the lower bound of the target inside window `h` of this
+/* rt_search_hint -- the lower bound of the target inside window `h` of this
  * row: clamps the window to the live entries [c, n), searches inside it,
  * then verifies the edges the answer rests on. The lower bound is proven
  * when entry pos-1 < T (or pos is the cursor) and entry pos >= T (or
  * pos == n); the search compared entry pos-1 if pos > hl and entry pos if
  * pos < hh, so only an answer on the window's edge needs one more comparison
  * (the upper one also tells whether entry pos holds the user key). Returns 1
- * (hints_used) with *pos and *hi_ueq if the edges hold, else 0
- * (hints_rejected, *hi_ueq reset): the window was wrong, and the caller
- * searches the whole row. */
-static int search_hint(probe *pr, const row_hint *h, uint32_t c, uint32_t n, row_get_result *res, uint32_t *pos,
-                       int *hi_ueq)
+ * with *pos and *hi_ueq if the edges hold, else 0 (*hi_ueq reset): the
+ * window was wrong, and the caller searches the whole row. */
+int rt_search_hint(probe *pr, const row_hint *h, uint32_t c, uint32_t n, uint32_t *pos, int *hi_ueq)
 {
     uint32_t hl = h->lo > c ? h->lo : c, hh = h->hi < n ? h->hi : n;
     if (hl > n) hl = n;
@@ -65,12 +63,7 @@ static int search_hint(probe *pr, const row_hint *h, uint32_t c, uint32_t n, row
         if (rt_cmp_at(pr, hh, &ueq) < 0) hinted = 0;
         else *hi_ueq = ueq;
     }
-    if (hinted) {
-        res->hints_used++;
-    } else {
-        *hi_ueq = 0;
-        res->hints_rejected++;
-    }
+    if (!hinted) *hi_ueq = 0;
     return hinted;
 }
 
@@ -97,10 +90,10 @@ static int load_answer(probe *pr, uint32_t pos, row_get_result *res, tkv_buf *va
     return 1;
 }
 
-/* older_hint -- the window for the next-older row: the forward pointers of
- * the entries on either side of lower bound pos (invariant (2) of
+/* rt_older_hint -- the window for the next-older row: the forward pointers
+ * of the entries on either side of lower bound pos (invariant (2) of
  * rowtable_int.h); a zeroed hint for a row built without an older row. */
-static void older_hint(const rowtable *r, uint32_t c, uint32_t pos, row_hint *out)
+void rt_older_hint(const rowtable *r, uint32_t c, uint32_t pos, row_hint *out)
 {
     if (r->older_id == 0) {
         *out = (row_hint){0, 0, 0};
@@ -112,9 +105,9 @@ static void older_hint(const rowtable *r, uint32_t c, uint32_t pos, row_hint *ou
 }
 
 /* rowtable_get_at -- the lower bound of (ukey, snap) among the live entries,
- * inside hint_in's window when that holds (search_hint), else by a binary
- * search of the whole row; then the answer (load_answer) and the window for
- * the older row (older_hint). */
+ * inside hint_in's window when that holds (rt_search_hint), else by a
+ * binary search of the whole row; then the answer (load_answer) and the
+ * window for the older row (rt_older_hint). */
 int rowtable_get_at(const rowtable *r, uint32_t cursor, tkv_slice ukey, uint64_t snap, const row_hint *hint_in,
                     row_get_result *res, tkv_buf *value, row_hint *hint_out)
 {
@@ -125,8 +118,11 @@ int rowtable_get_at(const rowtable *r, uint32_t cursor, tkv_slice ukey, uint64_t
     uint32_t c = live_from(r, cursor), n = r->n, pos = 0;
     int hi_ueq = 0, hinted = 0, rc = 0;
     res->rows_searched++;
-    if (hint_in && hint_in->row_id != 0 && hint_in->row_id == r->row_id)
-        hinted = search_hint(&pr, hint_in, c, n, res, &pos, &hi_ueq);
+    if (hint_in && hint_in->row_id != 0 && hint_in->row_id == r->row_id) {
+        hinted = rt_search_hint(&pr, hint_in, c, n, &pos, &hi_ueq);
+        if (hinted) res->hints_used++;
+        else res->hints_rejected++;
+    }
     if (!hinted) pos = rt_lower_bound(&pr, c, n, &hi_ueq);
     if (pr.err) {
         rc = pr.err;
@@ -139,7 +135,7 @@ int rowtable_get_at(const rowtable *r, uint32_t cursor, tkv_slice ukey, uint64_t
         rc = load_answer(&pr, pos, res, value);
         if (rc < 0) goto done;
     }
-    if (hint_out) older_hint(r, c, pos, hint_out);
+    if (hint_out) rt_older_hint(r, c, pos, hint_out);
 done:
     res->comparisons += pr.ncmp;
     res->media_probes += pr.nprobe;
