@@ -7,6 +7,10 @@
 #                   without a written reason (tests/check_structure.py; part of make test)
 #   make tsan       the concurrency tests under ThreadSanitizer
 #   make soak       long randomized / crash runs (not part of `make test`)
+#   make fuzz       the libFuzzer targets of fuzz/ (clang, installed on demand), each
+#                   for FUZZ_SECONDS (default 60) from its corpus; FUZZ_TARGETS picks
+#                   some (docs/fuzzing.md). make test replays every corpus once (gcc)
+#   make fuzz-corpus  regenerates the seed corpora from files the library writes
 #   make bench      the headline benchmark
 #   make bench-silk the SILK-style open-loop experiment (~25 min; needs root for the drive cap)
 #   make install PREFIX=/usr/local
@@ -47,6 +51,10 @@ LDFLAGS += -fsanitize=address,undefined
 else ifeq ($(SAN),tsan)
 CFLAGS  += -O1 -fsanitize=thread
 LDFLAGS += -fsanitize=thread
+else ifeq ($(SAN),fuzz)
+# make fuzz: clang, the library and targets instrumented for libFuzzer.
+CFLAGS  += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
 endif
 
 LIB_SRCS  := $(sort $(shell find src emul -name '*.c'))
@@ -60,6 +68,17 @@ TEST_HELPERS := $(filter-out $(TEST_SRCS) $(EMBED_SRCS),$(wildcard tests/*.c))
 # RocksDB's release library (make deps), linked into test_embed_rocksdb when present.
 ROCKSDB_REL := $(abspath $(wildcard build/deps/librocksdbjni-linux64.so))
 TEST_HELPER_OBJS := $(TEST_HELPERS:%.c=$(BUILD)/obj/%.o)
+# fuzz/: a libFuzzer target per decoder (fuzz/fuzz_<name>.c), the helpers
+# they share, and replay_main.c, which replays a corpus without libFuzzer:
+# $(BUILD)/fuzz/replay_<name> (gcc, part of test-run) replays
+# fuzz/corpus/<name>/; make fuzz builds $(BUILD)/fuzz/fuzz_<name> with clang.
+FUZZ_SRCS    := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_NAMES   := $(FUZZ_SRCS:fuzz/fuzz_%.c=%)
+FUZZ_HELPER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(FUZZ_SRCS) fuzz/replay_main.c fuzz/gen_corpus.c,$(wildcard fuzz/*.c)))
+FUZZ_REPLAYS := $(FUZZ_NAMES:%=$(BUILD)/fuzz/replay_%)
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= $(FUZZ_NAMES)
+FUZZ_DEB_PACKAGES := clang
 # bench/: tkv_bench's modules (everything but the tkv_bench main)
 # form libtkvbench.a, which the bench tests link too.
 BENCH_LIB_SRCS := $(filter-out bench/tkv_bench.c,$(sort $(wildcard bench/*.c)))
@@ -69,7 +88,7 @@ DEB_PACKAGES := libpmem-dev liburing-dev libcmocka-dev libxxhash-dev liblz4-dev 
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils \
                 openjdk-17-jdk-headless maven
 
-.PHONY: all lib tests test test-run check-structure tsan soak bench bench-fill bench-silk deps install clean \
+.PHONY: all lib tests test test-run check-structure tsan soak fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
         jni ycsb-build ycsb ycsb-test ycsb-cost
 .SECONDARY:
 all: lib
@@ -103,12 +122,37 @@ $(BUILD)/tests/test_embed_%: $(BUILD)/obj/tests/test_embed_%.o $(BUILD)/obj/test
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/testutil.o -L$(BUILD) -ltierkv \
 	    -Wl,--no-as-needed $(ROCKSDB_REL) -Wl,--as-needed -Wl,-rpath,$(abspath $(BUILD)) -lcmocka -ldl
 
-tests: lib $(TESTS) $(BUILD)/tkv_bench
+tests: lib $(TESTS) $(BUILD)/tkv_bench $(FUZZ_REPLAYS)
 
-# test-run: build and run every test of one build flavour (SAN=...).
+$(BUILD)/obj/fuzz/replay_main.o: CFLAGS += -DFUZZ_CORPUS_ROOT='"$(abspath fuzz/corpus)"'
+$(BUILD)/fuzz/replay_%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/fuzz/replay_main.o $(FUZZ_HELPER_OBJS) $(BUILD)/libtierkv.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(EXE_LIBS)
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/obj/fuzz/fuzz_%.o $(FUZZ_HELPER_OBJS) $(BUILD)/libtierkv.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(EXE_LIBS)
+
+# fuzz: each target of FUZZ_TARGETS for FUZZ_SECONDS from its corpus, one at
+# a time under nice (fuzz/run.sh; new inputs go to build/fuzz/work/, findings
+# to build/fuzz/findings/). Needs clang (installed here, not by make test).
+fuzz:
+	@bash .ci/deps.sh $(FUZZ_DEB_PACKAGES)
+	$(MAKE) SAN=fuzz CC=clang WERROR=0 $(FUZZ_TARGETS:%=build/fuzz/fuzz/fuzz_%)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash fuzz/run.sh $(FUZZ_TARGETS)
+
+# fuzz-corpus: rewrites fuzz/corpus/ from files the library writes (fuzz/gen_corpus.c).
+fuzz-corpus: $(BUILD)/fuzz/gen_corpus
+	$(BUILD)/fuzz/gen_corpus fuzz/corpus
+$(BUILD)/fuzz/gen_corpus: $(BUILD)/obj/fuzz/gen_corpus.o $(FUZZ_HELPER_OBJS) $(BUILD)/libtierkv.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(EXE_LIBS)
+
+# test-run: build and run every test of one build flavour (SAN=...), then
+# replay every fuzz corpus once.
 test-run: tests
 	@python3 tests/check_exports.py --self-test $(BUILD)/libtierkv.so include/tierkv.h
-	@TKV_BUILD=$(BUILD) bash tests/run.sh $(TESTS)
+	@TKV_BUILD=$(BUILD) bash tests/run.sh $(TESTS) $(FUZZ_REPLAYS)
 
 check-structure: lib
 	@python3 tests/check_structure.py --self-test $(BUILD)/obj

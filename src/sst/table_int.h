@@ -42,6 +42,33 @@ int table_corrupt(const table *t, uint64_t off, const char *what, const char *de
 /* table_data_block -- data block h from the cache, or read with io_pread
  * (and cached). */
 int table_data_block(table *t, block_handle h, table_block *r);
+/* The three handles of a footer. */
+typedef struct table_footer {
+    block_handle index, filter, props;
+} table_footer;
+
+/* The decoders table_open and the block reads run on bytes already in memory
+ * (the fuzz targets in fuzz/ call them too). `path` names the file in
+ * messages; every malformed input is TKV_CORRUPTION (TKV_NO_MEMORY aside),
+ * never a read outside the bytes given. */
+
+/* table_decode_footer -- the SST_FOOTER_SIZE bytes of a footer found at
+ * foot_off: magic, checksum and format version, then the three handles (not
+ * range-checked: table_open does that as it reads each block). */
+int table_decode_footer(const char *path, uint64_t foot_off, const uint8_t foot[SST_FOOTER_SIZE], table_footer *out);
+/* table_decode_block -- the h.size + SST_TRAILER_SIZE bytes of block h at p
+ * (got of them were read: fewer is a truncated file): checks the trailer
+ * checksum, then decompresses; *out holds the contents. With `raw` (the
+ * allocation p lives in, p == raw->data) an uncompressed block is returned in
+ * it and raw is otherwise freed; without (NULL), the bytes are copied. `what`
+ * names the kind of block in messages. The caller frees *out. */
+int table_decode_block(const char *path, block_handle h, const uint8_t *p, size_t got, const char *what,
+                       cached_block *raw, cached_block **out);
+/* table_check_index -- walks t->index once (table_open does, after the
+ * properties): every handle decodes and lies inside the data area
+ * (t->data_end), blocks follow each other in file order, and their number is
+ * t->props.num_data_blocks. */
+int table_check_index(table *t);
 /* table_index_handle -- decodes and range-checks the data block handle stored
  * as the value of the index entry at `ix`. */
 int table_index_handle(table *t, const block_iter *ix, block_handle *h);

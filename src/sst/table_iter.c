@@ -384,7 +384,7 @@ tkv_it *table_iter_async(table *t, io_ring *ring, table_prefetch_stats *st)
     }
     ti->base.ops = &table_it_ops;
     ti->t = t;
-    /* The index block was checked at open (check_index). */
+    /* The index block was checked at open (table_check_index). */
     block_iter_init_checked(&ti->index, t->index->data, t->index->size, t->f->path, t->index_h.offset);
     ti->status = ti->index.status;
     ti->ring = ring;

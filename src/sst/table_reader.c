@@ -16,10 +16,15 @@
 #include "util/checksum.h"
 #include "util/status.h"
 
+/* corrupt_at -- TKV_CORRUPTION naming the file, the offset and what was wrong. */
+static int corrupt_at(const char *path, uint64_t off, const char *what, const char *detail)
+{
+    return tkv_err(TKV_CORRUPTION, "%s: corrupt %s at offset %llu: %s", path, what, (unsigned long long)off, detail);
+}
+
 int table_corrupt(const table *t, uint64_t off, const char *what, const char *detail)
 {
-    return tkv_err(TKV_CORRUPTION, "%s: corrupt %s at offset %llu: %s", t->f->path, what, (unsigned long long)off,
-                   detail);
+    return corrupt_at(t->f->path, off, what, detail);
 }
 
 /* handle_in_range -- 1 if block h (with its trailer) lies inside [0, end). */
@@ -28,31 +33,26 @@ static int handle_in_range(block_handle h, uint64_t end)
     return end >= SST_TRAILER_SIZE && h.size <= end - SST_TRAILER_SIZE && h.offset <= end - SST_TRAILER_SIZE - h.size;
 }
 
-/* decode_block -- the n = h.size + trailer bytes of block h at p (got of
- * them were read): checks the length and the checksum, then decompresses;
- * *out is a cached_block holding the contents. With `raw` (the allocation p
- * lives in, p == raw->data) an uncompressed block is returned in it and raw
- * is otherwise freed; without, the bytes are copied. `what` names the kind of
- * block in messages. */
-static int decode_block(table *t, block_handle h, const uint8_t *p, size_t got, const char *what, cached_block *raw,
-                        cached_block **out)
+/* table_decode_block: table_int.h */
+int table_decode_block(const char *path, block_handle h, const uint8_t *p, size_t got, const char *what,
+                       cached_block *raw, cached_block **out)
 {
     *out = NULL;
     size_t n = (size_t)h.size + SST_TRAILER_SIZE;
     int rc;
     cached_block *blk = NULL;
     if (got < n) {
-        rc = table_corrupt(t, h.offset, what, "truncated file (block extends past the end)");
+        rc = corrupt_at(path, h.offset, what, "truncated file (block extends past the end)");
         goto fail;
     }
     uint8_t type = p[h.size];
     if (tkv_checksum(p, (size_t)h.size + 1) != dec_u32(p + h.size + 1)) {
-        rc = table_corrupt(t, h.offset, what, "checksum mismatch");
+        rc = corrupt_at(path, h.offset, what, "checksum mismatch");
         goto fail;
     }
     if (type == SST_COMPRESS_NONE) {
         if (!raw && !(raw = malloc(sizeof *raw + (size_t)h.size))) {
-            rc = tkv_err(TKV_NO_MEMORY, "%s: out of memory for a %zu-byte block", t->f->path, n);
+            rc = tkv_err(TKV_NO_MEMORY, "%s: out of memory for a %zu-byte block", path, n);
             goto fail;
         }
         if (p != raw->data) memcpy(raw->data, p, (size_t)h.size);
@@ -61,7 +61,7 @@ static int decode_block(table *t, block_handle h, const uint8_t *p, size_t got, 
         return 0;
     }
     if (type != SST_COMPRESS_LZ4) {
-        rc = table_corrupt(t, h.offset, what, "unknown compression type");
+        rc = corrupt_at(path, h.offset, what, "unknown compression type");
         goto fail;
     }
     /* lz4 payload: varint uncompressed size, then the lz4 block. lz4 expands at
@@ -70,17 +70,17 @@ static int decode_block(table *t, block_handle h, const uint8_t *p, size_t got, 
     const uint8_t *q = dec_varint(p, p + h.size, &ulen);
     size_t clen = q ? (size_t)(p + h.size - q) : 0;
     if (!q || ulen > UINT32_MAX || ulen > (uint64_t)clen * 255 + 16 || clen > LZ4_MAX_INPUT_SIZE) {
-        rc = table_corrupt(t, h.offset, what, "bad compressed block header");
+        rc = corrupt_at(path, h.offset, what, "bad compressed block header");
         goto fail;
     }
     if (!(blk = malloc(sizeof *blk + (size_t)ulen))) {
-        rc = tkv_err(TKV_NO_MEMORY, "%s: out of memory decompressing a block", t->f->path);
+        rc = tkv_err(TKV_NO_MEMORY, "%s: out of memory decompressing a block", path);
         goto fail;
     }
     int d = LZ4_decompress_safe((const char *)q, (char *)blk->data, (int)clen, (int)ulen);
     if (d < 0 || (uint64_t)d != ulen) {
         free(blk);
-        rc = table_corrupt(t, h.offset, what, "lz4 decompression failed");
+        rc = corrupt_at(path, h.offset, what, "lz4 decompression failed");
         goto fail;
     }
     blk->size = (size_t)ulen;
@@ -93,7 +93,7 @@ fail:
 }
 
 /* read_block -- reads block h and its trailer with io_pread and decodes it
- * (decode_block); `end` bounds where the block may lie. */
+ * (table_decode_block); `end` bounds where the block may lie. */
 static int read_block(table *t, block_handle h, uint64_t end, const char *what, cached_block **out)
 {
     *out = NULL;
@@ -107,7 +107,7 @@ static int read_block(table *t, block_handle h, uint64_t end, const char *what, 
         free(raw);
         return rc;
     }
-    return decode_block(t, h, raw->data, got, what, raw, out);
+    return table_decode_block(t->f->path, h, raw->data, got, what, raw, out);
 }
 
 static void block_deleter(const void *key, size_t klen, void *value)
@@ -167,7 +167,7 @@ int table_block_parse(table *t, block_handle h, const uint8_t *p, size_t got, ta
     r->h = NULL;
     if (!handle_in_range(h, t->data_end)) return table_corrupt(t, h.offset, "data block", "block handle out of range");
     cached_block *blk;
-    TKV_TRY(decode_block(t, h, p, got, "data block", NULL, &blk));
+    TKV_TRY(table_decode_block(t->f->path, h, p, got, "data block", NULL, &blk));
     keep_block(t, h, blk, r);
     return 0;
 }
@@ -222,10 +222,8 @@ static int parse_props(table *t, const cached_block *pb, uint64_t off)
     return 0;
 }
 
-/* check_index -- walks the index once: every handle decodes, lies inside the
- * data area, blocks follow each other in file order, and their number matches
- * the properties. */
-static int check_index(table *t)
+/* table_check_index: table_int.h */
+int table_check_index(table *t)
 {
     block_iter ix = {0};
     int rc = block_iter_init(&ix, t->index->data, t->index->size, t->f->path, t->index_h.offset);
@@ -260,6 +258,21 @@ void table_close(table *t)
     free(t);
 }
 
+/* table_decode_footer: table_int.h */
+int table_decode_footer(const char *path, uint64_t foot_off, const uint8_t foot[SST_FOOTER_SIZE], table_footer *out)
+{
+    if (dec_u64(foot + SST_FOOTER_MAGIC_OFF) != SST_MAGIC)
+        return corrupt_at(path, foot_off, "footer", "bad magic number (not a table, or truncated)");
+    if (tkv_checksum(foot, SST_FOOTER_CHECKSUM_OFF) != dec_u32(foot + SST_FOOTER_CHECKSUM_OFF))
+        return corrupt_at(path, foot_off, "footer", "checksum mismatch");
+    if (dec_u32(foot + SST_FOOTER_VERSION_OFF) != SST_FORMAT_VERSION)
+        return corrupt_at(path, foot_off, "footer", "unsupported format version");
+    out->index = (block_handle){dec_u64(foot + 0), dec_u64(foot + 8)};
+    out->filter = (block_handle){dec_u64(foot + 16), dec_u64(foot + 24)};
+    out->props = (block_handle){dec_u64(foot + 32), dec_u64(foot + 40)};
+    return 0;
+}
+
 /* table_open -- steps: footer (magic, checksum, version, handle ranges), then
  * the filter, properties and index blocks (checksums, structure, consistency). */
 int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
@@ -287,21 +300,10 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
         rc = table_corrupt(t, foot_off, "footer", "truncated file");
         goto fail;
     }
-    if (dec_u64(foot + SST_FOOTER_MAGIC_OFF) != SST_MAGIC) {
-        rc = table_corrupt(t, foot_off, "footer", "bad magic number (not a table, or truncated)");
-        goto fail;
-    }
-    if (tkv_checksum(foot, SST_FOOTER_CHECKSUM_OFF) != dec_u32(foot + SST_FOOTER_CHECKSUM_OFF)) {
-        rc = table_corrupt(t, foot_off, "footer", "checksum mismatch");
-        goto fail;
-    }
-    if (dec_u32(foot + SST_FOOTER_VERSION_OFF) != SST_FORMAT_VERSION) {
-        rc = table_corrupt(t, foot_off, "footer", "unsupported format version");
-        goto fail;
-    }
-    block_handle filter_h = {dec_u64(foot + 16), dec_u64(foot + 24)};
-    block_handle props_h = {dec_u64(foot + 32), dec_u64(foot + 40)};
-    t->index_h = (block_handle){dec_u64(foot + 0), dec_u64(foot + 8)};
+    table_footer ft;
+    if ((rc = table_decode_footer(f->path, foot_off, foot, &ft)) < 0) goto fail;
+    block_handle filter_h = ft.filter, props_h = ft.props;
+    t->index_h = ft.index;
     /* Data blocks precede every metadata block. */
     t->data_end = filter_h.offset;
     if (props_h.offset < t->data_end) t->data_end = props_h.offset;
@@ -318,7 +320,7 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
     free(pb);
     if (rc < 0) goto fail;
     if ((rc = read_block(t, t->index_h, foot_off, "index block", &t->index)) < 0) goto fail;
-    if ((rc = check_index(t)) < 0) goto fail;
+    if ((rc = table_check_index(t)) < 0) goto fail;
     if (cache) t->cache_id = cache_new_id(cache);
     *out = t;
     return 0;
