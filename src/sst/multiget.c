@@ -237,9 +237,9 @@ static int mg_init(mg *m, size_t n)
     size_t hsize = 16;
     while (hsize < 2 * n) hsize *= 2;
     size_t bytes = n * (sizeof(mg_state) + 2 * sizeof(size_t) + sizeof(mg_read)) + hsize * sizeof(mg_read *);
-    uint8_t *p = calloc(1, bytes);
+    void *p = calloc(1, bytes); /* (calloc aligns for any type) */
     if (!p) return TKV_NO_MEMORY;
-    m->st = (mg_state *)p;
+    m->st = p;
     m->reads = (mg_read *)(m->st + n);
     m->hash = (mg_read **)(m->reads + n);
     m->ready = (size_t *)(m->hash + hsize);
