@@ -302,6 +302,8 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
     block_handle filter_h = {dec_u64(foot + 16), dec_u64(foot + 24)};
     block_handle props_h = {dec_u64(foot + 32), dec_u64(foot + 40)};
     t->index_h = (block_handle){dec_u64(foot + 0), dec_u64(foot + 8)};
+    t->filter_h = filter_h;
+    t->props_h = props_h;
     /* Data blocks precede every metadata block. */
     t->data_end = filter_h.offset;
     if (props_h.offset < t->data_end) t->data_end = props_h.offset;
