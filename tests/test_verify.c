@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -425,6 +427,81 @@ static void crash_leftovers(void **state)
     free(dir);
 }
 
+/* clean_sst_levels -- l0=sst (no pool) with random puts and deletes over
+ * several levels: every SST and the MANIFEST agree, no problem, no note. */
+static void clean_sst_levels(void **state)
+{
+    (void)state;
+    char *dir = tu_path(g_root, "levels");
+    tkv_options *o = tu_small_options();
+    assert_int_equal(tkv_options_set(o, "l0", "sst"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "sst_size", "64K"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "l1_size", "128K"), TKV_OK);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_rng r;
+    tu_rng_init(&r, tu_seed());
+    for (int i = 0; i < 20000; i++) {
+        char k[32], v[80];
+        snprintf(k, sizeof k, "k%07llu", (unsigned long long)tu_rng_below(&r, 8000));
+        tu_rng_fill(&r, v, sizeof v);
+        int rc = tu_rng_chance(&r, 100000) ? tkv_delete(db, k, strlen(k), 0)
+                                           : tkv_put(db, k, strlen(k), v, 1 + tu_rng_below(&r, sizeof v), 0);
+        assert_int_equal(rc, TKV_OK);
+    }
+    tu_close_ok(db);
+    tkv_options_free(o);
+    char *report = verify(dir, TKV_OK);
+    print_message("%s", report);
+    assert_int_equal(report_u64(report, "verify:", "problems="), 0);
+    assert_int_equal(report_u64(report, "verify:", "notes="), 0);
+    assert_true(report_u64(report, "sst:", "files=") >= 3);
+    assert_non_null(strstr(report, "pool: none"));
+    tkv_free(report);
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* crash_state -- a process killed (SIGKILL) while it writes, flushes and
+ * compacts leaves a database that verifies without a problem (notes
+ * allowed), and opens. */
+static void crash_state(void **state)
+{
+    (void)state;
+    char *dir = copy_db("crash");
+    tkv_options *o = options();
+    assert_int_equal(tkv_options_set(o, "matrix_trigger", "10"), TKV_OK); /* columns run */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        tkv_db *db;
+        if (tkv_open(dir, o, &db) != TKV_OK) _exit(3);
+        for (int round = 0;; round++) {
+            char k[32], v[100];
+            for (int i = 0; i < 500; i++) {
+                snprintf(k, sizeof k, "key%06d", (round * 577 + i * 13) % 5000);
+                memset(v, 'a' + round % 26, sizeof v);
+                if (tkv_put(db, k, strlen(k), v, sizeof v, 0) != TKV_OK) _exit(4);
+            }
+            if (round % 5 == 4) (void)tkv_flush(db);
+        }
+    }
+    usleep(300000 + (useconds_t)(tu_seed() % 400000));
+    kill(pid, SIGKILL);
+    int ws;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFSIGNALED(ws));
+    char *report = verify(dir, TKV_OK);
+    print_message("%s", report);
+    assert_int_equal(report_u64(report, "verify:", "problems="), 0);
+    tkv_free(report);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_close_ok(db);
+    tkv_free(verify(dir, TKV_OK));
+    tkv_options_free(o);
+    tu_rmrf(dir);
+    free(dir);
+}
+
 /* digest -- a hash of every file's name, size, blocks and content in dir. */
 static uint64_t digest(const char *dir)
 {
@@ -512,6 +589,8 @@ int main(void)
         cmocka_unit_test(pool_missing_row),
         cmocka_unit_test(pool_of_another),
         cmocka_unit_test(crash_leftovers),
+        cmocka_unit_test(clean_sst_levels),
+        cmocka_unit_test(crash_state),
         cmocka_unit_test(changes_nothing),
         cmocka_unit_test(refuses),
     };
