@@ -38,6 +38,8 @@
  *    from two threads at once needs the caller's own lock.
  *  - tkv_snapshot: immutable; may be shared between threads until freed.
  *  - tkv_strerror/tkv_errmsg/tkv_version: always safe.
+ *  - tkv_verify: safe from any thread; it shares no state with handles, and
+ *    several calls may check one closed database at once.
  *
  * On-media formats: docs/format-wal.md (write-ahead log), docs/format-sst.md,
  * docs/format-manifest.md, docs/format-matrix.md (the persistent-memory pool of

@@ -4,8 +4,8 @@
  * of file (WAL, MANIFEST, an SST's data block, index, filter, properties and
  * footer, the pool header, a row header, a RowTable page) is reported as
  * exactly that problem with TKV_CORRUPTION, naming the file; a pool that
- * disagrees with the MANIFEST (a row missing, another database's pool) is
- * reported; what a crash legitimately leaves (a torn log tail, an orphan SST)
+ * disagrees with the MANIFEST (a row missing, pages released that a cursor
+ * still covers, another database's pool) is reported; what a crash legitimately leaves (a torn log tail, an orphan SST)
  * is a note; verify changes no byte and no block of any file, refuses an open
  * database (TKV_BUSY) and a directory that holds none (TKV_INVALID).
  *
@@ -383,6 +383,36 @@ static void pool_missing_row(void **state)
     expect_one_problem(dir, "matrix.pmem", want);
 }
 
+/* pool_released_ahead -- a row released pages that the MANIFEST's cursor
+ * still covers (the release bitmap is outside the header checksum: a
+ * release persisted ahead of its MANIFEST edit would look like this). */
+static void pool_released_ahead(void **state)
+{
+    (void)state;
+    pool_header h;
+    pool_row_id row;
+    pool_geometry(&h, &row);
+    char *p = tu_path(g_base, "matrix.pmem");
+    pool *pl;
+    assert_int_equal(pool_open_readonly(p, &pl), 0);
+    pool_row r;
+    assert_int_equal(pool_row_read(pl, row.slot, &r), 0);
+    assert_true(r.npages >= 2);
+    uint64_t bitmap = (uint64_t)((const uint8_t *)r.release_bitmap - pool_page_addr(pl, r.first_page));
+    uint32_t last = r.npages - 1; /* the last data page: with one data page, a prefix of them */
+    pool_close(pl);
+    free(p);
+    assert_true(last < 8);
+    char *dir = copy_db("released-ahead");
+    p = tu_path(dir, "matrix.pmem");
+    int fd = open(p, O_RDWR);
+    uint8_t b = (uint8_t)(1u << last);
+    assert_int_equal(pwrite(fd, &b, 1, (off_t)(h.pages_offset + (uint64_t)row.first_page * h.page_size + bitmap)), 1);
+    close(fd);
+    free(p);
+    expect_one_problem(dir, "matrix.pmem", "released the pages");
+}
+
 /* pool_of_another -- the pool file of another database in place of its own. */
 static void pool_of_another(void **state)
 {
@@ -587,6 +617,7 @@ int main(void)
         cmocka_unit_test(corrupt_row_header),
         cmocka_unit_test(corrupt_row_page),
         cmocka_unit_test(pool_missing_row),
+        cmocka_unit_test(pool_released_ahead),
         cmocka_unit_test(pool_of_another),
         cmocka_unit_test(crash_leftovers),
         cmocka_unit_test(clean_sst_levels),
