@@ -1,5 +1,6 @@
 # tierkv -- top-level build.
-#   make            build/libtierkv.so (+ soname links) and build/libtierkv.a
+#   make            build/libtierkv.so (+ soname links), build/libtierkv.a and build/tkv,
+#                   the command-line tool (tools/; docs/tkv.md)
 #   make test       install missing Debian packages, then build and run every test
 #                   twice: a normal build and an ASan+UBSan build; then make ycsb-test
 #   make check-structure  the library's shape: src/db's one-way order (src/db/LAYERS),
@@ -13,7 +14,7 @@
 #   make fuzz-corpus  regenerates the seed corpora from files the library writes
 #   make bench      the headline benchmark
 #   make bench-silk the SILK-style open-loop experiment (~25 min; needs root for the drive cap)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (the header, the libraries, tierkv.pc and bin/tkv)
 #   make ycsb       tierkv and RocksDB under the real YCSB client, load + workloads A-F
 #                   (bindings/ycsb/run_ycsb.sh; RECORDS, OPS, THREADS; docs/ycsb.md)
 #   make ycsb-test  the binding's JUnit tests and a short YCSB run (part of make test)
@@ -83,17 +84,26 @@ FUZZ_DEB_PACKAGES := clang
 # form libtkvbench.a, which the bench tests link too.
 BENCH_LIB_SRCS := $(filter-out bench/tkv_bench.c,$(sort $(wildcard bench/*.c)))
 BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+# tools/: the tkv command-line tool, linked with libtierkv.a (its dump
+# commands use internal readers).
+TOOL_SRCS := $(sort $(wildcard tools/*.c))
+TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 
 DEB_PACKAGES := libpmem-dev liburing-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils \
                 openjdk-17-jdk-headless maven
 
-.PHONY: all lib tests test test-run check-structure tsan soak fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
+.PHONY: all lib tool tests test test-run check-structure tsan soak fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
         jni ycsb-build ycsb ycsb-test ycsb-cost
 .SECONDARY:
-all: lib
+all: lib tool
 
 lib: $(BUILD)/libtierkv.a $(BUILD)/libtierkv.so
+
+tool: $(BUILD)/tkv
+
+$(BUILD)/tkv: $(TOOL_OBJS) $(BUILD)/libtierkv.a
+	$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJS) $(BUILD)/libtierkv.a $(EXE_LIBS)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -122,7 +132,8 @@ $(BUILD)/tests/test_embed_%: $(BUILD)/obj/tests/test_embed_%.o $(BUILD)/obj/test
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/testutil.o -L$(BUILD) -ltierkv \
 	    -Wl,--no-as-needed $(ROCKSDB_REL) -Wl,--as-needed -Wl,-rpath,$(abspath $(BUILD)) -lcmocka -ldl
 
-tests: lib $(TESTS) $(BUILD)/tkv_bench $(FUZZ_REPLAYS)
+# The tests include tests/test_tkv_cli, which runs $(BUILD)/tkv.
+tests: lib $(TESTS) $(BUILD)/tkv_bench $(BUILD)/tkv $(FUZZ_REPLAYS)
 
 $(BUILD)/obj/fuzz/replay_main.o: CFLAGS += -DFUZZ_CORPUS_ROOT='"$(abspath fuzz/corpus)"'
 $(BUILD)/fuzz/replay_%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/fuzz/replay_main.o $(FUZZ_HELPER_OBJS) $(BUILD)/libtierkv.a
@@ -238,8 +249,9 @@ deps:
 	@bash .ci/deps.sh $(DEB_PACKAGES)
 	@bash bench/fetch_rocksdbjni.sh build
 
-install: lib
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+install: lib tool
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(BUILD)/tkv $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 include/tierkv.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(BUILD)/libtierkv.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(BUILD)/libtierkv.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/

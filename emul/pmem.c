@@ -150,6 +150,10 @@ int pm_error(pm_region *r)
  * not a reason to end its host). */
 static int persist_range_ok(pm_region *r, const void *addr, size_t len)
 {
+    if (r->readonly) {
+        pm_fail(r, TKV_IO_ERROR, "persist of %zu bytes into a pool opened read-only", len);
+        return 0;
+    }
     if (pm_in_range(r, addr, len)) return 1;
     pm_fail(r, TKV_IO_ERROR, "persist of %zu bytes at %p, outside the pool's mapping [%p, +%llu)", len, addr,
             (void *)r->base, (unsigned long long)r->size);
@@ -460,6 +464,40 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
     return 0;
 }
 
+int pm_open_readonly(const char *path, pm_region **out)
+{
+    *out = NULL;
+    if (!path) return tkv_err(TKV_INVALID, "pm_open_readonly: NULL path");
+    pm_region *r = NULL;
+    TKV_TRY(pm_open_alloc(path, PM_EMULATED, PM_PROFILE_NONE, &r));
+    r->readonly = 1;
+    r->mode = PM_EMULATED;
+    int rc = 0;
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        rc = tkv_err_errno(errno, "open pool %s", path);
+    } else if (!S_ISREG(sb.st_mode) || sb.st_size == 0) {
+        rc = tkv_err(TKV_INVALID, "pool %s is %s", path, S_ISREG(sb.st_mode) ? "empty (0 bytes)" : "not a regular file");
+    } else {
+        void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED) {
+            rc = tkv_err_errno(errno, "map pool %s read-only", path);
+        } else {
+            r->durable = r->base = p;
+            r->map_len = (size_t)sb.st_size;
+            r->size = (uint64_t)sb.st_size;
+        }
+    }
+    if (fd >= 0) close(fd);
+    if (rc < 0) {
+        pm_open_undo(r, path, 0);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
 int pm_close(pm_region *r)
 {
     if (!r) return 0;
@@ -468,7 +506,7 @@ int pm_close(pm_region *r)
     if (r->mode == PM_CRASHSIM) {
         /* no final copy: what was not persisted is lost, like at a power cut */
         munmap(r->base, r->size);
-    } else if (r->mode == PM_EMULATED) {
+    } else if (r->mode == PM_EMULATED && !r->readonly) {
         pm_msync(r, r->base, r->size); /* a failure is the region's error, returned below */
     }
     int rc = pm_error(r);

@@ -57,6 +57,15 @@ typedef struct pm_region pm_region;
  * with size 0 is TKV_INVALID; a pool this call created is removed again if
  * the open then fails. */
 int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, pm_region **out, int *created);
+/* pm_open_readonly -- maps the existing pool file at `path` for reading only
+ * (PROT_READ, MAP_SHARED): no file is created, no block reserved or given
+ * back, no thread started, and pm_close does not msync. For looking at a
+ * pool without touching it (tkv_verify, tkv dump-matrix); the caller takes
+ * whatever lock it needs. The mode reads as PM_EMULATED, the profile none;
+ * every persist call on the region is refused (pm_error: TKV_IO_ERROR).
+ * Returns 0 and *out, or TKV_INVALID (not a regular file, empty), the error
+ * of open or mmap (TKV_IO_ERROR, TKV_NO_MEMORY). */
+int pm_open_readonly(const char *path, pm_region **out);
 /* pm_close -- unmaps (after an msync in PM_EMULATED mode, so a clean close
  * survives an OS crash too) and frees r. Returns 0, or the region's error
  * (pm_error: an earlier failed persist, or the msync of this close).

@@ -32,6 +32,7 @@ struct pm_region {
     int fd;           /* read-write descriptor of the pool file (pm_reserve, pm_discard, pm_space) */
     int sparse;       /* 1: blocks are allocated as pages are reserved and given back when discarded (not PM_PMEM) */
     int in_memory_fs; /* the file is on tmpfs or ramfs (a read fault on a hole allocates a page there) */
+    int readonly;     /* pm_open_readonly: a PROT_READ mapping; every persist is refused (pm_error) */
     /* the sticky error (pm_error): the first failure is kept; err_mu guards err and err_msg */
     pthread_mutex_t err_mu;
     int err;                  /* TKV_* code, 0 = none; also read without err_mu (relaxed) */

@@ -15,7 +15,7 @@
  *     prefix). 1 <= key length <= TKV_MAX_KEY_SIZE; value length <=
  *     TKV_MAX_VALUE_SIZE. Violations are TKV_INVALID and change nothing.
  *  4. Memory returned to the caller (values from tkv_get/tkv_multi_get, strings
- *     from tkv_property) is owned by the caller and freed with tkv_free().
+ *     from tkv_property and tkv_verify) is owned by the caller and freed with tkv_free().
  *     Pointers returned by tkv_iter_key/tkv_iter_value are owned by the iterator
  *     and valid until the iterator is moved or freed.
  *  5. The library never calls exit() or abort() on bad input or bad media; it
@@ -38,6 +38,8 @@
  *    from two threads at once needs the caller's own lock.
  *  - tkv_snapshot: immutable; may be shared between threads until freed.
  *  - tkv_strerror/tkv_errmsg/tkv_version: always safe.
+ *  - tkv_verify: safe from any thread; it shares no state with handles, and
+ *    several calls may check one closed database at once.
  *
  * On-media formats: docs/format-wal.md (write-ahead log), docs/format-sst.md,
  * docs/format-manifest.md, docs/format-matrix.md (the persistent-memory pool of
@@ -280,6 +282,61 @@ TKV_API int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const 
  * "tkv.num-entries-active-mem" and other numeric properties documented in
  * docs/options.md. */
 TKV_API char *tkv_property(tkv_db *db, const char *name);
+
+/* ---------------------------------------------------------------- verification */
+
+/* tkv_verify -- checks every checksum and structure of the database in
+ * directory `dir`, and that its files agree, without changing anything:
+ *  - CURRENT and the MANIFEST it names: every record's checksum, every edit
+ *    decoded and applied;
+ *  - every WAL the MANIFEST does not cover: every record's checksum, every
+ *    batch decoded;
+ *  - every SST the MANIFEST lists: present with the recorded size; footer,
+ *    index, filter and properties blocks; every data block's checksum and
+ *    every entry (valid internal keys in strictly increasing order, inside
+ *    the index separators, all in the filter); the properties against the
+ *    blocks and the MANIFEST's record against the properties;
+ *  - the pmem pool (pmem_path of `opts`, else <dir>/matrix.pmem, else the
+ *    file <dir>/POOL records): the header, every row header and that no page
+ *    is owned twice, every RowTable's fields, page checksums, metadata and
+ *    live entries; that the pool is this database's (its uuid), that it
+ *    holds every row the MANIFEST lists and that each cursor is possible.
+ * `opts` may be NULL; only pmem_path is used. Nothing is written, created,
+ * renamed or deleted: files are opened read-only and the pool is mapped
+ * read-only, with no recovery. The database must be closed: while a handle
+ * (in this or another process) has it open the call returns TKV_BUSY and
+ * checks nothing; while the call runs it holds shared locks on <dir>/LOCK
+ * and on the pool file, so a tkv_open of the database (or of the pool)
+ * returns TKV_BUSY until it ends.
+ * What a crash legitimately leaves and the next open cleans up (a torn last
+ * record of a log, SSTs the MANIFEST does not list, a row the MANIFEST does
+ * not list, WALs older than the MANIFEST's log number) is a note, not a
+ * problem. A flipped byte in the last record of a log cannot be told from a
+ * torn append (docs/format-wal.md) and is a note too.
+ * The report (if `report` is not NULL; freed with tkv_free) is text, one
+ * item per line:
+ *    verify: dir=<dir> problems=<n> notes=<n>
+ *    manifest: file=<name> records=<n> ssts=<n> rows=<n> log_number=<n> last_seq=<n>
+ *              (or "manifest: none read")
+ *    wal: files=<n> records=<n> payload_bytes=<n>
+ *    sst: files=<n> data_blocks=<n> entries=<n>
+ *    pool: file=<path> rows=<n> pages=<n> entries=<n>   (or "pool: none ...")
+ *    problem: <message naming the file and what is wrong>   (the first 100)
+ *    note: <message>                                        (the first 100)
+ * Returns:
+ *  TKV_OK          no problem (the report may hold notes)
+ *  TKV_CORRUPTION  at least one problem was damage or disagreement; the
+ *                  report lists them, tkv_errmsg() gives the count and the
+ *                  first one
+ *  TKV_IO_ERROR    problems were found, none of them corruption (a file
+ *                  could not be read)
+ *  TKV_INVALID     NULL or empty dir; dir missing or holding no database
+ *  TKV_BUSY        the database or its pool is open
+ *  TKV_NO_MEMORY
+ * *report is set (non-NULL) exactly when the return is TKV_OK,
+ * TKV_CORRUPTION or TKV_IO_ERROR. The command-line tool's `tkv check` prints
+ * this report (docs/tkv.md). */
+TKV_API int tkv_verify(const char *dir, const tkv_options *opts, char **report);
 
 #ifdef __cplusplus
 }

@@ -3,7 +3,7 @@
  * documented behaviour checked, in the manner of LevelDB's db/c_test.c:
  * version, status strings and the thread-local error message, options,
  * open/close/destroy, put/get/delete, batches, multi_get, snapshots, iterators,
- * flush, compact_range, properties, and the NULL-accepting free functions.
+ * flush, compact_range, properties, verify, and the NULL-accepting free functions.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -207,6 +207,34 @@ static void options_set_and_free(void **state)
     expect(db, NULL, "x", "y");
     assert_int_equal(tkv_close(db), TKV_OK);
     assert_int_equal(tkv_destroy(sub), TKV_OK);
+    free(sub);
+}
+
+/* ---------------------------------------------------------------- verify */
+
+/* verify -- tkv_verify refuses an open database (TKV_BUSY, no report) and
+ * checks a closed one: TKV_OK and a report freed with tkv_free. */
+static void verify(void **state)
+{
+    fixture *f = *state;
+    char *report = (char *)&report; /* garbage that must be overwritten */
+    assert_int_equal(tkv_verify(f->dir, NULL, &report), TKV_BUSY);
+    assert_null(report);
+    char *sub = tu_path(f->root, "verified");
+    tkv_options *o = tu_small_options();
+    tkv_db *db;
+    assert_int_equal(tkv_open(sub, o, &db), TKV_OK);
+    put_s(db, "k", "v");
+    assert_int_equal(tkv_close(db), TKV_OK);
+    assert_int_equal(tkv_verify(sub, o, &report), TKV_OK);
+    assert_non_null(report);
+    assert_int_equal(strncmp(report, "verify: ", 8), 0);
+    assert_non_null(strstr(report, "problems=0"));
+    tkv_free(report);
+    assert_int_equal(tkv_verify(sub, NULL, NULL), TKV_OK); /* opts and report may be NULL */
+    tkv_options_free(o);
+    assert_int_equal(tkv_destroy(sub), TKV_OK);
+    assert_int_equal(tkv_verify(sub, NULL, NULL), TKV_INVALID); /* no database there */
     free(sub);
 }
 
@@ -724,6 +752,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(iterators, setup, teardown),
         cmocka_unit_test_setup_teardown(flush_and_compact, setup, teardown),
         cmocka_unit_test_setup_teardown(properties, setup, teardown),
+        cmocka_unit_test_setup_teardown(verify, setup, teardown),
         cmocka_unit_test(free_null),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

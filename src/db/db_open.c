@@ -244,35 +244,6 @@ static int is_db_file(const char *name)
     return 0;
 }
 
-/* recorded_pool -- the pool file that <dir>/POOL names (mx_open writes
- * it: "path=" and "uuid=" lines) into path[n] and its uuid; 0 if there is
- * none (no such file: l0=sst, or a database from before it was written). */
-static int recorded_pool(const char *dir, char *path, size_t n, uint8_t uuid[16])
-{
-    char file[PATH_MAX];
-    snprintf(file, sizeof file, "%s/" MX_POOL_FILE, dir);
-    uint8_t *data = NULL;
-    size_t len = 0;
-    if (io_read_file(file, IO_META, NULL, &data, &len) < 0) return 0;
-    char *text = realloc(data, len + 1);
-    if (!text) {
-        free(data);
-        return 0;
-    }
-    text[len] = '\0';
-    char *p = strstr(text, "\npath="), *u = strstr(text, "\nuuid=");
-    int ok = p && u;
-    if (ok) {
-        p += 6;
-        size_t plen = strcspn(p, "\n");
-        ok = plen > 0 && plen < n;
-        if (ok) snprintf(path, n, "%.*s", (int)plen, p);
-    }
-    for (int i = 0; ok && i < 16; i++) ok = sscanf(u + 6 + 2 * i, "%2hhx", &uuid[i]) == 1;
-    free(text);
-    return ok;
-}
-
 /* destroy_pool -- removes a pool kept outside `dir` (pmem_path): the one
  * <dir>/POOL names, if it still is this database's pool (its header has the
  * recorded uuid) and no one has it open (its flock, pool.c). A pool inside
@@ -281,7 +252,7 @@ static int destroy_pool(const char *dir)
 {
     char path[PATH_MAX], inside[PATH_MAX];
     uint8_t want[16], have[16];
-    if (!recorded_pool(dir, path, sizeof path, want)) return 0;
+    if (!mx_recorded_pool(dir, path, sizeof path, want)) return 0;
     snprintf(inside, sizeof inside, "%s/matrix.pmem", dir);
     char *in_dir = realpath(inside, NULL);
     int same = in_dir && !strcmp(in_dir, path);

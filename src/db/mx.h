@@ -32,6 +32,13 @@
  * nothing changed; the flush is retried once column compaction frees pages. */
 #define MX_NO_SPACE 1
 
+/* mx_recorded_pool -- the pool file that <dir>/POOL names (mx_open writes
+ * it: "path=" and "uuid=" lines) into path[n] and its uuid: 1, or 0 if
+ * there is none (no such file: l0=sst, or a database from before it was
+ * written) or it cannot be read. For tkv_destroy and tkv_verify; no lock,
+ * no handle needed. */
+int mx_recorded_pool(const char *dir, char *path, size_t n, uint8_t uuid[16]);
+
 /* mx_open -- l0=matrix: opens the pool (creating it for a new database),
  * drops rows the MANIFEST does not list (a flush cut short between its slot
  * commit and its edit, or a drained row not yet dropped), re-applies the

@@ -173,6 +173,33 @@ static int record_pool(tkv_db *db, struct mx_state *mx)
     return same ? 0 : io_write_file_atomic(db->dir, MX_POOL_FILE, text, (size_t)n, &db->io);
 }
 
+/* mx_recorded_pool -- parses <dir>/POOL (record_pool writes it). */
+int mx_recorded_pool(const char *dir, char *path, size_t n, uint8_t uuid[16])
+{
+    char file[PATH_MAX];
+    snprintf(file, sizeof file, "%s/" MX_POOL_FILE, dir);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (io_read_file(file, IO_META, NULL, &data, &len) < 0) return 0;
+    char *text = realloc(data, len + 1);
+    if (!text) {
+        free(data);
+        return 0;
+    }
+    text[len] = '\0';
+    char *p = strstr(text, "\npath="), *u = strstr(text, "\nuuid=");
+    int ok = p && u;
+    if (ok) {
+        p += 6;
+        size_t plen = strcspn(p, "\n");
+        ok = plen > 0 && plen < n;
+        if (ok) snprintf(path, n, "%.*s", (int)plen, p);
+    }
+    for (int i = 0; ok && i < 16; i++) ok = sscanf(u + 6 + 2 * i, "%2hhx", &uuid[i]) == 1;
+    free(text);
+    return ok;
+}
+
 int mx_open(tkv_db *db)
 {
     version *v = vset_current(db->vs);

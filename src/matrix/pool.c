@@ -590,6 +590,77 @@ fail:
     return rc;
 }
 
+/* pool_open_readonly -- pool_open's checks on a read-only mapping under a
+ * shared lock; nothing is formatted, reserved or given back. */
+int pool_open_readonly(const char *path, pool **out)
+{
+    *out = NULL;
+    if (!path) return tkv_err(TKV_INVALID, "pool_open_readonly: NULL path");
+    pool *p = calloc(1, sizeof *p);
+    if (!p) return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory", path);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->trim_cv, NULL);
+    p->trim_page = POOL_PAGE_NONE;
+    p->lock_fd = -1;
+    int rc = TKV_NO_MEMORY;
+    if (!(p->path = strdup(path))) {
+        tkv_err(rc, "pool %s: out of memory", path);
+        goto fail;
+    }
+    /* shared: refused while a database holds the pool (its lock is
+     * exclusive), and an open of the pool is refused while this one lasts */
+    p->lock_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (p->lock_fd < 0) {
+        rc = tkv_err_errno(errno, "pool %s: open for locking", path);
+        goto fail;
+    }
+    if (flock(p->lock_fd, LOCK_SH | LOCK_NB) != 0) {
+        int e = errno;
+        rc = e == EWOULDBLOCK ? tkv_err(TKV_BUSY, "pool %s is in use by an open database", path)
+                              : tkv_err_errno(e, "pool %s: flock", path);
+        goto fail;
+    }
+    if ((rc = pm_open_readonly(path, &p->reg)) < 0) goto fail;
+    p->base = pm_base(p->reg);
+    p->size = pm_size(p->reg);
+    if (p->size < POOL_HEADER_SIZE) {
+        rc = tkv_err(TKV_CORRUPTION, "pool %s: %llu bytes, smaller than the header", path, (unsigned long long)p->size);
+        goto fail;
+    }
+    if (dec_u64(p->base + PH_MAGIC) == 0) {
+        uint64_t dir_area = (uint64_t)POOL_MAX_DIR_SLOTS * 8;
+        if (dir_area > p->size - POOL_HEADER_SIZE) dir_area = p->size - POOL_HEADER_SIZE;
+        rc = all_zero(p->base + POOL_HEADER_SIZE, (size_t)dir_area)
+                 ? 1 /* a creation cut short: pool_open formats it */
+                 : tkv_err(TKV_CORRUPTION, "pool %s: the header has no magic but the row directory is not empty "
+                                           "(damaged header)", path);
+        goto fail;
+    }
+    if ((rc = read_header(p)) < 0) goto fail;
+    p->page_shift = (uint32_t)__builtin_ctz(p->page_size);
+    if ((rc = rebuild(p)) < 0) goto fail;
+    *out = p;
+    return 0;
+fail:
+    pool_close(p);
+    return rc;
+}
+
+/* pool_header_info -- the geometry and identity pool_open read from the header. */
+void pool_header_info(const pool *p, pool_header *out)
+{
+    out->pool_size = p->size;
+    out->page_size = p->page_size;
+    out->page_count = p->page_count;
+    out->dir_offset = p->dir_off;
+    out->dir_slots = p->dir_slots;
+    out->pages_offset = p->pages_off;
+    memcpy(out->uuid, p->uuid, sizeof out->uuid);
+}
+
+/* pool_dir_slot -- the raw value of directory slot s. */
+uint64_t pool_dir_slot(pool *p, uint32_t s) { return s < p->dir_slots ? slot_load(p, s) : 0; }
+
 int pool_close(pool *p)
 {
     if (!p) return 0;

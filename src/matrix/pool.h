@@ -100,6 +100,19 @@ uint32_t pool_default_page_size(uint64_t pool_size);
  * on error. */
 int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, const pool_options *o, pool **out,
               int *created);
+/* pool_open_readonly -- opens the existing pool at `path` to look at it
+ * without changing anything (tkv_verify, tkv dump-matrix): a read-only
+ * mapping (pm_open_readonly), a shared flock on the file, the header
+ * verified and every committed row's header and page ownership checked as
+ * pool_open does (invariant 2), but nothing formatted, reserved or given
+ * back, and no thread started. Allocation, commit, removal and release must
+ * not be called on it (a persist into it is refused: pool_error). Returns
+ * 0 and *out; 1 (*out NULL) for a file whose header and directory are all
+ * zero (a creation cut short, which pool_open would format); TKV_BUSY while
+ * a database has the pool open (pool_open's lock is exclusive, this one is
+ * shared: while it is held, pool_open gets TKV_BUSY); otherwise pool_open's
+ * errors. */
+int pool_open_readonly(const char *path, pool **out);
 /* pool_close -- closes the region and frees the pool. Every rowtable of the
  * pool must be closed first. Returns 0 or the region's error (pool_error,
  * or the msync of the close); NULL is a no-op returning 0. */
@@ -124,6 +137,21 @@ uint32_t pool_dir_slots(const pool *p);
 const uint8_t *pool_uuid(const pool *p); /* 16 bytes, random at creation */
 /* pool_page_addr -- the mapped address of page `page` (< page_count). */
 uint8_t *pool_page_addr(pool *p, uint32_t page);
+
+/* The header's fields (docs/format-matrix.md section 2), for dumps. */
+typedef struct pool_header {
+    uint64_t pool_size;
+    uint32_t page_size, page_count;
+    uint64_t dir_offset;
+    uint32_t dir_slots;
+    uint64_t pages_offset;
+    uint8_t uuid[16];
+} pool_header;
+/* pool_header_info -- the geometry and uuid of an open pool. */
+void pool_header_info(const pool *p, pool_header *out);
+/* pool_dir_slot -- the raw value of directory slot s (0: empty; else
+ * row_id_low32 << 32 | first_page + 1), 0 past the directory; for dumps. */
+uint64_t pool_dir_slot(pool *p, uint32_t s);
 
 typedef struct pool_stats {
     uint64_t pool_size;   /* bytes of the pool file */

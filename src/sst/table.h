@@ -132,6 +132,56 @@ tkv_it *table_iter_async(table *t, io_ring *ring, table_prefetch_stats *st);
  * an error (the seek reports it). Any other iterator: 0. */
 int table_iter_prefetch_seek(tkv_it *it, tkv_slice target);
 
+/* ---------------------------------------------------------------- whole-table walk */
+
+/* Where the footer puts the metadata blocks, and the filter's geometry. */
+typedef struct table_layout {
+    block_handle index, filter, props;
+    uint64_t data_end;      /* data blocks (with trailers) end at or before this offset */
+    uint64_t index_entries; /* = data blocks */
+    size_t filter_bytes;    /* the filter block's size; 0: no filter */
+    unsigned filter_probes; /* k (0 without a filter) */
+} table_layout;
+/* table_get_layout -- the layout of an open table (for dumps). */
+void table_get_layout(const table *t, table_layout *out);
+
+/* What table_check found. */
+typedef struct table_check_stats {
+    uint64_t data_blocks;       /* index entries walked */
+    uint64_t bad_blocks;        /* of those, unreadable (checksum, lz4, structure) */
+    uint64_t compressed_blocks; /* stored lz4-compressed */
+    uint64_t entries, deletions;
+    uint64_t problems;          /* problems reported (at most one per data block, plus the table's own) */
+} table_check_stats;
+
+/* Callbacks of table_check; each may be NULL. block and entry return 0 to
+ * go on, or a positive value that stops the walk and becomes table_check's
+ * return value. */
+typedef struct table_check_fns {
+    /* a problem was found: its code is rc, its message (naming the file,
+     * the block offset and what is wrong) is tkv_errmsg() */
+    void (*problem)(void *arg, int rc);
+    /* data block i (index order) at h was read and decoded: raw_size bytes
+     * uncompressed, `separator` its index key */
+    int (*block)(void *arg, uint64_t i, block_handle h, tkv_slice separator, size_t raw_size, int compressed);
+    /* each entry of the block just announced, in order */
+    int (*entry)(void *arg, tkv_slice ikey, tkv_slice value);
+} table_check_fns;
+
+/* table_check -- reads every data block of an open table (table_open has
+ * already verified the footer, filter, properties and index blocks) without
+ * the block cache, and checks each block's checksum and structure, that
+ * every key is a valid internal key in strictly increasing order, that each
+ * block lies between its index separator and the previous one, that the
+ * filter contains every user key, and that the properties (entries,
+ * deletions, sequence range, key and value bytes, smallest and largest key,
+ * data bytes, compressed blocks) match what the blocks hold. A bad block is
+ * reported and the walk goes on with the next one. st (may be NULL) gets
+ * the counts. Returns 0 if the table is intact, else the first problem's
+ * code (TKV_CORRUPTION, or TKV_IO_ERROR / TKV_NO_MEMORY), with tkv_errmsg()
+ * holding that problem's message; or a callback's positive value. */
+int table_check(table *t, const table_check_fns *fns, void *arg, table_check_stats *st);
+
 /* ---------------------------------------------------------------- point reads in steps */
 
 /* For readers that batch the block reads of many lookups (sst/multiget.h):

@@ -1,7 +1,8 @@
 /*
  * table_int.h -- the inside of an open SSTable, shared by the files that
- * implement sst/table.h: table_reader.c (open, blocks, point lookups) and
- * table_iter.c (the iterator and its prefetch). Not for other modules.
+ * implement sst/table.h: table_reader.c (open, blocks, point lookups),
+ * table_iter.c (the iterator and its prefetch) and table_check.c (the
+ * whole-table walk of verification and dumps). Not for other modules.
  *
  * Block lifetime: a data block lives in a `cached_block` allocation. With a
  * cache, the block is inserted (charge = its uncompressed size) and the reader
@@ -29,6 +30,7 @@ struct table {
     uint64_t cache_id;
     cached_block *index;
     block_handle index_h;
+    block_handle filter_h, props_h; /* from the footer (table_get_layout) */
     cached_block *filter;
     table_props props;
     uint64_t st_bloom_checks, st_bloom_negatives, st_block_reads, st_cache_hits; /* atomic, relaxed */

@@ -304,6 +304,8 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
     if ((rc = table_decode_footer(f->path, foot_off, foot, &ft)) < 0) goto fail;
     block_handle filter_h = ft.filter, props_h = ft.props;
     t->index_h = ft.index;
+    t->filter_h = filter_h;
+    t->props_h = props_h;
     /* Data blocks precede every metadata block. */
     t->data_end = filter_h.offset;
     if (props_h.offset < t->data_end) t->data_end = props_h.offset;

@@ -311,8 +311,9 @@ static int vset_verify_files(const version_set *vs, const version *v, const char
     return 0;
 }
 
-/* vset_recover -- fills vs from its directory. Sets *old_manifest (0 = none). */
-static int vset_recover(version_set *vs, uint64_t *old_manifest)
+/* vset_recover -- fills vs from its directory. Sets *old_manifest (0 = none).
+ * check_files: every listed SST must exist with its size (vset_verify_files). */
+static int vset_recover(version_set *vs, uint64_t *old_manifest, int check_files)
 {
     char cpath[4096], mname[64];
     *old_manifest = 0;
@@ -359,7 +360,7 @@ static int vset_recover(version_set *vs, uint64_t *old_manifest)
             rc = tkv_err(TKV_CORRUPTION, "CURRENT missing in %s (%s exists and %s)", vs->dir, mname,
                          rc == 0 ? "lists files" : "is corrupt");
     }
-    if (rc == 0 && r.v) rc = vset_verify_files(vs, r.v, mname);
+    if (rc == 0 && r.v && check_files) rc = vset_verify_files(vs, r.v, mname);
     if (rc < 0) {
         if (r.v) version_free(r.v);
         return rc;
@@ -393,12 +394,10 @@ static void vset_remove_stale_manifests(version_set *vs)
     free(nums);
 }
 
-/* vset_open -- recovers (or creates) the version set of dir and starts a new MANIFEST. */
-int vset_open(const char *dir, io_stats *st, version_set **out)
+/* vset_new -- an empty version set of dir (no MANIFEST yet). */
+static int vset_new(const char *dir, io_stats *st, version_set **out)
 {
-    if (!out) return tkv_err(TKV_INVALID, "vset_open: NULL out");
     *out = NULL;
-    if (!dir) return tkv_err(TKV_INVALID, "vset_open: NULL dir");
     version_set *vs = calloc(1, sizeof *vs);
     if (!vs || !(vs->dir = strdup(dir))) {
         free(vs);
@@ -416,6 +415,40 @@ int vset_open(const char *dir, io_stats *st, version_set **out)
     }
     vs->current->refs = 1;
     vset_link_version(vs, vs->current);
+    *out = vs;
+    return 0;
+}
+
+/* vset_open_readonly -- recovery alone: the state the MANIFEST records. */
+int vset_open_readonly(const char *dir, io_stats *st, version_set **out)
+{
+    if (!out) return tkv_err(TKV_INVALID, "vset_open_readonly: NULL out");
+    *out = NULL;
+    if (!dir) return tkv_err(TKV_INVALID, "vset_open_readonly: NULL dir");
+    version_set *vs;
+    TKV_TRY(vset_new(dir, st, &vs));
+    uint64_t number;
+    int rc = vset_recover(vs, &number, 0);
+    if (rc == 0 && number == 0) rc = 1; /* no MANIFEST */
+    if (rc != 0) {
+        char saved[512];
+        vset_save_errmsg(saved, sizeof saved);
+        vset_close(vs);
+        return rc < 0 ? tkv_err(rc, "%s", saved) : rc;
+    }
+    vs->manifest_number = number;
+    *out = vs;
+    return 0;
+}
+
+/* vset_open -- recovers (or creates) the version set of dir and starts a new MANIFEST. */
+int vset_open(const char *dir, io_stats *st, version_set **out)
+{
+    if (!out) return tkv_err(TKV_INVALID, "vset_open: NULL out");
+    *out = NULL;
+    if (!dir) return tkv_err(TKV_INVALID, "vset_open: NULL dir");
+    version_set *vs;
+    TKV_TRY(vset_new(dir, st, &vs));
 
     /* Recovery, then the CURRENT switch:
      *   1. replay the MANIFEST named by CURRENT (none: fresh, empty state);
@@ -426,7 +459,7 @@ int vset_open(const char *dir, io_stats *st, version_set **out)
      *   6. delete the old MANIFEST (and any stale one). A crash before 5
      *      recovers from the old MANIFEST again; after 5, from the new one. */
     uint64_t old;
-    int rc = vset_recover(vs, &old);
+    int rc = vset_recover(vs, &old, 1);
     if (rc == 0) {
         uint64_t number = old ? vset_new_file_number(vs) : 1;
         rc = vset_write_new_manifest(vs, number, &vs->manifest);
@@ -509,6 +542,8 @@ static int vset_log_then_install(version_set *vs, version_edit *e, pthread_mutex
     if (mu) {
         while (vs->installing) pthread_cond_wait(&vs->install_cv, mu);
     }
+    if (!vs->manifest)
+        return tkv_err(TKV_INVALID, "MANIFEST-%06llu was opened read-only", (unsigned long long)vs->manifest_number);
     if (vs->err)
         return tkv_err(vs->err, "MANIFEST-%06llu is unusable after an earlier failed write or sync (%s)",
                        (unsigned long long)vs->manifest_number, tkv_strerror(vs->err));
