@@ -6,7 +6,9 @@
  * The data is laid out by hand (build_layout) so that which files each job
  * takes, and where its cut points are, is known: four key ranges r0..r3,
  * each one L1 file over one or two L2 files of its own, no file straddling
- * two ranges. l0=sst, so L0->L1 work is the tkv-l0 worker, and a flush of
+ * two ranges. The L1 files come from one L0->L1 compaction of all four
+ * ranges, which cuts its outputs on the L2 boundaries (compact_merge.c:
+ * without that there would be no cut points). l0=sst, so L0->L1 work is the tkv-l0 worker, and a flush of
  * keys of one range makes it need exactly that range's L1 file. A fault
  * hook holds tkv-deep threads at chosen output writes.
  *
@@ -148,13 +150,17 @@ static void build_layout(const char *dir, tu_model *m)
     need(prop(db, "tkv.stats", "level.L1: files=") == 0, "phase 1 left L1 files");
     need(tkv_close(db) == TKV_OK, "close");
     tkv_options_free(o);
-    o = options("l1_size", "16M", NULL); /* no deep work: L1 keeps what L0->L1 writes */
+    /* phase 2: all four ranges in one L0 file (one memtable), merged into
+     * L1 by one L0->L1 compaction with no deep work (l1_size 16M). Cut at
+     * sst_size alone, its ~180K of output would be three files straddling
+     * ranges; cut where it crosses an L2 boundary once half of sst_size,
+     * it is one file per range (compact_merge.c) */
+    o = options("l1_size", "16M", "memtable_size", "1M", NULL);
     db = open_db(dir, o);
-    for (int r = 0; r < RANGES; r++) {
-        put_range(db, m, r, 2, 0, 1, KEYS_PER_RANGE);
-        need(tkv_flush(db) == TKV_OK, "flush");
-        wait_idle(db);
-    }
+    for (int r = 0; r < RANGES; r++) put_range(db, m, r, 2, 0, 1, KEYS_PER_RANGE);
+    need(tkv_flush(db) == TKV_OK, "flush");
+    wait_idle(db);
+    need(prop(db, "tkv.stats", "compaction.compact-l0: count=") == 1, "phase 2: one L0->L1 compaction");
     need(prop(db, "tkv.stats", "level.L1: files=") == RANGES, "phase 2: one L1 file per range");
     need(tkv_close(db) == TKV_OK, "close");
     tkv_options_free(o);

@@ -61,32 +61,29 @@ static int push_output(file_meta ***done, size_t *ndone, size_t *cap, file_meta 
 }
 
 /* The files of the level below the output level (the grandparents), and
- * where the merge is among them. An output is cut where no grandparent
- * spans the cut, once it is half full: the boundaries of the output level
- * then fall on boundaries of the level below, which gives the next
- * compaction of these outputs cut points (compact_run.c), and each output
- * overlaps fewer grandparent bytes (RocksDB cuts at grandparent boundaries
- * for the same reason). */
+ * where the merge is among them. Once half full, an output is cut where the
+ * merge crosses a grandparent boundary (the end of one grandparent or the
+ * start of the next) that no grandparent spans: the boundaries of the
+ * output level then fall on boundaries of the level below, which gives the
+ * next compaction of these outputs cut points (compact_run.c), and each
+ * output overlaps fewer grandparent bytes (RocksDB cuts at grandparent
+ * boundaries for the same reason). Where the level below has no file, no
+ * boundary is crossed and outputs run to sst_size. */
 typedef struct grandparents {
     file_meta *const *f;
     size_t n, i; /* f[i]: the first whose largest user key is >= the current key */
 } grandparents;
 
-/* gp_clean -- moves g to ukey; 1 if no grandparent holds keys both at or
- * below prev (the user key before ukey) and at or above ukey. */
-static int gp_clean(grandparents *g, tkv_slice prev, tkv_slice ukey)
+/* gp_crossed -- moves g from prev (the previous user key) to ukey; 1 if a
+ * grandparent boundary lies between them that no grandparent spans. */
+static int gp_crossed(grandparents *g, tkv_slice prev, tkv_slice ukey)
 {
+    size_t was = g->i;
     while (g->i < g->n && ukey_cmp(ikey_user(fm_large(g->f[g->i])), ukey) < 0) g->i++;
-    return g->i == g->n || ukey_cmp(ikey_user(fm_small(g->f[g->i])), prev) > 0;
-}
-
-/* cut_here -- 1 if the current output (size bytes) ends before a new user
- * key ukey (prev the one before it): at sst_size, or past half of it where
- * no grandparent spans the gap. */
-static int cut_here(const tkv_db *db, grandparents *g, uint64_t size, tkv_slice prev, tkv_slice ukey)
-{
-    if (size >= db->opts.sst_size) return 1;
-    return g->n && size >= db->opts.sst_size / 2 && gp_clean(g, prev, ukey);
+    if (g->i > was) return 1; /* past the end of f[was], which held keys >= prev: f[i] starts after it */
+    if (g->i == g->n) return 0;
+    tkv_slice s = ikey_user(fm_small(g->f[g->i]));
+    return ukey_cmp(s, prev) > 0 && ukey_cmp(s, ukey) <= 0; /* into f[i] from a gap */
 }
 
 int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
@@ -111,8 +108,9 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
         tkv_slice ukey = ikey_user(key);
         int new_key = !has_cur || ukey_cmp(ukey, slice(cur_ukey.data, cur_ukey.len)) != 0;
         if (new_key) {
-            cut = have_out &&
-                  cut_here(db, &gp, table_builder_file_size(cur.tb), slice(cur_ukey.data, cur_ukey.len), ukey);
+            int crossed = has_cur && gp.n && gp_crossed(&gp, slice(cur_ukey.data, cur_ukey.len), ukey);
+            uint64_t size = have_out ? table_builder_file_size(cur.tb) : 0;
+            cut = have_out && (size >= db->opts.sst_size || (crossed && size >= db->opts.sst_size / 2));
             cur_ukey.len = 0;
             rc = buf_append(&cur_ukey, ukey.p, ukey.n);
             has_cur = 1;
@@ -127,8 +125,8 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
         }
         last_seq_for_key = seq;
         if (drop || rc < 0) continue;
-        /* Split outputs by size (cut_here), never between versions of one
-         * user key. */
+        /* Split outputs by size, or from half of it at a grandparent
+         * boundary, never between versions of one user key. */
         if (have_out && new_key && cut) {
             rc = output_finish(&cur);
             if (rc == 0) rc = push_output(&done, &ndone, &cap, cur.f);

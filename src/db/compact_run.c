@@ -19,8 +19,8 @@
  * one; with none before it, it is an abort: nothing installed. An L0->L1
  * compaction is one segment. A segment of manual pick that has no file of L
  * (files of L+1 in a gap of the range) is left as it is; a segment of one
- * file of L with nothing below is re-linked (moved), not rewritten, unless
- * the compaction is manual.
+ * file of L >= 1 with nothing below is re-linked (moved), not rewritten,
+ * unless the compaction is manual.
  *
  * Persistence order of a commit, whole or partial (crash-safe at every step):
  *  (1) each merged segment's outputs are written, fdatasync'd and closed,
@@ -162,7 +162,7 @@ static int run_segments(tkv_db *db, const compaction *c, cmp_job *j)
         if (j->reached > 0 && silk_job_cut(db)) break; /* asked to yield: stop at this cut */
         if (sg->a1 == sg->a0) {
             sg->state = SEG_LEFT; /* no file of the level: nothing to push down */
-        } else if (!c->manual && sg->a1 - sg->a0 == 1 && sg->b1 == sg->b0) {
+        } else if (!c->manual && c->level > 0 && sg->a1 - sg->a0 == 1 && sg->b1 == sg->b0) {
             sg->state = SEG_MOVED;
         } else {
             rc = merge_segment(db, c, sg, v, snap, j);
