@@ -196,8 +196,10 @@ static compaction *run_compaction(const version *v, int level, const run *r)
 
 /* pick_run -- the deep pick of `level` (cmp_pick_in): the first takeable
  * file after the level's compaction cursor (round robin over the key space,
- * as LevelDB's compact pointer), extended into a run. */
-static compaction *pick_run(tkv_db *db, version *v, int level)
+ * as LevelDB's compact pointer), extended into a run. *wanted (may be NULL)
+ * is set when it took nothing and some file was passed over only because
+ * L0->L1 work wants it. */
+static compaction *pick_run(tkv_db *db, version *v, int level, int *wanted)
 {
     size_t n = v->nfiles[level];
     run r = {0};
@@ -215,7 +217,10 @@ static compaction *pick_run(tkv_db *db, version *v, int level)
         size_t i = (start + k) % n;
         const file_meta *f = v->files[level][i];
         below(v, level, f, &r.b0[0], &r.b1[0]);
-        if (!takeable(v, level, f, r.b0[0], r.b1[0], now)) continue;
+        if (!takeable(v, level, f, r.b0[0], r.b1[0], now)) {
+            if (wanted && !f->being_compacted && f->wanted_until_us > now) *wanted = 1;
+            continue;
+        }
         r.first = i;
         r.end = i + 1;
         r.bytes_in = r.bytes_all = f->size;
@@ -239,7 +244,7 @@ compaction *cmp_pick_in(tkv_db *db, version *v, int lo, int hi, int *busy)
         memcpy(in, v->files[0], v->nfiles[0] * sizeof *in);
         return finish_pick(v, 0, in, v->nfiles[0], busy);
     }
-    return pick_run(db, v, level);
+    return pick_run(db, v, level, busy);
 }
 
 int cmp_l0_needs(const version *v, file_meta ***out, size_t *n)

@@ -44,7 +44,8 @@ double cmp_score_in(const version *v, const struct tkv_options *o, int lo, int h
  * (the high pool takes level 0, the low pool 1..), or NULL. Skips files
  * already being compacted, and (deep picks) files L0->L1 work waits for
  * (wanted_until_us); *busy (may be NULL) is set when the best level's L0
- * pick found busy files. A deep pick takes a run of files from the level's
+ * pick found busy files, or its deep pick found nothing but passed over a
+ * wanted file (a mark that expires: pick again by then). A deep pick takes a run of files from the level's
  * cursor (compaction, above): more while the files taken are fewer bytes
  * than the level's excess over its target (less its busy files), at most
  * CMP_RUN_FILES x sst_size of input, ending before a busy or wanted file

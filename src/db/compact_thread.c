@@ -49,14 +49,13 @@ static void compact_worker(tkv_db *db, int deep)
         compaction *c = NULL;
         int busy = 0;
         if (!db->bg_error && !db->manual_waiting)
-            c = deep ? cmp_pick_in(db, vset_current(db->vs), 1, VERSION_LEVELS - 2, NULL)
-                     : cmp_pick_in(db, vset_current(db->vs), 0, 0, &busy);
+            c = cmp_pick_in(db, vset_current(db->vs), deep ? 1 : 0, deep ? VERSION_LEVELS - 2 : 0, &busy);
         if (!c) {
-            if (busy) {
+            if (busy && !deep) {
                 l0_preempt(db);
                 db_wait_us(db, SILK_WANTED_US / 4); /* woken when a job lets go; else ask again */
-            } else if (deep) {
-                db_wait_us(db, SILK_WANTED_US); /* files L0->L1 work wanted are free again by then */
+            } else if (busy) {
+                db_wait_us(db, SILK_WANTED_US); /* passed over wanted files: their marks expire by then */
             } else {
                 pthread_cond_wait(&db->bg_cv, &db->mu);
             }
