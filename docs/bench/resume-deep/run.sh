@@ -1,7 +1,7 @@
 #!/bin/bash
 # run.sh -- before/after sustained fills for the resumable deep compactions (docs/bench/resume-deep/),
 # as run: B is tkv_bench built at 8abde83 (main before the change), A at 6b2ee4f (the branch, same
-# code as after its rebase onto e1ba05b). Each run gets a fresh database under /tmp/resume-bench/db.
+# code as 0d900ac after the branch was rebased onto e1ba05b). Each run gets a fresh database under /tmp/resume-bench/db.
 # The second round of "small" was run with the names suffixed -r2.
 set -u
 cd /tmp/resume-bench
