@@ -6,9 +6,12 @@
  *    (pauses > 0) while flushes and columns go on; when the burst ends every
  *    pause has been resumed (pauses == resumes); the data matches the model.
  *  - sched_abort_cleanup: small L1 files and many column compactions that
- *    need L1 files deep compactions hold: aborted deep jobs leave no output
- *    file behind (every .sst in the directory is in the current version) and
- *    lose nothing (model check, reopen).
+ *    need L1 files deep compactions hold: deep jobs that yield (abort, or
+ *    commit up to a cut point) leave no output file behind (every .sst in
+ *    the directory is in the current version) and lose nothing (model
+ *    check, reopen).
+ *  - sched_abort_held_job: a deep job held at an output write, a column that
+ *    needs its files: the job is asked to yield and stops (deep_yield_wait=0).
  *  - sched_slow_column_ramp: slow columns; the PRL controller's container
  *    ramp paces the writer so that the pool never fills (off: it does).
  *  - sched_deep_debt: deep compactions held; the PRL controller paces
@@ -170,8 +173,9 @@ static void sched_abort_cleanup(void **state)
     }
     wait_quiet(db);
     long orphans = sst_orphans(db, dir);
-    print_message("abort: %llu deep jobs aborted for columns; %ld orphan .sst files\n", (unsigned long long)aborts,
-                  orphans);
+    print_message("abort: %llu deep jobs aborted for columns (%llu yields, %llu partial commits); %ld orphan .sst files\n",
+                  (unsigned long long)aborts, (unsigned long long)tu_prop_u64(db, "tkv.sched", "yields="),
+                  (unsigned long long)tu_prop_u64(db, "tkv.sched", "partial_commits="), orphans);
     assert_int_equal(orphans, 0);
     tu_check_db(db, NULL, m, "after aborts");
     tu_close_reopen_check(db, dir, o, m, "reopened after aborts");
@@ -180,9 +184,11 @@ static void sched_abort_cleanup(void **state)
     tu_tmpdir_free(dir);
 }
 
-/* ---- deterministic abort: a deep L1->L2 job is held at its first output
+/* ---- deterministic stop: a deep L1->L2 job is held at its first output
  * write (an I/O fault hook that blocks tkv-deep threads) until a column
- * compaction that needs its L1 files has told it to abort. */
+ * compaction that needs its L1 files has asked it to yield; with
+ * deep_yield_wait=0 it stops at its next I/O. (The layouts that let a job
+ * keep work up to a cut point are built by hand in test_deep_yield.c.) */
 
 static volatile int g_hold_deep;   /* 1: tkv-deep writes of .sst files wait in the hook */
 static volatile int g_deep_held;   /* writes that waited */
@@ -223,7 +229,7 @@ static void sched_abort_held_job(void **state)
     /* level_multiplier 100: L2 never needs compacting here, so every deep
      * job is L1->L2 and holds L1 files; small L1 files and columns */
     tkv_options *o = sched_options("level_multiplier", "100", "l1_size", "256K", "column_bytes", "64K",
-                                   "compaction_threads", "1", NULL);
+                                   "compaction_threads", "1", "deep_yield_wait", "0", NULL);
     tkv_db *db = tu_open_ok(dir, o);
     writer_arg w = {.db = db, .m = tu_model_new()};
     tu_rng_init(&w.r, tu_seed() + 14);
@@ -232,38 +238,43 @@ static void sched_abort_held_job(void **state)
     io_set_fault_hook(hold_deep_hook, NULL);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, writer_main, &w), 0);
-    /* wait for a held deep job, then for a column to abort it. A job can
-     * also be aborted before its first output write (never held: CI saw
-     * one 0.1 s in); so wait for both a hold and an abort, and after the
-     * hold up to 10 s more for an abort that comes after it (almost always
+    /* wait for a held deep job, then for a column to ask it to yield. A job
+     * can also be asked before its first output write (never held: CI saw
+     * one 0.1 s in); so wait for both a hold and a request, and after the
+     * hold up to 10 s more for a request that comes after it (almost always
      * the held job's: it cannot finish while held) */
     double t0 = tu_now_ms(), t_held = 0;
-    uint64_t aborts = 0, aborts_at_hold = 0;
-    int held = 0, abort_after_hold = 0;
+    uint64_t yields = 0, yields_at_hold = 0;
+    int held = 0, yield_after_hold = 0;
     while (tu_now_ms() - t0 < 60000) {
-        aborts = tu_prop_u64(db, "tkv.sched", "aborts=");
+        yields = tu_prop_u64(db, "tkv.sched", "yields=");
         held = __atomic_load_n(&g_deep_held, __ATOMIC_RELAXED);
         if (held && !t_held) {
             t_held = tu_now_ms();
-            aborts_at_hold = aborts;
+            yields_at_hold = yields;
         }
-        if (t_held && aborts > aborts_at_hold) {
-            abort_after_hold = 1;
+        if (t_held && yields > yields_at_hold) {
+            yield_after_hold = 1;
             break;
         }
-        if (t_held && aborts > 0 && tu_now_ms() - t_held > 10000) break;
+        if (t_held && yields > 0 && tu_now_ms() - t_held > 10000) break;
         usleep(5000);
     }
-    print_message("an abort after the hold: %d\n", abort_after_hold);
-    __atomic_store_n(&g_hold_deep, 0, __ATOMIC_RELEASE); /* the aborted job now hits its pause point */
+    print_message("a yield request after the hold: %d\n", yield_after_hold);
+    __atomic_store_n(&g_hold_deep, 0, __ATOMIC_RELEASE); /* the job now stops at its next pause point */
     __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
     pthread_join(th, NULL);
     io_set_fault_hook(NULL, NULL);
-    print_message("held deep writes: %d, aborts: %llu after %.1f s, %llu puts\n", held, (unsigned long long)aborts,
+    /* the jobs asked stopped: with nothing to keep (abort), or installing
+     * their work up to a cut their run had passed */
+    uint64_t aborts = tu_prop_u64(db, "tkv.sched", "aborts="), partial = tu_prop_u64(db, "tkv.sched", "partial_commits=");
+    print_message("held deep writes: %d, yields: %llu, aborts: %llu, partial commits %llu after %.1f s, %llu puts\n",
+                  held, (unsigned long long)yields, (unsigned long long)aborts, (unsigned long long)partial,
                   (tu_now_ms() - t0) / 1e3, (unsigned long long)w.n);
     assert_true(held > 0);
-    assert_true(aborts > 0);
+    assert_true(yields > 0);
     wait_quiet(db);
+    assert_true(tu_prop_u64(db, "tkv.sched", "aborts=") + tu_prop_u64(db, "tkv.sched", "partial_commits=") > 0);
     /* the aborted job's partial outputs are gone, its inputs were compacted later */
     assert_int_equal(sst_orphans(db, dir), 0);
     assert_true(tu_prop_u64(db, "tkv.sched", " done=") > 0);

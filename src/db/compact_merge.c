@@ -14,6 +14,7 @@
 #include "util/status.h"
 
 static tkv_slice fm_small(const file_meta *f) { return slice(f->smallest.data, f->smallest.len); }
+static tkv_slice fm_large(const file_meta *f) { return slice(f->largest.data, f->largest.len); }
 
 /* is_base_level -- 1 if no level deeper than out_level can hold ukey, so a
  * tombstone for it at out_level shadows nothing and may be dropped. */
@@ -59,6 +60,32 @@ static int push_output(file_meta ***done, size_t *ndone, size_t *cap, file_meta 
     return 0;
 }
 
+/* The files of the level below the output level (the grandparents), and
+ * where the merge is among them. Once half full, an output is cut where the
+ * merge crosses a grandparent boundary (the end of one grandparent or the
+ * start of the next) that no grandparent spans: the boundaries of the
+ * output level then fall on boundaries of the level below, which gives the
+ * next compaction of these outputs cut points (compact_run.c), and each
+ * output overlaps fewer grandparent bytes (RocksDB cuts at grandparent
+ * boundaries for the same reason). Where the level below has no file, no
+ * boundary is crossed and outputs run to sst_size. */
+typedef struct grandparents {
+    file_meta *const *f;
+    size_t n, i; /* f[i]: the first whose largest user key is >= the current key */
+} grandparents;
+
+/* gp_crossed -- moves g from prev (the previous user key) to ukey; 1 if a
+ * grandparent boundary lies between them that no grandparent spans. */
+static int gp_crossed(grandparents *g, tkv_slice prev, tkv_slice ukey)
+{
+    size_t was = g->i;
+    while (g->i < g->n && ukey_cmp(ikey_user(fm_large(g->f[g->i])), ukey) < 0) g->i++;
+    if (g->i > was) return 1; /* past the end of f[was], which held keys >= prev: f[i] starts after it */
+    if (g->i == g->n) return 0;
+    tkv_slice s = ikey_user(fm_small(g->f[g->i]));
+    return ukey_cmp(s, prev) > 0 && ukey_cmp(s, ukey) <= 0; /* into f[i] from a gap */
+}
+
 int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
               file_meta ***out, size_t *nout)
 {
@@ -67,8 +94,13 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
     size_t ndone = 0, cap = 0;
     int have_out = 0, rc = 0;
     tkv_buf cur_ukey = {0};
-    int has_cur = 0;
+    int has_cur = 0, cut = 0;
     uint64_t last_seq_for_key = UINT64_MAX;
+    grandparents gp = {0};
+    if (out_level + 1 < VERSION_LEVELS) {
+        gp.f = v->files[out_level + 1];
+        gp.n = v->nfiles[out_level + 1];
+    }
     *out = NULL;
     *nout = 0;
     for (it_seek_first(in); rc == 0 && it_valid(in); it_next(in)) {
@@ -76,6 +108,9 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
         tkv_slice ukey = ikey_user(key);
         int new_key = !has_cur || ukey_cmp(ukey, slice(cur_ukey.data, cur_ukey.len)) != 0;
         if (new_key) {
+            int crossed = has_cur && gp.n && gp_crossed(&gp, slice(cur_ukey.data, cur_ukey.len), ukey);
+            uint64_t size = have_out ? table_builder_file_size(cur.tb) : 0;
+            cut = have_out && (size >= db->opts.sst_size || (crossed && size >= db->opts.sst_size / 2));
             cur_ukey.len = 0;
             rc = buf_append(&cur_ukey, ukey.p, ukey.n);
             has_cur = 1;
@@ -90,8 +125,9 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
         }
         last_seq_for_key = seq;
         if (drop || rc < 0) continue;
-        /* Split outputs by size, never between versions of one user key. */
-        if (have_out && new_key && table_builder_file_size(cur.tb) >= db->opts.sst_size) {
+        /* Split outputs by size, or from half of it at a grandparent
+         * boundary, never between versions of one user key. */
+        if (have_out && new_key && cut) {
             rc = output_finish(&cur);
             if (rc == 0) rc = push_output(&done, &ndone, &cap, cur.f);
             if (rc < 0) break;

@@ -7,7 +7,12 @@
 
 #include "db/db_impl.h"
 
-/* A compaction: inputs[0] from `level`, inputs[1] from level+1 (the output level). */
+/* A compaction: inputs[0] from `level`, inputs[1] from level+1 (the output
+ * level), each in key order (L0: newest first). A deep pick is a run of
+ * consecutive files of `level` with, for each, the files of level+1 it
+ * overlaps; no file of level+1 overlaps two of them, so the boundary between
+ * two is a cut point where the job can stop and keep its work
+ * (compact_run.c). */
 typedef struct compaction {
     int level;
     int out_level;
@@ -17,7 +22,14 @@ typedef struct compaction {
     uint64_t est_bytes;   /* input bytes */
     io_class cls;         /* IO_COMPACT_L0 or IO_COMPACT_DEEP */
     int manual;
+    /* set by cmp_run */
+    int partial;          /* stopped at a cut: installed the work before it, left the rest */
+    uint64_t kept_bytes;  /* output bytes installed */
 } compaction;
+
+/* CMP_RUN_FILES -- a deep pick's run takes at most this many times sst_size
+ * of input bytes (both levels; RocksDB's max_compaction_bytes default). */
+#define CMP_RUN_FILES 25
 
 /* cmp_free -- unrefs the inputs and frees c (NULL-safe). The caller clears
  * being_compacted first (cmp_run does). */
@@ -30,10 +42,22 @@ double cmp_score_in(const version *v, const struct tkv_options *o, int lo, int h
 
 /* cmp_pick_in -- the compaction to run next among input levels lo..hi of v
  * (the high pool takes level 0, the low pool 1..), or NULL. Skips files
- * already being compacted; *busy (may be NULL) is set when the best level's
- * L0 pick found busy files. Caller holds db->mu; the inputs are marked
- * being_compacted (and ref'd) on return. */
+ * already being compacted, and (deep picks) files L0->L1 work waits for
+ * (wanted_until_us); *busy (may be NULL) is set when the best level's L0
+ * pick found busy files, or its deep pick found nothing but passed over a
+ * wanted file (a mark that expires: pick again by then). A deep pick takes a run of files from the level's
+ * cursor (compaction, above): more while the files taken are fewer bytes
+ * than the level's excess over its target (less its busy files), at most
+ * CMP_RUN_FILES x sst_size of input, ending before a busy or wanted file
+ * and before a file whose overlap below touches the previous one's. Caller
+ * holds db->mu; the inputs are marked being_compacted (and ref'd) on
+ * return. */
 compaction *cmp_pick_in(tkv_db *db, version *v, int lo, int hi, int *busy);
+
+/* cmp_l0_needs -- the L1 files an L0->L1 compaction of v would take (those
+ * the range of all of L0 overlaps): *out malloc'd (the caller frees the
+ * array, not the files); *n 0 when L0 is empty. Caller holds db->mu. */
+int cmp_l0_needs(const version *v, file_meta ***out, size_t *n);
 
 /* cmp_pick_range -- a compaction of every file of `level` overlapping
  * [lo, hi] with the overlapping files of level+1 (tkv_compact_range). NULL if

@@ -11,11 +11,37 @@
 #include "util/status.h"
 #include "util/thread.h"
 
+/* l0_preempt -- the L0 worker's pick found busy L1 files (mu held): the
+ * deep jobs that hold the L1 files it needs -- and only those -- are asked
+ * to yield (silk_yield_l1; scheduler=fifo: none, it waits for them). */
+static void l0_preempt(tkv_db *db)
+{
+    file_meta **need;
+    size_t n;
+    if (cmp_l0_needs(vset_current(db->vs), &need, &n) < 0) return; /* out of memory: wait and pick again */
+    if (n) silk_yield_l1(db, need, n);
+    free(need);
+}
+
+/* run_deep -- runs deep compaction c on this thread as a registered SILK
+ * job (pause points, yields) and tells the scheduler how it ended. */
+static void run_deep(tkv_db *db, compaction *c)
+{
+    silk_job job;
+    silk_job_begin(db, &job, c->level, c->inputs[0], c->ninputs[0]);
+    int rc = cmp_run(db, c); /* errors become bg_error; a stop does not */
+    silk_outcome how = rc == SILK_ABORTED ? SILK_JOB_STOPPED
+                     : rc < 0             ? SILK_JOB_FAILED
+                     : c->partial         ? SILK_JOB_PARTIAL
+                                          : SILK_JOB_DONE;
+    silk_job_end(db, &job, how, c->kept_bytes);
+}
+
 /* compact_worker -- one thread of a compaction pool. The high pool's L0
  * worker (deep = 0) takes only L0 SST -> L1 compactions; the low pool's
  * workers (deep = 1) only L1+ (SILK: the high pool never runs deep work).
- * With scheduler=silk an L0 pick blocked by L1 files a deep job holds
- * aborts that job (silk_abort_l1). */
+ * With scheduler=silk an L0 pick blocked by L1 files a deep job holds asks
+ * that job to yield (l0_preempt), and asks again while it waits. */
 static void compact_worker(tkv_db *db, int deep)
 {
     pthread_mutex_lock(&db->mu);
@@ -23,28 +49,24 @@ static void compact_worker(tkv_db *db, int deep)
         compaction *c = NULL;
         int busy = 0;
         if (!db->bg_error && !db->manual_waiting)
-            c = deep ? cmp_pick_in(db, vset_current(db->vs), 1, VERSION_LEVELS - 2, NULL)
-                     : cmp_pick_in(db, vset_current(db->vs), 0, 0, &busy);
+            c = cmp_pick_in(db, vset_current(db->vs), deep ? 1 : 0, deep ? VERSION_LEVELS - 2 : 0, &busy);
         if (!c) {
-            if (busy) {
-                version *v = vset_current(db->vs);
-                silk_abort_l1(db, v->files[1], v->nfiles[1]);
+            if (busy && !deep) {
+                l0_preempt(db);
+                db_wait_us(db, SILK_WANTED_US / 4); /* woken when a job lets go; else ask again */
+            } else if (busy) {
+                db_wait_us(db, SILK_WANTED_US); /* passed over wanted files: their marks expire by then */
+            } else {
+                pthread_cond_wait(&db->bg_cv, &db->mu);
             }
-            pthread_cond_wait(&db->bg_cv, &db->mu);
             continue;
         }
         /* pool discipline: never a deep job in the high pool (cmp_pick_in
          * picks only from the levels it is given) */
         db->compactions_running++;
         pthread_mutex_unlock(&db->mu);
-        if (deep) {
-            silk_job job;
-            silk_job_begin(db, &job, c->level, c->inputs[0], c->ninputs[0]);
-            cmp_run(db, c); /* errors become bg_error; an abort does not */
-            silk_job_end(db, &job);
-        } else {
-            cmp_run(db, c);
-        }
+        if (deep) run_deep(db, c);
+        else cmp_run(db, c);
         cmp_free(c);
         pthread_mutex_lock(&db->mu);
         db->compactions_running--;
@@ -87,7 +109,7 @@ void cmp_workers_stop(tkv_db *db)
 {
     db_shut_down(db);
     if (!db->workers_started) return;
-    silk_abort_all(db); /* running deep compactions stop at their next pause point (redone after reopen) */
+    silk_abort_all(db); /* running deep compactions stop at their next pause point (keeping their cuts) */
     for (int i = 0; i < db->ndeep_threads; i++) pthread_join(db->deep_threads[i], NULL);
     free(db->deep_threads);
     db->deep_threads = NULL;

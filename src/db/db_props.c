@@ -108,6 +108,11 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
                 (unsigned long long)ctr_get(&c->compactions[k]), (unsigned long long)ctr_get(&c->compaction_read_bytes[k]),
                 (unsigned long long)ctr_get(&c->compaction_write_bytes[k]));
     buf_appendf(b, oom, "compaction.trivial_moves: %llu\n", (unsigned long long)ctr_get(&c->trivial_moves));
+    silk_deep_stats ds;
+    silk_get_deep_stats(db, &ds);
+    buf_appendf(b, oom, "compaction.deep_yields: yields=%llu partial_commits=%llu partial_bytes=%llu aborts=%llu\n",
+            (unsigned long long)ds.yields, (unsigned long long)ds.partial_commits,
+            (unsigned long long)ds.partial_bytes, (unsigned long long)ds.aborts);
     cache_lines(db, b, oom);
     mx_stats_line(db, b, oom);
     buf_appendf(b, oom, "stalls: slowdowns=%llu stops=%llu stall_micros=%llu\n",

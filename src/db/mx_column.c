@@ -74,14 +74,17 @@ static int compactor_wanted(tkv_db *db)
 
 /* take_l1 -- claims the L1 files the planned column rewrites (ref'd,
  * being_compacted), or sets *busy when a deep (L1->L2) compaction holds
- * some: with scheduler=silk that job is aborted (outputs deleted, inputs
- * untouched) and the column runs as soon as it has let go; fifo waits for
- * it to finish. Caller holds mu. */
+ * some: with scheduler=silk the jobs that hold them are asked to yield
+ * (silk_yield_l1: each stops at its next cut point and installs its work up
+ * to there, or stops at once when it may not go on), the column's files are
+ * kept from new deep picks, and the column runs as soon as they are free
+ * (the column thread picks again every MX_IDLE_WAIT_US at most, asking
+ * again); fifo waits for the jobs to finish. Caller holds mu. */
 static int take_l1(tkv_db *db, version *v, column_job *j, int *busy)
 {
     for (size_t i = j->plan.l1_first; i < j->plan.l1_end; i++)
         if (v->files[1][i]->being_compacted) {
-            silk_abort_l1(db, &v->files[1][j->plan.l1_first], j->plan.l1_end - j->plan.l1_first);
+            silk_yield_l1(db, &v->files[1][j->plan.l1_first], j->plan.l1_end - j->plan.l1_first);
             *busy = 1;
             return 0;
         }

@@ -64,6 +64,7 @@ struct tkv_options {
     int sched_latency_factor;   /* the cap backs off when client reads take this percent of their baseline */
     uint64_t deep_reserved_bandwidth; /* deep compactions' guaranteed share of I, bytes/s */
     int compaction_threads;     /* low-priority pool: threads for deep (L1+) compactions */
+    int deep_yield_wait;        /* ms a deep job asked to yield may go on to its next cut (0: stop at once) */
     int background_nice;        /* nice value of the flush, column, L0 and deep threads (0: unchanged) */
     uint64_t compaction_readahead; /* bytes per read of a compaction input SST (0: one block per read) */
     uint64_t ssd_bandwidth;     /* emul/: cap on every SSD read and write of the engine, bytes/s; 0 = off */

@@ -1,7 +1,7 @@
 /*
  * silk.c -- the SILK scheduler inside the engine: the monitor thread, the
  * I/O gate (internal rate limiter + emulated SSD throttle + deep-compaction
- * pause points), aborts of deep jobs for L0->L1 work, the tkv.sched report.
+ * pause points), deep jobs yielding to L0->L1 work, the tkv.sched report.
  * Interface and locking: silk.h. Policy and parameters: docs/scheduler.md.
  */
 #include "db/silk.h"
@@ -25,7 +25,7 @@
 
 typedef struct silk_counters {
     uint64_t pauses, resumes, pause_micros; /* deep-job pause episodes and their time */
-    uint64_t aborts;                        /* deep jobs aborted for L0->L1 work */
+    silk_deep_stats deep;                   /* yields, partial commits, aborts, waits (silk.h) */
     uint64_t deep_started, deep_done;
     uint64_t stalls_over_10ms, max_stall_us; /* writes that waited (pacing + stop) > 10 ms */
     /* write groups that stopped on a full set of memtables while the flush
@@ -48,6 +48,7 @@ typedef struct silk_state {
     int deep_paused;       /* the monitor's decision (mu) */
     int urgent;            /* deep backlog urgent: never paused (mu) */
     int stopping;
+    uint64_t yield_wait_us; /* deep_yield_wait: how long a yielding job may go on to its next cut */
     silk_job *jobs;        /* running deep compactions (mu) */
     monitor_thread *thread;
     uint64_t last_bytes[IO_NCLASSES]; /* totals at the previous window (monitor thread only) */
@@ -102,6 +103,7 @@ int silk_open(tkv_db *db)
     pthread_mutex_init(&s->mu, NULL);
     sched_cond_init(&s->cv);
     s->fifo = o->scheduler == SCHED_FIFO;
+    s->yield_wait_us = (uint64_t)o->deep_yield_wait * 1000u;
     s->T = o->device_bandwidth;
     if (!s->T && o->ssd_bandwidth) s->T = o->ssd_bandwidth; /* the emulated device is the device */
     if (!s->T) {
@@ -279,6 +281,7 @@ void silk_job_begin(tkv_db *db, silk_job *j, int level, file_meta *const *inputs
     j->inputs = inputs;
     j->ninputs = n;
     atomic_store(&j->abort, 0);
+    atomic_store(&j->yield, 0);
     pthread_mutex_lock(&s->mu);
     j->next = s->jobs;
     s->jobs = j;
@@ -293,12 +296,28 @@ void silk_job_committing(tkv_db *db)
     silk_job *j = tls_job;
     if (!j) return;
     pthread_mutex_lock(&s->mu);
-    j->committing = 1; /* silk_abort_l1 reads it under mu */
+    j->committing = 1; /* silk_yield_l1 reads it under mu */
     pthread_mutex_unlock(&s->mu);
     tls_job = NULL; /* silk_gate: no pause point, no abort flag */
 }
 
-void silk_job_end(tkv_db *db, silk_job *j)
+int silk_job_cut(tkv_db *db)
+{
+    (void)db;
+    silk_job *j = tls_job;
+    if (!j) return 0;
+    return atomic_load(&j->yield) || atomic_load(&j->abort);
+}
+
+/* note_max -- *m = max(*m, v), atomically. */
+static void note_max(uint64_t *m, uint64_t v)
+{
+    uint64_t cur = ctr_get(m);
+    while (v > cur && !__atomic_compare_exchange_n(m, &cur, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+void silk_job_end(tkv_db *db, silk_job *j, silk_outcome how, uint64_t kept_bytes)
 {
     silk_state *s = db->silk;
     tls_job = NULL;
@@ -309,31 +328,63 @@ void silk_job_end(tkv_db *db, silk_job *j)
             break;
         }
     pthread_mutex_unlock(&s->mu);
+    silk_deep_stats *d = &s->ctr.deep;
+    int yielded = atomic_load(&j->yield);
+    if (yielded) { /* L0->L1 work waited for it from yield_at_us to now: its files are free */
+        uint64_t us = sched_mono_us() - j->yield_at_us;
+        ctr_add(&d->yield_waits, 1);
+        ctr_add(&d->yield_wait_us, us);
+        note_max(&d->yield_wait_max_us, us);
+    }
+    if (how == SILK_JOB_PARTIAL) {
+        ctr_add(&d->partial_commits, 1);
+        ctr_add(&d->partial_bytes, kept_bytes);
+    }
+    if (how == SILK_JOB_STOPPED && yielded) ctr_add(&d->aborts, 1); /* (shutdown stops are not counted) */
     ctr_add(&s->ctr.deep_done, 1);
 }
 
-int silk_abort_l1(tkv_db *db, file_meta *const *f, size_t n)
+/* holds_any -- 1 if job j's inputs include one of f[0..n). */
+static int holds_any(const silk_job *j, file_meta *const *f, size_t n)
+{
+    for (size_t i = 0; i < j->ninputs; i++)
+        for (size_t k = 0; k < n; k++)
+            if (j->inputs[i] == f[k]) return 1;
+    return 0;
+}
+
+int silk_yield_l1(tkv_db *db, file_meta *const *f, size_t n)
 {
     silk_state *s = db->silk;
     if (s->fifo) return 0;
-    int told = 0;
+    uint64_t now = sched_mono_us();
+    for (size_t k = 0; k < n; k++) f[k]->wanted_until_us = now + SILK_WANTED_US; /* db->mu: no deep pick takes them */
+    int holders = 0;
     pthread_mutex_lock(&s->mu);
     for (silk_job *j = s->jobs; j; j = j->next) {
-        if (j->level != 1 || atomic_load(&j->abort)) continue; /* only L1->L2 jobs hold L1 files */
-        if (j->committing) continue; /* merged: it lets go of them in a moment, installed */
-        int hit = 0;
-        for (size_t i = 0; i < j->ninputs && !hit; i++)
-            for (size_t k = 0; k < n && !hit; k++) hit = j->inputs[i] == f[k];
-        if (!hit) continue;
-        if (s->rl) rl_cancel(s->rl, &j->abort); /* sets abort and wakes its token wait */
-        else atomic_store(&j->abort, 1);
-        if (s->ssd) rl_cancel(s->ssd, &j->abort);
-        told++;
-        ctr_add(&s->ctr.aborts, 1);
+        if (j->level != 1 || j->committing) continue; /* only L1->L2 jobs hold L1 files; a committing one lets go now */
+        if (!holds_any(j, f, n)) continue;
+        holders++;
+        if (atomic_load(&j->yield)) continue; /* asked already */
+        j->yield_at_us = now;
+        atomic_store(&j->yield, 1);
+        ctr_add(&s->ctr.deep.yields, 1);
     }
-    pthread_cond_broadcast(&s->cv);
+    pthread_cond_broadcast(&s->cv); /* a paused job asked to yield stops at once */
     pthread_mutex_unlock(&s->mu);
-    return told;
+    return holders;
+}
+
+void silk_get_deep_stats(tkv_db *db, silk_deep_stats *out)
+{
+    const silk_deep_stats *d = &db->silk->ctr.deep;
+    out->yields = ctr_get(&d->yields);
+    out->partial_commits = ctr_get(&d->partial_commits);
+    out->partial_bytes = ctr_get(&d->partial_bytes);
+    out->aborts = ctr_get(&d->aborts);
+    out->yield_waits = ctr_get(&d->yield_waits);
+    out->yield_wait_us = ctr_get(&d->yield_wait_us);
+    out->yield_wait_max_us = ctr_get(&d->yield_wait_max_us);
 }
 
 void silk_abort_all(tkv_db *db)
@@ -350,15 +401,36 @@ void silk_abort_all(tkv_db *db)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* stop_now -- job j stops at this pause point (SILK_ABORTED): cmp_run
+ * installs its work up to its last cut, or discards it if it has none. */
+static int stop_now(silk_state *s, silk_job *j)
+{
+    (void)s;
+    atomic_store(&j->abort, 1); /* every later gate call of the job refuses too */
+    return SILK_ABORTED;
+}
+
+/* yield_expired -- a job asked to yield goes on to its next cut, but stops
+ * at once when deep work is paused (it would hold the files through the
+ * pause) or when it has gone on for deep_yield_wait. */
+static int yield_expired(silk_state *s, silk_job *j)
+{
+    if (!atomic_load_explicit(&j->yield, memory_order_acquire)) return 0;
+    if (__atomic_load_n(&s->deep_paused, __ATOMIC_RELAXED)) return 1;
+    return sched_mono_us() - j->yield_at_us >= s->yield_wait_us;
+}
+
 /* pause_point -- a deep job passes here before each read and write: waits
- * while deep work is paused; SILK_ABORTED once it is told to abort. */
+ * while deep work is paused; SILK_ABORTED once it is told to stop, or asked
+ * to yield and it may not go on (yield_expired, or paused). */
 static int pause_point(silk_state *s, silk_job *j)
 {
     if (atomic_load(&j->abort)) return SILK_ABORTED;
+    if (yield_expired(s, j)) return stop_now(s, j);
     if (!__atomic_load_n(&s->deep_paused, __ATOMIC_RELAXED)) return 0;
     pthread_mutex_lock(&s->mu);
     uint64_t t0 = 0;
-    while (s->deep_paused && !s->stopping && !atomic_load(&j->abort)) {
+    while (s->deep_paused && !s->stopping && !atomic_load(&j->abort) && !atomic_load(&j->yield)) {
         if (!j->paused) {
             j->paused = 1;
             j->pauses++;
@@ -374,7 +446,8 @@ static int pause_point(silk_state *s, silk_job *j)
         ctr_add(&s->ctr.pause_micros, sched_mono_us() - t0);
     }
     pthread_mutex_unlock(&s->mu);
-    return atomic_load(&j->abort) ? SILK_ABORTED : 0;
+    if (atomic_load(&j->abort)) return SILK_ABORTED;
+    return yield_expired(s, j) ? stop_now(s, j) : 0;
 }
 
 int silk_gate(void *arg, io_class cls, int is_write, size_t n)
@@ -419,6 +492,32 @@ void silk_note_write_wait(tkv_db *db, uint64_t us)
 }
 
 void silk_note_stop_flush_running(tkv_db *db) { ctr_add(&db->silk->ctr.stops_flush_running, 1); }
+
+/* report_deep -- tkv.sched's "deep:" line (silk_report). */
+static void report_deep(tkv_db *db, tkv_buf *b, int *oom)
+{
+    silk_state *s = db->silk;
+    pthread_mutex_lock(&s->mu);
+    int paused = s->deep_paused, urgent = s->urgent, running = 0, paused_now = 0;
+    for (silk_job *j = s->jobs; j; j = j->next) {
+        running++;
+        paused_now += j->paused;
+    }
+    pthread_mutex_unlock(&s->mu);
+    const silk_counters *c = &s->ctr;
+    silk_deep_stats d;
+    silk_get_deep_stats(db, &d);
+    buf_appendf(b, oom,
+               "deep: running=%d paused_now=%d pause_requested=%d urgent=%d started=%llu done=%llu pauses=%llu "
+               "resumes=%llu pause_micros=%llu yields=%llu partial_commits=%llu partial_bytes=%llu aborts=%llu "
+               "yield_waits=%llu yield_wait_us=%llu yield_wait_max_us=%llu\n",
+               running, paused_now, paused, urgent, (unsigned long long)ctr_get(&c->deep_started),
+               (unsigned long long)ctr_get(&c->deep_done), (unsigned long long)ctr_get(&c->pauses),
+               (unsigned long long)ctr_get(&c->resumes), (unsigned long long)ctr_get(&c->pause_micros),
+               (unsigned long long)d.yields, (unsigned long long)d.partial_commits,
+               (unsigned long long)d.partial_bytes, (unsigned long long)d.aborts, (unsigned long long)d.yield_waits,
+               (unsigned long long)d.yield_wait_us, (unsigned long long)d.yield_wait_max_us);
+}
 
 void silk_report(tkv_db *db, tkv_buf *b, int *oom)
 {
@@ -466,21 +565,8 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                    (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
                    (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.wait_us[RL_HIGH]);
     }
-    pthread_mutex_lock(&s->mu);
-    int paused = s->deep_paused, urgent = s->urgent, running = 0, paused_now = 0;
-    for (silk_job *j = s->jobs; j; j = j->next) {
-        running++;
-        paused_now += j->paused;
-    }
-    pthread_mutex_unlock(&s->mu);
+    report_deep(db, b, oom);
     const silk_counters *c = &s->ctr;
-    buf_appendf(b, oom,
-               "deep: running=%d paused_now=%d pause_requested=%d urgent=%d started=%llu done=%llu pauses=%llu "
-               "resumes=%llu pause_micros=%llu aborts=%llu\n",
-               running, paused_now, paused, urgent, (unsigned long long)ctr_get(&c->deep_started),
-               (unsigned long long)ctr_get(&c->deep_done), (unsigned long long)ctr_get(&c->pauses),
-               (unsigned long long)ctr_get(&c->resumes), (unsigned long long)ctr_get(&c->pause_micros),
-               (unsigned long long)ctr_get(&c->aborts));
     wctl_stats ws;
     wctl_get_stats(s->wc, &ws);
     buf_appendf(b, oom,

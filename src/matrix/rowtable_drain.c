@@ -92,8 +92,11 @@ int rowtable_set_cursor(rowtable *r, uint32_t cursor)
     /* A cursor between two versions of one user key would leave the older
      * versions visible in the row while the newer ones moved to L1: a stale
      * read (MatrixKV's column bug). Column compaction must end on a user-key
-     * change; a cursor that does not is refused. */
-    if (cursor > 0 && cursor < r->n) {
+     * change; a cursor that does not is refused. A cursor set again where it
+     * is (recovery re-applies the MANIFEST's) was checked when it got there:
+     * the entry before it may lie in released pages, whose blocks pool_trim
+     * gives back (zeros), so it is not read again. */
+    if (cursor > cur && cursor < r->n) {
         int same;
         TKV_TRY(same_user_key(r, cursor - 1, cursor, &same));
         if (same)

@@ -40,6 +40,7 @@ typedef struct file_meta {
     uint64_t min_seq, max_seq;
     tkv_buf smallest, largest; /* internal keys */
     int being_compacted;   /* set by the compaction picker under the db mutex */
+    uint64_t wanted_until_us; /* L0->L1 work waits for it: no deep pick takes it before (db mutex; silk_yield_l1) */
 } file_meta;
 
 file_meta *file_meta_new(void);
