@@ -42,7 +42,7 @@ static int merge_inputs(tkv_db *db, compaction *c, file_meta ***done, size_t *nd
     version_ref_files(v); /* SST levels only: pins no matrix rows while it runs (or is paused) */
     pthread_mutex_unlock(&db->mu);
     int rc = cmp_merge_inputs(db, &in, c->out_level, c->cls, v, smallest_snapshot, done, ndone);
-    version_unref_files(v);
+    files_unpin(db, v, 1);
     return rc;
 }
 

@@ -126,6 +126,7 @@ struct tkv_db {
     table_cache *tc;
     tkv_cache *block_cache;
     uint64_t *pending;           /* file numbers being written, not yet in a version (files.c) */
+    int obsolete_kept;           /* atomic: the last files_delete_obsolete kept files only older versions use */
     size_t npending, pending_cap;
     int shutting_down;
     int manual_waiting;          /* a tkv_compact_range waits for every compaction to end; no new picks */

@@ -60,4 +60,13 @@ void files_update_deep_score(tkv_db *db);
  * remover of the same file just sees ENOENT.) */
 void files_delete_obsolete(tkv_db *db);
 
+/* files_unpin -- drops a view's or a job's reference to v (version_unref,
+ * or version_unref_files when files_only). If that freed v while an earlier
+ * files_delete_obsolete had to keep files that only older versions still
+ * used (db->obsolete_kept), deletes what is obsolete now: otherwise the
+ * inputs of a compaction that ran while an iterator (or a get, or a paused
+ * deep job) held the old version would stay on disk until the next job.
+ * Caller does not hold mu. */
+void files_unpin(tkv_db *db, version *v, int files_only);
+
 #endif
