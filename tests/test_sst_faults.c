@@ -12,7 +12,7 @@
  * leaves no stray file and recovers everything after reopen); EIO on SST
  * reads and opens (TKV_IO_ERROR naming the file and the OS error, not
  * sticky); a compaction's inputs deleted when the iterator that held them
- * is freed; a model check
+ * is freed; idle reopens that leave no WAL behind; a model check
  * of random puts/deletes across tiers with flushes, compactions, snapshots and
  * reopens. A failed open must never destroy anything: undoing the damage
  * makes the database open again with all its data.
@@ -1662,6 +1662,32 @@ static void test_obsolete_after_iterator(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* test_idle_reopen_wals -- opening and closing a database without writing
+ * leaves one WAL, not one more per open (each open replayed the empty WALs
+ * and started a new one, and no flush ever moved the log number past them;
+ * found by tests/test_fault_sweep.c's leak check). Written data survives. */
+static void test_idle_reopen_wals(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("sstf-idle-reopen");
+    tkv_options *o = make_opts(NULL);
+    tu_model *m = tu_model_new();
+    numlist wals;
+    for (int i = 0; i < 4; i++) {
+        tkv_db *db = open_ok(dir, o);
+        if (i == 1) put_ok(db, m, "k", 1, "v", 1); /* one open that writes */
+        close_ok(db);
+        list_files(dir, ".wal", &wals);
+        if (wals.n != 1) fail_msg("after open/close %d: %zu WAL files", i + 1, wals.n);
+    }
+    tkv_db *db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "after idle reopens");
+    close_ok(db);
+    tu_model_free(m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 /* ---------------------------------------------------------------- main */
 
 static fault_cfg flush_enospc = {"flush: .sst write ENOSPC", IO_OP_WRITE, ".sst", ENOSPC, TKV_NO_SPACE, 0, 0};
@@ -1705,6 +1731,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_preload_before_install, NULL, unhook),
         cmocka_unit_test(test_trash_chunked_delete),
         cmocka_unit_test(test_obsolete_after_iterator),
+        cmocka_unit_test(test_idle_reopen_wals),
         cmocka_unit_test(test_model_across_tiers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
