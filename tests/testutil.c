@@ -254,16 +254,49 @@ size_t tu_count_missing(const uint64_t *a, size_t na, const uint64_t *b, size_t 
     return missing;
 }
 
+/* work_due -- 1 if tkv.stats shows work a background thread is about to
+ * pick up: a matrix pool at its trigger (a column is due) or a level L1+
+ * at or above its target (a deep compaction is due). */
+static int work_due(const char *stats, unsigned trigger)
+{
+    const char *m = strstr(stats, "matrix: rows=");
+    if (m) {
+        const char *u = strstr(m, "pages_used="), *f = strstr(m, "pages_free="), *b = strstr(m, " busy=");
+        if (b && strtoul(b + 6, NULL, 10) != 0) return 1;
+        unsigned long used = u ? strtoul(u + 11, NULL, 10) : 0, free_ = f ? strtoul(f + 11, NULL, 10) : 0;
+        if (used && used * 100 >= (unsigned long)trigger * (used + free_)) return 1;
+    }
+    for (const char *p = stats; (p = strstr(p, "level.L")); p++) {
+        const char *bytes = strstr(p, " bytes="), *target = strstr(p, " target="), *eol = strchr(p, '\n');
+        if (!bytes || !target || (eol && target > eol)) continue;
+        unsigned long long t = strtoull(target + 8, NULL, 10);
+        if (t && strtoull(bytes + 7, NULL, 10) >= t) return 1;
+    }
+    return 0;
+}
+
 int tu_wait_quiet(tkv_db *db, double timeout_ms)
 {
     double until = tu_now_ms() + timeout_ms;
     int quiet = 0;
+    unsigned trigger = 100;
+    char *mx = tkv_property(db, "tkv.matrix");
+    const char *tr = mx ? strstr(mx, "trigger=") : NULL;
+    if (tr) trigger = (unsigned)strtoul(tr + 8, NULL, 10);
+    tkv_free(mx);
     while (quiet < 2) {
-        int q = tu_prop_u64(db, "tkv.num-immutable-mem", "") == 0 &&
-                tu_prop_u64(db, "tkv.sched", "deep: running=") == 0;
+        int q = tu_prop_u64(db, "tkv.sched", "deep: running=") == 0;
         char *s = tkv_property(db, "tkv.stats");
-        const char *busy = s ? strstr(s, " busy=") : NULL;
-        if (busy && strtoul(busy + 6, NULL, 10) != 0) q = 0;
+        const char *bg = s ? strstr(s, "background_error: ") : NULL;
+        if (bg && strncmp(bg + 18, "none", 4) != 0) {
+            /* read-only after an error: no new work starts, wait for what runs */
+            char *m = tkv_property(db, "tkv.matrix");
+            const char *inflight = m ? strstr(m, "in_flight=") : NULL;
+            if (inflight && strtoul(inflight + 10, NULL, 10) != 0) q = 0;
+            tkv_free(m);
+        } else if (!s || work_due(s, trigger) || tu_prop_u64(db, "tkv.num-immutable-mem", "") != 0) {
+            q = 0;
+        }
         tkv_free(s);
         quiet = q ? quiet + 1 : 0;
         if (quiet == 2) break;
