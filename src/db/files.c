@@ -90,6 +90,11 @@ static int contains(const uint64_t *a, size_t n, uint64_t x)
 
 void files_delete_obsolete(tkv_db *db)
 {
+    /* Read-only after an error: a job whose MANIFEST write or sync failed
+     * kept outputs that no version lists but the edit may still name at the
+     * next open (invariant 5 of docs/design.md); the next open removes what
+     * is really obsolete. */
+    if (db->bg_error) return;
     uint64_t *live;
     size_t nlive;
     if (vset_live_files(db->vs, &live, &nlive) < 0) return; /* try again next time */
