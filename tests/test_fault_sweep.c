@@ -628,7 +628,11 @@ static void fault_sweep(void **state)
     if (only && *only) planned = fs_only(only, plan, planned);
     fs_stats st = {0};
     t0 = tu_now_ms();
-    for (size_t i = 0; i < planned && tu_now_ms() - t0 < budget_ms; i++) fs_run_case(&plan[i], &st);
+    for (size_t i = 0; i < planned && tu_now_ms() - t0 < budget_ms; i++) {
+        fs_run_case(&plan[i], &st);
+        if (full && (i + 1) % 250 == 0)
+            fprintf(stderr, "# fault_sweep: %zu of %zu cases, %.0f s\n", i + 1, planned, (tu_now_ms() - t0) / 1000);
+    }
     fs_report(&st, planned, points, tu_now_ms() - t0);
     free(plan);
     io_set_fault_hook(NULL, NULL);
