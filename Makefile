@@ -12,6 +12,8 @@
 #                   for FUZZ_SECONDS (default 60) from its corpus; FUZZ_TARGETS picks
 #                   some (docs/fuzzing.md). make test replays every corpus once (gcc)
 #   make fuzz-corpus  regenerates the seed corpora from files the library writes
+#   make crashtest  kill -9 rounds with writer threads and the full fault-injection
+#                   sweep (ROUNDS, default 1000; THREADS, default 4; SEED; not part of `make test`)
 #   make bench      the headline benchmark
 #   make bench-silk the SILK-style open-loop experiment (~25 min; needs root for the drive cap)
 #   make install PREFIX=/usr/local   (the header, the libraries, tierkv.pc and bin/tkv)
@@ -93,7 +95,7 @@ DEB_PACKAGES := libpmem-dev liburing-dev libcmocka-dev libxxhash-dev liblz4-dev 
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils \
                 openjdk-17-jdk-headless maven
 
-.PHONY: all lib tool tests test test-run check-structure tsan soak fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
+.PHONY: all lib tool tests test test-run check-structure tsan soak crashtest fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
         jni ycsb-build ycsb ycsb-test ycsb-cost
 .SECONDARY:
 all: lib tool
@@ -182,6 +184,17 @@ tsan: deps
 soak: deps
 	$(MAKE) tests
 	TKV_TEST_SCALE=20 bash tests/run.sh $(BUILD)/tests/test_model $(BUILD)/tests/test_crash
+
+# crashtest: tests/test_crash_threads.c for ROUNDS rounds (kill -9 at random
+# moments, some with a crashsim pool and WAL tails cut to their synced size),
+# then tests/test_fault_sweep.c over every injection point. A failure keeps its
+# directory and prints the seed. Log: $(BUILD)/crashtest.log.
+crashtest: SHELL := /bin/bash
+crashtest: $(BUILD)/tests/test_crash_threads $(BUILD)/tests/test_fault_sweep
+	@set -o pipefail; { TKV_CRASHTEST_ROUNDS=$(or $(ROUNDS),1000) TKV_CRASHTEST_THREADS=$(or $(THREADS),4) \
+	    $(if $(SEED),TKV_TEST_SEED=$(SEED)) nice $(BUILD)/tests/test_crash_threads && \
+	  TKV_FAULT_SWEEP=full $(if $(SEED),TKV_TEST_SEED=$(SEED)) nice $(BUILD)/tests/test_fault_sweep; } 2>&1 | \
+	    tee $(BUILD)/crashtest.log
 
 $(BUILD)/tkv_bench: $(BUILD)/obj/bench/tkv_bench.o $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a $(EXE_LIBS)

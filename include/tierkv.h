@@ -175,7 +175,8 @@ TKV_API int tkv_destroy(const char *dir);
 /* tkv_put -- sets key to value. flags: TKV_SYNC, TKV_NO_WAL.
  * Durability: when the call returns, the write is in the WAL file as far as
  * the OS is concerned (it survives a crash of this process); with TKV_SYNC it
- * has also been fdatasync'd (it survives an OS crash or power loss).
+ * has also been fdatasync'd (it survives an OS crash or power loss), and so
+ * has every write acknowledged before it.
  * Returns TKV_OK, TKV_INVALID (NULL/empty/oversized key, oversized value,
  * unknown flag), or a background error that made the database read-only
  * (TKV_IO_ERROR, TKV_NO_SPACE, TKV_CORRUPTION). */

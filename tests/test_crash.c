@@ -23,7 +23,6 @@
  * when the kills land; the parent counts the SST files that recovery removes
  * (outputs of uncommitted jobs) to show it.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -280,42 +279,6 @@ static round_result run_child(const char *dir, uint32_t round, uint64_t gen_seed
     return res;
 }
 
-/* list_ssts -- the numbers of the *.sst files in dir (sorted, malloc'd). */
-static size_t list_ssts(const char *dir, uint64_t **out)
-{
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    size_t n = 0, cap = 0;
-    uint64_t *v = NULL;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        unsigned long long num;
-        int used = 0;
-        if (sscanf(e->d_name, "%llu.sst%n", &num, &used) != 1 || used == 0 || e->d_name[used] != 0) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            v = realloc(v, cap * sizeof *v);
-            assert_non_null(v);
-        }
-        v[n++] = num;
-    }
-    closedir(d);
-    *out = v;
-    return n;
-}
-
-/* count_removed -- how many of before[0..nb) are absent from after[0..na). */
-static size_t count_removed(const uint64_t *before, size_t nb, const uint64_t *after, size_t na)
-{
-    size_t removed = 0;
-    for (size_t i = 0; i < nb; i++) {
-        size_t j = 0;
-        while (j < na && after[j] != before[i]) j++;
-        if (j == na) removed++;
-    }
-    return removed;
-}
-
 /* parse_value -- extracts round and op index from a value written by the test. */
 static int parse_value(const void *v, size_t vn, const void *k, size_t kn, uint32_t *round, uint32_t *i)
 {
@@ -357,14 +320,14 @@ static void crash_rounds(unsigned nrounds, int sync_writes)
          * flush/compaction that had not committed, or inputs whose deletion
          * had not happened yet. Counted to show kills landing in that work. */
         uint64_t *before, *after;
-        size_t nbefore = list_ssts(dir, &before);
+        size_t nbefore = tu_list_numbered(dir, ".sst", &before);
         tkv_options *o = tu_small_options();
         tkv_db *db = NULL;
         int rc = tkv_open(dir, o, &db);
         tkv_options_free(o);
         if (rc == TKV_OK) {
-            size_t nafter = list_ssts(dir, &after);
-            size_t removed = count_removed(before, nbefore, after, nafter);
+            size_t nafter = tu_list_numbered(dir, ".sst", &after);
+            size_t removed = tu_count_missing(before, nbefore, after, nafter);
             if (removed) rounds_with_orphans++;
             orphans += removed;
             free(after);

@@ -11,7 +11,8 @@
  * and during a compaction (the database turns read-only, keeps serving reads,
  * leaves no stray file and recovers everything after reopen); EIO on SST
  * reads and opens (TKV_IO_ERROR naming the file and the OS error, not
- * sticky); a model check
+ * sticky); a compaction's inputs deleted when the iterator that held them
+ * is freed, but not the outputs a failed MANIFEST sync keeps; idle reopens that leave no WAL behind; a model check
  * of random puts/deletes across tiers with flushes, compactions, snapshots and
  * reopens. A failed open must never destroy anything: undoing the damage
  * makes the database open again with all its data.
@@ -1612,6 +1613,124 @@ static void test_model_across_tiers(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* ---------------------------------------------------------------- obsolete files held by a view */
+
+/* test_obsolete_after_iterator -- a compaction runs while an iterator holds
+ * the old version: the compaction's inputs must stay while the iterator can
+ * read them, and be deleted when it is freed, not only at the next
+ * compaction or open (found by tests/test_crash_threads.c: a quiet database
+ * kept them). Also for a get-sized view: tkv_property holds one briefly. */
+static void test_obsolete_after_iterator(void **state)
+{
+    (void)state;
+    uint64_t seed = tu_seed();
+    char *dir = tu_tmpdir("sstf-obsolete-iter");
+    tkv_options *o = make_opts("l0_compaction_trigger", "100", "l0_slowdown_trigger", "200", "l0_stop_trigger", "300",
+                               NULL);
+    tu_model *m = tu_model_new();
+    tkv_db *db = open_ok(dir, o);
+    fill_unique(db, m, "a", 0, 300, 100, seed, 0);
+    flush_ok(db);
+    fill_unique(db, m, "b", 0, 300, 100, seed, 0);
+    flush_ok(db);
+    numlist before, now;
+    list_ssts(dir, &before);
+    assert_int_equal(before.n, 2);
+
+    tkv_iter *it;
+    assert_int_equal(tkv_iter_new(db, NULL, &it), TKV_OK);
+    tkv_iter_seek_first(it);
+    compact_ok(db); /* L0 -> L1 under the iterator's feet */
+    assert_int_equal(level_files(db, 0), 0);
+    list_ssts(dir, &now);
+    assert_superset(&before, &now, 1, "the iterator's files stay while it is open");
+    size_t n = 0;
+    for (; tkv_iter_valid(it); tkv_iter_next(it)) n++;
+    assert_int_equal(tkv_iter_status(it), TKV_OK);
+    assert_int_equal(n, tu_model_count(m));
+    tkv_iter_free(it);
+    /* the compaction's inputs go with the last view that used them: at once,
+     * no background job runs after this */
+    list_ssts(dir, &now);
+    if ((long)now.n != version_files(db))
+        fail_msg("%zu .sst files on disk after the iterator was freed, the version uses %ld", now.n,
+                 version_files(db));
+    tu_check_db(db, NULL, m, "after the iterator");
+    close_ok(db);
+    tu_model_free(m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
+/* test_kept_outputs_after_manifest_failure -- a compaction whose MANIFEST
+ * sync fails keeps its outputs (the edit may still be read back at the
+ * next open, invariant 5). Nothing may delete them while the database runs
+ * read-only: here the release of an iterator that held an older version
+ * (files_unpin) ran the obsolete-file deletion, which took the kept outputs
+ * for obsolete, and the reopen found the MANIFEST naming a missing SST
+ * (found by tests/test_fault_sweep.c: sync manifest by tkv-column). */
+static void test_kept_outputs_after_manifest_failure(void **state)
+{
+    fault_cfg *f = *state;
+    uint64_t seed = tu_seed();
+    char *dir = tu_tmpdir("sstf-kept-outputs");
+    tkv_options *o = make_opts("l0_compaction_trigger", "100", "l0_slowdown_trigger", "200", "l0_stop_trigger", "300",
+                               NULL);
+    tu_model *m = tu_model_new();
+    tkv_db *db = open_ok(dir, o);
+    fill_unique(db, m, "a", 0, 300, 100, seed, 0);
+    flush_ok(db);
+    tkv_iter *it;
+    assert_int_equal(tkv_iter_new(db, NULL, &it), TKV_OK); /* pins the L0 file the next compaction replaces */
+    compact_ok(db);
+    fill_unique(db, m, "b", 0, 300, 100, seed, 0);
+    flush_ok(db);
+    f->hits = 0;
+    io_set_fault_hook(fault_hook, f);
+    arm(f, 1);
+    int rc = tkv_compact_range(db, NULL, 0, NULL, 0);
+    arm(f, 0);
+    io_set_fault_hook(NULL, NULL);
+    if (rc != f->expect) fail_msg("compact_range = %d (%s): %s", rc, tkv_strerror(rc), tkv_errmsg());
+    tkv_iter_free(it); /* the last holder of the first version goes */
+    tu_check_db(db, NULL, m, "read-only after the failed MANIFEST sync");
+    rc = tkv_close(db);
+    assert_true(rc == TKV_OK || rc == f->expect);
+    db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "reopened after the failed MANIFEST sync");
+    assert_disk_matches_version(db, dir, "reopened after the failed MANIFEST sync");
+    close_ok(db);
+    tu_model_free(m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
+/* test_idle_reopen_wals -- opening and closing a database without writing
+ * leaves one WAL, not one more per open (each open replayed the empty WALs
+ * and started a new one, and no flush ever moved the log number past them;
+ * found by tests/test_fault_sweep.c's leak check). Written data survives. */
+static void test_idle_reopen_wals(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("sstf-idle-reopen");
+    tkv_options *o = make_opts(NULL);
+    tu_model *m = tu_model_new();
+    numlist wals;
+    for (int i = 0; i < 4; i++) {
+        tkv_db *db = open_ok(dir, o);
+        if (i == 1) put_ok(db, m, "k", 1, "v", 1); /* one open that writes */
+        close_ok(db);
+        list_files(dir, ".wal", &wals);
+        if (wals.n != 1) fail_msg("after open/close %d: %zu WAL files", i + 1, wals.n);
+    }
+    tkv_db *db = open_ok(dir, o);
+    tu_check_db(db, NULL, m, "after idle reopens");
+    close_ok(db);
+    tu_model_free(m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 /* ---------------------------------------------------------------- main */
 
 static fault_cfg flush_enospc = {"flush: .sst write ENOSPC", IO_OP_WRITE, ".sst", ENOSPC, TKV_NO_SPACE, 0, 0};
@@ -1654,6 +1773,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_table_open_single_flight, NULL, unhook),
         cmocka_unit_test_setup_teardown(test_preload_before_install, NULL, unhook),
         cmocka_unit_test(test_trash_chunked_delete),
+        cmocka_unit_test(test_obsolete_after_iterator),
+        cmocka_unit_test(test_idle_reopen_wals),
+        cmocka_unit_test_prestate_setup_teardown(test_kept_outputs_after_manifest_failure, NULL, unhook, &comp_mf_sync),
         cmocka_unit_test(test_model_across_tiers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

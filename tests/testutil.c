@@ -5,6 +5,7 @@
 #include "testutil.h"
 #include "util/rng.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
@@ -210,6 +211,117 @@ tkv_options *tu_small_options(void)
     const char *gate = getenv("TKV_TEST_COLUMN_GATE"); /* "always": columns in parallel whenever they can */
     if (gate && *gate) assert_int_equal(tu_opt(o, "column_gate", gate), TKV_OK);
     return o;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+size_t tu_list_numbered(const char *dir, const char *suffix, uint64_t **out)
+{
+    DIR *d = opendir(dir);
+    if (!d) fail_msg("opendir %s: %s", dir, strerror(errno));
+    size_t n = 0, cap = 0;
+    uint64_t *v = NULL;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        char *end;
+        unsigned long long num = strtoull(e->d_name, &end, 10);
+        if (end == e->d_name || strcmp(end, suffix) != 0) continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            v = realloc(v, cap * sizeof *v);
+            assert_non_null(v);
+        }
+        v[n++] = num;
+    }
+    closedir(d);
+    if (n) qsort(v, n, sizeof *v, cmp_u64);
+    *out = v;
+    return n;
+}
+
+size_t tu_count_missing(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
+{
+    size_t missing = 0;
+    for (size_t i = 0; i < na; i++) {
+        size_t j = 0;
+        while (j < nb && b[j] != a[i]) j++;
+        if (j == nb) missing++;
+    }
+    return missing;
+}
+
+/* work_due -- 1 if tkv.stats shows work a background thread is about to
+ * pick up: a matrix pool at its trigger (a column is due) or a level L1+
+ * at or above its target (a deep compaction is due). */
+static int work_due(const char *stats, unsigned trigger)
+{
+    const char *m = strstr(stats, "matrix: rows=");
+    if (m) {
+        const char *u = strstr(m, "pages_used="), *f = strstr(m, "pages_free="), *b = strstr(m, " busy=");
+        if (b && strtoul(b + 6, NULL, 10) != 0) return 1;
+        unsigned long used = u ? strtoul(u + 11, NULL, 10) : 0, free_ = f ? strtoul(f + 11, NULL, 10) : 0;
+        if (used && used * 100 >= (unsigned long)trigger * (used + free_)) return 1;
+    }
+    for (const char *p = stats; (p = strstr(p, "level.L")); p++) {
+        const char *bytes = strstr(p, " bytes="), *target = strstr(p, " target="), *eol = strchr(p, '\n');
+        if (!bytes || !target || (eol && target > eol)) continue;
+        unsigned long long t = strtoull(target + 8, NULL, 10);
+        if (t && strtoull(bytes + 7, NULL, 10) >= t) return 1;
+    }
+    return 0;
+}
+
+int tu_wait_quiet(tkv_db *db, double timeout_ms)
+{
+    double until = tu_now_ms() + timeout_ms;
+    int quiet = 0;
+    unsigned trigger = 100;
+    char *mx = tkv_property(db, "tkv.matrix");
+    const char *tr = mx ? strstr(mx, "trigger=") : NULL;
+    if (tr) trigger = (unsigned)strtoul(tr + 8, NULL, 10);
+    tkv_free(mx);
+    while (quiet < 2) {
+        int q = tu_prop_u64(db, "tkv.sched", "deep: running=") == 0;
+        char *s = tkv_property(db, "tkv.stats");
+        const char *bg = s ? strstr(s, "background_error: ") : NULL;
+        if (bg && strncmp(bg + 18, "none", 4) != 0) {
+            /* read-only after an error: no new work starts, wait for what runs */
+            char *m = tkv_property(db, "tkv.matrix");
+            const char *inflight = m ? strstr(m, "in_flight=") : NULL;
+            if (inflight && strtoul(inflight + 10, NULL, 10) != 0) q = 0;
+            tkv_free(m);
+        } else if (!s || work_due(s, trigger) || tu_prop_u64(db, "tkv.num-immutable-mem", "") != 0) {
+            q = 0;
+        }
+        tkv_free(s);
+        quiet = q ? quiet + 1 : 0;
+        if (quiet == 2) break;
+        if (tu_now_ms() > until) return 0;
+        usleep(5000);
+    }
+    return 1;
+}
+
+void tu_check_pool_pages(tkv_db *db, const char *what)
+{
+    uint64_t used = 0, owned = 0;
+    for (int tries = 0; tries < 200; tries++) {
+        char *p = tkv_property(db, "tkv.matrix");
+        if (!p) fail_msg("%s: tkv_property tkv.matrix: %s", what, tkv_errmsg());
+        const char *u = strstr(p, "pages: used="), *o = strstr(p, "owned_by_rows=");
+        if (!u || !o) fail_msg("%s: tkv.matrix lacks the pages line:\n%s", what, p);
+        used = strtoull(u + strlen("pages: used="), NULL, 10);
+        owned = strtoull(o + strlen("owned_by_rows="), NULL, 10);
+        tkv_free(p);
+        if (used == owned) return;
+        usleep(10000);
+    }
+    fail_msg("%s: %llu pool pages used, %llu owned by rows (a leaked page)", what, (unsigned long long)used,
+             (unsigned long long)owned);
 }
 
 int tu_keycmp(const void *a, size_t an, const void *b, size_t bn)

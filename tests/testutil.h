@@ -80,6 +80,23 @@ void tu_close_ok(tkv_db *db);
 /* tu_prop_u64 -- the number right after `field` (e.g. "columns: count=") in
  * property `name`; fails the test if the property or field is missing. */
 uint64_t tu_prop_u64(tkv_db *db, const char *name, const char *field);
+/* tu_list_numbered -- the numbers N of the files "<N><suffix>" in dir (e.g.
+ * suffix ".sst", ".wal"), sorted, in a malloc'd array *out; returns the count. */
+size_t tu_list_numbered(const char *dir, const char *suffix, uint64_t **out);
+/* tu_count_missing -- how many of a[0..na) are absent from b[0..nb). */
+size_t tu_count_missing(const uint64_t *a, size_t na, const uint64_t *b, size_t nb);
+/* tu_wait_quiet -- waits (<= timeout_ms) until no immutable memtable is
+ * queued, no deep compaction runs or is due (every level L1+ below its
+ * target), and no column runs or is due (the matrix container is not busy
+ * and its pool below matrix_trigger), twice in a row 5 ms apart; 1 if it
+ * got there, 0 on timeout. It does not flush: call tkv_flush first. A
+ * database made read-only by a background error is quiet once no deep
+ * compaction and no column runs. */
+int tu_wait_quiet(tkv_db *db, double timeout_ms);
+/* tu_check_pool_pages -- (l0=matrix) every pool page in use belongs to a
+ * row (tkv.matrix "pages: used=" equals "owned_by_rows="); a mismatch must
+ * last 2 s to fail the test (a flush holds pages no row owns yet). */
+void tu_check_pool_pages(tkv_db *db, const char *what);
 /* tu_keycmp -- the documented key order (memcmp, shorter first on a prefix). */
 int tu_keycmp(const void *a, size_t an, const void *b, size_t bn);
 

@@ -221,5 +221,5 @@ void cmp_preload_tables(tkv_db *db)
         cmp_preload_outputs(db, v->files[level], n, IO_META);
         budget -= n;
     }
-    version_unref_files(v);
+    files_unpin(db, v, 1);
 }

@@ -170,7 +170,7 @@ static int run_segments(tkv_db *db, const compaction *c, cmp_job *j)
             sg->state = SEG_MERGED;
         }
     }
-    version_unref_files(v);
+    files_unpin(db, v, 1);
     return rc;
 }
 

@@ -109,6 +109,14 @@ struct tkv_db {
     superversion *sv;            /* current view (ref held by the db) */
     wal_writer *wal;             /* NULL when opts.wal == 0 */
     uint64_t wal_number;         /* file number of the active memtable's WAL */
+    /* WALs switched away from while they held appends not yet fdatasync'd,
+     * kept open until the next TKV_SYNC group syncs them or a flush makes
+     * them obsolete (write.c, invariant 6). Leader (or close) only, under mu. */
+    struct db_old_wal {
+        wal_writer *w;
+        uint64_t number;
+    } *wal_old;
+    size_t nwal_old, wal_old_cap;
     uint64_t last_seq;           /* atomic: last published sequence */
     struct tkv_snapshot snapshots; /* circular list head, oldest first */
     uint64_t open_iterators;     /* atomic */
@@ -126,6 +134,7 @@ struct tkv_db {
     table_cache *tc;
     tkv_cache *block_cache;
     uint64_t *pending;           /* file numbers being written, not yet in a version (files.c) */
+    int obsolete_kept;           /* atomic: the last files_delete_obsolete kept files only older versions use */
     size_t npending, pending_cap;
     int shutting_down;
     int manual_waiting;          /* a tkv_compact_range waits for every compaction to end; no new picks */

@@ -23,6 +23,7 @@
 #include "db/recover.h"
 #include "db/silk.h"
 #include "db/superversion.h"
+#include "db/write.h"
 #include "io/wb.h"
 #include "matrix/pool.h"
 #include "sched/clock.h"
@@ -189,8 +190,10 @@ int tkv_close(tkv_db *db)
      * read-only (the caller may not have written since), else the first met
      * while finishing. */
     int rc = db->bg_error ? db_bg_error(db) : 0;
+    int orc = write_close_old_wals(db, !db->bg_error); /* switched-away WALs kept for a sync */
+    if (rc == 0) rc = orc;
     if (db->wal) {
-        if (!db->bg_error) rc = wal_sync(db->wal);
+        if (!db->bg_error && rc == 0) rc = wal_sync(db->wal);
         int crc = wal_writer_close(db->wal);
         if (rc == 0) rc = crc;
     }

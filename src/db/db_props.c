@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "db/db_impl.h"
+#include "db/files.h"
 #include "db/mx.h"
 #include "db/silk.h"
 #include "db/superversion.h"
@@ -203,7 +204,7 @@ char *tkv_property(tkv_db *db, const char *name)
         known = 0;
     }
     sv_unref(sv);
-    version_unref(v);
+    files_unpin(db, v, 0);
     if (!known) {
         tkv_err(TKV_INVALID, "unknown property \"%s\"", name);
         return NULL;

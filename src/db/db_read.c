@@ -14,6 +14,7 @@
 
 #include "db/db_impl.h"
 #include "db/db_iter.h"
+#include "db/files.h"
 #include "db/mx.h"
 #include "db/superversion.h"
 #include "sst/multiget.h"
@@ -87,7 +88,7 @@ int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, 
     version *ver;
     superversion *sv = sv_get_view(db, snap, &seq, &ver);
     int rc = get_in(db, sv, ver, seq, key, klen, val, vlen);
-    version_unref(ver);
+    files_unpin(db, ver, 0);
     sv_unref(sv);
     return rc;
 }
@@ -179,7 +180,7 @@ int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *co
         for (size_t i = 0; i < n; i++)
             if (statuses[i] == 0) statuses[i] = get_in(db, sv, ver, seq, keys[i], klens[i], &vals[i], &vlens[i]);
     io_ring_release(db->rings, ring);
-    version_unref(ver);
+    files_unpin(db, ver, 0);
     sv_unref(sv);
     return TKV_OK;
 }
@@ -277,7 +278,7 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
         }
         if (ti) io_ring_release(db->rings, ti->ring); /* after its children: they give their reads back */
         free(ti);
-        version_unref(v);
+        files_unpin(db, v, 0);
         return rc;
     }
     ti->db = db;
@@ -298,7 +299,7 @@ void tkv_iter_free(tkv_iter *it)
     db_iter_free(it->it);
     io_ring_release(it->db->rings, it->ring); /* after the children gave their reads back */
     buf_free(&it->target);
-    version_unref(it->v);
+    files_unpin(it->db, it->v, 0); /* may delete what a compaction left to this view */
     __atomic_fetch_sub(&it->db->open_iterators, 1, __ATOMIC_ACQ_REL);
     free(it);
 }

@@ -67,6 +67,15 @@ void files_update_deep_score(tkv_db *db)
 
 /* ------------------------------------------------------------ obsolete files */
 
+void files_unpin(tkv_db *db, version *v, int files_only)
+{
+    int freed = files_only ? version_unref_files(v) : version_unref(v);
+    if (!freed || !__atomic_load_n(&db->obsolete_kept, __ATOMIC_ACQUIRE)) return;
+    pthread_mutex_lock(&db->mu);
+    files_delete_obsolete(db);
+    pthread_mutex_unlock(&db->mu);
+}
+
 /* contains -- 1 if x is in the sorted array a[0..n). */
 static int contains(const uint64_t *a, size_t n, uint64_t x)
 {
@@ -81,11 +90,22 @@ static int contains(const uint64_t *a, size_t n, uint64_t x)
 
 void files_delete_obsolete(tkv_db *db)
 {
+    /* Read-only after an error: a job whose MANIFEST write or sync failed
+     * kept outputs that no version lists but the edit may still name at the
+     * next open (invariant 5 of docs/design.md); the next open removes what
+     * is really obsolete. */
+    if (db->bg_error) return;
     uint64_t *live;
     size_t nlive;
     if (vset_live_files(db->vs, &live, &nlive) < 0) return; /* try again next time */
     uint64_t log_number = vset_log_number(db->vs);
     uint64_t manifest = vset_manifest_number(db->vs);
+    /* files that only versions older than the current one still use: they
+     * are deleted when the last of those goes (files_unpin) */
+    version *cur = vset_current(db->vs);
+    size_t ncur = 0;
+    for (int l = 0; l < VERSION_LEVELS; l++) ncur += cur->nfiles[l];
+    __atomic_store_n(&db->obsolete_kept, nlive > ncur, __ATOMIC_RELEASE);
     char **doomed = NULL; /* paths to unlink once mu is released */
     size_t ndoomed = 0, cap = 0;
     DIR *d = opendir(db->dir);

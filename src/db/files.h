@@ -57,7 +57,19 @@ void files_update_deep_score(tkv_db *db);
  * unlinking a 64 MiB file can wait for the filesystem journal behind a busy
  * device for 100+ ms, and every get and put needs mu. (A file found
  * obsolete stays obsolete: file numbers are never reused, and a concurrent
- * remover of the same file just sees ENOENT.) */
+ * remover of the same file just sees ENOENT.) Does nothing once a
+ * background error made the database read-only: the outputs a failed
+ * MANIFEST write or sync kept are in no version, yet the edit may name them
+ * at the next open, which removes what is really obsolete. */
 void files_delete_obsolete(tkv_db *db);
+
+/* files_unpin -- drops a view's or a job's reference to v (version_unref,
+ * or version_unref_files when files_only). If that freed v while an earlier
+ * files_delete_obsolete had to keep files that only older versions still
+ * used (db->obsolete_kept), deletes what is obsolete now: otherwise the
+ * inputs of a compaction that ran while an iterator (or a get, or a paused
+ * deep job) held the old version would stay on disk until the next job.
+ * Caller does not hold mu. */
+void files_unpin(tkv_db *db, version *v, int files_only);
 
 #endif

@@ -548,8 +548,10 @@ static void *column_main(void *arg)
             mx->retry_at_us = 0;
             mx_collect(db);
             files_delete_obsolete(db);
-        } else if (!db->bg_error) {
-            column_failed(db, rc, cancelled);
+        } else {
+            if (!db->bg_error) column_failed(db, rc, cancelled);
+            /* the job's version may have held files a job beside it made obsolete (files_unpin) */
+            if (__atomic_load_n(&db->obsolete_kept, __ATOMIC_ACQUIRE)) files_delete_obsolete(db);
         }
         pthread_cond_broadcast(&db->bg_cv);
     }

@@ -86,7 +86,7 @@ int recover_wals(tkv_db *db)
     uint64_t *nums;
     size_t n;
     TKV_TRY(list_wals(db->dir, &nums, &n));
-    int rc = 0;
+    int rc = 0, skipped = 0;
     uint64_t log_number = vset_log_number(db->vs);
     replay_ctx c = {db, NULL, vset_last_seq(db->vs)};
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -109,20 +109,36 @@ int recover_wals(tkv_db *db)
         rc = wal_replay(path, &db->io, replay_record, &c, &st);
         ctr_add(&db->ctr.recovered_torn_records, st.torn_tail_records);
         ctr_add(&db->ctr.recovered_torn_bytes, st.torn_tail_bytes);
-        if (rc == TKV_CORRUPTION && !db->opts.paranoid_checks) rc = 0; /* keep what was read */
+        if (rc == TKV_CORRUPTION && !db->opts.paranoid_checks) { /* keep what was read */
+            rc = 0;
+            skipped = 1;
+        }
     }
-    free(nums);
-    if (rc < 0) return rc;
-    db->last_seq = c.max_seq;
-    vset_set_last_seq(db->vs, c.max_seq);
-    if (memtable_num_entries(db->sv->mem) > 0) return write_switch_memtable(db); /* opens the new WAL */
-    if (db->opts.wal) {
+    if (rc == 0) {
+        db->last_seq = c.max_seq;
+        vset_set_last_seq(db->vs, c.max_seq);
+    }
+    if (rc == 0 && memtable_num_entries(db->sv->mem) > 0) {
+        rc = write_switch_memtable(db); /* opens the new WAL */
+    } else if (rc == 0 && db->opts.wal) {
         char path[4096];
         db->wal_number = vset_new_file_number(db->vs);
         files_wal_path(db, db->wal_number, path, sizeof path);
-        TKV_TRY(wal_writer_open(path, &db->io, &db->wal));
-    } else {
+        rc = wal_writer_open(path, &db->io, &db->wal);
+    } else if (rc == 0) {
         db->wal_number = vset_new_file_number(db->vs);
     }
-    return 0;
+    /* Nothing was recovered (no memtable holds a write): the WALs just
+     * replayed hold none either (at most a torn tail), and as no flush will
+     * advance the log number past them, they go now -- else every open of an
+     * idle database left one more. Not after a skipped corruption (the file
+     * is the only trace of it). */
+    for (size_t i = 0; rc == 0 && !skipped && db->sv->nimm == 0 && memtable_num_entries(db->sv->mem) == 0 && i < n;
+         i++) {
+        char path[4096];
+        files_wal_path(db, nums[i], path, sizeof path);
+        if (nums[i] >= log_number && nums[i] != db->wal_number) (void)io_remove(path); /* best effort */
+    }
+    free(nums);
+    return rc;
 }

@@ -16,10 +16,19 @@
  *      tier: a flush's edit advances the MANIFEST's log number past them
  *      (flush.c, mx_flush.c), and files_delete_obsolete removes only WALs
  *      below it.
+ *  (6) A TKV_SYNC write makes every write acknowledged before it durable,
+ *      across WAL switches too: a WAL switched away from with appends not yet
+ *      fdatasync'd is kept open (db->wal_old), and the next sync group syncs
+ *      and closes it before it writes its own record. Recovery replays the
+ *      WALs in order, so without this an OS crash could keep a sync write
+ *      in the new WAL and lose earlier acknowledged writes in the old one. A
+ *      kept WAL that a flush has made obsolete (below the log number) is
+ *      closed unsynced: its data is in the next tier.
  */
 #include "db/write.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "db/files.h"
 #include "db/mx.h"
@@ -29,6 +38,89 @@
 #include "util/status.h"
 
 #define GROUP_MAX_BYTES (1u << 20)
+
+/* wal_old_prune -- closes the kept WALs below the MANIFEST's log number
+ * (invariant 6). Caller holds mu. */
+static void wal_old_prune(tkv_db *db)
+{
+    uint64_t log_number = vset_log_number(db->vs);
+    size_t k = 0;
+    for (size_t i = 0; i < db->nwal_old; i++) {
+        if (db->wal_old[i].number < log_number) wal_writer_close(db->wal_old[i].w);
+        else db->wal_old[k++] = db->wal_old[i];
+    }
+    db->nwal_old = k;
+}
+
+/* wal_retire -- the active WAL (db->wal, db->wal_number) is switched away
+ * from: closed, or kept for the next sync group if it holds unsynced
+ * appends (invariant 6; out of memory: synced now). Caller holds mu. */
+static void wal_retire(tkv_db *db)
+{
+    wal_old_prune(db);
+    if (!db->wal) return;
+    if (wal_unsynced(db->wal) && db->nwal_old == db->wal_old_cap) {
+        size_t cap = db->wal_old_cap ? db->wal_old_cap * 2 : 4;
+        struct db_old_wal *p = realloc(db->wal_old, cap * sizeof *p);
+        if (p) {
+            db->wal_old = p;
+            db->wal_old_cap = cap;
+        }
+    }
+    if (!wal_unsynced(db->wal)) {
+        wal_writer_close(db->wal);
+    } else if (db->nwal_old < db->wal_old_cap) {
+        db->wal_old[db->nwal_old++] = (struct db_old_wal){db->wal, db->wal_number};
+    } else {
+        int rc = wal_sync(db->wal);
+        if (rc < 0) db_set_bg_error(db, rc);
+        wal_writer_close(db->wal);
+    }
+    db->wal = NULL;
+}
+
+/* wal_old_take -- the kept WALs the leader of a sync group must sync
+ * before it acknowledges (invariant 6), detached from db (NULL, *n = 0 if
+ * none). Caller holds mu. */
+static struct db_old_wal *wal_old_take(tkv_db *db, size_t *n)
+{
+    *n = 0;
+    if (!db->nwal_old) return NULL;
+    wal_old_prune(db);
+    struct db_old_wal *old = db->wal_old;
+    *n = db->nwal_old;
+    db->wal_old = NULL;
+    db->nwal_old = db->wal_old_cap = 0;
+    return old;
+}
+
+/* wal_old_sync -- syncs and closes the n kept WALs of `old` (taken from db
+ * by the leader of a sync group) and frees the array: 0 or the first error. */
+static int wal_old_sync(struct db_old_wal *old, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0) rc = wal_sync(old[i].w);
+        wal_writer_close(old[i].w);
+    }
+    free(old);
+    return rc;
+}
+
+int write_close_old_wals(tkv_db *db, int sync)
+{
+    int rc = 0;
+    if (db->nwal_old) wal_old_prune(db);
+    for (size_t i = 0; i < db->nwal_old; i++) {
+        if (sync && rc == 0) rc = wal_sync(db->wal_old[i].w);
+        int crc = wal_writer_close(db->wal_old[i].w);
+        if (rc == 0) rc = crc;
+    }
+    free(db->wal_old);
+    db->wal_old = NULL;
+    db->nwal_old = db->wal_old_cap = 0;
+    return rc;
+}
 
 int write_switch_memtable(tkv_db *db)
 {
@@ -52,9 +144,10 @@ int write_switch_memtable(tkv_db *db)
         }
         return tkv_err(TKV_NO_MEMORY, "out of memory switching memtables");
     }
-    /* The old WAL's bytes were all handed to the OS before acknowledgement (1);
-     * closing it without a sync loses nothing on a process crash. */
-    if (db->wal) wal_writer_close(db->wal);
+    /* The old WAL's bytes were all handed to the OS before acknowledgement
+     * (1): nothing is lost on a process crash. Unsynced appends wait for the
+     * next sync group (6). */
+    wal_retire(db);
     db->wal = w;
     db->wal_number = number;
     sv_install(db, sv);
@@ -242,10 +335,13 @@ int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags)
             sync |= x->sync;
             if (x == last) break;
         }
+        size_t nold = 0; /* (6): the earlier WALs this sync must cover */
+        struct db_old_wal *old = wal && sync ? wal_old_take(db, &nold) : NULL;
         pthread_mutex_unlock(&db->mu);
 
         if (wal) {
-            rc = wal_add_record(wal, rep, len);
+            rc = wal_old_sync(old, nold);
+            if (rc == 0) rc = wal_add_record(wal, rep, len);
             if (rc == 0) ctr_add(&db->ctr.wal_records, 1);
             if (rc == 0 && sync) {
                 rc = wal_sync(wal);

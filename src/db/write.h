@@ -19,6 +19,11 @@ int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags);
  * open). On failure nothing changes. */
 int write_switch_memtable(tkv_db *db);
 
+/* write_close_old_wals -- (tkv_close) closes the switched-away WALs kept
+ * for a later sync (write.c, invariant 6), after syncing them if `sync`.
+ * Returns the first error. Caller holds no writer back; no writes follow. */
+int write_close_old_wals(tkv_db *db, int sync);
+
 /* write_insert_batch -- inserts every record of the batch representation
  * rep[0..len) into mem, at the sequences it carries. */
 int write_insert_batch(memtable *mem, const uint8_t *rep, size_t len);

@@ -48,6 +48,7 @@ struct wal_writer {
     uint8_t *buf; /* framing buffer: record header + a copy of a small payload */
     size_t cap;   /* bytes allocated at buf (<= WAL_RECORD_HEADER + WAL_COPY_MAX) */
     int err;      /* 0, or the code that poisoned the writer (see wal.h) */
+    uint64_t synced; /* the file's size at the last successful wal_sync */
 };
 
 /* record_checksum -- tkv_checksum over the 4 length bytes followed by the
@@ -160,7 +161,15 @@ int wal_sync(wal_writer *w)
                        tkv_strerror(w->err));
     int rc = io_sync(w->f);
     if (rc < 0) w->err = rc;
+    else w->synced = w->f->size;
     return rc;
+}
+
+/* wal_unsynced -- records (not just the header) appended since the last sync. */
+int wal_unsynced(const wal_writer *w)
+{
+    uint64_t floor = w->synced > WAL_HEADER_SIZE ? w->synced : WAL_HEADER_SIZE;
+    return w->f->size > floor;
 }
 
 uint64_t wal_size(const wal_writer *w) { return w ? w->f->size : 0; }

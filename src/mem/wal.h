@@ -60,6 +60,10 @@ int wal_add_record(wal_writer *w, const void *payload, size_t n);
  * file). Returns 0, TKV_IO_ERROR, TKV_NO_SPACE, or the poisoning code. */
 int wal_sync(wal_writer *w);
 
+/* wal_unsynced -- 1 if records were appended since the last successful
+ * wal_sync (or since the open), i.e. a crash of the OS could lose some. */
+int wal_unsynced(const wal_writer *w);
+
 /* wal_size -- bytes in the file so far, header included (after a partial write,
  * the bytes that did reach the file). */
 uint64_t wal_size(const wal_writer *w);

@@ -71,20 +71,22 @@ void version_ref_files(version *v)
 }
 
 /* version_unref_files -- drops a version_ref_files reference. */
-void version_unref_files(version *v)
+int version_unref_files(version *v)
 {
-    if (!v) return;
+    if (!v) return 0;
     __atomic_fetch_sub(&v->file_refs, 1, __ATOMIC_RELEASE);
-    version_unref(v);
+    return version_unref(v);
 }
 
-/* version_unref -- at 0 unlinks v from the live list (under its lock) and frees it. */
-void version_unref(version *v)
+/* version_unref -- at 0 unlinks v from the live list (under its lock) and
+ * frees it; 1 then. */
+int version_unref(version *v)
 {
-    if (!v) return;
-    if (__atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    if (!v) return 0;
+    if (__atomic_sub_fetch(&v->refs, 1, __ATOMIC_ACQ_REL) != 0) return 0;
     if (v->vs) vset_unlink_version(v->vs, v);
     version_free(v);
+    return 1;
 }
 
 /* version_level_bytes -- sum of file sizes at level. */

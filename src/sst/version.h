@@ -76,13 +76,14 @@ typedef struct version {
 int version_row_cursor(const version *v, uint64_t row_id, uint64_t *cursor);
 
 void version_ref(version *v);
-void version_unref(version *v);
+/* version_unref -- drops a ref; 1 if that was the last one (v is freed). */
+int version_unref(version *v);
 /* version_ref_files / version_unref_files -- a ref for a reader of the SST
  * levels only (a leveled compaction): a version that is not current and
  * holds no other refs pins no matrix rows (vset_row_floor skips it), so a
  * long -- or paused -- deep compaction does not keep pool pages. */
 void version_ref_files(version *v);
-void version_unref_files(version *v); /* thread-safe: the live-version list has its own lock */
+int version_unref_files(version *v); /* thread-safe (the live-version list has its own lock); as version_unref */
 
 /* version_level_bytes -- total file bytes at a level. */
 uint64_t version_level_bytes(const version *v, int level);
