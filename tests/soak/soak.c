@@ -7,11 +7,13 @@
  * descriptors, the pmem pool's used and allocated bytes, DRAM used against
  * dram_budget, the directory's disk usage. At the end it prints the RSS
  * curve and fails if RSS (total or anonymous) has not plateaued -- the last
- * third's peak more than SOAK_TOLERANCE percent (+ 4 MiB) above the middle
- * third's, the first third being warm-up -- or if open file descriptors
- * grew (by more than 2). docs/testing.md.
+ * third's mean more than SOAK_TOLERANCE percent (+ 4 MiB) above the middle
+ * third's (the first third is warm-up), or its peak that much above the
+ * peak of the first two thirds -- or if open file descriptors grew so (by
+ * more than 2). docs/testing.md.
  *
  * Usage: tkv_soak [DURATION]   (10m by default; s, m, h suffixes)
+ *        tkv_soak --judge LOG  (the same verdict on a log's sample lines)
  * Environment: SOAK_INTERVAL (60s), SOAK_DIR (build/soak-db), SOAK_LOG (a
  * file that gets the lines too), SOAK_BUDGET (dram_budget, 64M), SOAK_POOL
  * (pmem_size, 128M), SOAK_KEYS (keys per worker, 100000), SOAK_THREADS (2),
@@ -276,10 +278,40 @@ static void print_curve(soak *k)
     }
 }
 
-/* verdict -- 0 if RSS (total and anonymous) plateaued and fds did not
- * grow. The first third is warm-up (caches and the pool filling); the peak
- * of the last third may pass the peak of the middle third by tol_pct
- * percent plus 4 MiB (a few arena blocks), no more. */
+/* mean -- the mean of field `off` over samples [a, b). */
+static double mean(const soak *k, size_t a, size_t b, size_t off)
+{
+    double sum = 0;
+    for (size_t i = a; i < b; i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)&k->s[i] + off, sizeof v);
+        sum += (double)v;
+    }
+    return b > a ? sum / (double)(b - a) : 0.0;
+}
+
+/* grew -- judges field `off` over thirds [0, a), [a, b), [b, ns): 1 if the
+ * last third's mean passes the middle third's (the first is warm-up), or
+ * the last third's peak passes the peak of the first two, by more than
+ * tol_pct percent + slack. Prints the numbers. */
+static int grew(soak *k, const char *name, size_t off, double tol_pct, double slack, int bytes)
+{
+    size_t a = k->ns / 3, b = k->ns * 2 / 3;
+    double m_mid = mean(k, a, b, off), m_late = mean(k, b, k->ns, off);
+    double p_early = (double)peak(k, 0, b, off), p_late = (double)peak(k, b, k->ns, off);
+    double f = 1.0 + tol_pct / 100.0, u = bytes ? 1048576.0 : 1.0;
+    int by_mean = m_late > m_mid * f + slack, by_peak = p_late > p_early * f + slack;
+    say(k, "[soak] %s: mean %.1f%s in the middle third, %.1f%s in the last (limit %.1f%s); peak %.1f%s before the "
+        "last third, %.1f%s in it (limit %.1f%s); slope over the last half %+.1f%s/h: %s\n", name, m_mid / u,
+        bytes ? "M" : "", m_late / u, bytes ? "M" : "", (m_mid * f + slack) / u, bytes ? "M" : "", p_early / u,
+        bytes ? "M" : "", p_late / u, bytes ? "M" : "", (p_early * f + slack) / u, bytes ? "M" : "",
+        slope(k, k->ns / 2, k->ns, off) / u, bytes ? "M" : "", by_mean || by_peak ? "STILL GROWING" : "plateau");
+    return by_mean || by_peak;
+}
+
+/* verdict -- 0 if RSS (total and anonymous) plateaued and open file
+ * descriptors did not grow (grew(): SOAK_TOLERANCE percent + 4 MiB for
+ * RSS, 2 descriptors for fds). */
 static int verdict(soak *k, double tol_pct)
 {
     print_curve(k);
@@ -288,23 +320,41 @@ static int verdict(soak *k, double tol_pct)
             k->ns);
         return 0;
     }
-    size_t a = k->ns / 3, b = k->ns * 2 / 3;
-    struct { const char *name; size_t off; } f[] = {{"rss", offsetof(sample, rss)}, {"anon", offsetof(sample, anon)}};
-    int bad = 0;
-    for (size_t i = 0; i < 2; i++) {
-        uint64_t mid = peak(k, a, b, f[i].off), late = peak(k, b, k->ns, f[i].off);
-        double limit = (double)mid * (1.0 + tol_pct / 100.0) + 4.0 * 1048576.0;
-        int grew = (double)late > limit;
-        say(k, "[soak] %s: peak %.1fM in the middle third, %.1fM in the last third (limit %.1fM); "
-            "slope over the last half %+.1fM/h: %s\n", f[i].name, mib(mid), mib(late), limit / 1048576.0,
-            slope(k, k->ns / 2, k->ns, f[i].off) / 1048576.0, grew ? "STILL GROWING" : "plateau");
-        bad |= grew;
+    int bad = grew(k, "rss", offsetof(sample, rss), tol_pct, 4.0 * 1048576.0, 1);
+    bad |= grew(k, "anon", offsetof(sample, anon), tol_pct, 4.0 * 1048576.0, 1);
+    bad |= grew(k, "fds", offsetof(sample, fds), 0.0, 2.0, 0);
+    return bad ? -1 : 0;
+}
+
+/* judge -- reads the sample lines of a soak log and gives its verdict. */
+static int judge(soak *k, const char *path, double tol_pct)
+{
+    FILE *f = fopen(path, "r");
+    if (!f || !(k->s = calloc(MAX_SAMPLES, sizeof *k->s))) {
+        fprintf(stderr, "soak: cannot read %s: %s\n", path, strerror(errno));
+        if (f) fclose(f);
+        return 2;
     }
-    uint64_t fd_mid = peak(k, a, b, offsetof(sample, fds)), fd_late = peak(k, b, k->ns, offsetof(sample, fds));
-    int fd_grew = fd_late > fd_mid + 2;
-    say(k, "[soak] fds: peak %llu in the middle third, %llu in the last third: %s\n", (unsigned long long)fd_mid,
-        (unsigned long long)fd_late, fd_grew ? "GROWING" : "steady");
-    return bad || fd_grew ? -1 : 0;
+    char line[1024];
+    while (k->ns < MAX_SAMPLES && fgets(line, sizeof line, f)) {
+        sample *s = &k->s[k->ns];
+        double rss, anon, file, fds;
+        char *p = strstr(line, "[soak] t=");
+        if (!p || sscanf(p, "[soak] t=%lfs", &s->t) != 1 || !(p = strstr(line, " rss=")) ||
+            sscanf(p, " rss=%lfM anon=%lfM file=%lfM", &rss, &anon, &file) != 3 || !(p = strstr(line, " fds=")) ||
+            sscanf(p, " fds=%lf", &fds) != 1)
+            continue;
+        s->rss = (uint64_t)(rss * 1048576.0);
+        s->anon = (uint64_t)(anon * 1048576.0);
+        s->file = (uint64_t)(file * 1048576.0);
+        s->fds = (uint64_t)fds;
+        k->ns++;
+    }
+    fclose(f);
+    int rc = verdict(k, tol_pct);
+    printf("[soak] %s: %zu samples of %s\n", rc ? "FAILED" : "passed", k->ns, path);
+    free(k->s);
+    return rc ? 1 : 0;
 }
 
 /* setup -- options, the workers' models, a fresh database directory. */
@@ -361,9 +411,10 @@ int main(int argc, char **argv)
     k.interval = parse_duration(env_or("SOAK_INTERVAL", "60s"));
     k.phase = parse_duration(env_or("SOAK_PHASE", "120s"));
     double tol = strtod(env_or("SOAK_TOLERANCE", "5"), NULL);
+    if (argc == 3 && !strcmp(argv[1], "--judge")) return judge(&k, argv[2], tol);
     if (k.duration <= 0 || k.interval <= 0 || k.phase <= 0) {
-        fprintf(stderr, "usage: %s [DURATION]  (e.g. 90, 30s, 10m, 2h; SOAK_INTERVAL and SOAK_PHASE likewise)\n",
-                argv[0]);
+        fprintf(stderr, "usage: %s [DURATION]  (e.g. 90, 30s, 10m, 2h; SOAK_INTERVAL and SOAK_PHASE likewise)\n"
+                        "       %s --judge LOG  (the verdict on a soak log's sample lines)\n", argv[0], argv[0]);
         return 2;
     }
     if (k.phase > k.duration / 3) k.phase = k.duration / 3; /* at least a couple of reopens */
