@@ -16,12 +16,13 @@
  *  memory_property      tkv.memory's lines and fields with and without a
  *                       budget; tkv.options shows the derived sizes;
  *                       tkv.stats' dram: line agrees
- *  budget_workload      8M of budget, small entries into a 64M pool (so the
- *                       rows' DRAM, not the pool, is what fills), many small
+ *  budget_workload      8M of budget, matrix_trigger=25, small entries into
+ *                       a 64M pool (so the rows' DRAM, not the pool, is what
+ *                       fills: columns start at a quarter of the rows' 512K
+ *                       share, the pool under a sixth full), many small
  *                       SSTs: writes, overwrites, deletes, gets and scans;
- *                       every measured part stays at its share (the rows'
- *                       share forces columns before the pool is a tenth
- *                       full) and the total within the budget; the data
+ *                       every measured part stays at its share and the
+ *                       total within the budget; the data
  *                       matches a model, also after a reopen
  *  rows_wait            4M, matrix_trigger=100: the flush finds the
  *                       rows' share full and waits for columns (no_space)
@@ -350,7 +351,7 @@ static void workload(const char *budget, const char *trigger, uint64_t n)
 static void budget_workload(void **state)
 {
     (void)state;
-    workload("8M", "50", 150000);
+    workload("8M", "25", 150000);
 }
 
 /* rows_wait -- matrix_trigger=100: no compactor forms before a flush finds
