@@ -51,12 +51,12 @@ static int judge(int n, double (*rss_at)(int), double (*heap_at)(int), int (*fds
                 rss - 80, 80.0, heap_at(i), rss - 85, fds_at(i));
     }
     fclose(f);
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%s --judge %s > %s.out 2>&1", exe, log, log);
+    char cmd[1200], out[sizeof log + 4];
+    snprintf(out, sizeof out, "%s.out", log);
+    snprintf(cmd, sizeof cmd, "%s --judge %s > %s 2>&1", exe, log, out);
     int st = system(cmd);
     unlink(log);
-    strcat(log, ".out");
-    unlink(log);
+    unlink(out);
     assert_true(WIFEXITED(st));
     return WEXITSTATUS(st);
 }
