@@ -7,7 +7,11 @@
 #                   folders one way, no file over 800 lines, no function over 80
 #                   without a written reason (tests/check_structure.py; part of make test)
 #   make tsan       the concurrency tests under ThreadSanitizer
-#   make soak       long randomized / crash runs (not part of `make test`)
+#   make soak       DURATION (10m; s/m/h suffixes) of mixed load on one database with
+#                   reopens, every read checked against a model; logs RSS, open fds, pool
+#                   and DRAM use every SOAK_INTERVAL (60s) to build/soak.log and fails
+#                   unless RSS plateaus and fds stay flat (tests/soak/, docs/testing.md)
+#   make soak-model the long randomized model and crash runs (TKV_TEST_SCALE=20)
 #   make fuzz       the libFuzzer targets of fuzz/ (clang, installed on demand), each
 #                   for FUZZ_SECONDS (default 60) from its corpus; FUZZ_TARGETS picks
 #                   some (docs/fuzzing.md). make test replays every corpus once (gcc)
@@ -90,12 +94,15 @@ BENCH_LIB_OBJS := $(BENCH_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # commands use internal readers).
 TOOL_SRCS := $(sort $(wildcard tools/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
+# tests/soak/: the soak driver, $(BUILD)/tkv_soak (make soak).
+SOAK_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard tests/soak/*.c)))
+DURATION ?= 10m
 
 DEB_PACKAGES := libpmem-dev liburing-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils \
                 openjdk-17-jdk-headless maven
 
-.PHONY: all lib tool tests test test-run check-structure tsan soak crashtest fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
+.PHONY: all lib tool tests test test-run check-structure tsan soak soak-model crashtest fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
         jni ycsb-build ycsb ycsb-test ycsb-cost
 .SECONDARY:
 all: lib tool
@@ -135,7 +142,10 @@ $(BUILD)/tests/test_embed_%: $(BUILD)/obj/tests/test_embed_%.o $(BUILD)/obj/test
 	    -Wl,--no-as-needed $(ROCKSDB_REL) -Wl,--as-needed -Wl,-rpath,$(abspath $(BUILD)) -lcmocka -ldl
 
 # The tests include tests/test_tkv_cli, which runs $(BUILD)/tkv.
-tests: lib $(TESTS) $(BUILD)/tkv_bench $(BUILD)/tkv $(FUZZ_REPLAYS)
+tests: lib $(TESTS) $(BUILD)/tkv_bench $(BUILD)/tkv $(BUILD)/tkv_soak $(FUZZ_REPLAYS)
+
+$(BUILD)/tkv_soak: $(SOAK_OBJS) $(BUILD)/libtierkv.a
+	$(CC) $(LDFLAGS) -o $@ $(SOAK_OBJS) $(BUILD)/libtierkv.a $(EXE_LIBS)
 
 $(BUILD)/obj/fuzz/replay_main.o: CFLAGS += -DFUZZ_CORPUS_ROOT='"$(abspath fuzz/corpus)"'
 $(BUILD)/fuzz/replay_%: $(BUILD)/obj/fuzz/fuzz_%.o $(BUILD)/obj/fuzz/replay_main.o $(FUZZ_HELPER_OBJS) $(BUILD)/libtierkv.a
@@ -181,7 +191,13 @@ tsan: deps
 	$(MAKE) SAN=tsan tests
 	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_skiplist %_memtable %_cache %_version %_table %_matrix_db %_sched %_sched_db %_deep_yield %_uring %_async %_bgerror %_footprint,$(TESTS:build/%=build/tsan/%))
 
-soak: deps
+# soak: the soak driver for DURATION (tests/soak/soak.c; SOAK_* variables in
+# its header comment), at nice 10; the database lives in $(BUILD)/soak-db.
+soak: deps lib $(BUILD)/tkv_soak
+	SOAK_LOG=$${SOAK_LOG:-$(BUILD)/soak.log} SOAK_DIR=$${SOAK_DIR:-$(BUILD)/soak-db} nice -n 10 $(BUILD)/tkv_soak $(DURATION)
+
+# soak-model: the long randomized model and crash runs (what `make soak` ran before).
+soak-model: deps
 	$(MAKE) tests
 	TKV_TEST_SCALE=20 bash tests/run.sh $(BUILD)/tests/test_model $(BUILD)/tests/test_crash
 

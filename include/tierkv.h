@@ -138,7 +138,8 @@ TKV_API int tkv_options_set(tkv_options *opts, const char *name, const char *val
  *                  and error_if_exists=1; l0=sst while the matrix container
  *                  still holds rows; a pmem_size other than the existing pool's;
  *                  a pool too small for 4 memtables; pmem_mode=pmem on memory
- *                  that is not pmem (docs/options.md)
+ *                  that is not pmem; a dram_budget too small for the sizes set
+ *                  (checked before anything is created) (docs/options.md)
  *  TKV_BUSY        another handle (in this or another process) has `dir` or its
  *                  pool file open
  *  TKV_CORRUPTION  a checksum failed in the middle of a log or other file; the
@@ -279,7 +280,8 @@ TKV_API int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const 
  * name (tkv_errmsg says so). Names: "tkv.stats" (multi-line counters),
  * "tkv.levels" (one line per tier/level), "tkv.matrix" (the matrix container:
  * rows, pool space, columns, lookups), "tkv.pmem" (the pmem device: mode,
- * geometry, persists), "tkv.options" (effective options),
+ * geometry, persists), "tkv.memory" (DRAM per part against dram_budget),
+ * "tkv.options" (effective options),
  * "tkv.num-entries-active-mem" and other numeric properties documented in
  * docs/options.md. */
 TKV_API char *tkv_property(tkv_db *db, const char *name);

@@ -218,7 +218,8 @@ void cmp_preload_tables(tkv_db *db)
     size_t budget = (size_t)db->opts.max_open_files;
     for (int level = 0; level < VERSION_LEVELS && budget; level++) {
         size_t n = v->nfiles[level] < budget ? v->nfiles[level] : budget;
-        cmp_preload_outputs(db, v->files[level], n, IO_META);
+        for (size_t i = 0; i < n && !table_cache_full(db->tc); i++) /* a DRAM budget's share of tables */
+            (void)table_cache_preload(db->tc, v->files[level][i], IO_META);
         budget -= n;
     }
     files_unpin(db, v, 1);

@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "db/budget.h"
 #include "db/options.h"
 #include "db/trash.h"
 #include "io/io.h"
@@ -98,6 +99,8 @@ typedef struct db_counters {
 struct tkv_db {
     char *dir;
     struct tkv_options opts;
+    dram_split dram;             /* the DRAM budget's shares (budget.h), set at open */
+    size_t mem_bytes;            /* atomic: arena bytes of every live memtable (mem/arena.h accounting) */
     int lock_fd;
     io_stats io;
     trash *trash;                /* obsolete files, deleted a chunk at a time (trash.h) */

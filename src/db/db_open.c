@@ -83,22 +83,19 @@ static int prepare_dir(const char *dir, const struct tkv_options *o, int *create
     return 0;
 }
 
-/* Rings of the async read path: depth (reads in flight per reader) and the
- * most readers reading asynchronously at once; past that, reads are
- * synchronous (counted as busy in tkv.stats). */
-#define RING_DEPTH 256
-#define MAX_RINGS 64
-
-/* open_rings -- the io_uring pool for async_io=auto|on. With auto, a setup
- * that fails (io_uring disabled, seccomp, a memlock limit) is not an error:
- * reads use pread and tkv.stats says why. With on it fails the open. */
+/* open_rings -- the io_uring pool for async_io=auto|on: rings of
+ * BUDGET_RING_DEPTH reads, as many as the DRAM budget allows (budget.h);
+ * past that, reads are synchronous (counted as busy in tkv.stats). With
+ * auto, a setup that fails (io_uring disabled, seccomp, a memlock limit) is
+ * not an error: reads use pread and tkv.stats says why. With on it fails
+ * the open. */
 static int open_rings(tkv_db *db)
 {
     if (db->opts.async_io == ASYNC_OFF) {
         snprintf(db->async_off, sizeof db->async_off, "async_io=off");
         return 0;
     }
-    int rc = io_ring_pool_new(RING_DEPTH, MAX_RINGS, &db->rings);
+    int rc = io_ring_pool_new(BUDGET_RING_DEPTH, db->dram.max_rings, &db->rings);
     if (rc == 0) return 0;
     snprintf(db->async_off, sizeof db->async_off, "%s", tkv_errmsg());
     if (db->opts.async_io == ASYNC_ON) return tkv_err(rc, "async_io=on: %s", db->async_off);
@@ -115,6 +112,8 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     if (opts) o = *opts;
     else options_init_defaults(&o);
 
+    dram_split dram;
+    TKV_TRY(budget_split(&o, &dram)); /* derives memtable_size and block_cache_size under a dram_budget */
     int created;
     TKV_TRY(prepare_dir(dir, &o, &created));
     tkv_db *db = calloc(1, sizeof *db);
@@ -123,6 +122,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
         return tkv_err(TKV_NO_MEMORY, "out of memory opening %s", dir);
     }
     db->opts = o;
+    db->dram = dram;
     db->lock_fd = -1;
     db->io.bytes_per_sync = o.bytes_per_sync; /* before any file is opened (io.h) */
     db->snapshots.next = db->snapshots.prev = &db->snapshots;
@@ -144,11 +144,12 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     if (rc == 0) options_resolve_at_open(&db->opts, mx_pool_size(db)); /* l1_size=0: the pool's size */
     if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, 4)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the block cache");
-    if (rc == 0 && !(db->tc = table_cache_new(dir, (size_t)db->opts.max_open_files, db->block_cache, &db->io,
-                                                  db->opts.direct_io ? IO_DIRECT : 0)))
+    if (rc == 0 && !(db->tc = table_cache_new(dir, (size_t)db->opts.max_open_files, db->dram.share[BUDGET_TABLES],
+                                              db->block_cache, &db->io, db->opts.direct_io ? IO_DIRECT : 0)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the table cache");
     memtable *mem = NULL;
-    if (rc == 0 && !(mem = memtable_new_sized(db->opts.memtable_size))) rc = tkv_err(TKV_NO_MEMORY, "out of memory creating a memtable");
+    if (rc == 0 && !(mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes)))
+        rc = tkv_err(TKV_NO_MEMORY, "out of memory creating a memtable");
     rowset *rows = NULL;
     if (rc == 0) rows = mx_initial_rowset(db, &rc);
     if (rc == 0 && !(db->sv = sv_new(mem, NULL, NULL, 0, NULL, 0, rows))) rc = tkv_err(TKV_NO_MEMORY, "out of memory");

@@ -1,6 +1,6 @@
 /*
  * db_props.c -- the public property API: tkv_property and the text of every
- * property (tkv.stats, tkv.levels, tkv.options; tkv.matrix and tkv.pmem
+ * property (tkv.stats, tkv.levels, tkv.memory, tkv.options; tkv.matrix and tkv.pmem
  * come from mx_props.c, tkv.sched from silk.c). Fields: docs/options.md.
  */
 #include <stdlib.h>
@@ -62,6 +62,68 @@ static void async_lines(tkv_db *db, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "prefetch: readaheads=%llu readahead_blocks=%llu seek_reads=%llu parallel_seeks=%llu\n",
                 (unsigned long long)ctr_get(&c->prefetch.reads), (unsigned long long)ctr_get(&c->prefetch.blocks),
                 (unsigned long long)ctr_get(&c->prefetch.seek_reads), (unsigned long long)ctr_get(&c->seek_parallel));
+}
+
+/* dram_used -- each part's DRAM now (budget.h; BUDGET_OTHER is not
+ * measured: 0); returns their sum. */
+static uint64_t dram_used(tkv_db *db, uint64_t used[BUDGET_NPARTS], cache_stats *cs, table_cache_stats *ts,
+                          io_ring_stats *rs)
+{
+    cache_get_stats(db->block_cache, cs);
+    table_cache_get_stats(db->tc, ts);
+    io_ring_pool_get_stats(db->rings, rs);
+    used[BUDGET_MEMTABLES] = __atomic_load_n(&db->mem_bytes, __ATOMIC_RELAXED);
+    used[BUDGET_BLOCK_CACHE] = cs->usage;
+    used[BUDGET_TABLES] = ts->bytes;
+    used[BUDGET_ROWS] = mx_dram_bytes(db);
+    used[BUDGET_RINGS] = rs->memory;
+    used[BUDGET_OTHER] = 0;
+    uint64_t sum = 0;
+    for (int p = 0; p < BUDGET_NPARTS; p++) sum += used[p];
+    return sum;
+}
+
+/* dram_line -- tkv.stats' dram line: the budget and each part's usage. */
+static void dram_line(tkv_db *db, tkv_buf *b, int *oom)
+{
+    uint64_t used[BUDGET_NPARTS];
+    cache_stats cs;
+    table_cache_stats ts;
+    io_ring_stats rs;
+    uint64_t sum = dram_used(db, used, &cs, &ts, &rs);
+    buf_appendf(b, oom, "dram: budget=%llu used=%llu", (unsigned long long)db->dram.total, (unsigned long long)sum);
+    for (int p = 0; p < BUDGET_OTHER; p++)
+        buf_appendf(b, oom, " %s=%llu", budget_part_name((budget_part)p), (unsigned long long)used[p]);
+    buf_appendf(b, oom, "\n");
+}
+
+/* memory_report -- the text of tkv.memory: per part its share of the DRAM
+ * budget (or its configured size), its usage, and what bounds it. */
+static void memory_report(tkv_db *db, tkv_buf *b, int *oom)
+{
+    const dram_split *d = &db->dram;
+    uint64_t used[BUDGET_NPARTS];
+    cache_stats cs;
+    table_cache_stats ts;
+    io_ring_stats rs;
+    uint64_t sum = dram_used(db, used, &cs, &ts, &rs);
+    unsigned long long u[BUDGET_NPARTS], sh[BUDGET_NPARTS];
+    for (int p = 0; p < BUDGET_NPARTS; p++) {
+        u[p] = used[p];
+        sh[p] = d->share[p];
+    }
+    buf_appendf(b, oom, "budget: total=%llu used=%llu%s\n", (unsigned long long)d->total, (unsigned long long)sum,
+                d->total ? "" : " (no dram_budget)");
+    buf_appendf(b, oom, "memtables: share=%llu used=%llu set=%d memtable_size=%llu memtables=%d\n", sh[0], u[0],
+                d->user_set[BUDGET_MEMTABLES], (unsigned long long)db->opts.memtable_size, db->opts.memtables);
+    buf_appendf(b, oom, "block_cache: share=%llu used=%llu set=%d pinned=%zu\n", sh[1], u[1],
+                d->user_set[BUDGET_BLOCK_CACHE], cs.pinned);
+    buf_appendf(b, oom, "tables: share=%llu used=%llu open=%zu max_open_files=%d\n", sh[2], u[2], ts.open,
+                db->opts.max_open_files);
+    buf_appendf(b, oom, "rows: share=%llu used=%llu\n", sh[3], u[3]);
+    buf_appendf(b, oom, "rings: share=%llu used=%llu rings=%llu max_rings=%u\n", sh[4], u[4],
+                (unsigned long long)rs.rings, d->max_rings);
+    buf_appendf(b, oom, "other: share=%llu (a reserve for working memory; not measured)\n", sh[5]);
 }
 
 /* stats_report -- the text of tkv.stats. Caller holds mu. */
@@ -137,6 +199,7 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "write_amplification: %.3f (device bytes written / user bytes written, since open)\n",
             user ? (double)dev_written / (double)user : 0.0);
     buf_appendf(b, oom, "background_error: %s\n", db->bg_error ? tkv_strerror(db->bg_error) : "none");
+    dram_line(db, b, oom); /* last: tests read fields by first match */
 }
 
 /* levels_report -- the text of tkv.levels for a pinned view (sv, v). */
@@ -192,6 +255,8 @@ char *tkv_property(tkv_db *db, const char *name)
         pthread_mutex_lock(&db->mu);
         mx_report(db, !strcmp(name, "tkv.pmem"), &b, &oom);
         pthread_mutex_unlock(&db->mu);
+    } else if (!strcmp(name, "tkv.memory")) {
+        memory_report(db, &b, &oom);
     } else if (!strcmp(name, "tkv.sched")) {
         silk_report(db, &b, &oom);
     } else if (!strcmp(name, "tkv.num-entries-active-mem")) {

@@ -85,8 +85,19 @@ void mx_flush_unblocked(tkv_db *db);
  * call it only when that is what a 1 will do), as a long-lived RocksDB
  * iterator pins memory. */
 int mx_pinned_full(tkv_db *db);
-/* mx_fill -- the fraction of the pool's pages in use, 0..1 (0 with l0=sst). */
+/* mx_fill -- how full the container is, 0..1 (0 with l0=sst): the fraction
+ * of the pool's pages in use, or, under a DRAM budget, the rows' DRAM over
+ * its share if that is larger (at most 1). A compactor
+ * forms at matrix_trigger and writers are paced on it (write.c). */
 double mx_fill(tkv_db *db);
+/* mx_dram_bytes -- the DRAM of every open row handle (the rows part of the
+ * DRAM budget); 0 with l0=sst. No lock needed. */
+size_t mx_dram_bytes(tkv_db *db);
+/* mx_rows_over_budget -- 1 if a new row of `entries` entries and about
+ * `bytes` bytes would take the rows' DRAM past its share of dram_budget
+ * while rows exist that columns can drain (the flush then waits for them,
+ * as for a full pool); 0 without a budget or without rows. */
+int mx_rows_over_budget(tkv_db *db, size_t entries, size_t bytes);
 /* mx_drain_rate -- the rate at which column compaction empties the pool, in
  * bytes/s of the units writers are charged in (batch bytes): the slowest of
  * the last MX_DRAIN_SAMPLES columns, and no more than the running column has

@@ -60,8 +60,9 @@ static void job_free(column_job *j)
     free(j);
 }
 
-/* compactor_wanted -- 1 if a compactor should form now: the pool passed its
- * trigger, a flush waits for room, or tkv_compact_range waits. */
+/* compactor_wanted -- 1 if a compactor should form now: the pool (or, under
+ * a DRAM budget, the rows' DRAM) passed its trigger, a flush waits for
+ * room, or tkv_compact_range waits. */
 static int compactor_wanted(tkv_db *db)
 {
     struct mx_state *mx = db->mx;
@@ -69,7 +70,10 @@ static int compactor_wanted(tkv_db *db)
     pool_stats st;
     pool_get_stats(mx->pool, &st);
     uint64_t used = st.pages_total - st.pages_free;
-    return used * 100 >= (uint64_t)db->opts.matrix_trigger * st.pages_total;
+    if (used * 100 >= (uint64_t)db->opts.matrix_trigger * st.pages_total) return 1;
+    /* under a DRAM budget, the rows' handles past the trigger's share of theirs */
+    uint64_t share = db->dram.share[BUDGET_ROWS];
+    return share && (uint64_t)mx_dram_bytes(db) * 100 >= (uint64_t)db->opts.matrix_trigger * share;
 }
 
 /* take_l1 -- claims the L1 files the planned column rewrites (ref'd,

@@ -94,6 +94,16 @@ int mx_flush_one(tkv_db *db)
     /* Data of WALs older than the next memtable's WAL is in this memtable or
      * already in rows / SSTs. */
     uint64_t next_log = sv->nimm > 1 ? sv->imm_wal[1] : db->wal_number;
+    if (mx_rows_over_budget(db, memtable_num_entries(m), memtable_memory_usage(m))) {
+        /* the rows' handles would pass their share of dram_budget: wait for
+         * columns to drain and drop rows, as for a full pool */
+        mx->rows_at_flush = mx->nrows;
+        snprintf(mx->no_space_msg, sizeof mx->no_space_msg,
+                 "the rows' DRAM (%zu bytes) is at its share of dram_budget (%llu bytes)", mx_dram_bytes(db),
+                 (unsigned long long)db->dram.share[BUDGET_ROWS]);
+        sv_unref(sv);
+        return MX_NO_SPACE;
+    }
     rowtable *r = NULL;
     int rc = build_row(db, m, &r);
     if (rc == TKV_NO_SPACE) { /* no free pages, or no disk for them: wait for columns (mx_flush_blocked) */

@@ -93,6 +93,7 @@ struct mx_state {
     char *path;
     rowtable **rows;         /* every open row handle, oldest (smallest id) first */
     size_t nrows, cap;
+    size_t dram_bytes;       /* the DRAM of every open row handle (rowtable_props.dram_bytes); atomic writes */
     uint64_t column_bytes;   /* effective column size */
     uint64_t compactor_max_id; /* rows with id <= this form the compactor; 0 = no compactor */
     uint64_t compactor_entries; /* entries of the compactor's rows when it formed */
@@ -117,8 +118,13 @@ struct mx_state {
     mx_counters ctr;
 };
 
-/* mx_reg_add -- registers an open row handle in id order. (mx_open.c) */
+/* mx_reg_add -- registers an open row handle in id order and counts its
+ * DRAM. (mx_open.c) */
 int mx_reg_add(struct mx_state *mx, rowtable *r);
+
+/* mx_row_dram -- the DRAM of row r's handle (fixed once it is built or
+ * opened: the key filter is not shrunk as the cursor rises). (mx_open.c) */
+size_t mx_row_dram(const rowtable *r);
 
 /* mx_cursor_in -- row r's cursor in version v (TKV_CORRUPTION if v does not
  * list it: invariant 1 broken). (mx_open.c) */

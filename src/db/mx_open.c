@@ -14,6 +14,13 @@
 
 #include "util/status.h"
 
+size_t mx_row_dram(const rowtable *r)
+{
+    rowtable_props pr;
+    rowtable_get_props(r, &pr);
+    return pr.dram_bytes;
+}
+
 int mx_reg_add(struct mx_state *mx, rowtable *r)
 {
     if (mx->nrows == mx->cap) {
@@ -29,6 +36,7 @@ int mx_reg_add(struct mx_state *mx, rowtable *r)
         i--;
     }
     mx->rows[i] = r;
+    __atomic_store_n(&mx->dram_bytes, mx->dram_bytes + mx_row_dram(r), __ATOMIC_RELAXED); /* read without mu */
     return 0;
 }
 

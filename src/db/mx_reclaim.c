@@ -15,6 +15,7 @@ void mx_collect(tkv_db *db)
         uint64_t floor;
         int rc = 0;
         if (!vset_row_floor(db->vs, rowtable_id(r), &floor)) {
+            __atomic_store_n(&mx->dram_bytes, mx->dram_bytes - mx_row_dram(r), __ATOMIC_RELAXED);
             rc = rowtable_drop(r); /* invariant 3: slot cleared, then pages freed */
             if (rc == 0) ctr_add(&mx->ctr.rows_dropped, 1);
             if (rc < 0) db_set_bg_error(db, rc);
@@ -56,5 +57,24 @@ double mx_fill(tkv_db *db)
     if (!db->mx) return 0.0;
     pool_stats st;
     pool_get_stats(db->mx->pool, &st);
-    return st.pages_total ? (double)(st.pages_total - st.pages_free) / (double)st.pages_total : 0.0;
+    double pages = st.pages_total ? (double)(st.pages_total - st.pages_free) / (double)st.pages_total : 0.0;
+    uint64_t share = db->dram.share[BUDGET_ROWS];
+    double dram = share ? (double)mx_dram_bytes(db) / (double)share : 0.0;
+    if (dram > 1.0) dram = 1.0; /* a lone row may pass its share */
+    return dram > pages ? dram : pages;
+}
+
+size_t mx_dram_bytes(tkv_db *db) { return db->mx ? __atomic_load_n(&db->mx->dram_bytes, __ATOMIC_RELAXED) : 0; }
+
+int mx_rows_over_budget(tkv_db *db, size_t entries, size_t bytes)
+{
+    struct mx_state *mx = db->mx;
+    uint64_t share = db->dram.share[BUDGET_ROWS];
+    if (!share || mx->nrows == 0) return 0; /* no budget, or nothing to drain: a lone row may pass its share */
+    pool_stats st;
+    pool_get_stats(mx->pool, &st);
+    /* the new handle (docs/format-matrix.md section 7): 10 bits of filter per
+     * entry in 64-byte blocks, 13 bytes per page, the fields */
+    size_t est = (entries * 10 + 511) / 512 * 64 + (bytes / st.page_size + 3) * 13 + 256;
+    return mx->dram_bytes + est > share;
 }

@@ -18,8 +18,9 @@
 #include "util/status.h"
 
 /* OPT_SIZE_AUTO: a size in [min, max], or 0 for a value derived at open
- * (options_resolve_at_open). */
-typedef enum opt_kind { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_SIZE_AUTO, OPT_ENUM, OPT_STRING } opt_kind;
+ * (options_resolve_at_open). OPT_SIZE_OFF: a size in [min, max], or 0 for
+ * "off". */
+typedef enum opt_kind { OPT_BOOL, OPT_INT, OPT_SIZE, OPT_SIZE_AUTO, OPT_SIZE_OFF, OPT_ENUM, OPT_STRING } opt_kind;
 
 typedef struct opt_def {
     const char *name;
@@ -51,6 +52,7 @@ static const opt_def OPTION_TABLE[] = {
     {"wal", OPT_BOOL, OFF(wal), 0, 1, "1", NULL},
     {"sync", OPT_BOOL, OFF(sync), 0, 1, "0", NULL},
     {"paranoid_checks", OPT_BOOL, OFF(paranoid_checks), 0, 1, "1", NULL},
+    {"dram_budget", OPT_SIZE_OFF, OFF(dram_budget), 4u << 20, UINT64_C(1) << 40, "0", NULL},
     {"block_size", OPT_SIZE, OFF(block_size), 256, 16u << 20, "4K", NULL},
     {"block_cache_size", OPT_SIZE, OFF(block_cache_size), 0, UINT64_C(1) << 40, "256M", NULL},
     {"bloom_bits_per_key", OPT_INT, OFF(bloom_bits_per_key), 0, 64, "10", NULL},
@@ -96,6 +98,7 @@ static const opt_def OPTION_TABLE[] = {
     {"ssd_bandwidth", OPT_SIZE, OFF(ssd_bandwidth), 0, UINT64_C(1) << 40, "0", NULL},
 };
 #define N_OPTIONS (sizeof OPTION_TABLE / sizeof OPTION_TABLE[0])
+_Static_assert(N_OPTIONS <= 64, "user_set has one bit per option");
 
 int options_parse_size(const char *s, uint64_t *out)
 {
@@ -143,7 +146,8 @@ static int store_string(struct tkv_options *o, const opt_def *d, const char *val
     return 0;
 }
 
-static int is_size(const opt_def *d) { return d->kind == OPT_SIZE || d->kind == OPT_SIZE_AUTO; }
+static int is_size(const opt_def *d) { return d->kind == OPT_SIZE || d->kind == OPT_SIZE_AUTO || d->kind == OPT_SIZE_OFF; }
+static int zero_ok(const opt_def *d) { return d->kind == OPT_SIZE_AUTO || d->kind == OPT_SIZE_OFF; }
 
 static void store(struct tkv_options *o, const opt_def *d, uint64_t v)
 {
@@ -178,10 +182,10 @@ static int set_one(struct tkv_options *o, const opt_def *d, const char *value)
                        d->kind == OPT_BOOL ? "expected 1/0/true/false/on/off/yes/no"
                        : is_size(d)          ? "expected a size such as 4096, 64K, 64M, 1G"
                                              : "expected a non-negative integer");
-    if ((v < d->min || v > d->max) && !(d->kind == OPT_SIZE_AUTO && v == 0))
+    if ((v < d->min || v > d->max) && !(zero_ok(d) && v == 0))
         return tkv_err(TKV_INVALID, "option %s: %s is out of range [%llu, %llu]%s", d->name, value,
                        (unsigned long long)d->min, (unsigned long long)d->max,
-                       d->kind == OPT_SIZE_AUTO ? " (or 0: automatic)" : "");
+                       d->kind == OPT_SIZE_AUTO ? " (or 0: automatic)" : d->kind == OPT_SIZE_OFF ? " (or 0: off)" : "");
     store(o, d, v);
     return 0;
 }
@@ -212,8 +216,19 @@ int tkv_options_set(tkv_options *o, const char *name, const char *value)
 {
     if (!o || !name || !value) return tkv_err(TKV_INVALID, "tkv_options_set: NULL argument");
     for (size_t i = 0; i < N_OPTIONS; i++)
-        if (!strcmp(OPTION_TABLE[i].name, name)) return set_one(o, &OPTION_TABLE[i], value);
+        if (!strcmp(OPTION_TABLE[i].name, name)) {
+            TKV_TRY(set_one(o, &OPTION_TABLE[i], value));
+            o->user_set |= UINT64_C(1) << i;
+            return 0;
+        }
     return tkv_err(TKV_INVALID, "unknown option \"%s\" (see docs/options.md)", name);
+}
+
+int options_user_set(const struct tkv_options *o, const char *name)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (!strcmp(OPTION_TABLE[i].name, name)) return (int)(o->user_set >> i & 1);
+    return 0;
 }
 
 char *options_describe(const struct tkv_options *o)

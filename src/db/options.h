@@ -22,6 +22,7 @@ struct tkv_options {
     int wal;                /* 1: write-ahead log on; 0: off (writes survive only via flush) */
     int sync;               /* 1: every write is TKV_SYNC */
     int paranoid_checks;    /* 1: a corrupt record in the middle of a WAL fails open */
+    uint64_t dram_budget;   /* bytes of DRAM for every sizeable part together (budget.h); 0 = no budget */
     /* SSD tier */
     uint64_t block_size;        /* target uncompressed data block size */
     uint64_t block_cache_size;  /* bytes of uncompressed blocks cached (sharded LRU) */
@@ -68,6 +69,10 @@ struct tkv_options {
     int background_nice;        /* nice value of the flush, column, L0 and deep threads (0: unchanged) */
     uint64_t compaction_readahead; /* bytes per read of a compaction input SST (0: one block per read) */
     uint64_t ssd_bandwidth;     /* emul/: cap on every SSD read and write of the engine, bytes/s; 0 = off */
+    /* Not an option: bit i is set once tkv_options_set has set row i of
+     * the option table, so that a derived value (dram_budget's split) never
+     * overrides an explicit one (options_user_set). */
+    uint64_t user_set;
 };
 
 #define LATCAP_AUTO 0
@@ -111,6 +116,10 @@ void options_resolve_at_open(struct tkv_options *o, uint64_t pool_size);
  * l1_size times level_multiplier^(L-1), saturating. l1_size must be
  * resolved (options_resolve_at_open). */
 uint64_t options_level_target(const struct tkv_options *o, int level);
+
+/* options_user_set -- 1 if option `name` was set by tkv_options_set (even
+ * to its default value), 0 if it has its default or is unknown. */
+int options_user_set(const struct tkv_options *o, const char *name);
 
 /* options_parse_size -- parses "123", "64K", "64M", "1G", "1T" (powers of 1024). 0 or TKV_INVALID. */
 int options_parse_size(const char *s, uint64_t *out);

@@ -131,7 +131,7 @@ int write_switch_memtable(tkv_db *db)
         files_wal_path(db, number, path, sizeof path);
         TKV_TRY(wal_writer_open(path, &db->io, &w));
     }
-    memtable *mem = memtable_new_sized(db->opts.memtable_size);
+    memtable *mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes);
     superversion *old = db->sv, *sv = NULL;
     if (mem) sv = sv_new(mem, old->imm, old->imm_wal, old->nimm, old->mem, db->wal_number, old->rows);
     if (mem) memtable_unref(mem); /* sv holds it */

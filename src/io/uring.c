@@ -44,6 +44,7 @@ struct io_ring_pool {
     unsigned depth, max_rings;
     /* counters (relaxed atomics) */
     uint64_t reads, bytes, max_inflight, short_reads, retries, abandoned, heap_buffers, busy, setup_failures;
+    uint64_t arenas;       /* rings whose arena is allocated */
 };
 
 static void add(uint64_t *c, uint64_t n) { __atomic_fetch_add(c, n, __ATOMIC_RELAXED); }
@@ -195,6 +196,7 @@ static int32_t arena_alloc(io_ring *r, uint32_t n)
         if (posix_memalign(&a, IO_DIRECT_ALIGN, (size_t)ARENA_PAGES * IO_DIRECT_ALIGN) != 0) return -1;
         memset(a, 0, (size_t)ARENA_PAGES * IO_DIRECT_ALIGN); /* fault the pages in now, not on the read path */
         r->arena = a;
+        add(&r->pool->arenas, 1);
     }
     uint32_t run = 0;
     for (uint32_t i = 0; i < ARENA_PAGES; i++) {
@@ -448,6 +450,17 @@ void io_ring_release(io_ring_pool *p, io_ring *r)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* ring_fixed_bytes -- a ring's memory without its arena: the struct, its
+ * slots, and the kernel's rings (depth SQEs of 64 bytes and their index,
+ * 2 x depth CQEs of 16 bytes, and a page of ring headers). */
+static size_t ring_fixed_bytes(unsigned depth)
+{
+    return sizeof(io_ring) + (size_t)depth * (sizeof(io_req) + sizeof(unsigned)) + (size_t)depth * (64 + 4) +
+           (size_t)depth * 2 * 16 + 4096;
+}
+
+size_t io_ring_cost(unsigned depth) { return ring_fixed_bytes(depth) + (size_t)ARENA_PAGES * IO_DIRECT_ALIGN; }
+
 void io_ring_pool_get_stats(io_ring_pool *p, io_ring_stats *out)
 {
     memset(out, 0, sizeof *out);
@@ -463,4 +476,6 @@ void io_ring_pool_get_stats(io_ring_pool *p, io_ring_stats *out)
     uint64_t *dst[] = {&out->reads, &out->bytes, &out->max_inflight, &out->short_reads, &out->retries,
                        &out->abandoned, &out->heap_buffers, &out->busy, &out->setup_failures};
     for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) *dst[i] = __atomic_load_n(src[i], __ATOMIC_RELAXED);
+    out->memory = out->rings * ring_fixed_bytes(p->depth) +
+                  __atomic_load_n(&p->arenas, __ATOMIC_RELAXED) * (uint64_t)ARENA_PAGES * IO_DIRECT_ALIGN;
 }

@@ -77,6 +77,10 @@ typedef struct io_req {
  * (ENOMEM: a memlock limit), tkv_errmsg saying "io_uring setup failed: ...".
  * *out is NULL on error. */
 int io_ring_pool_new(unsigned depth, unsigned max_rings, io_ring_pool **out);
+/* io_ring_cost -- the most memory one ring of `depth` reads holds: its
+ * struct and slots, the kernel's submission and completion rings, and its
+ * 1 MiB arena (allocated at its first read). For a DRAM budget (max_rings). */
+size_t io_ring_cost(unsigned depth);
 /* io_ring_pool_free -- frees every ring; all must have been released. NULL ok. */
 void io_ring_pool_free(io_ring_pool *p);
 
@@ -126,6 +130,7 @@ typedef struct io_ring_stats {
     uint64_t heap_buffers;   /* reads too large for the ring's arena */
     uint64_t busy;           /* io_ring_acquire found no ring to lend */
     uint64_t setup_failures; /* rings that could not be set up after the first */
+    uint64_t memory;         /* bytes the rings hold: structs, slots, kernel rings, arenas allocated */
 } io_ring_stats;
 void io_ring_pool_get_stats(io_ring_pool *p, io_ring_stats *out);
 

@@ -65,13 +65,18 @@ void arena_init(arena *a, size_t block_size)
     a->left = 0;
     a->block_size = block_size;
     a->blocks = NULL;
+    a->account = NULL;
     __atomic_store_n(&a->usage, 0, __ATOMIC_RELAXED);
 }
+
+void arena_set_account(arena *a, size_t *total) { a->account = total; }
 
 /* arena_destroy -- frees every block and resets the arena to empty. */
 void arena_destroy(arena *a)
 {
     if (!a) return;
+    size_t *account = a->account;
+    if (account) __atomic_fetch_sub(account, a->usage, __ATOMIC_RELAXED);
     struct arena_block *b = a->blocks;
     while (b) {
         struct arena_block *next = b->next;
@@ -79,6 +84,7 @@ void arena_destroy(arena *a)
         b = next;
     }
     arena_init(a, a->block_size);
+    a->account = account;
 }
 
 /* new_block -- allocates, pre-faults and links a block with `data` usable
@@ -100,6 +106,7 @@ static uint8_t *new_block(arena *a, size_t data)
     b->size = size;
     a->blocks = b;
     __atomic_store_n(&a->usage, a->usage + size, __ATOMIC_RELAXED);
+    if (a->account) __atomic_fetch_add(a->account, size, __ATOMIC_RELAXED);
     return (uint8_t *)(b + 1);
 }
 

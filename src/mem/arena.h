@@ -35,12 +35,19 @@ typedef struct arena {
     size_t block_size;          /* size of a standard block (header included) */
     struct arena_block *blocks; /* every block held, newest first */
     size_t usage;               /* bytes of blocks held; atomic (relaxed) */
+    size_t *account;            /* NULL, or a counter shared by several arenas (arena_set_account) */
 } arena;
 
 /* arena_init -- an empty arena (no block is allocated until the first
  * arena_alloc). block_size 0 means ARENA_DEFAULT_BLOCK; smaller sizes are
  * raised to 4 KiB. Cannot fail. */
 void arena_init(arena *a, size_t block_size);
+
+/* arena_set_account -- from now on the arena also adds the bytes of the
+ * blocks it obtains to *total, and subtracts them when it frees them
+ * (atomically: one counter may serve many arenas, e.g. every memtable of a
+ * database). Call it on an empty arena. NULL total stops the accounting. */
+void arena_set_account(arena *a, size_t *total);
 
 /* arena_destroy -- frees every block; the arena is empty (and reusable)
  * afterwards. NULL is a no-op. */

@@ -180,7 +180,7 @@ static int random_height(memtable *m)
 }
 
 /* memtable_new -- the memtable and its head node (the arena's first block). */
-static memtable *memtable_create(size_t arena_block)
+static memtable *memtable_create(size_t arena_block, size_t *account)
 {
     memtable *m = malloc(sizeof *m);
     if (!m) {
@@ -188,6 +188,7 @@ static memtable *memtable_create(size_t arena_block)
         return NULL;
     }
     arena_init(&m->arena, arena_block);
+    arena_set_account(&m->arena, account);
     sl_node *head = arena_alloc(&m->arena, sizeof(sl_node) + SL_MAX_HEIGHT * sizeof(sl_node *));
     if (!head) {
         arena_destroy(&m->arena);
@@ -401,12 +402,14 @@ tkv_it *memtable_iter(memtable *m)
     return &mi->base;
 }
 
-memtable *memtable_new(void) { return memtable_create(0); }
+memtable *memtable_new(void) { return memtable_create(0, NULL); }
 
-memtable *memtable_new_sized(size_t target_bytes)
+memtable *memtable_new_accounted(size_t target_bytes, size_t *total)
 {
     size_t block = target_bytes / 8;
     if (block < 4096) block = 4096;
     if (block > ARENA_DEFAULT_BLOCK) block = ARENA_DEFAULT_BLOCK;
-    return memtable_create(block);
+    return memtable_create(block, total);
 }
+
+memtable *memtable_new_sized(size_t target_bytes) { return memtable_new_accounted(target_bytes, NULL); }

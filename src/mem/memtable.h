@@ -39,6 +39,12 @@ memtable *memtable_new(void);
  * for small memtables (a 1 MiB first block would exceed a 64K target at once). */
 memtable *memtable_new_sized(size_t target_bytes);
 
+/* memtable_new_accounted -- as memtable_new_sized, and the arena's blocks
+ * are counted in *total while the memtable lives (arena_set_account): a
+ * database's count of the DRAM all its memtables hold, the flushed ones
+ * that views still pin included. */
+memtable *memtable_new_accounted(size_t target_bytes, size_t *total);
+
 /* memtable_ref -- takes one more reference. */
 void memtable_ref(memtable *m);
 

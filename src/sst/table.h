@@ -88,6 +88,9 @@ typedef struct table table;
  * names the file and offset; includes truncated files), TKV_IO_ERROR,
  * TKV_NO_MEMORY; *out is NULL on error. */
 int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out);
+/* table_memory -- the DRAM an open table keeps: its struct, index and
+ * filter blocks and properties (data blocks live in the block cache). */
+size_t table_memory(const table *t);
 /* table_close -- frees the table and closes its file. NULL ok. */
 void table_close(table *t);
 /* table_properties -- the table's properties (valid until table_close). */

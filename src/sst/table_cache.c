@@ -21,9 +21,21 @@ typedef struct table_load {
     struct table_load *next;
 } table_load;
 
+/* The value of a table's cache entry: the table, and its DRAM counted in
+ * its cache's `bytes` until the entry is deleted. */
+typedef struct table_entry {
+    table *t;
+    table_cache *tc;
+    size_t bytes;
+} table_entry;
+
 struct table_cache {
     char *dir;
-    tkv_cache *tables;  /* key: 8-byte file number, value: table* */
+    tkv_cache *tables;  /* key: 8-byte file number, value: table_entry* */
+    size_t max_bytes;   /* 0: at most max_open_files tables (charge 1 each); else the byte capacity */
+    size_t min_charge;  /* with max_bytes: the least a table is charged (max_bytes / max_open_files) */
+    size_t bytes;       /* atomic: DRAM of the tables open now (table_memory) */
+    size_t nopen;       /* atomic: tables open now (in the cache, or out of it but still pinned) */
     tkv_cache *blocks;  /* shared block cache (may be NULL) */
     io_stats *stats;
     unsigned io_flags; /* IO_DIRECT when direct_io=1 */
@@ -46,16 +58,22 @@ static void close_table(const void *key, size_t klen, void *value)
 {
     (void)key;
     (void)klen;
-    table_close(value);
+    table_entry *e = value;
+    __atomic_fetch_sub(&e->tc->bytes, e->bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&e->tc->nopen, 1, __ATOMIC_RELAXED);
+    table_close(e->t);
+    free(e);
 }
 
-table_cache *table_cache_new(const char *dir, size_t max_open_files, tkv_cache *block_cache, io_stats *st,
-                             unsigned io_flags)
+table_cache *table_cache_new(const char *dir, size_t max_open_files, size_t max_bytes, tkv_cache *block_cache,
+                             io_stats *st, unsigned io_flags)
 {
     table_cache *tc = calloc(1, sizeof *tc);
     if (!tc) return NULL;
     tc->dir = strdup(dir);
-    tc->tables = cache_new(max_open_files, 2);
+    tc->max_bytes = max_bytes;
+    tc->min_charge = max_bytes && max_open_files ? max_bytes / max_open_files : 1;
+    tc->tables = cache_new(max_bytes ? max_bytes : max_open_files, 2);
     tc->blocks = block_cache;
     tc->stats = st;
     tc->io_flags = io_flags;
@@ -84,7 +102,10 @@ void table_cache_get_stats(table_cache *tc, table_cache_stats *out)
 {
     cache_stats cs;
     cache_get_stats(tc->tables, &cs);
-    out->open = cs.usage; /* charge 1 per table */
+    out->open = __atomic_load_n(&tc->nopen, __ATOMIC_RELAXED);
+    out->bytes = __atomic_load_n(&tc->bytes, __ATOMIC_RELAXED);
+    out->charged = cs.usage;
+    out->capacity = cs.capacity;
     out->client_opens = __atomic_load_n(&tc->client_opens, __ATOMIC_RELAXED);
     out->preloads = __atomic_load_n(&tc->preloads, __ATOMIC_RELAXED);
     out->load_waits = __atomic_load_n(&tc->load_waits, __ATOMIC_RELAXED);
@@ -152,11 +173,20 @@ static int open_table(table_cache *tc, const file_meta *f, io_class open_cls, co
     table *t;
     TKV_TRY(table_open(file, f->size, tc->blocks, &t));
     file->cls = IO_USER_READ; /* from here on it serves clients; no other thread has seen it yet */
-    cache_handle *h = cache_insert(tc->tables, key, klen, t, 1, close_table);
+    table_entry *e = malloc(sizeof *e);
+    cache_handle *h = NULL;
+    if (e) {
+        *e = (table_entry){t, tc, table_memory(t) + sizeof *e};
+        size_t charge = !tc->max_bytes ? 1 : e->bytes > tc->min_charge ? e->bytes : tc->min_charge;
+        h = cache_insert(tc->tables, key, klen, e, charge, close_table);
+    }
     if (!h) {
         table_close(t);
+        free(e);
         return tkv_err(TKV_NO_MEMORY, "out of memory caching table %s", path);
     }
+    __atomic_fetch_add(&tc->bytes, e->bytes, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&tc->nopen, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(open_cls == IO_USER_READ ? &tc->client_opens : &tc->preloads, 1, __ATOMIC_RELAXED);
     *out = h;
     return 0;
@@ -194,7 +224,14 @@ static int find_table(table_cache *tc, const file_meta *f, cache_handle **out)
 
 int table_cache_find(table_cache *tc, const file_meta *f, cache_handle **h) { return find_table(tc, f, h); }
 
-table *table_cache_table(cache_handle *h) { return cache_value(h); }
+table *table_cache_table(cache_handle *h) { return ((table_entry *)cache_value(h))->t; }
+
+int table_cache_full(table_cache *tc)
+{
+    cache_stats cs;
+    cache_get_stats(tc->tables, &cs);
+    return tc->max_bytes && cs.usage + tc->min_charge > cs.capacity;
+}
 
 void table_cache_release(table_cache *tc, cache_handle *h) { cache_release(tc->tables, h); }
 
@@ -210,7 +247,7 @@ int table_cache_get(table_cache *tc, const file_meta *f, tkv_slice ukey, uint64_
 {
     cache_handle *h;
     TKV_TRY(find_table(tc, f, &h));
-    int rc = table_get(cache_value(h), ukey, seq, type, val);
+    int rc = table_get(table_cache_table(h), ukey, seq, type, val);
     cache_release(tc->tables, h);
     return rc;
 }
@@ -281,7 +318,7 @@ tkv_it *table_cache_iter(table_cache *tc, const file_meta *f, io_ring *ring, tab
     int rc = find_table(tc, f, &h);
     if (rc < 0) return error_iter_new(rc);
     pinned_iter *p = malloc(sizeof *p);
-    tkv_it *inner = p ? table_iter_async(cache_value(h), ring, st) : NULL;
+    tkv_it *inner = p ? table_iter_async(table_cache_table(h), ring, st) : NULL;
     if (!inner) {
         free(p);
         cache_release(tc->tables, h);

@@ -1,8 +1,13 @@
 /*
- * table_cache.h -- open SST tables by file number, bounded by a count.
+ * table_cache.h -- open SST tables by file number, bounded by a count, or
+ * by bytes of DRAM and a count.
  *
- * Built on the sharded LRU cache (sst/cache.h) with one entry per open table
- * (charge 1, capacity max_open_files). A lookup pins the table; iterators keep
+ * Built on the sharded LRU cache (sst/cache.h) with one entry per open table.
+ * Without a byte bound each table is charged 1 against a capacity of
+ * max_open_files. With one (max_bytes, a DRAM budget's share), a table is
+ * charged its DRAM (table_memory: the index and filter blocks it keeps), but
+ * at least max_bytes / max_open_files, so that no more than max_open_files
+ * tables (and file descriptors) stay open either. A lookup pins the table; iterators keep
  * their table pinned until destroyed, so eviction never closes a table in use.
  * Reads through the table cache are client reads (IO_USER_READ); compactions
  * open their inputs directly with their own I/O class and no block cache.
@@ -18,9 +23,10 @@
 
 typedef struct table_cache table_cache;
 
-/* table_cache_new -- NULL on out of memory. block_cache may be NULL. */
-table_cache *table_cache_new(const char *dir, size_t max_open_files, tkv_cache *block_cache, io_stats *st,
-                             unsigned io_flags);
+/* table_cache_new -- NULL on out of memory. max_bytes 0: bounded by the
+ * count alone. block_cache may be NULL. */
+table_cache *table_cache_new(const char *dir, size_t max_open_files, size_t max_bytes, tkv_cache *block_cache,
+                             io_stats *st, unsigned io_flags);
 void table_cache_free(table_cache *tc); /* NULL ok; every handle must be released */
 
 /* sst_path -- "<dir>/<number>.sst". */
@@ -58,15 +64,21 @@ int table_cache_prefetch_seek(tkv_it *it, tkv_slice target);
  * leaves nothing cached (a reader that needs f meets the error itself). */
 int table_cache_preload(table_cache *tc, const file_meta *f, io_class cls);
 
+/* table_cache_full -- 1 if a byte-bounded cache has no room for one more
+ * table without evicting (preloading stops there); 0 without a byte bound. */
+int table_cache_full(table_cache *tc);
+
 /* table_cache_evict -- drops a deleted file's table from the cache. */
 void table_cache_evict(table_cache *tc, uint64_t number);
 
 /* Counters (relaxed atomics): tables open now, tables a client read had to
  * open itself (it paid for the index and filter), tables opened ahead by
  * table_cache_preload, and lookups that missed while another thread was
- * opening the same table and waited for it instead of opening it again. */
+ * opening the same table and waited for it instead of opening it again.
+ * bytes: the DRAM of the tables open now; charged and capacity: the cache's
+ * usage and capacity (in tables, or in bytes with a byte bound). */
 typedef struct table_cache_stats {
-    size_t open;
+    size_t open, bytes, charged, capacity;
     uint64_t client_opens, preloads, load_waits;
 } table_cache_stats;
 void table_cache_get_stats(table_cache *tc, table_cache_stats *out);

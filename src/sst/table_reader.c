@@ -247,6 +247,12 @@ int table_check_index(table *t)
     return rc;
 }
 
+size_t table_memory(const table *t)
+{
+    return sizeof *t + sizeof *t->f + (t->f->path ? strlen(t->f->path) + 1 : 0) + (t->index ? sizeof *t->index + t->index->size : 0) +
+           (t->filter ? sizeof *t->filter + t->filter->size : 0) + t->props.smallest.cap + t->props.largest.cap;
+}
+
 void table_close(table *t)
 {
     if (!t) return;
