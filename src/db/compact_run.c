@@ -54,7 +54,7 @@ static tkv_slice small_u(const file_meta *f) { return ikey_user(slice(f->smalles
 static tkv_slice large_u(const file_meta *f) { return ikey_user(slice(f->largest.data, f->largest.len)); }
 
 /* One segment: inputs[0][a0..a1) and inputs[1][b0..b1), and what became of it. */
-enum { SEG_TODO, SEG_MERGED, SEG_MOVED, SEG_LEFT };
+enum { SEG_PENDING, SEG_MERGED, SEG_MOVED, SEG_LEFT };
 typedef struct segment {
     size_t a0, a1, b0, b1;
     int state;
@@ -89,7 +89,7 @@ static int split(const compaction *c, cmp_job *j)
     j->seg = calloc(na + nb + 1, sizeof *j->seg);
     if (!j->seg) return tkv_err(TKV_NO_MEMORY, "out of memory starting a compaction");
     if (c->level == 0) { /* L0 files overlap one another: one segment */
-        j->seg[0] = (segment){0, na, 0, nb, SEG_TODO};
+        j->seg[0] = (segment){0, na, 0, nb, SEG_PENDING};
         j->nseg = 1;
         return 0;
     }
@@ -104,7 +104,7 @@ static int split(const compaction *c, cmp_job *j)
             open = 0;
         }
         if (!open) {
-            j->seg[j->nseg] = (segment){i, i, k, k, SEG_TODO};
+            j->seg[j->nseg] = (segment){i, i, k, k, SEG_PENDING};
             hi = large_u(f);
             open = 1;
         }

@@ -518,6 +518,19 @@ static int check_unformatted(pool *p, int file_created, int *unformatted)
     return 0;
 }
 
+/* pool_lock -- opens path for its flock (p->lock_fd) and takes `how`
+ * (LOCK_EX or LOCK_SH) without waiting: 0, TKV_BUSY naming `holder` when
+ * someone holds a conflicting lock, or the system's error. */
+static int pool_lock(pool *p, const char *path, int how, const char *holder)
+{
+    p->lock_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (p->lock_fd < 0) return tkv_err_errno(errno, "pool %s: open for locking", path);
+    if (flock(p->lock_fd, how | LOCK_NB) == 0) return 0;
+    int e = errno;
+    return e == EWOULDBLOCK ? tkv_err(TKV_BUSY, "pool %s is in use by %s", path, holder)
+                            : tkv_err_errno(e, "pool %s: flock", path);
+}
+
 int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, const pool_options *o, pool **out,
               int *created)
 {
@@ -542,17 +555,7 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
     /* One opener at a time: the database directory's LOCK does not cover a
      * pmem_path outside the directory. (flock is per open file description,
      * so a second open in this process conflicts too.) */
-    p->lock_fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (p->lock_fd < 0) {
-        rc = tkv_err_errno(errno, "pool %s: open for locking", path);
-        goto fail;
-    }
-    if (flock(p->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        int e = errno;
-        rc = e == EWOULDBLOCK ? tkv_err(TKV_BUSY, "pool %s is in use by another open database", path)
-                              : tkv_err_errno(e, "pool %s: flock", path);
-        goto fail;
-    }
+    if ((rc = pool_lock(p, path, LOCK_EX, "another open database")) < 0) goto fail;
     p->base = pm_base(p->reg);
     p->size = pm_size(p->reg);
     if (p->size < POOL_HEADER_SIZE) {
@@ -609,17 +612,7 @@ int pool_open_readonly(const char *path, pool **out)
     }
     /* shared: refused while a database holds the pool (its lock is
      * exclusive), and an open of the pool is refused while this one lasts */
-    p->lock_fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (p->lock_fd < 0) {
-        rc = tkv_err_errno(errno, "pool %s: open for locking", path);
-        goto fail;
-    }
-    if (flock(p->lock_fd, LOCK_SH | LOCK_NB) != 0) {
-        int e = errno;
-        rc = e == EWOULDBLOCK ? tkv_err(TKV_BUSY, "pool %s is in use by an open database", path)
-                              : tkv_err_errno(e, "pool %s: flock", path);
-        goto fail;
-    }
+    if ((rc = pool_lock(p, path, LOCK_SH, "an open database")) < 0) goto fail;
     if ((rc = pm_open_readonly(path, &p->reg)) < 0) goto fail;
     p->base = pm_base(p->reg);
     p->size = pm_size(p->reg);
