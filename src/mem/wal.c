@@ -48,6 +48,7 @@ struct wal_writer {
     uint8_t *buf; /* framing buffer: record header + a copy of a small payload */
     size_t cap;   /* bytes allocated at buf (<= WAL_RECORD_HEADER + WAL_COPY_MAX) */
     int err;      /* 0, or the code that poisoned the writer (see wal.h) */
+    char errmsg[256]; /* the message of the failure that poisoned it */
     uint64_t synced; /* the file's size at the last successful wal_sync */
 };
 
@@ -108,13 +109,20 @@ int wal_writer_open(const char *path, io_stats *st, wal_writer **out)
     return 0;
 }
 
+/* wal_poison -- the writer refuses every later call with rc, repeating this
+ * failure's message (it names the system's error), whichever thread asks. */
+static void wal_poison(wal_writer *w, int rc)
+{
+    w->err = rc;
+    snprintf(w->errmsg, sizeof w->errmsg, "%s", tkv_errmsg());
+}
+
 /* wal_add_record -- appends one record (see wal.h for the failure semantics). */
 int wal_add_record(wal_writer *w, const void *payload, size_t n)
 {
     if (!w) return tkv_err(TKV_INVALID, "wal_add_record: NULL writer");
     if (w->err)
-        return tkv_err(w->err, "WAL %s is unusable after an earlier failed write or sync (%s)", w->f->path,
-                       tkv_strerror(w->err));
+        return tkv_err(w->err, "WAL %s is unusable after an earlier failed write or sync: %s", w->f->path, w->errmsg);
     if (n > WAL_MAX_PAYLOAD)
         return tkv_err(TKV_INVALID, "WAL %s: record payload of %zu bytes exceeds the %u-byte maximum", w->f->path, n,
                        (unsigned)WAL_MAX_PAYLOAD);
@@ -148,7 +156,7 @@ int wal_add_record(wal_writer *w, const void *payload, size_t n)
         if (rc == 0) rc = io_append(w->f, payload, n);
     }
     /* Invariant (1): once part of a record is in the file, never append again. */
-    if (rc < 0 && w->f->size != before) w->err = rc;
+    if (rc < 0 && w->f->size != before) wal_poison(w, rc);
     return rc;
 }
 
@@ -157,10 +165,9 @@ int wal_sync(wal_writer *w)
 {
     if (!w) return tkv_err(TKV_INVALID, "wal_sync: NULL writer");
     if (w->err)
-        return tkv_err(w->err, "WAL %s is unusable after an earlier failed write or sync (%s)", w->f->path,
-                       tkv_strerror(w->err));
+        return tkv_err(w->err, "WAL %s is unusable after an earlier failed write or sync: %s", w->f->path, w->errmsg);
     int rc = io_sync(w->f);
-    if (rc < 0) w->err = rc;
+    if (rc < 0) wal_poison(w, rc);
     else w->synced = w->f->size;
     return rc;
 }

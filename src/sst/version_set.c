@@ -39,6 +39,7 @@ struct version_set {
     uint64_t manifest_number;
     wal_writer *manifest; /* the live MANIFEST (NULL only during open) */
     int err;              /* 0, or the code that poisoned the set */
+    char errmsg[256];     /* the message of that failure */
     version *current;     /* ref held by the set */
     pthread_mutex_t live_mu;
     version live;         /* sentinel of the circular list of live versions */
@@ -545,8 +546,8 @@ static int vset_log_then_install(version_set *vs, version_edit *e, pthread_mutex
     if (!vs->manifest)
         return tkv_err(TKV_INVALID, "MANIFEST-%06llu was opened read-only", (unsigned long long)vs->manifest_number);
     if (vs->err)
-        return tkv_err(vs->err, "MANIFEST-%06llu is unusable after an earlier failed write or sync (%s)",
-                       (unsigned long long)vs->manifest_number, tkv_strerror(vs->err));
+        return tkv_err(vs->err, "MANIFEST-%06llu is unusable after an earlier failed write or sync: %s",
+                       (unsigned long long)vs->manifest_number, vs->errmsg);
     for (size_t i = 0; i < e->nadded; i++) vset_mark_file_number_used(vs, e->added[i].f->number);
 
     /* 0. Build and check the new version in memory: an invalid edit is
@@ -588,6 +589,7 @@ static int vset_log_then_install(version_set *vs, version_edit *e, pthread_mutex
     vset_account_meta_io(vs, appended, rc == 0);
     if (rc < 0) {
         vs->err = rc;
+        snprintf(vs->errmsg, sizeof vs->errmsg, "%s", tkv_errmsg());
         version_free(v);
         return rc;
     }
