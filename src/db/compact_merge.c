@@ -187,6 +187,8 @@ int cmp_merge_inputs(tkv_db *db, cmp_inputs *in, int out_level, io_class cls, co
 
 void cmp_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int remove_files)
 {
+    tkv_errmsg_saved saved; /* a failed remove must not replace the failure being reported */
+    tkv_errmsg_save(&saved);
     pthread_mutex_lock(&db->mu);
     for (size_t i = 0; i < ndone; i++) {
         if (remove_files) {
@@ -200,6 +202,7 @@ void cmp_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int remove_
     }
     pthread_mutex_unlock(&db->mu);
     free(done);
+    tkv_errmsg_restore(&saved);
 }
 
 void cmp_preload_outputs(tkv_db *db, file_meta *const *files, size_t n, io_class cls)

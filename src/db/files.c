@@ -88,6 +88,8 @@ static int contains(const uint64_t *a, size_t n, uint64_t x)
     return lo < n && a[lo] == x;
 }
 
+static void delete_obsolete(tkv_db *db);
+
 void files_delete_obsolete(tkv_db *db)
 {
     /* Read-only after an error: a job whose MANIFEST write or sync failed
@@ -95,6 +97,16 @@ void files_delete_obsolete(tkv_db *db)
      * next open (invariant 5 of docs/design.md); the next open removes what
      * is really obsolete. */
     if (db->bg_error) return;
+    tkv_errmsg_saved saved; /* best effort: the caller's message survives (status.h) */
+    tkv_errmsg_save(&saved);
+    delete_obsolete(db);
+    tkv_errmsg_restore(&saved);
+}
+
+/* delete_obsolete -- files_delete_obsolete's work (mu held; released while
+ * removing). */
+static void delete_obsolete(tkv_db *db)
+{
     uint64_t *live;
     size_t nlive;
     if (vset_live_files(db->vs, &live, &nlive) < 0) return; /* try again next time */

@@ -29,6 +29,10 @@ const char *tkv_errmsg(void) { return tls_errmsg; }
 
 void tkv_err_clear(void) { tls_errmsg[0] = '\0'; }
 
+void tkv_errmsg_save(tkv_errmsg_saved *s) { snprintf(s->msg, sizeof s->msg, "%s", tls_errmsg); }
+
+void tkv_errmsg_restore(const tkv_errmsg_saved *s) { snprintf(tls_errmsg, sizeof tls_errmsg, "%s", s->msg); }
+
 int tkv_err(int code, const char *fmt, ...)
 {
     va_list ap;

@@ -22,6 +22,17 @@ int tkv_err_errno(int errno_value, const char *fmt, ...) __attribute__((format(p
 /* tkv_err_clear -- empties the calling thread's message. */
 void tkv_err_clear(void);
 
+/* tkv_errmsg_saved -- a copy of the calling thread's message, for best-effort
+ * work (removing obsolete files, discarding outputs) that runs between a
+ * failure and its report: such work may fail and absorb its own failures
+ * (a file another remover took first), and must not replace the message the
+ * caller is about to report. tkv_errmsg_save, then tkv_errmsg_restore. */
+typedef struct tkv_errmsg_saved {
+    char msg[512];
+} tkv_errmsg_saved;
+void tkv_errmsg_save(tkv_errmsg_saved *s);
+void tkv_errmsg_restore(const tkv_errmsg_saved *s);
+
 /* TKV_TRY -- return the status of `expr` if it is an error (< 0). */
 #define TKV_TRY(expr)                                                                                         \
     do {                                                                                                      \
