@@ -898,6 +898,7 @@ static void test_fault_enospc(void **state)
     io_set_fault_hook(NULL, NULL);
     assert_int_equal(wal_add_record(w, buf, 50), TKV_NO_SPACE);
     assert_msg_has("unusable");
+    assert_msg_has(strerror(ENOSPC)); /* the first failure's message, repeated */
     assert_int_equal(wal_sync(w), TKV_NO_SPACE);
     assert_int_equal(wal_size(w), before + 5);
     assert_int_equal(wal_writer_close(w), 0);
@@ -931,6 +932,55 @@ static void test_fault_enospc(void **state)
     assert_int_equal(rs.torn_tail_records, 1);
     assert_int_equal(rs.torn_tail_bytes, 8);
     free(bp);
+    expect_free(e);
+}
+
+/* test_reserve -- wal_writer_reserve gives the log disk blocks beyond its
+ * end without changing its size or its records; a failed reservation
+ * (fallocate fault) is ignored and keeps the caller's message. */
+static void test_reserve(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "r.wal", p);
+    expect *e = expect_new();
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    add_one(w, e, 100, 1);
+    uint64_t size = wal_size(w);
+    const uint64_t reserve = 4u << 20;
+    int fd = open(p, O_RDONLY);
+    assert_true(fd >= 0);
+    /* does this file system reserve at all? (tmpfs and ext4 do) */
+    int supported = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 0) == 0 || errno != EOPNOTSUPP;
+    wal_writer_reserve(w, reserve);
+    struct stat sb;
+    assert_int_equal(fstat(fd, &sb), 0);
+    assert_int_equal((uint64_t)sb.st_size, size); /* the size is the log's */
+    if (supported) assert_true((uint64_t)sb.st_blocks * 512 >= reserve);
+    else fprintf(stderr, "# test_reserve: the file system has no fallocate; only the ignoring is checked\n");
+    close(fd);
+    /* a reservation that fails: ignored, message kept */
+    fault_plan f = {IO_OP_FALLOCATE, "r.wal", 0, 1, ENOSPC, 0};
+    io_set_fault_hook(fault_hook, &f);
+    tkv_err(TKV_INVALID, "the caller's message");
+    wal_writer_reserve(w, reserve);
+    assert_int_equal(f.hits, 1);
+    assert_string_equal(tkv_errmsg(), "the caller's message");
+    io_set_fault_hook(NULL, NULL);
+    add_one(w, e, 5000, 2);
+    add_one(w, e, 300 * 1024, 3);
+    assert_int_equal(wal_sync(w), 0);
+    size = wal_size(w);
+    assert_int_equal(wal_writer_close(w), 0);
+    /* closing gives back what the log did not use */
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal((uint64_t)sb.st_size, size);
+    if (supported) assert_true((uint64_t)sb.st_blocks * 512 < size + (1u << 20));
+    wal_replay_stats rs;
+    assert_int_equal(replay_check(p, e, &rs), 0);
+    assert_int_equal(rs.records, 3);
+    assert_int_equal(rs.torn_tail_records, 0);
     expect_free(e);
 }
 
@@ -991,6 +1041,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_callback_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_enospc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_other, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reserve, setup, teardown),
     };
     return cmocka_run_group_tests_name("wal", tests, NULL, NULL);
 }

@@ -125,6 +125,7 @@ int recover_wals(tkv_db *db)
         db->wal_number = vset_new_file_number(db->vs);
         files_wal_path(db, db->wal_number, path, sizeof path);
         rc = wal_writer_open(path, &db->io, &db->wal);
+        if (rc == 0) wal_writer_reserve(db->wal, write_wal_reserve(db));
     } else if (rc == 0) {
         db->wal_number = vset_new_file_number(db->vs);
     }

@@ -122,6 +122,13 @@ int write_close_old_wals(tkv_db *db, int sync)
     return rc;
 }
 
+uint64_t write_wal_reserve(const tkv_db *db)
+{
+    /* a memtable's worth of records and their framing (the arena counts the
+     * keys and values; a record adds its header and the batch encoding) */
+    return db->opts.memtable_size + db->opts.memtable_size / 8;
+}
+
 int write_switch_memtable(tkv_db *db)
 {
     uint64_t number = vset_new_file_number(db->vs);
@@ -130,6 +137,7 @@ int write_switch_memtable(tkv_db *db)
         char path[4096];
         files_wal_path(db, number, path, sizeof path);
         TKV_TRY(wal_writer_open(path, &db->io, &w));
+        wal_writer_reserve(w, write_wal_reserve(db));
     }
     memtable *mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes);
     superversion *old = db->sv, *sv = NULL;

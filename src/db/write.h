@@ -19,6 +19,10 @@ int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags);
  * open). On failure nothing changes. */
 int write_switch_memtable(tkv_db *db);
 
+/* write_wal_reserve -- how many bytes a new WAL reserves on disk when it is
+ * created (wal_writer_reserve): a memtable's worth and an eighth. */
+uint64_t write_wal_reserve(const tkv_db *db);
+
 /* write_close_old_wals -- (tkv_close) closes the switched-away WALs kept
  * for a later sync (write.c, invariant 6), after syncing them if `sync`.
  * Returns the first error. Caller holds no writer back; no writes follow. */

@@ -459,6 +459,26 @@ int io_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *got)
     return 0;
 }
 
+int io_preallocate(io_file *f, uint64_t len)
+{
+    int e = io_fault(IO_OP_FALLOCATE, f->path, (size_t)len);
+    if (e > 0) return tkv_err_errno(e, "reserve %llu bytes for %s", (unsigned long long)len, f->path);
+    if (len && fallocate(f->fd, FALLOC_FL_KEEP_SIZE, (off_t)f->size, (off_t)len) != 0)
+        return tkv_err_errno(errno, "reserve %llu bytes for %s", (unsigned long long)len, f->path);
+    return 0;
+}
+
+int io_release_reserved(io_file *f, uint64_t end)
+{
+    if (end <= f->size) return 0;
+    /* ext4 frees blocks past the size on a truncate to the same size and
+     * ignores a hole punched there; other file systems the other way round */
+    if (ftruncate(f->fd, (off_t)f->size) != 0)
+        return tkv_err_errno(errno, "release the blocks reserved past the end of %s", f->path);
+    (void)fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)f->size, (off_t)(end - f->size));
+    return 0;
+}
+
 int io_sync(io_file *f)
 {
     int e = io_fault(IO_OP_SYNC, f->path, 0);

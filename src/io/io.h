@@ -158,6 +158,21 @@ int io_pread(io_file *f, uint64_t off, void *buf, size_t n, size_t *got);
 int io_set_readahead(io_file *f, size_t bytes);
 /* io_sync -- fdatasync. */
 int io_sync(io_file *f);
+
+/* io_preallocate -- reserves blocks for bytes [f->size, f->size + len) of an
+ * append file without changing its size (fallocate FALLOC_FL_KEEP_SIZE), so
+ * that appends into them need no block allocation while write-back of the
+ * same file runs (ext4's delayed allocation takes the inode's block-map lock
+ * for each new block, and write-back holds it while it allocates). Returns
+ * the failure (fault hook IO_OP_FALLOCATE) for the caller to ignore: a file
+ * system without fallocate still works, only without the reservation. */
+int io_preallocate(io_file *f, uint64_t len);
+
+/* io_release_reserved -- gives back the blocks io_preallocate reserved past
+ * the file's size, up to offset `end` (a hole punched with the size kept;
+ * ftruncate to the same size does not free them on every file system).
+ * Best effort: returns the failure for the caller to ignore. */
+int io_release_reserved(io_file *f, uint64_t end);
 /* io_file_size -- current size via fstat. */
 int io_file_size(io_file *f, uint64_t *size);
 /* io_close -- closes and frees; NULL is a no-op. Returns close()'s error. */

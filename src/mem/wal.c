@@ -50,6 +50,7 @@ struct wal_writer {
     int err;      /* 0, or the code that poisoned the writer (see wal.h) */
     char errmsg[256]; /* the message of the failure that poisoned it */
     uint64_t synced; /* the file's size at the last successful wal_sync */
+    uint64_t reserved_end; /* blocks are reserved up to this offset (wal_writer_reserve) */
 };
 
 /* record_checksum -- tkv_checksum over the 4 length bytes followed by the
@@ -77,9 +78,9 @@ static void encode_header(uint8_t h[WAL_HEADER_SIZE])
 static void close_keep_error(io_file *f)
 {
     if (!f) return;
-    char saved[512];
-    snprintf(saved, sizeof saved, "%s", tkv_errmsg());
-    if (io_close(f) < 0) tkv_err(TKV_IO_ERROR, "%s", saved);
+    tkv_errmsg_saved saved;
+    tkv_errmsg_save(&saved);
+    if (io_close(f) < 0) tkv_errmsg_restore(&saved);
 }
 
 /* ---------------------------------------------------------------- writer */
@@ -107,6 +108,15 @@ int wal_writer_open(const char *path, io_stats *st, wal_writer **out)
     }
     *out = w;
     return 0;
+}
+
+void wal_writer_reserve(wal_writer *w, uint64_t bytes)
+{
+    if (!w || !bytes) return;
+    tkv_errmsg_saved saved;
+    tkv_errmsg_save(&saved);
+    if (io_preallocate(w->f, bytes) == 0 && w->f->size + bytes > w->reserved_end) w->reserved_end = w->f->size + bytes;
+    tkv_errmsg_restore(&saved);
 }
 
 /* wal_poison -- the writer refuses every later call with rc, repeating this
@@ -185,6 +195,12 @@ uint64_t wal_size(const wal_writer *w) { return w ? w->f->size : 0; }
 int wal_writer_close(wal_writer *w)
 {
     if (!w) return 0;
+    if (w->reserved_end > w->f->size) { /* what the log did not use goes back (best effort) */
+        tkv_errmsg_saved saved;
+        tkv_errmsg_save(&saved);
+        (void)io_release_reserved(w->f, w->reserved_end);
+        tkv_errmsg_restore(&saved);
+    }
     int rc = io_close(w->f);
     free(w->buf);
     free(w);

@@ -38,6 +38,13 @@ typedef struct wal_writer wal_writer;
  * TKV_NO_SPACE, TKV_NO_MEMORY (*out = NULL). */
 int wal_writer_open(const char *path, io_stats *st, wal_writer **out);
 
+/* wal_writer_reserve -- reserves disk blocks for the next `bytes` of the log
+ * without changing its size (io_preallocate), so that appends do not wait
+ * for the block-map lock that write-back of the same file holds. Best effort:
+ * a failure (a file system without fallocate, no space yet) is ignored and
+ * leaves the calling thread's error message as it was. */
+void wal_writer_reserve(wal_writer *w, uint64_t bytes);
+
 /* wal_add_record -- appends one record holding payload[0..n) (n may be 0;
  * payload may then be NULL). Not durable until wal_sync.
  * Payloads up to 256 KiB are framed in an internal buffer and written with one
