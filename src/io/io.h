@@ -48,6 +48,12 @@ typedef struct io_stats {
      * IO_USER_READ's mean. */
     uint64_t read_ops[IO_NCLASSES];
     uint64_t read_ns[IO_NCLASSES];
+    /* Wall time in ns of io_append (the pwrite, or the staging and direct
+     * writes, and the bytes_per_sync step it makes) and of io_sync (the
+     * fdatasync), after the gate. With read_ns, the time the engine's
+     * threads spent in device calls: the scheduler's adaptation of T
+     * (sched/tadapt.h) reads their sum as the device's queue. */
+    uint64_t write_ns[IO_NCLASSES];
     io_gate_fn gate; /* NULL = no admission control; set before files are opened, never changed after */
     void *gate_arg;
     /* Append files opened with these stats sync incrementally, every
