@@ -606,7 +606,6 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                (unsigned long long)(s->rl ? ms.internal_bw : 0), (unsigned long long)db->opts.min_internal_bandwidth,
                (unsigned long long)db->opts.sched_epsilon, (unsigned long long)db->opts.sched_threshold,
                (unsigned long long)ms.changes, (unsigned long long)ms.samples);
-    report_adapt(s, b, oom);
     buf_appendf(b, oom,
                "latency_cap: %s read_latency_us=%.1f baseline_us=%.1f target_us=%.1f cap=%llu capped=%d "
                "intervals=%llu backoffs=%llu user_reads=%llu\n",
@@ -662,4 +661,5 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                (unsigned long long)ws.ramp_rate, (unsigned long long)ws.drain_rate, ws.container_fill,
                (unsigned long long)ws.ramp_writes, ws.deep_score, (unsigned long long)ws.debt_rate,
                (unsigned long long)ws.debt_writes);
+    report_adapt(s, b, oom); /* last: tests read fields by their first match (intervals=) */
 }
