@@ -57,8 +57,11 @@ int mx_add_iters(tkv_db *db, superversion *sv, version *v, tkv_it **children, si
         tkv_it **c = &children[*k + i];
         if (!(*c = silk_pmem_meter(db, *c, IO_USER_READ, 0, 1))) rc = TKV_NO_MEMORY;
     }
-    if (rc < 0) {
-        for (size_t i = 0; i < rs->n; i++) it_destroy(children[*k + i]);
+    if (rc < 0) { /* none is added: the slots are left empty, as on the error above */
+        for (size_t i = 0; i < rs->n; i++) {
+            it_destroy(children[*k + i]);
+            children[*k + i] = NULL;
+        }
         return tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
     }
     *k += rs->n;
