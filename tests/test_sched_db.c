@@ -24,7 +24,7 @@
  *    probe, the Optane profile or pmem_bandwidth; silk meters them with the
  *    pmem limiter (flush HIGH, column MID), fifo only counts.
  *  - sched_adapt_wiring: T's adaptation is on by default, pinned by
- *    device_bandwidth, and reported.
+ *    device_bandwidth (and when T is ssd_bandwidth), and reported.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -525,7 +525,7 @@ static void sched_adapt_wiring(void **state)
         tu_model *m = tu_model_new();
         double t0 = tu_now_ms();
         for (uint64_t i = 0; i < 4000 || tu_now_ms() - t0 < 1200; i++) put_model(db, m, &r, tu_rng_below(&r, 3000), 300);
-        wait_quiet(db);
+        /* read while writing has just stopped: the last whole 1 s interval saw the writes */
         char *s = tkv_property(db, "tkv.sched");
         assert_non_null(s);
         const char *line = strstr(s, "device_bw:");
@@ -538,12 +538,24 @@ static void sched_adapt_wiring(void **state)
         if (pinned) assert_int_equal(after(s, "device_bw:", "raises=") + after(s, "device_bw:", "lowers="), 0);
         assert_int_equal(after(s, "device_bw:", "T="), after(s, "bandwidth: ", "T="));
         tkv_free(s);
+        wait_quiet(db);
         tu_check_db(db, NULL, m, "adapt");
         tu_close_ok(db);
         tkv_options_free(o);
         tu_model_free(m);
         tu_tmpdir_free(dir);
     }
+    /* T taken from the emulated device (device_bandwidth=0, ssd_bandwidth) is pinned too */
+    char *dir = tu_tmpdir("sched-adapt-ssd");
+    tkv_options *o = sched_options("device_bandwidth", "0", "ssd_bandwidth", "64M", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    char *s = tkv_property(db, "tkv.sched");
+    assert_non_null(s);
+    if (!strstr(s, "device_bw: T=67108864 adapt=pinned ")) fail_msg("T from ssd_bandwidth not pinned:\n%s", s);
+    tkv_free(s);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
 }
 
 /* latency_run -- opens a database with the given options (NULL-ended

@@ -99,7 +99,8 @@ static uint64_t probe_bandwidth(const char *dir)
 /* open_device_bw -- T at open: device_bandwidth, else ssd_bandwidth (the
  * emulated device is the device), else a probe (500 MiB/s if it fails);
  * and its adaptation (sched/tadapt.h), pinned when device_bandwidth was
- * set to a nonzero value. */
+ * set to a nonzero value or T is the emulated device's rate (known
+ * exactly; and its queue is a wait in the gate, which tadapt does not see). */
 static int open_device_bw(tkv_db *db, silk_state *s)
 {
     const struct tkv_options *o = &db->opts;
@@ -112,7 +113,8 @@ static int open_device_bw(tkv_db *db, silk_state *s)
     }
     tadapt_options ta;
     tadapt_options_default(&ta, s->T);
-    ta.pinned = o->device_bandwidth != 0 && options_user_set(o, "device_bandwidth");
+    ta.pinned = (o->device_bandwidth != 0 && options_user_set(o, "device_bandwidth")) ||
+                (o->device_bandwidth == 0 && o->ssd_bandwidth != 0);
     return tadapt_create(&ta, sched_mono_us(), &s->ta);
 }
 
@@ -213,12 +215,18 @@ static int deep_urgent(tkv_db *db)
 }
 
 /* busy_ns -- the time the engine's threads have spent in device calls:
- * read_ns + write_ns of every class (io.h). */
+ * read_ns - read_gate_ns + write_ns of every class (io.h), without the
+ * waits in the gate (the limiter's and the throttle's tokens, pauses) --
+ * counting those would read the scheduler's own throttling as a busy,
+ * slow device and lower T, which throttles more. */
 static uint64_t busy_ns(tkv_db *db)
 {
-    uint64_t t = 0;
-    for (int c = 0; c < IO_NCLASSES; c++) t += ctr_get(&db->io.read_ns[c]) + ctr_get(&db->io.write_ns[c]);
-    return t;
+    uint64_t t = 0, gate = 0;
+    for (int c = 0; c < IO_NCLASSES; c++) {
+        t += ctr_get(&db->io.read_ns[c]) + ctr_get(&db->io.write_ns[c]);
+        gate += ctr_get(&db->io.read_gate_ns[c]);
+    }
+    return t > gate ? t - gate : 0;
 }
 
 /* adapt_t -- the window's device bytes (every class) and busy time to
@@ -228,8 +236,10 @@ static void adapt_t(tkv_db *db, const uint64_t *cls_bytes, uint64_t now_us)
     silk_state *s = db->silk;
     uint64_t bytes = 0, busy = busy_ns(db);
     for (int c = 0; c < IO_NCLASSES; c++) bytes += cls_bytes[c];
-    uint64_t dbusy = busy - s->last_busy_ns;
-    s->last_busy_ns = busy;
+    /* (a read that failed after the gate counted gate time but no read
+     * time: the difference may step back a little) */
+    uint64_t dbusy = busy > s->last_busy_ns ? busy - s->last_busy_ns : 0;
+    if (busy > s->last_busy_ns) s->last_busy_ns = busy;
     if (!tadapt_sample(s->ta, bytes, dbusy, now_us)) return;
     uint64_t t = tadapt_t(s->ta);
     __atomic_store_n(&s->T, t, __ATOMIC_RELAXED); /* read by silk_report */

@@ -60,7 +60,11 @@ static void count_read_op(io_file *f, uint64_t t0_ns) { io_count_read_op(f->stat
 int io_admit(io_file *f, int is_write, size_t n)
 {
     if (!f->stats || !f->stats->gate || n == 0) return 0;
-    return f->stats->gate(f->stats->gate_arg, f->cls, is_write, n);
+    if (is_write) return f->stats->gate(f->stats->gate_arg, f->cls, is_write, n);
+    uint64_t t0 = sched_mono_ns(); /* a read's time in the gate (io.h: read_gate_ns) */
+    int rc = f->stats->gate(f->stats->gate_arg, f->cls, is_write, n);
+    count(&f->stats->read_gate_ns[f->cls], sched_mono_ns() - t0);
+    return rc;
 }
 
 /* Bytes staged before a direct append file writes to the device. */
