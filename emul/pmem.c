@@ -522,6 +522,7 @@ uint8_t *pm_base(pm_region *r) { return r->base; }
 uint64_t pm_size(pm_region *r) { return r->size; }
 pm_mode pm_mode_in_use(pm_region *r) { return r->mode; }
 pm_profile pm_profile_in_use(pm_region *r) { return r->profile; }
+uint64_t pm_profile_write_bw(pm_profile p) { return p == PM_PROFILE_OPTANE ? PM_OPTANE_WRITE_BW : 0; }
 
 /* ------------------------------------------------------------------ persist primitives */
 

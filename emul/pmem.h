@@ -76,6 +76,9 @@ uint8_t *pm_base(pm_region *r);
 uint64_t pm_size(pm_region *r);
 pm_mode pm_mode_in_use(pm_region *r); /* never PM_AUTO */
 pm_profile pm_profile_in_use(pm_region *r);
+/* pm_profile_write_bw -- the write bandwidth (bytes/s) profile p paces
+ * persists to (PM_PROFILE_OPTANE: 2 GB/s); 0 for none (not paced). */
+uint64_t pm_profile_write_bw(pm_profile p);
 
 /* pm_persist -- makes [addr, addr+len) durable (flush + fence, or msync).
  * No error channel: a failed msync, or a range outside the pool (skipped),

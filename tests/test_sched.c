@@ -10,6 +10,7 @@
  * the monitor's ticker thread ticks and stops. Random loads use a fixed-seed
  * xoshiro256** so that every run sees the same numbers.
  */
+#include <math.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include "sched/clock.h"
 #include "sched/monitor.h"
 #include "sched/ratelimit.h"
+#include "sched/tadapt.h"
 #include "sched/wctl.h"
 #include "tierkv.h"
 #include "util/rng.h"
@@ -454,6 +456,122 @@ static void test_monitor_thread(void **state)
     assert_int_equal(monitor_thread_start(0, tick_count, &n, &t), TKV_INVALID);
 }
 
+/* ---- tadapt: T from the observed throughput ---- */
+
+/* A synthetic device for tadapt: each 1 s interval delivers `level` bytes/s
+ * times (1 + noise * u), u uniform in [-1, 1) per interval (the hard case:
+ * per-window noise averages out over an interval), spread over 100 windows
+ * of 10 ms with +-20 % jitter each, with `queue` device calls in flight on
+ * average. */
+typedef struct tdev {
+    uint64_t s[4];
+    uint64_t now;
+    int changes;
+} tdev;
+
+/* tdev_run -- `secs` seconds of the device; returns T at the end. */
+static uint64_t tdev_run(tadapt *a, tdev *d, double level, double noise, double queue, int secs)
+{
+    for (int k = 0; k < secs; k++) {
+        double lv = level * (1.0 + noise * rng_unit(d->s));
+        for (int w = 0; w < 100; w++) {
+            d->now += 10000;
+            double jit = 1.0 + 0.2 * rng_unit(d->s);
+            uint64_t bytes = (uint64_t)(lv * 0.01 * jit);
+            uint64_t busy = (uint64_t)(queue * 10000 * 1000 * jit);
+            d->changes += tadapt_sample(a, bytes, busy, d->now);
+        }
+    }
+    return tadapt_t(a);
+}
+
+/* near -- |x - want| <= pct percent of want. */
+static int near(uint64_t x, double want, double pct) { return fabs((double)x - want) <= want * pct / 100.0; }
+
+/* T follows a device that gets slower, then faster, in as few moves as the
+ * factor-2 step allows, and then stays put under +-5 % noise per interval;
+ * a light load (not saturated) never lowers it; noise inside the dead zone
+ * (+-8 %, and alternating 0.7 T / T intervals) never moves it; the bounds
+ * and pinning hold; bad options are refused. */
+static void test_tadapt(void **state)
+{
+    (void)state;
+    tdev d = {.now = 1000000};
+    rng_seed(d.s, 42);
+    tadapt_options o;
+    tadapt_options_default(&o, 400 * MiB);
+    tadapt *a = NULL;
+    assert_int_equal(tadapt_create(&o, d.now, &a), TKV_OK);
+    /* steady at T, saturated, +-5 %: nothing moves */
+    assert_int_equal(tdev_run(a, &d, 400.0 * MiB, 0.05, 1.5, 10), 400 * MiB);
+    assert_int_equal(d.changes, 0);
+    /* slower: 200 MiB/s, saturated. One move, within 4 s (3 intervals + the
+     * one under way), to the upper envelope of what it delivered */
+    uint64_t t = tdev_run(a, &d, 200.0 * MiB, 0.05, 1.5, 4);
+    print_message("slower: T = %.1f MiB/s after 4 s, %d change(s)\n", (double)t / MiB, d.changes);
+    assert_int_equal(d.changes, 1);
+    assert_true(near(t, 200.0 * MiB, 6)); /* the highest interval of the run: within the +-5 % noise */
+    t = tdev_run(a, &d, 200.0 * MiB, 0.05, 1.5, 30);
+    assert_int_equal(d.changes, 1); /* no oscillation after */
+    /* faster: 600 MiB/s. From ~200 the first move is capped at 2 T, the second
+     * reaches the level; both within 8 s, then 30 s of quiet */
+    d.changes = 0;
+    t = tdev_run(a, &d, 600.0 * MiB, 0.05, 1.5, 8);
+    print_message("faster: T = %.1f MiB/s after 8 s, %d change(s)\n", (double)t / MiB, d.changes);
+    assert_int_equal(d.changes, 2);
+    assert_true(near(t, 600.0 * MiB, 6));
+    uint64_t before = t;
+    t = tdev_run(a, &d, 600.0 * MiB, 0.05, 1.5, 30);
+    assert_int_equal(d.changes, 2);
+    assert_int_equal(t, before);
+    /* a light load, not saturated: T is not lowered */
+    assert_int_equal(tdev_run(a, &d, 50.0 * MiB, 0.05, 0.3, 20), before);
+    /* noise inside the dead zone: +-8 % around T; then intervals alternating
+     * between 0.7 T (saturated) and T: no run of 3 */
+    assert_int_equal(tdev_run(a, &d, (double)before, 0.08, 1.5, 30), before);
+    for (int i = 0; i < 10; i++) {
+        tdev_run(a, &d, 0.7 * (double)before, 0, 1.5, 2);
+        tdev_run(a, &d, (double)before, 0, 1.5, 1);
+    }
+    assert_int_equal(tadapt_t(a), before);
+    assert_int_equal(d.changes, 2);
+    tadapt_stats st;
+    tadapt_get_stats(a, &st);
+    assert_int_equal(st.raises, 2);
+    assert_int_equal(st.lowers, 1);
+    assert_true(st.intervals >= 150);
+    assert_int_equal(st.t_min, 50 * MiB);
+    assert_int_equal(st.t_max, 3200 * MiB);
+    /* the lower bound: a device at 10 MiB/s takes T down to t_min, no lower */
+    for (int i = 0; i < 10; i++) tdev_run(a, &d, 10.0 * MiB, 0, 2, 3);
+    assert_int_equal(tadapt_t(a), 50 * MiB);
+    tadapt_free(a);
+
+    /* pinned: the same slow device leaves T alone; the statistics still see it */
+    o.pinned = 1;
+    assert_int_equal(tadapt_create(&o, d.now, &a), TKV_OK);
+    d.changes = 0;
+    assert_int_equal(tdev_run(a, &d, 100.0 * MiB, 0, 2, 10), 400 * MiB);
+    assert_int_equal(d.changes, 0);
+    tadapt_get_stats(a, &st);
+    assert_true(st.pinned && near(st.delivered, 100.0 * MiB, 21) && st.queue > 1.5);
+    tadapt_free(a);
+    tadapt_free(NULL);
+
+    /* refused */
+    tadapt_options_default(&o, 0);
+    assert_int_equal(tadapt_create(&o, 0, &a), TKV_INVALID);
+    tadapt_options_default(&o, 100);
+    o.t_min = 200;
+    assert_int_equal(tadapt_create(&o, 0, &a), TKV_INVALID);
+    tadapt_options_default(&o, 100);
+    o.down_pct = 100;
+    assert_int_equal(tadapt_create(&o, 0, &a), TKV_INVALID);
+    tadapt_options_default(&o, 100);
+    o.intervals = 0;
+    assert_int_equal(tadapt_create(&o, 0, &a), TKV_INVALID);
+}
+
 /* ---- ratelimit ---- */
 
 #define REFILL 5000u
@@ -668,6 +786,143 @@ static void test_rl_low_reserved(void **state)
         for (int i = 0; i < 3; i++) rl_withdraw(rl, &rs[i]->t);
         rl_free(rl);
     }
+}
+
+/* rl_new3 -- a limiter with both reserves. */
+static ratelimit *rl_new3(sched_clock *c, uint64_t rate, uint64_t low_reserved, uint64_t mid_reserved)
+{
+    rl_options o;
+    rl_options_default(&o);
+    assert_int_equal(o.mid_reserved, 0); /* strict by default */
+    o.rate = rate;
+    o.low_reserved = low_reserved;
+    o.mid_reserved = mid_reserved;
+    ratelimit *rl = NULL;
+    assert_int_equal(rl_create(&o, c, &rl), TKV_OK);
+    return rl;
+}
+
+/* Three priorities without reserves: with all three waiting, MID gets
+ * nothing while HIGH still wants bytes, LOW nothing while HIGH or MID does;
+ * queued in the reverse order (LOW, MID, HIGH), and also when HIGH and MID
+ * poll late. Then each finishes in priority order. */
+static void test_rl_three_priorities(void **state)
+{
+    (void)state;
+    for (int late = 0; late < 2; late++) {
+        uint64_t now = 1000000;
+        sched_clock c;
+        sched_clock_init_fake(&c, now);
+        ratelimit *rl = rl_new3(&c, 10 * MiB, 0, 0);
+        uint64_t b = rl_burst(rl);
+        drain(rl, now);
+        sim_req lo = {.t = RL_REQ_INIT, .prio = RL_LOW, .left = 4 * b};
+        sim_req mid = {.t = RL_REQ_INIT, .prio = RL_MID, .left = 4 * b};
+        sim_req hi = {.t = RL_REQ_INIT, .prio = RL_HIGH, .left = 4 * b};
+        sim_poll(rl, &lo, now);
+        sim_poll(rl, &mid, now);
+        sim_poll(rl, &hi, now);
+        assert_int_equal(lo.got + mid.got + hi.got, 0);
+        uint64_t step = late ? 3 * REFILL : REFILL; /* late: HIGH and MID poll every 3rd refill only */
+        int hi_done = -1, mid_done = -1, lo_done = -1;
+        for (int i = 0; i < 200 && (lo.left || mid.left || hi.left); i++) {
+            now += step;
+            sim_poll(rl, &hi, now);
+            sim_poll(rl, &mid, now);
+            sim_poll(rl, &lo, now);
+            if (hi.left > 0) assert_int_equal(mid.got + lo.got, 0);
+            if (mid.left > 0) assert_int_equal(lo.got, 0);
+            if (!hi.left && hi_done < 0) hi_done = i;
+            if (!mid.left && mid_done < 0) mid_done = i;
+            if (!lo.left && lo_done < 0) lo_done = i;
+        }
+        print_message("late=%d: HIGH done at step %d, MID at %d, LOW at %d\n", late, hi_done, mid_done, lo_done);
+        assert_true(hi_done >= 0 && hi_done <= mid_done && mid_done <= lo_done);
+        assert_true(hi_done < lo_done);
+        rl_stats st;
+        rl_get_stats(rl, &st);
+        for (int p = 0; p < RL_NPRIO; p++) assert_int_equal(st.granted[p], (p == RL_HIGH ? b : 0) + 4 * b);
+        assert_true(st.wait_us[RL_LOW] > st.wait_us[RL_MID] && st.wait_us[RL_MID] > st.wait_us[RL_HIGH]);
+        assert_int_equal(st.mid_reserved, 0);
+        rl_free(rl);
+    }
+    /* a bad priority is refused */
+    sched_clock c;
+    sched_clock_init_fake(&c, 1);
+    ratelimit *rl = rl_new3(&c, 10 * MiB, 0, 0);
+    rl_req t = RL_REQ_INIT;
+    assert_int_equal(rl_try_acquire(rl, &t, (rl_prio)RL_NPRIO, 1, 1, NULL), TKV_INVALID);
+    assert_int_equal(rl_request(rl, (rl_prio)RL_NPRIO, 1, NULL), TKV_INVALID);
+    rl_free(rl);
+}
+
+/* The reserves under endless demand, 2 s each, for (rate, low reserve, mid
+ * reserve, who wants tokens):
+ *   - an endless HIGH peak with MID and LOW waiting: LOW gets its reserve,
+ *     MID its reserve, HIGH the rest -- nobody starves;
+ *   - no MID reserve: MID starves under the HIGH peak (the negative control);
+ *   - the caps: the reserves together take at most rate/2 (LOW's cap first);
+ *   - no HIGH demand: MID takes everything LOW's reserve leaves (a reserve
+ *     is a floor, not a ceiling), and LOW still gets its reserve under an
+ *     endless MID peak. */
+static void test_rl_mid_reserved(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t rate, lres, mres;
+        int high;                     /* HIGH wants tokens too */
+        uint64_t want_low, want_mid;  /* per second; HIGH gets the rest */
+        uint64_t eff_low, eff_mid;
+    } cs[] = {
+        {100 * MiB, 4 * MiB, 8 * MiB, 1, 4 * MiB, 8 * MiB, 4 * MiB, 8 * MiB},
+        {100 * MiB, 4 * MiB, 0, 1, 4 * MiB, 0, 4 * MiB, 0},
+        {12 * MiB, 4 * MiB, 4 * MiB, 1, 4 * MiB, 2 * MiB, 4 * MiB, 2 * MiB},
+        {8 * MiB, 8 * MiB, 4 * MiB, 1, 4 * MiB, 0, 4 * MiB, 0},
+        {100 * MiB, 4 * MiB, 8 * MiB, 0, 4 * MiB, 96 * MiB, 4 * MiB, 8 * MiB},
+    };
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+        uint64_t now = 1000000;
+        sched_clock c;
+        sched_clock_init_fake(&c, now);
+        ratelimit *rl = rl_new3(&c, cs[k].rate, cs[k].lres, cs[k].mres);
+        drain(rl, now);
+        sim_req hi = {.t = RL_REQ_INIT, .prio = RL_HIGH, .infinite = 1};
+        sim_req mid = {.t = RL_REQ_INIT, .prio = RL_MID, .infinite = 1};
+        sim_req lo = {.t = RL_REQ_INIT, .prio = RL_LOW, .infinite = 1};
+        sim_req *rs[] = {&lo, &mid, &hi};
+        run(rl, rs, cs[k].high ? 3 : 2, &now, 2000000);
+        print_message("rate %llu, reserves low %llu mid %llu, high %s: high %llu mid %llu low %llu\n",
+                      (unsigned long long)(cs[k].rate / MiB), (unsigned long long)(cs[k].lres / MiB),
+                      (unsigned long long)(cs[k].mres / MiB), cs[k].high ? "on" : "off", (unsigned long long)hi.got,
+                      (unsigned long long)mid.got, (unsigned long long)lo.got);
+        uint64_t b = rl_burst(rl);
+        assert_true(absdiff(lo.got, 2 * cs[k].want_low) <= 2 * cs[k].want_low / 50 + b);
+        assert_true(absdiff(mid.got, 2 * cs[k].want_mid) <= 2 * cs[k].want_mid / 50 + b);
+        assert_true(absdiff(hi.got + mid.got + lo.got, 2 * cs[k].rate) <= 2 * b);
+        if (cs[k].high) assert_true(hi.got + 2 * b >= cs[k].rate); /* HIGH keeps at least half (2 s x rate/2) */
+        rl_stats st;
+        rl_get_stats(rl, &st);
+        assert_int_equal(st.low_reserved, cs[k].eff_low);
+        assert_int_equal(st.mid_reserved, cs[k].eff_mid);
+        for (int i = 0; i < 3; i++) rl_withdraw(rl, &rs[i]->t);
+        rl_free(rl);
+    }
+    /* run time: a MID reserve set later applies from the next refill */
+    uint64_t now = 1000000;
+    sched_clock c;
+    sched_clock_init_fake(&c, now);
+    ratelimit *rl = rl_new3(&c, 100 * MiB, 0, 0);
+    drain(rl, now);
+    sim_req hi = {.t = RL_REQ_INIT, .prio = RL_HIGH, .infinite = 1};
+    sim_req mid = {.t = RL_REQ_INIT, .prio = RL_MID, .infinite = 1};
+    sim_req *rs[] = {&mid, &hi};
+    run(rl, rs, 2, &now, 1000000);
+    assert_int_equal(mid.got, 0);
+    rl_set_mid_reserved(rl, 10 * MiB);
+    run(rl, rs, 2, &now, 1000000);
+    assert_true(absdiff(mid.got, 10 * MiB) <= 10 * MiB / 50 + rl_burst(rl));
+    for (int i = 0; i < 2; i++) rl_withdraw(rl, &rs[i]->t);
+    rl_free(rl);
 }
 
 /* A request larger than one refill is granted in pieces of at most a burst
@@ -1253,10 +1508,13 @@ int main(void)
         cmocka_unit_test(test_monitor_floor_and_stats),
         cmocka_unit_test(test_monitor_latency_cap),
         cmocka_unit_test(test_monitor_thread),
+        cmocka_unit_test(test_tadapt),
         cmocka_unit_test(test_rl_unlimited),
         cmocka_unit_test(test_rl_rate_and_change),
         cmocka_unit_test(test_rl_high_before_low),
         cmocka_unit_test(test_rl_low_reserved),
+        cmocka_unit_test(test_rl_three_priorities),
+        cmocka_unit_test(test_rl_mid_reserved),
         cmocka_unit_test(test_rl_split_large),
         cmocka_unit_test(test_rl_cancel_shutdown),
         cmocka_unit_test(test_rl_request_blocking),

@@ -19,6 +19,12 @@
  *  - sched_fifo_and_switches: scheduler=fifo, write_controller=classic/off,
  *    ssd_bandwidth: the same workload stays correct, tkv.sched reports the
  *    modes, fifo never pauses or aborts, the SSD throttle meters bytes.
+ *  - sched_pmem_tier: with l0=matrix the pool's bytes are charged by class
+ *    (flush writes, client reads, column reads), against a pmem T from a
+ *    probe, the Optane profile or pmem_bandwidth; silk meters them with the
+ *    pmem limiter (flush HIGH, column MID), fifo only counts.
+ *  - sched_adapt_wiring: T's adaptation is on by default, pinned by
+ *    device_bandwidth (and when T is ssd_bandwidth), and reported.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -394,6 +400,164 @@ static void sched_fifo_and_switches(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* after -- the number after `name` in s, searched from the first `from`
+ * (fails if either is absent). */
+static uint64_t after(const char *s, const char *from, const char *name)
+{
+    const char *q = strstr(s, from);
+    if (!q) fail_msg("no \"%s\" in:\n%s", from, s);
+    const char *r = strstr(q, name);
+    if (!r) fail_msg("no \"%s\" after \"%s\" in:\n%s", name, from, s);
+    return strtoull(r + strlen(name), NULL, 10);
+}
+
+/* pmem_prop -- a field of a "pmem_io.<cls>:" line of tkv.stats. */
+static uint64_t pmem_prop(tkv_db *db, const char *cls, const char *name)
+{
+    char *s = tkv_property(db, "tkv.stats");
+    assert_non_null(s);
+    char from[64];
+    snprintf(from, sizeof from, "pmem_io.%s:", cls);
+    uint64_t v = after(s, from, name);
+    tkv_free(s);
+    return v;
+}
+
+/* pmem_run -- l0=matrix with a pool far larger than the data (no column
+ * before tkv_compact_range): 3000 keys of 300 bytes flushed into rows, 1000
+ * gets served by the rows, then every row drained into L1. The pool's bytes
+ * are charged by class: the flush's writes (the row's entries, once, on the
+ * build's second pass), the gets' reads, the column's reads; with
+ * scheduler=silk the flush and the column pass the pmem limiter at HIGH
+ * and MID, and the column's SST writes the SSD limiter at MID. `want_t` is
+ * the pmem T expected in tkv.sched ("T=... (source)"; NULL: probed, any). */
+static void pmem_run(const char *sched, const char *name, const char *value, const char *want_t)
+{
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 23);
+    char *dir = tu_tmpdir("sched-pmem");
+    tkv_options *o = sched_options("l0", "matrix", "pmem_size", "64M", "matrix_trigger", "100", "scheduler", sched,
+                                   name, value, NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    const uint64_t n = 3000, vlen = 300, entry = 11 + 8 + vlen; /* "key%08llu", trailer, value */
+    for (uint64_t i = 0; i < n; i++) put_model(db, m, &r, i, vlen);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    uint64_t fw = pmem_prop(db, "flush", "write_bytes=");
+    print_message("%s %s=%s: flush wrote %llu pmem bytes\n", sched, name, value, (unsigned long long)fw);
+    assert_true(fw >= n * entry && fw <= n * entry + 4096); /* every entry once (its key, trailer, value) */
+    assert_int_equal(pmem_prop(db, "flush", "read_bytes="), 0);
+    uint64_t ur0 = pmem_prop(db, "user-read", "read_bytes=");
+    for (uint64_t i = 0; i < 1000; i++) {
+        char key[32];
+        size_t kn = (size_t)sprintf(key, "key%08llu", (unsigned long long)(i * 3));
+        void *v;
+        size_t vn;
+        assert_int_equal(tkv_get(db, NULL, key, kn, &v, &vn), TKV_OK);
+        tkv_free(v);
+    }
+    uint64_t ur = pmem_prop(db, "user-read", "read_bytes=") - ur0;
+    assert_true(ur >= 1000 * vlen); /* at least the values found */
+    assert_int_equal(pmem_prop(db, "compact-l0", "read_bytes="), 0);
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    uint64_t cr = pmem_prop(db, "compact-l0", "read_bytes=");
+    assert_true(cr >= n * entry && cr <= n * entry + 4096); /* the rows read once by the columns */
+    assert_int_equal(pmem_prop(db, "compact-deep", "read_bytes=") + pmem_prop(db, "compact-deep", "write_bytes="), 0);
+    char *s = tkv_property(db, "tkv.sched");
+    assert_non_null(s);
+    if (want_t && !strstr(s, want_t)) fail_msg("tkv.sched lacks \"%s\":\n%s", want_t, s);
+    if (!want_t && !strstr(s, " (probed) ")) fail_msg("pmem T not probed:\n%s", s);
+    assert_true(after(s, "pmem: ", "T=") > 0);
+    assert_true(after(s, "pmem_total_bytes:", "flush=") >= fw);
+    assert_true(after(s, "pmem_total_bytes:", "compact-l0=") >= cr);
+    if (!strcmp(sched, "silk")) {
+        assert_true(after(s, "pmem: ", "I=") > 0);
+        assert_true(after(s, "pmem_limiter:", "high_granted=") >= fw);
+        assert_true(after(s, "pmem_limiter:", "mid_granted=") >= cr);
+        assert_true(after(s, "\nlimiter:", "mid_granted=") > 0); /* the column's SSTs, at MID */
+        assert_int_equal(after(s, "\nlimiter:", "mid_reserved="), 4u << 20);
+    } else if (strstr(s, "pmem_limiter:") || strstr(s, "\nlimiter:")) {
+        fail_msg("a limiter with scheduler=fifo:\n%s", s);
+    }
+    tkv_free(s);
+    tu_check_db(db, NULL, m, "after the drain");
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+}
+
+/* sched_pmem_tier -- the scheduler sees the pmem tier (pmem_run): T from a
+ * probe, the Optane profile, or pmem_bandwidth; fifo counts without
+ * limiting. With l0=sst there is no tier ("pmem: off", no pmem_io lines). */
+static void sched_pmem_tier(void **state)
+{
+    (void)state;
+    pmem_run("silk", "emul_profile", "none", NULL);
+    pmem_run("silk", "emul_profile", "optane", "pmem: T=2000000000 (optane) ");
+    pmem_run("fifo", "pmem_bandwidth", "1G", "pmem: T=1073741824 (configured) ");
+    char *dir = tu_tmpdir("sched-pmem-off");
+    tkv_options *o = sched_options("l0", "sst", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    char *s = tkv_property(db, "tkv.sched"), *st = tkv_property(db, "tkv.stats");
+    assert_non_null(s);
+    assert_non_null(st);
+    if (!strstr(s, "\npmem: off\n") || strstr(st, "pmem_io.")) fail_msg("a pmem tier with l0=sst:\n%s\n%s", s, st);
+    tkv_free(s);
+    tkv_free(st);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
+/* sched_adapt_wiring -- T's adaptation (sched/tadapt.h, tested on synthetic
+ * input in test_sched.c) is on unless device_bandwidth is set, and is
+ * reported; it sees the engine's device bytes and busy time. */
+static void sched_adapt_wiring(void **state)
+{
+    (void)state;
+    for (int pinned = 0; pinned < 2; pinned++) {
+        tu_rng r;
+        tu_rng_init(&r, tu_seed() + 29);
+        char *dir = tu_tmpdir("sched-adapt");
+        tkv_options *o = pinned ? sched_options("device_bandwidth", "100M", NULL) : sched_options("l0", "matrix", NULL);
+        tkv_db *db = tu_open_ok(dir, o);
+        tu_model *m = tu_model_new();
+        double t0 = tu_now_ms();
+        for (uint64_t i = 0; i < 4000 || tu_now_ms() - t0 < 1200; i++) put_model(db, m, &r, tu_rng_below(&r, 3000), 300);
+        /* read while writing has just stopped: the last whole 1 s interval saw the writes */
+        char *s = tkv_property(db, "tkv.sched");
+        assert_non_null(s);
+        const char *line = strstr(s, "device_bw:");
+        assert_non_null(line);
+        print_message("%.*s\n", (int)strcspn(line, "\n"), line);
+        if (!strstr(s, pinned ? "device_bw: T=104857600 adapt=pinned " : " adapt=on "))
+            fail_msg("adaptation %s expected:\n%s", pinned ? "pinned" : "on", s);
+        assert_true(after(s, "device_bw:", "intervals=") >= 1);
+        assert_true(after(s, "device_bw:", "delivered=") > 0);
+        if (pinned) assert_int_equal(after(s, "device_bw:", "raises=") + after(s, "device_bw:", "lowers="), 0);
+        assert_int_equal(after(s, "device_bw:", "T="), after(s, "bandwidth: ", "T="));
+        tkv_free(s);
+        wait_quiet(db);
+        tu_check_db(db, NULL, m, "adapt");
+        tu_close_ok(db);
+        tkv_options_free(o);
+        tu_model_free(m);
+        tu_tmpdir_free(dir);
+    }
+    /* T taken from the emulated device (device_bandwidth=0, ssd_bandwidth) is pinned too */
+    char *dir = tu_tmpdir("sched-adapt-ssd");
+    tkv_options *o = sched_options("device_bandwidth", "0", "ssd_bandwidth", "64M", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    char *s = tkv_property(db, "tkv.sched");
+    assert_non_null(s);
+    if (!strstr(s, "device_bw: T=67108864 adapt=pinned ")) fail_msg("T from ssd_bandwidth not pinned:\n%s", s);
+    tkv_free(s);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 /* latency_run -- opens a database with the given options (NULL-ended
  * name/value pairs), puts 3000 keys, compacts them into SSTs and reads them
  * back for ~0.5 s without a block cache; returns the tkv.sched text. */
@@ -721,6 +885,8 @@ int main(void)
         cmocka_unit_test(sched_slow_column_ramp),
         cmocka_unit_test(sched_deep_debt),
         cmocka_unit_test(sched_fifo_and_switches),
+        cmocka_unit_test(sched_pmem_tier),
+        cmocka_unit_test(sched_adapt_wiring),
         cmocka_unit_test(sched_latency_wiring),
         cmocka_unit_test(sched_background_nice),
     };

@@ -48,6 +48,7 @@
 
 struct mx_state;   /* the matrix container (mx_int.h); NULL with l0=sst */
 struct silk_state; /* the scheduler (silk.c) */
+struct silk_pmem;  /* the scheduler's pmem tier (silk_pmem.c) */
 
 /* superversion -- an immutable, refcounted view of the in-memory tier and
  * of the matrix container's row handles (superversion.h). */
@@ -161,6 +162,7 @@ struct tkv_db {
 
     struct mx_state *mx;         /* NVM tier (l0=matrix), NULL with l0=sst */
     struct silk_state *silk;     /* the scheduler (silk.h) */
+    struct silk_pmem *pmem_tier; /* its pmem tier (silk_pmem.h); NULL without a pool */
 };
 
 /* db_set_bg_error -- records a sticky error (first one wins) with the

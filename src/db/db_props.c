@@ -10,6 +10,7 @@
 #include "db/files.h"
 #include "db/mx.h"
 #include "db/silk.h"
+#include "db/silk_pmem.h"
 #include "db/superversion.h"
 #include "io/wb.h"
 #include "util/appendf.h"
@@ -195,6 +196,7 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
                    (unsigned long long)ws.queued, (unsigned long long)ws.bytes, (unsigned long long)ws.syncs, (unsigned long long)ws.dropped,
                    (unsigned long long)ws.failures, (unsigned long long)ws.pending);
     }
+    silk_pmem_stats(db, b, oom); /* after io.*: "pmem_io.flush:" also contains "io.flush:" */
     uint64_t user = ctr_get(&c->user_bytes_written);
     buf_appendf(b, oom, "write_amplification: %.3f (device bytes written / user bytes written, since open)\n",
             user ? (double)dev_written / (double)user : 0.0);

@@ -25,6 +25,7 @@
 #include "db/compact_merge.h"
 #include "db/files.h"
 #include "db/silk.h"
+#include "db/silk_pmem.h"
 #include "db/superversion.h"
 #include "matrix/column.h"
 #include "sched/clock.h"
@@ -269,7 +270,8 @@ static int merge_column(tkv_db *db, column_job *j, file_meta ***done, size_t *nd
     /* rows newest first, then L1: internal keys are unique, so the order
      * only matters for equal keys, which cannot occur */
     for (size_t i = 0; i < j->k; i++) {
-        in.kids[i] = rowtable_iter_range(j->rows[i], j->from[i], j->to[i]);
+        /* the rows' bytes are charged to the scheduler's pmem tier as read */
+        in.kids[i] = silk_pmem_meter(db, rowtable_iter_range(j->rows[i], j->from[i], j->to[i]), IO_COMPACT_L0, 0, 1);
         if (!in.kids[i]) in.kids[i] = error_iter_new(TKV_NO_MEMORY);
     }
     for (size_t i = 0; i < j->nl1; i++)

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "db/files.h"
+#include "db/silk_pmem.h"
 #include "db/superversion.h"
 #include "sched/clock.h"
 #include "util/status.h"
@@ -46,7 +47,9 @@ static int build_row(tkv_db *db, memtable *m, rowtable **out)
     int rc = older ? mx_cursor_in(v, older, &older_cursor) : 0;
     pthread_mutex_unlock(&db->mu);
     if (rc == 0) {
-        tkv_it *it = memtable_iter(m);
+        /* the row's bytes are charged to the scheduler's pmem tier as the
+         * build writes them: on the second of its two passes (rowtable.h) */
+        tkv_it *it = silk_pmem_meter(db, memtable_iter(m), IO_FLUSH, 1, 2);
         rc = it ? rowtable_build_at(mx->pool, id, it, older, older_cursor, &r) /* steps (1), (2) */
                 : tkv_err(TKV_NO_MEMORY, "out of memory flushing");
         it_destroy(it);

@@ -50,6 +50,9 @@
 #include "matrix/pool.h"
 #include "sched/cpuload.h"
 
+/* Bytes a media access of the pool is charged as (a cache line), for the
+ * scheduler's pmem tier (mx_read.c). */
+#define MX_PMEM_LINE 64u
 #define MX_DEFAULT_POOL_SIZE (UINT64_C(1) << 30)
 /* The pool must hold this many memtables, so that a compactor and a
  * receiver fit (and a single row always fits in an empty pool). */

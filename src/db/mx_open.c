@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "db/silk_pmem.h"
 #include "util/status.h"
 
 size_t mx_row_dram(const rowtable *r)
@@ -94,7 +95,9 @@ static int open_pool(tkv_db *db, struct mx_state *mx, size_t manifest_rows, int 
     pool_prefault_ahead(mx->pool, db->opts.memtable_size);
     mx->column_bytes = db->opts.column_bytes ? db->opts.column_bytes : st.pool_size / 16;
     if (mx->column_bytes < st.page_size) mx->column_bytes = st.page_size;
-    return 0;
+    /* the scheduler's pmem tier: its bandwidth from the pool's device */
+    pm_region *reg = pool_region(mx->pool);
+    return silk_pmem_open(db, pm_profile_write_bw(pm_profile_in_use(reg)), pm_mode_in_use(reg) == PM_PMEM);
 }
 
 /* claim_pool -- the pool must be this database's: reconciling another

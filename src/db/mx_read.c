@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "db/silk_pmem.h"
 #include "util/status.h"
 
 int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
@@ -31,6 +32,9 @@ int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t se
     ctr_add(&c->comparisons, res.comparisons);
     if (res.rows_filtered) ctr_add(&c->rows_filtered, res.rows_filtered);
     if (rc == 1) *type = res.type;
+    /* the scheduler's pmem tier: a cache line per media access, and the
+     * value found */
+    silk_pmem_charge(db, IO_USER_READ, 0, res.media_probes * MX_PMEM_LINE + (rc == 1 ? val->len : 0));
     return rc;
 }
 
@@ -47,6 +51,19 @@ int mx_add_iters(tkv_db *db, superversion *sv, version *v, tkv_it **children, si
     unsigned flags = db->opts.seek_hints ? ROWTABLE_SEEK_HINTS : 0;
     if (rc == 0) rc = rowtable_iters_at(rs->rows, cur, rs->n, flags, &db->mx->ctr.seeks, children + *k);
     if (cur != stack) free(cur);
-    if (rc == 0) *k += rs->n;
+    if (rc < 0) return rc;
+    /* the scheduler's pmem tier counts what client scans read of the rows */
+    for (size_t i = 0; i < rs->n; i++) {
+        tkv_it **c = &children[*k + i];
+        if (!(*c = silk_pmem_meter(db, *c, IO_USER_READ, 0, 1))) rc = TKV_NO_MEMORY;
+    }
+    if (rc < 0) { /* none is added: the slots are left empty, as on the error above */
+        for (size_t i = 0; i < rs->n; i++) {
+            it_destroy(children[*k + i]);
+            children[*k + i] = NULL;
+        }
+        return tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
+    }
+    *k += rs->n;
     return rc;
 }

@@ -91,6 +91,8 @@ static const opt_def OPTION_TABLE[] = {
     {"sched_latency", OPT_ENUM, OFF(sched_latency), 0, 2, "auto", LATCAP_NAMES},
     {"sched_latency_factor", OPT_INT, OFF(sched_latency_factor), 110, 10000, "200", NULL},
     {"deep_reserved_bandwidth", OPT_SIZE, OFF(deep_reserved_bandwidth), 0, UINT64_C(1) << 40, "4M", NULL},
+    {"l0_reserved_bandwidth", OPT_SIZE, OFF(l0_reserved_bandwidth), 0, UINT64_C(1) << 40, "4M", NULL},
+    {"pmem_bandwidth", OPT_SIZE, OFF(pmem_bandwidth), 0, UINT64_C(1) << 40, "0", NULL},
     {"compaction_threads", OPT_INT, OFF(compaction_threads), 1, 16, "2", NULL},
     {"deep_yield_wait", OPT_INT, OFF(deep_yield_wait), 0, 60000, "2000", NULL},
     {"background_nice", OPT_INT, OFF(background_nice), 0, 19, "10", NULL},

@@ -64,6 +64,8 @@ struct tkv_options {
     int sched_latency;          /* LATCAP_AUTO (on with direct_io), LATCAP_ON, LATCAP_OFF: the read-latency cap on I */
     int sched_latency_factor;   /* the cap backs off when client reads take this percent of their baseline */
     uint64_t deep_reserved_bandwidth; /* deep compactions' guaranteed share of I, bytes/s */
+    uint64_t l0_reserved_bandwidth; /* L0->L1 work's (columns') guaranteed share of I under a flush peak, bytes/s */
+    uint64_t pmem_bandwidth;    /* T of the pmem tier, bytes/s; 0 = the Optane profile's, or probed */
     int compaction_threads;     /* low-priority pool: threads for deep (L1+) compactions */
     int deep_yield_wait;        /* ms a deep job asked to yield may go on to its next cut (0: stop at once) */
     int background_nice;        /* nice value of the flush, column, L0 and deep threads (0: unchanged) */

@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "db/db_impl.h"
+#include "db/silk_pmem.h"
 #include "sched/monitor.h"
 #include "sched/ratelimit.h"
+#include "sched/tadapt.h"
 #include "util/appendf.h"
 #include "util/status.h"
 
@@ -37,8 +39,10 @@ typedef struct silk_counters {
 
 typedef struct silk_state {
     int fifo;              /* scheduler=fifo */
-    uint64_t T;            /* device bandwidth in use */
+    uint64_t T;            /* device bandwidth in use (relaxed atomic: tadapt moves it) */
     int T_probed;
+    tadapt *ta;            /* T adapted to the observed throughput (pinned by device_bandwidth) */
+    uint64_t last_busy_ns; /* sum of read_ns + write_ns at the previous window (monitor thread only) */
     ratelimit *rl;         /* internal budget I (silk only) */
     ratelimit *ssd;        /* emulated device (ssd_bandwidth), NULL = off */
     monitor *mon;
@@ -60,8 +64,6 @@ typedef struct silk_state {
 
 /* The deep job running on this thread (between silk_job_begin and _end). */
 static __thread silk_job *tls_job;
-
-static int is_internal(io_class c) { return c == IO_FLUSH || c == IO_COMPACT_L0 || c == IO_COMPACT_DEEP; }
 
 /* probe_bandwidth -- T from a short O_DIRECT sequential write + fdatasync in
  * dir (falls back to buffered I/O if O_DIRECT is refused). 0 on failure. */
@@ -94,23 +96,34 @@ static uint64_t probe_bandwidth(const char *dir)
     return bw;
 }
 
-int silk_open(tkv_db *db)
+/* open_device_bw -- T at open: device_bandwidth, else ssd_bandwidth (the
+ * emulated device is the device), else a probe (500 MiB/s if it fails);
+ * and its adaptation (sched/tadapt.h), pinned when device_bandwidth was
+ * set to a nonzero value or T is the emulated device's rate (known
+ * exactly; and its queue is a wait in the gate, which tadapt does not see). */
+static int open_device_bw(tkv_db *db, silk_state *s)
 {
-    silk_state *s = calloc(1, sizeof *s);
-    if (!s) return tkv_err(TKV_NO_MEMORY, "out of memory creating the scheduler");
-    db->silk = s;
     const struct tkv_options *o = &db->opts;
-    pthread_mutex_init(&s->mu, NULL);
-    sched_cond_init(&s->cv);
-    s->fifo = o->scheduler == SCHED_FIFO;
-    s->yield_wait_us = (uint64_t)o->deep_yield_wait * 1000u;
     s->T = o->device_bandwidth;
-    if (!s->T && o->ssd_bandwidth) s->T = o->ssd_bandwidth; /* the emulated device is the device */
+    if (!s->T && o->ssd_bandwidth) s->T = o->ssd_bandwidth;
     if (!s->T) {
         s->T = probe_bandwidth(db->dir);
         s->T_probed = s->T != 0;
         if (!s->T) s->T = 500u << 20;
     }
+    tadapt_options ta;
+    tadapt_options_default(&ta, s->T);
+    ta.pinned = (o->device_bandwidth != 0 && options_user_set(o, "device_bandwidth")) ||
+                (o->device_bandwidth == 0 && o->ssd_bandwidth != 0);
+    return tadapt_create(&ta, sched_mono_us(), &s->ta);
+}
+
+/* open_limits -- the monitor (I = T - C - epsilon, the latency cap), the
+ * internal limiter (silk only: three priorities, the deep and L0->L1
+ * reserves) and the emulated SSD throttle (ssd_bandwidth). */
+static int open_limits(tkv_db *db, silk_state *s)
+{
+    const struct tkv_options *o = &db->opts;
     monitor_options mo;
     monitor_options_default(&mo);
     mo.device_bw = s->T;
@@ -129,6 +142,7 @@ int silk_open(tkv_db *db)
         rl_options_default(&ro);
         ro.rate = monitor_internal_bw(s->mon);
         ro.low_reserved = o->deep_reserved_bandwidth;
+        ro.mid_reserved = o->l0_reserved_bandwidth;
         TKV_TRY(rl_create(&ro, NULL, &s->rl));
     }
     if (o->ssd_bandwidth) {
@@ -141,6 +155,13 @@ int silk_open(tkv_db *db)
         ro.low_reserved = s->fifo ? 0 : o->min_internal_bandwidth;
         TKV_TRY(rl_create(&ro, NULL, &s->ssd));
     }
+    return 0;
+}
+
+/* open_wctl -- the write controller. */
+static int open_wctl(tkv_db *db, silk_state *s)
+{
+    const struct tkv_options *o = &db->opts;
     wctl_options wo;
     wctl_options_default(&wo);
     wo.mode = (wctl_mode)o->write_controller;
@@ -162,7 +183,22 @@ int silk_open(tkv_db *db)
      * (docs/scheduler.md, "Why a deep debt"). */
     wo.debt_soft = 2 * SILK_URGENT_SCORE;
     wo.debt_hard = 4 * SILK_URGENT_SCORE;
-    TKV_TRY(wctl_create(&wo, &s->wc));
+    return wctl_create(&wo, &s->wc);
+}
+
+int silk_open(tkv_db *db)
+{
+    silk_state *s = calloc(1, sizeof *s);
+    if (!s) return tkv_err(TKV_NO_MEMORY, "out of memory creating the scheduler");
+    db->silk = s;
+    const struct tkv_options *o = &db->opts;
+    pthread_mutex_init(&s->mu, NULL);
+    sched_cond_init(&s->cv);
+    s->fifo = o->scheduler == SCHED_FIFO;
+    s->yield_wait_us = (uint64_t)o->deep_yield_wait * 1000u;
+    TKV_TRY(open_device_bw(db, s));
+    TKV_TRY(open_limits(db, s));
+    TKV_TRY(open_wctl(db, s));
     db->io.gate_arg = db;
     db->io.gate = silk_gate;
     return 0;
@@ -176,6 +212,38 @@ static int deep_urgent(tkv_db *db)
     int urgent = db->deep_score >= SILK_URGENT_SCORE;
     pthread_mutex_unlock(&db->mu);
     return urgent;
+}
+
+/* busy_ns -- the time the engine's threads have spent in device calls:
+ * read_ns - read_gate_ns + write_ns of every class (io.h), without the
+ * waits in the gate (the limiter's and the throttle's tokens, pauses) --
+ * counting those would read the scheduler's own throttling as a busy,
+ * slow device and lower T, which throttles more. */
+static uint64_t busy_ns(tkv_db *db)
+{
+    uint64_t t = 0, gate = 0;
+    for (int c = 0; c < IO_NCLASSES; c++) {
+        t += ctr_get(&db->io.read_ns[c]) + ctr_get(&db->io.write_ns[c]);
+        gate += ctr_get(&db->io.read_gate_ns[c]);
+    }
+    return t > gate ? t - gate : 0;
+}
+
+/* adapt_t -- the window's device bytes (every class) and busy time to
+ * tadapt; a new T goes to the monitor, which republishes I at once. */
+static void adapt_t(tkv_db *db, const uint64_t *cls_bytes, uint64_t now_us)
+{
+    silk_state *s = db->silk;
+    uint64_t bytes = 0, busy = busy_ns(db);
+    for (int c = 0; c < IO_NCLASSES; c++) bytes += cls_bytes[c];
+    /* (a read that failed after the gate counted gate time but no read
+     * time: the difference may step back a little) */
+    uint64_t dbusy = busy > s->last_busy_ns ? busy - s->last_busy_ns : 0;
+    if (busy > s->last_busy_ns) s->last_busy_ns = busy;
+    if (!tadapt_sample(s->ta, bytes, dbusy, now_us)) return;
+    uint64_t t = tadapt_t(s->ta);
+    __atomic_store_n(&s->T, t, __ATOMIC_RELAXED); /* read by silk_report */
+    monitor_set_device_bw(s->mon, t);
 }
 
 /* tick -- one monitor window: per-class bytes, the control law, the pause
@@ -192,6 +260,8 @@ static void tick(void *arg, uint64_t now_us)
         __atomic_store_n(&s->ctr.window_bytes[c], cls_bytes[c], __ATOMIC_RELAXED);
     }
     uint64_t client = cls_bytes[IO_WAL] + cls_bytes[IO_USER_READ];
+    adapt_t(db, cls_bytes, now_us);
+    silk_pmem_tick(db, now_us);
     uint64_t reads = ctr_get(&db->io.read_ops[IO_USER_READ]), read_ns = ctr_get(&db->io.read_ns[IO_USER_READ]);
     uint64_t dreads = reads - s->last_reads, dread_ns = read_ns - s->last_read_ns;
     s->last_reads = reads;
@@ -233,6 +303,8 @@ int silk_start(tkv_db *db)
     for (int c = 0; c < IO_NCLASSES; c++) s->last_bytes[c] = ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c]);
     s->last_reads = ctr_get(&db->io.read_ops[IO_USER_READ]);
     s->last_read_ns = ctr_get(&db->io.read_ns[IO_USER_READ]);
+    s->last_busy_ns = busy_ns(db);
+    silk_pmem_start(db);
     return monitor_thread_start(SILK_PERIOD_US, tick, db, &s->thread);
 }
 
@@ -255,15 +327,13 @@ void silk_close(tkv_db *db)
     if (!s) return;
     db->io.gate = NULL; /* first: nothing may pass the gate into freed state */
     db->silk = NULL;
-    if (!s->mon && !s->wc) {
-        free(s);
-        return;
-    }
     if (s->rl) rl_shutdown(s->rl);
     if (s->ssd) rl_shutdown(s->ssd);
     rl_free(s->rl);
     rl_free(s->ssd);
+    silk_pmem_close(db);
     monitor_free(s->mon);
+    tadapt_free(s->ta);
     wctl_free(s->wc);
     s->rl = s->ssd = NULL;
     s->mon = NULL;
@@ -460,12 +530,12 @@ int silk_gate(void *arg, io_class cls, int is_write, size_t n)
         int rc = pause_point(s, j);
         if (rc) return rc;
     }
-    if (s->rl && is_internal(cls)) {
-        int rc = rl_request(s->rl, cls == IO_COMPACT_DEEP ? RL_LOW : RL_HIGH, n, j ? &j->abort : NULL);
+    if (s->rl && silk_is_internal(cls)) {
+        int rc = rl_request(s->rl, silk_prio(cls), n, j ? &j->abort : NULL);
         if (rc) return j && atomic_load(&j->abort) ? SILK_ABORTED : 0; /* shut down: let the I/O go */
     }
     if (s->ssd && cls != IO_META) {
-        int prio = !s->fifo && is_internal(cls) ? RL_LOW : RL_HIGH;
+        int prio = !s->fifo && silk_is_internal(cls) ? RL_LOW : RL_HIGH;
         int rc = rl_request(s->ssd, prio, n, j ? &j->abort : NULL);
         if (rc && j && atomic_load(&j->abort)) return SILK_ABORTED;
     }
@@ -519,6 +589,19 @@ static void report_deep(tkv_db *db, tkv_buf *b, int *oom)
                (unsigned long long)d.yield_wait_us, (unsigned long long)d.yield_wait_max_us);
 }
 
+/* report_adapt -- tkv.sched's "device_bw:" line: T's adaptation. */
+static void report_adapt(silk_state *s, tkv_buf *b, int *oom)
+{
+    tadapt_stats ts;
+    tadapt_get_stats(s->ta, &ts);
+    buf_appendf(b, oom,
+               "device_bw: T=%llu adapt=%s t_min=%llu t_max=%llu delivered=%llu queue=%.2f up_run=%d down_run=%d "
+               "intervals=%llu raises=%llu lowers=%llu\n",
+               (unsigned long long)ts.t, ts.pinned ? "pinned" : "on", (unsigned long long)ts.t_min,
+               (unsigned long long)ts.t_max, (unsigned long long)ts.delivered, ts.queue, ts.up_run, ts.down_run,
+               (unsigned long long)ts.intervals, (unsigned long long)ts.raises, (unsigned long long)ts.lowers);
+}
+
 void silk_report(tkv_db *db, tkv_buf *b, int *oom)
 {
     silk_state *s = db->silk;
@@ -528,7 +611,8 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "scheduler: %s write_controller: %s\n", s->fifo ? "fifo" : "silk",
                wnames[db->opts.write_controller % 3]);
     buf_appendf(b, oom, "bandwidth: T=%llu%s C=%llu I=%llu floor=%llu epsilon=%llu threshold=%llu rate_changes=%llu samples=%llu\n",
-               (unsigned long long)s->T, s->T_probed ? " (probed)" : "", (unsigned long long)ms.client_bw,
+               (unsigned long long)__atomic_load_n(&s->T, __ATOMIC_RELAXED), s->T_probed ? " (probed)" : "",
+               (unsigned long long)ms.client_bw,
                (unsigned long long)(s->rl ? ms.internal_bw : 0), (unsigned long long)db->opts.min_internal_bandwidth,
                (unsigned long long)db->opts.sched_epsilon, (unsigned long long)db->opts.sched_threshold,
                (unsigned long long)ms.changes, (unsigned long long)ms.samples);
@@ -551,12 +635,15 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
         rl_stats rs;
         rl_get_stats(s->rl, &rs);
         buf_appendf(b, oom,
-                   "limiter: rate=%llu high_granted=%llu low_granted=%llu high_waits=%llu low_waits=%llu "
-                   "high_wait_us=%llu low_wait_us=%llu low_reserved=%llu\n",
+                   "limiter: rate=%llu high_granted=%llu mid_granted=%llu low_granted=%llu high_waits=%llu "
+                   "mid_waits=%llu low_waits=%llu high_wait_us=%llu mid_wait_us=%llu low_wait_us=%llu "
+                   "mid_reserved=%llu low_reserved=%llu\n",
                    (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
-                   (unsigned long long)rs.granted[RL_LOW], (unsigned long long)rs.waits[RL_HIGH],
+                   (unsigned long long)rs.granted[RL_MID], (unsigned long long)rs.granted[RL_LOW],
+                   (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.waits[RL_MID],
                    (unsigned long long)rs.waits[RL_LOW], (unsigned long long)rs.wait_us[RL_HIGH],
-                   (unsigned long long)rs.wait_us[RL_LOW], (unsigned long long)rs.low_reserved);
+                   (unsigned long long)rs.wait_us[RL_MID], (unsigned long long)rs.wait_us[RL_LOW],
+                   (unsigned long long)rs.mid_reserved, (unsigned long long)rs.low_reserved);
     }
     if (s->ssd) {
         rl_stats rs;
@@ -565,6 +652,7 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                    (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
                    (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.wait_us[RL_HIGH]);
     }
+    silk_pmem_report(db, b, oom);
     report_deep(db, b, oom);
     const silk_counters *c = &s->ctr;
     wctl_stats ws;
@@ -583,4 +671,5 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                (unsigned long long)ws.ramp_rate, (unsigned long long)ws.drain_rate, ws.container_fill,
                (unsigned long long)ws.ramp_writes, ws.deep_score, (unsigned long long)ws.debt_rate,
                (unsigned long long)ws.debt_writes);
+    report_adapt(s, b, oom); /* last: tests read fields by their first match (intervals=) */
 }

@@ -60,7 +60,11 @@ static void count_read_op(io_file *f, uint64_t t0_ns) { io_count_read_op(f->stat
 int io_admit(io_file *f, int is_write, size_t n)
 {
     if (!f->stats || !f->stats->gate || n == 0) return 0;
-    return f->stats->gate(f->stats->gate_arg, f->cls, is_write, n);
+    if (is_write) return f->stats->gate(f->stats->gate_arg, f->cls, is_write, n);
+    uint64_t t0 = sched_mono_ns(); /* a read's time in the gate (io.h: read_gate_ns) */
+    int rc = f->stats->gate(f->stats->gate_arg, f->cls, is_write, n);
+    count(&f->stats->read_gate_ns[f->cls], sched_mono_ns() - t0);
+    return rc;
 }
 
 /* Bytes staged before a direct append file writes to the device. */
@@ -240,13 +244,10 @@ static int direct_append(io_file *f, const uint8_t *b, size_t n)
     return 0;
 }
 
-int io_append(io_file *f, const void *p, size_t n)
+/* append_admitted -- io_append after the fault hook and the gate: `limit`
+ * (<= n) bytes are written, a short write after them is ENOSPC. */
+static int append_admitted(io_file *f, const void *p, size_t n, size_t limit)
 {
-    size_t limit = n;
-    int e = io_fault(IO_OP_WRITE, f->path, n);
-    if (e > 0) return tkv_err_errno(e, "write %s", f->path);
-    if (e < 0) limit = (size_t)-e < n ? (size_t)-e : n;
-    TKV_TRY(io_admit(f, 1, limit));
     if (f->flags & IO_DIRECT) {
         int rc = direct_append(f, p, limit);
         if (f->stats) count(&f->stats->write_bytes[f->cls], limit);
@@ -270,6 +271,19 @@ int io_append(io_file *f, const void *p, size_t n)
     if (f->stats) count(&f->stats->write_bytes[f->cls], done);
     if (done < n) return tkv_err_errno(ENOSPC, "short write %s", f->path);
     return sync_incremental(f, f->size);
+}
+
+int io_append(io_file *f, const void *p, size_t n)
+{
+    size_t limit = n;
+    int e = io_fault(IO_OP_WRITE, f->path, n);
+    if (e > 0) return tkv_err_errno(e, "write %s", f->path);
+    if (e < 0) limit = (size_t)-e < n ? (size_t)-e : n;
+    TKV_TRY(io_admit(f, 1, limit));
+    uint64_t t0 = sched_mono_ns();
+    int rc = append_admitted(f, p, n, limit);
+    if (f->stats) count(&f->stats->write_ns[f->cls], sched_mono_ns() - t0);
+    return rc;
 }
 
 /* Each thread keeps one aligned bounce buffer for direct reads (reused: block
@@ -483,8 +497,11 @@ int io_sync(io_file *f)
 {
     int e = io_fault(IO_OP_SYNC, f->path, 0);
     if (e > 0) return tkv_err_errno(e, "fdatasync %s", f->path);
-    if (f->flags & IO_DIRECT) TKV_TRY(direct_flush_tail(f));
-    if (fdatasync(f->fd) != 0) return tkv_err_errno(errno, "fdatasync %s", f->path);
+    uint64_t t0 = sched_mono_ns();
+    int rc = f->flags & IO_DIRECT ? direct_flush_tail(f) : 0;
+    if (rc == 0 && fdatasync(f->fd) != 0) rc = tkv_err_errno(errno, "fdatasync %s", f->path);
+    if (f->stats) count(&f->stats->write_ns[f->cls], sched_mono_ns() - t0);
+    if (rc < 0) return rc;
     if (f->stats) count(&f->stats->syncs[f->cls], 1);
     f->synced_upto = f->size;
     return 0;

@@ -48,6 +48,16 @@ typedef struct io_stats {
      * IO_USER_READ's mean. */
     uint64_t read_ops[IO_NCLASSES];
     uint64_t read_ns[IO_NCLASSES];
+    /* Wall time in ns of io_append (the pwrite, or the staging and direct
+     * writes, and the bytes_per_sync step it makes) and of io_sync (the
+     * fdatasync), after the gate; and the part of read_ns that reads spent
+     * in the gate (read_gate_ns: rate limiter, throttle, pauses). So
+     * read_ns - read_gate_ns + write_ns is the time the engine's threads
+     * spent in device calls, which the scheduler's adaptation of T
+     * (sched/tadapt.h) reads as the device's queue: waits for the
+     * scheduler's own tokens must not look like a busy device. */
+    uint64_t write_ns[IO_NCLASSES];
+    uint64_t read_gate_ns[IO_NCLASSES];
     io_gate_fn gate; /* NULL = no admission control; set before files are opened, never changed after */
     void *gate_arg;
     /* Append files opened with these stats sync incrementally, every

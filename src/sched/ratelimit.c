@@ -1,5 +1,5 @@
 /*
- * ratelimit.c -- the two-priority token bucket (policy in ratelimit.h).
+ * ratelimit.c -- the three-priority token bucket (policy in ratelimit.h).
  *
  * State, all under rl->mu:
  *   avail        tokens in the bucket (bytes), <= burst
@@ -7,11 +7,12 @@
  *                call observes now >= next_refill (one loop iteration per
  *                elapsed period while requests are queued, a jump otherwise)
  *   q[prio]      FIFO queues of tickets (singly linked, head/tail)
- *   carry, lcarry  sub-byte remainders (units: byte*us) so that refills of
- *                rate*refill_us/1e6 bytes add up exactly over time
+ *   carry, lcarry, mcarry  sub-byte remainders (units: byte*us) so that
+ *                refills of rate*refill_us/1e6 bytes (and the reserves')
+ *                add up exactly over time
  * Invariants:
- *   (I1) avail > 0  =>  q[RL_HIGH] and q[RL_LOW] are empty.
- *   (I2) rate == 0  =>  both queues are empty and avail == 0.
+ *   (I1) avail > 0  =>  every queue q[0..RL_NPRIO) is empty.
+ *   (I2) rate == 0  =>  every queue is empty and avail == 0.
  *   (I3) a ticket is QUEUED iff it is linked in q[ticket->prio]; it is DONE
  *        once granted all it asked for, and IDLE otherwise. A queued ticket
  *        may already hold a partial grant (granted > 0): its owner takes it
@@ -36,22 +37,24 @@ struct ratelimit {
     pthread_cond_t cv; /* broadcast when a ticket is served, the rate changes,
                         * or on cancel/shutdown */
     sched_clock *clk;
-    uint64_t rate, refill_us, low_reserved;
+    uint64_t rate, refill_us, low_reserved, mid_reserved;
     uint64_t burst;        /* ceil(rate * refill_us / 1e6) */
     uint64_t avail;
     uint64_t next_refill;
-    uint64_t carry, lcarry;
+    uint64_t carry, lcarry, mcarry;
     int shutdown;
     rl_queue q[RL_NPRIO];
     rl_stats st;           /* counters (the rate fields are filled on read) */
 };
 
-/* rl_options_default -- unlimited, 5 ms refills, 4 MiB/s low reserve. */
+/* rl_options_default -- unlimited, 5 ms refills, 4 MiB/s low reserve, no
+ * mid reserve. */
 void rl_options_default(rl_options *o)
 {
     o->rate = 0;
     o->refill_us = 5000;
     o->low_reserved = 4u << 20;
+    o->mid_reserved = 0;
 }
 
 /* eff_rate -- the stored rate: RL_MIN_RATE..RL_MAX_RATE, or 0. */
@@ -67,6 +70,33 @@ static uint64_t eff_low_reserved(const ratelimit *rl)
 {
     uint64_t cap = rl->rate / 2;
     return rl->low_reserved < cap ? rl->low_reserved : cap;
+}
+
+/* eff_mid_reserved -- the MID reserve capped at rate/2 less the LOW cap
+ * (not less the LOW reserve in effect: the cap must not depend on whether
+ * deep work waits), so the two reserves never take more than half. */
+static uint64_t eff_mid_reserved(const ratelimit *rl)
+{
+    uint64_t lcap = rl->low_reserved < rl->rate / 2 ? rl->low_reserved : rl->rate / 2;
+    uint64_t cap = rl->rate / 2 - lcap;
+    return rl->mid_reserved < cap ? rl->mid_reserved : cap;
+}
+
+/* reserve_tokens -- this refill's share of a reserve of `bps` bytes/s,
+ * with its sub-byte remainder carried in *carry. */
+static uint64_t reserve_tokens(const ratelimit *rl, uint64_t bps, uint64_t *carry)
+{
+    uint64_t x = bps * rl->refill_us + *carry;
+    *carry = x % 1000000u;
+    return x / 1000000u;
+}
+
+/* any_queued -- 1 if some queue holds a ticket. */
+static int any_queued(const ratelimit *rl)
+{
+    for (int p = 0; p < RL_NPRIO; p++)
+        if (rl->q[p].head) return 1;
+    return 0;
 }
 
 /* set_burst -- burst from the current rate; clips the bucket. */
@@ -140,6 +170,17 @@ static uint64_t serve_locked(ratelimit *rl, rl_prio prio, uint64_t tokens, uint6
     return tokens;
 }
 
+/* serve_reserve -- step (2a) for one class: up to its reserve's tokens of
+ * this refill (never more than the pool) to its queue; returns the pool
+ * less what the class took (what it leaves stays in the pool). */
+static uint64_t serve_reserve(ratelimit *rl, rl_prio prio, uint64_t reserve, uint64_t pool, uint64_t t,
+                              int *served)
+{
+    if (reserve > pool) reserve = pool;
+    uint64_t left = serve_locked(rl, prio, reserve, t, served);
+    return pool - (reserve - left);
+}
+
 /* refill_locked -- performs every refill due by `now` (policy step (2) of
  * ratelimit.h), then broadcasts if any queued ticket was served. */
 static void refill_locked(ratelimit *rl, uint64_t now)
@@ -148,29 +189,26 @@ static void refill_locked(ratelimit *rl, uint64_t now)
     if (rl->rate == 0) return; /* (I2): nothing queued, nothing to refill */
     while (now >= rl->next_refill) {
         uint64_t t = rl->next_refill;
-        if (!rl->q[RL_HIGH].head && !rl->q[RL_LOW].head) {
+        if (!any_queued(rl)) {
             /* Idle: the bucket just fills up to burst; skip to the refill
              * after `now` in one step. */
             uint64_t k = (now - t) / rl->refill_us + 1;
             rl->next_refill = t + k * rl->refill_us;
             rl->avail = rl->burst;
-            rl->carry = rl->lcarry = 0;
+            rl->carry = rl->lcarry = rl->mcarry = 0;
             break;
         }
-        uint64_t x = rl->rate * rl->refill_us + rl->carry;
-        uint64_t tokens = x / 1000000u;
-        rl->carry = x % 1000000u;
-        uint64_t lx = eff_low_reserved(rl) * rl->refill_us + rl->lcarry;
-        uint64_t reserve = lx / 1000000u;
-        rl->lcarry = lx % 1000000u;
+        uint64_t tokens = reserve_tokens(rl, rl->rate, &rl->carry);
+        uint64_t lres = reserve_tokens(rl, eff_low_reserved(rl), &rl->lcarry);
+        uint64_t mres = reserve_tokens(rl, eff_mid_reserved(rl), &rl->mcarry);
         /* (I1): queues were non-empty, so avail was 0 before this refill. */
         uint64_t pool = rl->avail + tokens;
-        if (reserve > pool) reserve = pool;
-        uint64_t res_left = serve_locked(rl, RL_LOW, reserve, t, &served); /* (2a) */
-        pool -= reserve - res_left;
-        pool = serve_locked(rl, RL_HIGH, pool, t, &served);                 /* (2b) */
-        pool = serve_locked(rl, RL_LOW, pool, t, &served);                  /* (2c) */
-        rl->avail = pool < rl->burst ? pool : rl->burst;                    /* (2d) */
+        pool = serve_reserve(rl, RL_LOW, lres, pool, t, &served); /* (2a) */
+        pool = serve_reserve(rl, RL_MID, mres, pool, t, &served);
+        pool = serve_locked(rl, RL_HIGH, pool, t, &served);       /* (2b) */
+        pool = serve_locked(rl, RL_MID, pool, t, &served);        /* (2c) */
+        pool = serve_locked(rl, RL_LOW, pool, t, &served);        /* (2d) */
+        rl->avail = pool < rl->burst ? pool : rl->burst;          /* (2e) */
         rl->next_refill = t + rl->refill_us;
     }
     if (served) pthread_cond_broadcast(&rl->cv);
@@ -194,6 +232,7 @@ int rl_create(const rl_options *o, sched_clock *clk, ratelimit **out)
     rl->clk = clk ? clk : sched_clock_real();
     rl->refill_us = o->refill_us;
     rl->low_reserved = o->low_reserved;
+    rl->mid_reserved = o->mid_reserved;
     rl->rate = eff_rate(o->rate);
     set_burst(rl);
     rl->avail = rl->burst; /* starts full */
@@ -234,7 +273,7 @@ void rl_set_rate(ratelimit *rl, uint64_t bytes_per_s)
     } else if (old == 0) {
         rl->avail = rl->burst;
         rl->next_refill = now + rl->refill_us;
-        rl->carry = rl->lcarry = 0;
+        rl->carry = rl->lcarry = rl->mcarry = 0;
     }
     pthread_cond_broadcast(&rl->cv);
     pthread_mutex_unlock(&rl->mu);
@@ -263,6 +302,14 @@ void rl_set_low_reserved(ratelimit *rl, uint64_t bytes_per_s)
 {
     pthread_mutex_lock(&rl->mu);
     rl->low_reserved = bytes_per_s;
+    pthread_mutex_unlock(&rl->mu);
+}
+
+/* rl_set_mid_reserved -- takes effect at the next refill. */
+void rl_set_mid_reserved(ratelimit *rl, uint64_t bytes_per_s)
+{
+    pthread_mutex_lock(&rl->mu);
+    rl->mid_reserved = bytes_per_s;
     pthread_mutex_unlock(&rl->mu);
 }
 
@@ -297,7 +344,7 @@ static int64_t try_acquire_locked(ratelimit *rl, rl_req *req, rl_prio prio, uint
         return 0;
     }
     /* A new request. */
-    if (n == 0 || (prio != RL_HIGH && prio != RL_LOW)) return TKV_INVALID;
+    if (n == 0 || (unsigned)prio >= RL_NPRIO) return TKV_INVALID;
     if (n > INT64_MAX) n = INT64_MAX;
     req->prio = prio;
     req->enq_us = now;
@@ -343,7 +390,7 @@ void rl_withdraw(ratelimit *rl, rl_req *req)
 int rl_request(ratelimit *rl, rl_prio prio, uint64_t n, const atomic_int *cancel)
 {
     if (n == 0) return TKV_OK;
-    if (prio != RL_HIGH && prio != RL_LOW) return TKV_INVALID;
+    if ((unsigned)prio >= RL_NPRIO) return TKV_INVALID;
     rl_req req = RL_REQ_INIT;
     int rc = TKV_OK;
     pthread_mutex_lock(&rl->mu);
@@ -400,6 +447,7 @@ void rl_get_stats(ratelimit *rl, rl_stats *st)
     st->rate = rl->rate;
     st->burst = rl->burst;
     st->low_reserved = eff_low_reserved(rl);
+    st->mid_reserved = eff_mid_reserved(rl);
     st->refill_us = rl->refill_us;
     for (int p = 0; p < RL_NPRIO; p++) st->queued[p] = rl->q[p].len;
     pthread_mutex_unlock(&rl->mu);

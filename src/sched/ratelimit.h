@@ -1,5 +1,5 @@
 /*
- * ratelimit.h -- SILK's token bucket for internal I/O, with two priorities.
+ * ratelimit.h -- SILK's token bucket for internal I/O, with three priorities.
  *
  * The bucket meters the internal budget I (bytes/s, set at run time by the
  * monitor through rl_set_rate). Time is cut into refill periods of
@@ -7,21 +7,27 @@
  * bytes of tokens, and the bucket holds at most one period's worth
  * (burst = ceil(rate * refill_us / 1e6)).
  *
- * Priorities:
- *   RL_HIGH  flushes and the L0->L1 column compaction (IO_FLUSH, IO_COMPACT_L0)
+ * Priorities (SILK's order: flushes, then L0->L1, then deeper levels):
+ *   RL_HIGH  flushes (IO_FLUSH)
+ *   RL_MID   L0->L1 work: the column compaction, an L0->L1 compaction
+ *            (IO_COMPACT_L0)
  *   RL_LOW   deep compactions (IO_COMPACT_DEEP)
  *
  * Queueing and service (the whole policy):
  *   (1) A request that finds tokens in the bucket takes min(n, tokens) at once.
  *       Otherwise it queues (FIFO per priority) and is served at a refill.
  *   (2) At each refill the period's tokens are handed out in this order:
- *         a. the low reserve: min(low_reserved, rate/2) * refill_us of the
- *            tokens go to queued LOW requests first (anti-starvation: deep
- *            compactions keep this rate even under an endless high peak);
- *            whatever LOW does not take stays in the pool;
+ *         a. the reserves (anti-starvation): min(low_reserved, rate/2) *
+ *            refill_us of the tokens go to queued LOW requests, then
+ *            min(mid_reserved, rate/2 - that cap) * refill_us to queued MID
+ *            requests -- so deep compactions and L0->L1 work keep these
+ *            rates even under an endless flush peak, and the two reserves
+ *            together never take more than half the rate (HIGH keeps the
+ *            rest); whatever a class does not take stays in the pool;
  *         b. queued HIGH requests, FIFO;
- *         c. queued LOW requests, FIFO (LOW gets what HIGH leaves);
- *         d. the rest stays in the bucket, capped at burst.
+ *         c. queued MID requests, FIFO (MID gets what HIGH leaves);
+ *         d. queued LOW requests, FIFO (LOW gets what both leave);
+ *         e. the rest stays in the bucket, capped at burst.
  *   (3) At one refill a queued request takes at most what it still wants and
  *       at most the tokens left, so never more than burst bytes. A request
  *       not satisfied by a refill has taken every token left and moves to
@@ -32,7 +38,7 @@
  *       its next poll (rl_try_acquire returns them and the request leaves the
  *       limiter; it asks again for the rest, at the tail). A piece stays in
  *       the queue until collected, so a late poller keeps its priority.
- *   Invariant: tokens in the bucket > 0 implies both queues are empty (every
+ *   Invariant: tokens in the bucket > 0 implies every queue is empty (every
  *   refill drains the bucket into the queues first).
  *
  * Rate 0 means unlimited: every request is granted in full at once (and
@@ -61,7 +67,7 @@
 
 #include "sched/clock.h"
 
-typedef enum rl_prio { RL_HIGH = 0, RL_LOW = 1, RL_NPRIO = 2 } rl_prio;
+typedef enum rl_prio { RL_HIGH = 0, RL_MID = 1, RL_LOW = 2, RL_NPRIO = 3 } rl_prio;
 
 #define RL_MIN_RATE 1024u          /* bytes/s: lower nonzero rates are raised */
 #define RL_MAX_RATE (1ull << 40)   /* bytes/s: higher rates are lowered (1 TiB/s) */
@@ -73,6 +79,8 @@ typedef struct rl_options {
     uint64_t refill_us;    /* refill period, RL_MIN_REFILL_US..RL_MAX_REFILL_US. Default 5000 */
     uint64_t low_reserved; /* bytes/s kept for queued LOW requests, capped at rate/2.
                             * Default 4 MiB/s; 0 = strict priority. Run time: rl_set_low_reserved */
+    uint64_t mid_reserved; /* bytes/s kept for queued MID requests, capped at rate/2 minus
+                            * the LOW cap. Default 0 (strict). Run time: rl_set_mid_reserved */
 } rl_options;
 
 /* A request ticket, owned by the caller (typically on its stack). Initialise
@@ -91,6 +99,7 @@ typedef struct rl_stats {
     uint64_t rate;                /* current bytes/s (0 = unlimited) */
     uint64_t burst;               /* bytes per refill */
     uint64_t low_reserved;        /* effective reserve, bytes/s (after the rate/2 cap) */
+    uint64_t mid_reserved;        /* effective MID reserve, bytes/s (after its cap) */
     uint64_t refill_us;
     uint64_t granted[RL_NPRIO];   /* bytes granted */
     uint64_t grants[RL_NPRIO];    /* grants (pieces) handed out */
@@ -127,8 +136,10 @@ uint64_t rl_get_rate(ratelimit *rl);
  * unlimited): the most a request gets per refill, and the bucket's size. */
 uint64_t rl_burst(ratelimit *rl);
 
-/* rl_set_low_reserved -- changes the LOW reserve (bytes/s). */
+/* rl_set_low_reserved / rl_set_mid_reserved -- change the LOW / MID
+ * reserve (bytes/s); they take effect at the next refill. */
 void rl_set_low_reserved(ratelimit *rl, uint64_t bytes_per_s);
+void rl_set_mid_reserved(ratelimit *rl, uint64_t bytes_per_s);
 
 /* rl_try_acquire -- the deterministic core: asks for up to n bytes at time
  * now_us with ticket `req`.
@@ -143,7 +154,7 @@ void rl_set_low_reserved(ratelimit *rl, uint64_t bytes_per_s);
  *         Ask again for the rest.
  *   0     nothing yet: the ticket is queued; *wait_until_us (if not NULL) is
  *         the next refill time, the earliest at which polling can succeed.
- *   TKV_INVALID  n == 0 for a new ticket, or bad prio.
+ *   TKV_INVALID  n == 0 for a new ticket, or bad prio (not < RL_NPRIO).
  *   TKV_BUSY     the limiter is shut down (a queued ticket is withdrawn).
  * `now_us` must not go backwards between calls on one limiter. */
 int64_t rl_try_acquire(ratelimit *rl, rl_req *req, rl_prio prio, uint64_t n, uint64_t now_us,
