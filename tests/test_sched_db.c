@@ -23,8 +23,8 @@
  *    (flush writes, client reads, column reads), against a pmem T from a
  *    probe, the Optane profile or pmem_bandwidth; silk meters them with the
  *    pmem limiter (flush HIGH, column MID), fifo only counts.
- *  - sched_adapt_wiring: T's adaptation is on by default, pinned by
- *    device_bandwidth (and when T is ssd_bandwidth), and reported.
+ *  - sched_adapt_wiring: with adapt_bandwidth=1 T adapts, pinned by
+ *    device_bandwidth (and when T is ssd_bandwidth); off by default; reported.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -511,8 +511,9 @@ static void sched_pmem_tier(void **state)
 }
 
 /* sched_adapt_wiring -- T's adaptation (sched/tadapt.h, tested on synthetic
- * input in test_sched.c) is on unless device_bandwidth is set, and is
- * reported; it sees the engine's device bytes and busy time. */
+ * input in test_sched.c) is on with adapt_bandwidth=1 unless device_bandwidth
+ * is set, off by default, and is reported; it sees the engine's device bytes
+ * and busy time. */
 static void sched_adapt_wiring(void **state)
 {
     (void)state;
@@ -520,7 +521,8 @@ static void sched_adapt_wiring(void **state)
         tu_rng r;
         tu_rng_init(&r, tu_seed() + 29);
         char *dir = tu_tmpdir("sched-adapt");
-        tkv_options *o = pinned ? sched_options("device_bandwidth", "100M", NULL) : sched_options("l0", "matrix", NULL);
+        tkv_options *o = pinned ? sched_options("device_bandwidth", "100M", "adapt_bandwidth", "1", NULL)
+                                : sched_options("l0", "matrix", "adapt_bandwidth", "1", NULL);
         tkv_db *db = tu_open_ok(dir, o);
         tu_model *m = tu_model_new();
         double t0 = tu_now_ms();
@@ -545,17 +547,22 @@ static void sched_adapt_wiring(void **state)
         tu_model_free(m);
         tu_tmpdir_free(dir);
     }
-    /* T taken from the emulated device (device_bandwidth=0, ssd_bandwidth) is pinned too */
-    char *dir = tu_tmpdir("sched-adapt-ssd");
-    tkv_options *o = sched_options("device_bandwidth", "0", "ssd_bandwidth", "64M", NULL);
-    tkv_db *db = tu_open_ok(dir, o);
-    char *s = tkv_property(db, "tkv.sched");
-    assert_non_null(s);
-    if (!strstr(s, "device_bw: T=67108864 adapt=pinned ")) fail_msg("T from ssd_bandwidth not pinned:\n%s", s);
-    tkv_free(s);
-    tu_close_ok(db);
-    tkv_options_free(o);
-    tu_tmpdir_free(dir);
+    /* T taken from the emulated device (device_bandwidth=0, ssd_bandwidth) is
+     * pinned too; and without adapt_bandwidth (the default) T is pinned */
+    for (int dflt = 0; dflt < 2; dflt++) {
+        char *dir = tu_tmpdir("sched-adapt-ssd");
+        tkv_options *o = dflt ? sched_options("l0", "matrix", NULL)
+                              : sched_options("device_bandwidth", "0", "ssd_bandwidth", "64M", "adapt_bandwidth", "1", NULL);
+        tkv_db *db = tu_open_ok(dir, o);
+        char *s = tkv_property(db, "tkv.sched");
+        assert_non_null(s);
+        const char *want = dflt ? " adapt=pinned " : "device_bw: T=67108864 adapt=pinned ";
+        if (!strstr(s, want)) fail_msg("%s expected:\n%s", want, s);
+        tkv_free(s);
+        tu_close_ok(db);
+        tkv_options_free(o);
+        tu_tmpdir_free(dir);
+    }
 }
 
 /* latency_run -- opens a database with the given options (NULL-ended

@@ -58,6 +58,7 @@ struct tkv_options {
     int scheduler;              /* SCHED_SILK or SCHED_FIFO */
     int write_controller;       /* WCTL_MODE_PRL, WCTL_MODE_CLASSIC, WCTL_MODE_OFF (option order) */
     uint64_t device_bandwidth;  /* T in bytes/s; 0 = probe at open */
+    int adapt_bandwidth;        /* 1: T follows the observed throughput (sched/tadapt.h) */
     uint64_t min_internal_bandwidth; /* floor of I for flush and L0->L1 work, bytes/s */
     uint64_t sched_epsilon;     /* epsilon of I = T - C - epsilon, bytes/s */
     uint64_t sched_threshold;   /* the published I changes only by more than this, bytes/s */

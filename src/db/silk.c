@@ -113,7 +113,11 @@ static int open_device_bw(tkv_db *db, silk_state *s)
     }
     tadapt_options ta;
     tadapt_options_default(&ta, s->T);
-    ta.pinned = (o->device_bandwidth != 0 && options_user_set(o, "device_bandwidth")) ||
+    /* off by default: with one synchronous compaction thread the device is
+     * "busy" (queue >= 1) at whatever rate that thread's pipeline reaches,
+     * so the law read a 4M x 1 KiB fill's 230 MB/s as the device's limit and
+     * halved T on a disk that writes 740 MB/s (docs/scheduler.md) */
+    ta.pinned = !o->adapt_bandwidth || (o->device_bandwidth != 0 && options_user_set(o, "device_bandwidth")) ||
                 (o->device_bandwidth == 0 && o->ssd_bandwidth != 0);
     return tadapt_create(&ta, sched_mono_us(), &s->ta);
 }
