@@ -531,25 +531,33 @@ static int pool_lock(pool *p, const char *path, int how, const char *holder)
                             : tkv_err_errno(e, "pool %s: flock", path);
 }
 
-int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, const pool_options *o, pool **out,
-              int *created)
+/* pool_new -- an unmapped, unlocked pool for path (what pool_open and
+ * pool_open_readonly start from); pool_close frees it. */
+static int pool_new(const char *path, pool **out)
 {
-    *out = NULL;
-    if (created) *created = 0;
-    if (!path) return tkv_err(TKV_INVALID, "pool_open: NULL path");
     pool *p = calloc(1, sizeof *p);
     if (!p) return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory", path);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->trim_cv, NULL);
     p->trim_page = POOL_PAGE_NONE;
     p->lock_fd = -1;
-    int rc = TKV_NO_MEMORY;
-    p->path = strdup(path);
-    if (!p->path) {
-        tkv_err(rc, "pool %s: out of memory", path);
-        goto fail;
+    if (!(p->path = strdup(path))) {
+        pool_close(p);
+        return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory", path);
     }
-    int file_created = 0;
+    *out = p;
+    return 0;
+}
+
+int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, const pool_options *o, pool **out,
+              int *created)
+{
+    *out = NULL;
+    if (created) *created = 0;
+    if (!path) return tkv_err(TKV_INVALID, "pool_open: NULL path");
+    pool *p;
+    TKV_TRY(pool_new(path, &p));
+    int rc, file_created = 0;
     rc = pm_open(path, size, mode, profile, &p->reg, &file_created);
     if (rc < 0) goto fail;
     /* One opener at a time: the database directory's LOCK does not cover a
@@ -599,17 +607,9 @@ int pool_open_readonly(const char *path, pool **out)
 {
     *out = NULL;
     if (!path) return tkv_err(TKV_INVALID, "pool_open_readonly: NULL path");
-    pool *p = calloc(1, sizeof *p);
-    if (!p) return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory", path);
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->trim_cv, NULL);
-    p->trim_page = POOL_PAGE_NONE;
-    p->lock_fd = -1;
-    int rc = TKV_NO_MEMORY;
-    if (!(p->path = strdup(path))) {
-        tkv_err(rc, "pool %s: out of memory", path);
-        goto fail;
-    }
+    pool *p;
+    TKV_TRY(pool_new(path, &p));
+    int rc;
     /* shared: refused while a database holds the pool (its lock is
      * exclusive), and an open of the pool is refused while this one lasts */
     if ((rc = pool_lock(p, path, LOCK_SH, "an open database")) < 0) goto fail;
