@@ -70,9 +70,23 @@ static size_t resident_pages(const char *path)
 /* direct_append_roundtrip -- random-sized appends (1 B .. 300 KB, crossing
  * the 1 MiB staging buffer many times), syncs in the middle, then a close:
  * the file equals the concatenation and has exactly that size. */
+static void roundtrip(unsigned flags);
 static void direct_append_roundtrip(void **state)
 {
     (void)state;
+    roundtrip(IO_DIRECT);
+}
+
+/* write_behind_roundtrip -- the same with the staging buffers written
+ * behind the appends through io_uring (IO_WRITE_BEHIND). */
+static void write_behind_roundtrip(void **state)
+{
+    (void)state;
+    roundtrip(IO_DIRECT | IO_WRITE_BEHIND);
+}
+
+static void roundtrip(unsigned flags)
+{
     char *dir = tu_tmpdir("io");
     char *path = tu_path(dir, "f");
     tu_rng r;
@@ -82,7 +96,8 @@ static void direct_append_roundtrip(void **state)
     assert_non_null(expect);
     io_stats st = {0};
     io_file *f;
-    assert_int_equal(io_open_append_ex(path, 0, IO_DIRECT, IO_FLUSH, &st, &f), 0);
+    assert_int_equal(io_open_append_ex(path, 0, flags, IO_FLUSH, &st, &f), 0);
+    if (flags & IO_WRITE_BEHIND) assert_non_null(f->wbh);
     int syncs = 0;
     while (total < cap - (300u << 10)) {
         size_t n = tu_rng_chance(&r, 200000) ? tu_rng_range(&r, 1, 300u << 10) : tu_rng_range(&r, 1, 5000);
@@ -467,6 +482,86 @@ static uint8_t *append_pattern(io_file *f, size_t total, size_t piece, tu_rng *r
     return expect;
 }
 
+static int refuse_rings_hook(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)arg, (void)path, (void)len;
+    return op == IO_OP_RING_SETUP ? ENOSYS : 0;
+}
+
+/* write_behind_fallback_and_errors -- a file whose ring cannot be set up
+ * writes synchronously and loses nothing; the fdatasyncs of bytes_per_sync
+ * are made (linked behind the writes) and counted once settled; a write that
+ * fails on the device behind the writer is reported, naming the file and the
+ * offset, by the next call that waits for it -- an append or io_sync -- and
+ * by nothing earlier. */
+static void write_behind_fallback_and_errors(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("io-wbh");
+    char *path = tu_path(dir, "f");
+    tu_rng r;
+    tu_rng_init(&r, tu_seed());
+    /* (1) io_uring refused: synchronous, same bytes, same syncs */
+    io_stats st = {0};
+    st.bytes_per_sync = 1u << 20;
+    io_file *f;
+    io_set_fault_hook(refuse_rings_hook, NULL);
+    assert_int_equal(io_open_append_ex(path, 0, IO_DIRECT | IO_WRITE_BEHIND, IO_COMPACT_L0, &st, &f), 0);
+    io_set_fault_hook(NULL, NULL);
+    assert_null(f->wbh);
+    uint8_t *expect = append_pattern(f, 9u << 19, 0, &r); /* 4.5 MiB */
+    assert_int_equal(st.incremental_syncs[IO_COMPACT_L0], 4);
+    assert_int_equal(io_close(f), 0);
+    size_t len;
+    uint8_t *got = read_whole(path, &len);
+    assert_int_equal(len, 9u << 19);
+    assert_memory_equal(got, expect, len);
+    free(got);
+    free(expect);
+
+    /* (2) behind the writer: the 4th stage's sync is settled by io_sync */
+    memset(&st, 0, sizeof st);
+    st.bytes_per_sync = 1u << 20;
+    assert_int_equal(io_open_append_ex(path, 0, IO_DIRECT | IO_WRITE_BEHIND, IO_COMPACT_L0, &st, &f), 0);
+    assert_non_null(f->wbh);
+    expect = append_pattern(f, 9u << 19, 0, &r);
+    assert_int_equal(st.incremental_syncs[IO_COMPACT_L0], 3); /* the 4 MiB one still in flight */
+    assert_int_equal(io_sync(f), 0);
+    assert_int_equal(st.incremental_syncs[IO_COMPACT_L0], 4);
+    assert_int_equal(st.syncs[IO_COMPACT_L0], 5); /* and io_sync's own */
+    assert_int_equal(f->synced_upto, 9u << 19);
+    assert_int_equal(io_close(f), 0);
+    got = read_whole(path, &len);
+    assert_int_equal(len, 9u << 19);
+    assert_memory_equal(got, expect, len);
+    free(got);
+    free(expect);
+
+    /* (3) the device refuses a write behind the writer (the descriptor made
+     * read-only under it: EBADF): the append that fills the next stage
+     * reports it; so does a later io_sync; io_close still frees everything */
+    assert_int_equal(io_open_append_ex(path, 0, IO_DIRECT | IO_WRITE_BEHIND, IO_COMPACT_L0, NULL, &f), 0);
+    assert_non_null(f->wbh);
+    uint8_t *stage = malloc(1u << 20);
+    assert_non_null(stage);
+    memset(stage, 0x5a, 1u << 20);
+    int ro = open(path, O_RDONLY);
+    assert_true(ro >= 0);
+    assert_true(dup2(ro, f->fd) == f->fd);
+    close(ro);
+    assert_int_equal(io_append(f, stage, 1u << 20), 0); /* stage 1 submitted: its failure is not known yet */
+    assert_int_equal(io_append(f, stage, 1000), 0);
+    assert_int_equal(io_append(f, stage, (1u << 20) - 1000), TKV_IO_ERROR); /* stage 2 waits for stage 1 */
+    assert_non_null(strstr(tkv_errmsg(), "write "));
+    assert_non_null(strstr(tkv_errmsg(), "at offset 0"));
+    assert_non_null(strstr(tkv_errmsg(), path));
+    assert_int_not_equal(io_sync(f), 0);
+    (void)io_close(f);
+    free(stage);
+    free(path);
+    tu_tmpdir_free(dir);
+}
+
 /* incremental_syncs -- bytes_per_sync: a direct file fdatasyncs each time a
  * full staging buffer takes it past the next multiple, a buffered one starts
  * write-back every bytes_per_sync; 0 never does either. The contents are
@@ -680,7 +775,8 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(direct_append_roundtrip), cmocka_unit_test(direct_bypasses_page_cache),
+        cmocka_unit_test(direct_append_roundtrip), cmocka_unit_test(write_behind_roundtrip),
+        cmocka_unit_test(write_behind_fallback_and_errors), cmocka_unit_test(direct_bypasses_page_cache),
         cmocka_unit_test(direct_short_write),      cmocka_unit_test(db_direct_io),
         cmocka_unit_test(db_direct_io_unsupported), cmocka_unit_test(readahead_reads),
         cmocka_unit_test(incremental_syncs), cmocka_unit_test(wal_writeback_thread),

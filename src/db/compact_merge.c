@@ -27,7 +27,7 @@ static int is_base_level(const version *v, int out_level, tkv_slice ukey)
     return 1;
 }
 
-tkv_it *cmp_open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_out)
+tkv_it *cmp_open_input(tkv_db *db, const cmp_inputs *in, const file_meta *f, io_class cls, table **t_out)
 {
     char path[4096];
     sst_path(db->dir, f->number, path, sizeof path);
@@ -35,14 +35,17 @@ tkv_it *cmp_open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_o
     *t_out = NULL;
     int rc = io_open_read_ex(path, db->opts.direct_io ? IO_DIRECT : 0, cls, &db->io, &file);
     /* a compaction reads its inputs front to back: large reads, not one I/O
-     * per 4 KiB block (O_DIRECT has no kernel readahead) */
-    if (rc == 0 && db->opts.compaction_readahead) {
-        rc = io_set_readahead(file, (size_t)db->opts.compaction_readahead);
+     * per 4 KiB block (O_DIRECT has no kernel readahead) -- with a ring, two
+     * in flight while the merge works (table_iter_sequential), else one at
+     * a time, synchronously */
+    size_t ra = (size_t)db->opts.compaction_readahead;
+    if (rc == 0 && ra && !in->ring) {
+        rc = io_set_readahead(file, ra);
         if (rc < 0) io_close(file);
     }
     if (rc == 0) rc = table_open(file, f->size, NULL, t_out);
     if (rc < 0) return error_iter_new(rc);
-    tkv_it *it = table_iter(*t_out);
+    tkv_it *it = in->ring ? table_iter_sequential(*t_out, in->ring, ra, NULL) : table_iter(*t_out);
     return it ? it : error_iter_new(TKV_NO_MEMORY);
 }
 
@@ -162,15 +165,20 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
     return 0;
 }
 
-int cmp_inputs_new(cmp_inputs *in, size_t n, const char *what)
+int cmp_inputs_new(tkv_db *db, cmp_inputs *in, size_t n, const char *what)
 {
     in->n = n;
+    in->ring = NULL;
     in->kids = calloc(n ? n : 1, sizeof *in->kids);
     in->tables = calloc(n ? n : 1, sizeof *in->tables);
-    if (in->kids && in->tables) return 0;
-    free(in->kids);
-    free(in->tables);
-    return tkv_err(TKV_NO_MEMORY, "out of memory starting %s", what);
+    if (!in->kids || !in->tables) {
+        free(in->kids);
+        free(in->tables);
+        return tkv_err(TKV_NO_MEMORY, "out of memory starting %s", what);
+    }
+    /* NULL (no async_io, or every ring lent): synchronous readahead */
+    if (db->opts.compaction_readahead) in->ring = io_ring_acquire(db->rings);
+    return 0;
 }
 
 int cmp_merge_inputs(tkv_db *db, cmp_inputs *in, int out_level, io_class cls, const version *v,
@@ -182,6 +190,7 @@ int cmp_merge_inputs(tkv_db *db, cmp_inputs *in, int out_level, io_class cls, co
     it_destroy(it);
     for (size_t i = 0; i < in->n; i++) table_close(in->tables[i]);
     free(in->tables);
+    io_ring_release(db->rings, in->ring); /* after the iterators gave their reads back */
     return rc;
 }
 

@@ -23,16 +23,21 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
               file_meta ***out, size_t *nout);
 
 /* The inputs of one merge: n child iterators, newest data first, and the
- * tables under them (NULL where a child reads no SST). */
+ * tables under them (NULL where a child reads no SST); the io_uring ring
+ * their SST reads go through (NULL: synchronous reads), held by the merge's
+ * thread from cmp_inputs_new to the end of cmp_merge_inputs. */
 typedef struct cmp_inputs {
     tkv_it **kids;
     table **tables;
     size_t n;
+    io_ring *ring;
 } cmp_inputs;
 
-/* cmp_inputs_new -- room for n inputs (all NULL); TKV_NO_MEMORY ("out of
- * memory starting <what>"), then nothing to free. */
-int cmp_inputs_new(cmp_inputs *in, size_t n, const char *what);
+/* cmp_inputs_new -- room for n inputs (all NULL), and a ring of db's pool
+ * when compaction_readahead is on and one is free; TKV_NO_MEMORY ("out of
+ * memory starting <what>"), then nothing to free. On success the caller
+ * must end with cmp_merge_inputs (which gives the ring back). */
+int cmp_inputs_new(tkv_db *db, cmp_inputs *in, size_t n, const char *what);
 
 /* cmp_merge_inputs -- cmp_merge over the merging iterator of in's children,
  * then closes them and their tables and frees in (also on error). */
@@ -62,10 +67,11 @@ void cmp_preload_outputs(tkv_db *db, file_meta *const *files, size_t n, io_class
  * max_open_files of them (IO_META). Failures are ignored as above. */
 void cmp_preload_tables(tkv_db *db);
 
-/* cmp_open_input -- an iterator over SST f read with I/O class cls and
- * compaction_readahead, bypassing the block cache (compaction must not
- * evict hot blocks); *t_out is the table to close after the iterator. An
- * error iterator on failure. */
-tkv_it *cmp_open_input(tkv_db *db, const file_meta *f, io_class cls, table **t_out);
+/* cmp_open_input -- an iterator over SST f, an input of `in`, read with
+ * I/O class cls and compaction_readahead (asynchronously through in's ring
+ * when it has one), bypassing the block cache (compaction must not evict hot
+ * blocks); *t_out is the table to close after the iterator. An error
+ * iterator on failure. */
+tkv_it *cmp_open_input(tkv_db *db, const cmp_inputs *in, const file_meta *f, io_class cls, table **t_out);
 
 #endif

@@ -124,10 +124,10 @@ static int merge_segment(tkv_db *db, const compaction *c, const segment *sg, con
 {
     size_t na = sg->a1 - sg->a0, nb = sg->b1 - sg->b0;
     cmp_inputs in;
-    TKV_TRY(cmp_inputs_new(&in, na + nb, "a compaction"));
-    for (size_t k = 0; k < na; k++) in.kids[k] = cmp_open_input(db, c->inputs[0][sg->a0 + k], c->cls, &in.tables[k]);
+    TKV_TRY(cmp_inputs_new(db, &in, na + nb, "a compaction"));
+    for (size_t k = 0; k < na; k++) in.kids[k] = cmp_open_input(db, &in, c->inputs[0][sg->a0 + k], c->cls, &in.tables[k]);
     for (size_t k = 0; k < nb; k++)
-        in.kids[na + k] = cmp_open_input(db, c->inputs[1][sg->b0 + k], c->cls, &in.tables[na + k]);
+        in.kids[na + k] = cmp_open_input(db, &in, c->inputs[1][sg->b0 + k], c->cls, &in.tables[na + k]);
     file_meta **out = NULL;
     size_t nout = 0;
     TKV_TRY(cmp_merge_inputs(db, &in, c->out_level, c->cls, v, snap, &out, &nout));

@@ -266,7 +266,7 @@ fail:
 static int merge_column(tkv_db *db, column_job *j, file_meta ***done, size_t *ndone)
 {
     cmp_inputs in;
-    TKV_TRY(cmp_inputs_new(&in, j->k + j->nl1, "a column compaction"));
+    TKV_TRY(cmp_inputs_new(db, &in, j->k + j->nl1, "a column compaction"));
     /* rows newest first, then L1: internal keys are unique, so the order
      * only matters for equal keys, which cannot occur */
     for (size_t i = 0; i < j->k; i++) {
@@ -275,7 +275,7 @@ static int merge_column(tkv_db *db, column_job *j, file_meta ***done, size_t *nd
         if (!in.kids[i]) in.kids[i] = error_iter_new(TKV_NO_MEMORY);
     }
     for (size_t i = 0; i < j->nl1; i++)
-        in.kids[j->k + i] = cmp_open_input(db, j->l1[i], IO_COMPACT_L0, &in.tables[j->k + i]);
+        in.kids[j->k + i] = cmp_open_input(db, &in, j->l1[i], IO_COMPACT_L0, &in.tables[j->k + i]);
     return cmp_merge_inputs(db, &in, 1, IO_COMPACT_L0, j->v, j->smallest_snapshot, done, ndone);
 }
 

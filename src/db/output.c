@@ -25,7 +25,9 @@ int output_open(tkv_db *db, output *o, io_class cls)
     }
     o->f->number = number;
     sst_path(db->dir, number, o->path, sizeof o->path);
-    TKV_TRY(io_open_append_ex(o->path, 0, db->opts.direct_io ? IO_DIRECT : 0, cls, &db->io, &o->file));
+    /* with async_io, a direct output's writes run behind the builder (io.h) */
+    unsigned flags = db->opts.direct_io ? IO_DIRECT | (db->rings ? IO_WRITE_BEHIND : 0) : 0;
+    TKV_TRY(io_open_append_ex(o->path, 0, flags, cls, &db->io, &o->file));
     table_options to;
     table_options_default(&to);
     to.block_size = db->opts.block_size;

@@ -4,6 +4,7 @@
 
 #include "io/io.h"
 #include "io/io_int.h"
+#include "io/wbehind.h"
 #include "io/wb.h"
 
 #include <errno.h>
@@ -121,6 +122,10 @@ int io_open_append_ex(const char *path, int keep, unsigned flags, io_class cls, 
             return tkv_err(TKV_NO_MEMORY, "out of memory for the direct-I/O buffer of %s", path);
         }
         (*out)->dbuf = b;
+        if ((flags & IO_WRITE_BEHIND) && posix_memalign(&b, IO_DIRECT_ALIGN, IO_DIRECT_STAGE) == 0) {
+            (*out)->dbuf_alt = b;
+            (*out)->wbh = io_wbehind_new(); /* NULL: synchronous writes */
+        }
     }
     if (keep) {
         uint64_t sz;
@@ -221,6 +226,48 @@ static int sync_incremental(io_file *f, uint64_t written_upto)
     return 0;
 }
 
+/* behind_settle -- waits for the stage in flight (IO_WRITE_BEHIND) and
+ * reports its error; counts its linked fdatasync as sync_incremental would. */
+static int behind_settle(io_file *f)
+{
+    if (!f->wbh) return 0;
+    const char *what;
+    uint64_t at;
+    int synced;
+    int e = io_wbehind_wait(f->wbh, &what, &at, &synced);
+    if (synced) {
+        f->synced_upto = f->wb_sync_to;
+        count(&f->stats->syncs[f->cls], 1);
+        count(&f->stats->incremental_syncs[f->cls], 1);
+    }
+    if (e) return tkv_err_errno(e, "%s %s at offset %llu", what, f->path, (unsigned long long)at);
+    return 0;
+}
+
+/* stage_write -- writes the full staging buffer: behind the writer when it
+ * can (the previous stage's write waited for first: one in flight), else
+ * synchronously with its bytes_per_sync step. */
+static int stage_write(io_file *f)
+{
+    if (f->wbh) {
+        TKV_TRY(behind_settle(f));
+        uint64_t every = f->stats ? f->stats->bytes_per_sync : 0;
+        uint64_t end = f->dbuf_off + IO_DIRECT_STAGE;
+        int sync = every && end >= f->synced_upto + every;
+        if (io_wbehind_submit(f->wbh, f->fd, f->dbuf, IO_DIRECT_STAGE, f->dbuf_off, sync) == 0) {
+            f->wb_sync_to = sync ? end : 0;
+            uint8_t *t = f->dbuf; /* fill the other buffer meanwhile */
+            f->dbuf = f->dbuf_alt;
+            f->dbuf_alt = t;
+            return 0;
+        }
+        io_wbehind_free(f->wbh); /* io_uring refused: synchronous from now on */
+        f->wbh = NULL;
+    }
+    TKV_TRY(pwrite_all(f, f->dbuf, IO_DIRECT_STAGE, f->dbuf_off));
+    return sync_incremental(f, f->dbuf_off + IO_DIRECT_STAGE);
+}
+
 /* direct_append -- stages bytes, writing each full staging buffer. */
 static int direct_append(io_file *f, const uint8_t *b, size_t n)
 {
@@ -234,11 +281,10 @@ static int direct_append(io_file *f, const uint8_t *b, size_t n)
         b += k;
         n -= k;
         if (f->dbuf_len == IO_DIRECT_STAGE) {
-            TKV_TRY(pwrite_all(f, f->dbuf, IO_DIRECT_STAGE, f->dbuf_off));
+            TKV_TRY(stage_write(f));
             f->dbuf_off += IO_DIRECT_STAGE;
             f->dbuf_len = 0;
             f->dbuf_dirty = 0;
-            TKV_TRY(sync_incremental(f, f->dbuf_off));
         }
     }
     return 0;
@@ -498,7 +544,8 @@ int io_sync(io_file *f)
     int e = io_fault(IO_OP_SYNC, f->path, 0);
     if (e > 0) return tkv_err_errno(e, "fdatasync %s", f->path);
     uint64_t t0 = sched_mono_ns();
-    int rc = f->flags & IO_DIRECT ? direct_flush_tail(f) : 0;
+    int rc = behind_settle(f);
+    if (rc == 0 && (f->flags & IO_DIRECT)) rc = direct_flush_tail(f);
     if (rc == 0 && fdatasync(f->fd) != 0) rc = tkv_err_errno(errno, "fdatasync %s", f->path);
     if (f->stats) count(&f->stats->write_ns[f->cls], sched_mono_ns() - t0);
     if (rc < 0) return rc;
@@ -522,9 +569,12 @@ int io_close(io_file *f)
     /* A direct append file writes its staged tail so that, as with buffered
      * files, everything appended is in the file after close (not durable
      * without io_sync). */
-    if (f->dbuf) rc = direct_flush_tail(f);
+    rc = behind_settle(f);
+    io_wbehind_free(f->wbh); /* waits for nothing now */
+    if (f->dbuf && rc == 0) rc = direct_flush_tail(f);
     if (close(f->fd) != 0 && rc == 0) rc = tkv_err_errno(errno, "close %s", f->path);
     free(f->dbuf);
+    free(f->dbuf_alt);
     free(f->rabuf);
     free(f->path);
     free(f);

@@ -81,6 +81,12 @@ typedef struct io_stats {
 #define IO_DIRECT 1u /* O_DIRECT: bypass the page cache; this layer does the
                       * alignment (bounce buffers on read, an aligned staging
                       * buffer on append), so callers see ordinary semantics. */
+#define IO_WRITE_BEHIND 2u /* with IO_DIRECT, appends only: a full staging buffer
+                            * is written (and its bytes_per_sync fdatasync made)
+                            * through io_uring while the writer fills a second
+                            * one (io/wbehind.h); an error surfaces on the next
+                            * append, io_sync or io_close. Without io_uring the
+                            * file writes synchronously. */
 
 /* Alignment of offsets, lengths and buffers for O_DIRECT. 4096 covers both
  * 512-byte and 4K logical-sector devices. */
@@ -92,7 +98,7 @@ typedef struct io_file {
     io_stats *stats; /* may be NULL */
     uint64_t size;   /* bytes appended so far (append files) */
     char *path;
-    unsigned flags;  /* IO_DIRECT */
+    unsigned flags;  /* IO_DIRECT, IO_WRITE_BEHIND */
     /* Direct appends only: bytes [dbuf_off, dbuf_off + dbuf_len) of the file
      * are staged in dbuf (aligned). Invariant: dbuf_off is a multiple of
      * IO_DIRECT_ALIGN and dbuf_off + dbuf_len == size. Full buffers are
@@ -102,6 +108,13 @@ typedef struct io_file {
     size_t dbuf_len;
     uint64_t dbuf_off;
     int dbuf_dirty; /* staged bytes not yet written to the device */
+    /* IO_WRITE_BEHIND: the stage in flight (dbuf_alt, written at
+     * [dbuf_off - IO_DIRECT_STAGE, dbuf_off)) and its ring; wbh NULL: the
+     * file writes synchronously. wb_sync_to: synced_upto once the write's
+     * linked fdatasync completes (0: none asked). */
+    struct io_wbehind *wbh;
+    uint8_t *dbuf_alt;
+    uint64_t wb_sync_to;
     uint64_t synced_upto; /* bytes_per_sync: file offset up to which the last incremental sync went */
     /* Readahead (io_set_readahead), for a file one thread reads in order:
      * bytes [ra_off, ra_off + ra_len) of the file are in rabuf (aligned,

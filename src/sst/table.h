@@ -127,6 +127,12 @@ typedef struct table_prefetch_stats {
  * adaptive readahead (table_iter.c) counted in *st (may be NULL). Same
  * entries, errors and checks as table_iter. */
 tkv_it *table_iter_async(table *t, io_ring *ring, table_prefetch_stats *st);
+/* table_iter_sequential -- table_iter_async for a reader that walks the
+ * table front to back (a compaction): a readahead run starts with the first
+ * block read, and every readahead covers about ra_bytes of whole blocks, two
+ * in flight, so the device reads the next while the caller works on one.
+ * With no ring or ra_bytes 0: table_iter. */
+tkv_it *table_iter_sequential(table *t, io_ring *ring, size_t ra_bytes, table_prefetch_stats *st);
 /* table_iter_prefetch_seek -- for an iterator of table_iter_async about to
  * seek to `target`: queues the read of the data block the seek will need
  * (unless it is cached, loaded or already on its way), so that the seeks of

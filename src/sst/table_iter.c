@@ -55,6 +55,8 @@ typedef struct table_it {
     ra_buf seek;        /* the one block table_iter_prefetch_seek queued */
     block_iter pf_ix;   /* readahead planning position (invariant above) */
     size_t ra_size;     /* bytes of the next readahead; 0: no run */
+    size_t ra_first;    /* a run's first readahead (RA_INITIAL, or a sequential reader's size) */
+    size_t ra_cap;      /* and the most it grows to (RA_MAX) */
     uint64_t last_end;  /* end (trailer included) of the last block loaded */
 } table_it;
 
@@ -127,7 +129,7 @@ static void ra_issue(table_it *ti)
         return;
     }
     *b = (ra_buf){q, off, end};
-    ti->ra_size = ti->ra_size * 2 < RA_MAX ? ti->ra_size * 2 : RA_MAX;
+    ti->ra_size = ti->ra_size * 2 < ti->ra_cap ? ti->ra_size * 2 : ti->ra_cap;
     if (ti->pst) pst_add(&ti->pst->reads);
 }
 
@@ -137,7 +139,7 @@ static void ra_start(table_it *ti)
 {
     block_iter_seek(&ti->pf_ix, block_iter_key(&ti->index));
     if (!block_iter_valid(&ti->pf_ix)) return;
-    ti->ra_size = RA_INITIAL;
+    ti->ra_size = ti->ra_first;
     ra_issue(ti);
 }
 
@@ -375,7 +377,7 @@ static const tkv_it_ops table_it_ops = {ti_valid, ti_seek_first, ti_seek_last, t
 
 tkv_it *table_iter(table *t) { return table_iter_async(t, NULL, NULL); }
 
-tkv_it *table_iter_async(table *t, io_ring *ring, table_prefetch_stats *st)
+static table_it *ti_new(table *t, io_ring *ring, table_prefetch_stats *st, size_t ra_first, size_t ra_cap)
 {
     table_it *ti = calloc(1, sizeof *ti);
     if (!ti) {
@@ -390,6 +392,23 @@ tkv_it *table_iter_async(table *t, io_ring *ring, table_prefetch_stats *st)
     ti->ring = ring;
     ti->pst = st;
     ti->last_end = UINT64_MAX; /* the first block read starts no run */
+    ti->ra_first = ra_first;
+    ti->ra_cap = ra_cap;
     if (ring) block_iter_init_checked(&ti->pf_ix, t->index->data, t->index->size, t->f->path, t->index_h.offset);
+    return ti;
+}
+
+tkv_it *table_iter_async(table *t, io_ring *ring, table_prefetch_stats *st)
+{
+    table_it *ti = ti_new(t, ring, st, RA_INITIAL, RA_MAX);
+    return ti ? &ti->base : NULL;
+}
+
+tkv_it *table_iter_sequential(table *t, io_ring *ring, size_t ra_bytes, table_prefetch_stats *st)
+{
+    if (!ring || ra_bytes == 0) return table_iter(t);
+    table_it *ti = ti_new(t, ring, st, ra_bytes, ra_bytes);
+    if (!ti) return NULL;
+    ti->last_end = 0; /* the table's first block (offset 0) starts the run */
     return &ti->base;
 }
