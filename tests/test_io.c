@@ -482,6 +482,16 @@ static uint8_t *append_pattern(io_file *f, size_t total, size_t piece, tu_rng *r
     return expect;
 }
 
+/* file_is -- the file at path holds exactly the n bytes of expect. */
+static void file_is(const char *path, const uint8_t *expect, size_t n)
+{
+    size_t len;
+    uint8_t *got = read_whole(path, &len);
+    assert_int_equal(len, n);
+    assert_memory_equal(got, expect, n);
+    free(got);
+}
+
 static int refuse_rings_hook(io_op op, const char *path, size_t len, void *arg)
 {
     (void)arg, (void)path, (void)len;
@@ -512,11 +522,7 @@ static void write_behind_fallback_and_errors(void **state)
     uint8_t *expect = append_pattern(f, 9u << 19, 0, &r); /* 4.5 MiB */
     assert_int_equal(st.incremental_syncs[IO_COMPACT_L0], 4);
     assert_int_equal(io_close(f), 0);
-    size_t len;
-    uint8_t *got = read_whole(path, &len);
-    assert_int_equal(len, 9u << 19);
-    assert_memory_equal(got, expect, len);
-    free(got);
+    file_is(path, expect, 9u << 19);
     free(expect);
 
     /* (2) behind the writer: the 4th stage's sync is settled by io_sync */
@@ -531,10 +537,7 @@ static void write_behind_fallback_and_errors(void **state)
     assert_int_equal(st.syncs[IO_COMPACT_L0], 5); /* and io_sync's own */
     assert_int_equal(f->synced_upto, 9u << 19);
     assert_int_equal(io_close(f), 0);
-    got = read_whole(path, &len);
-    assert_int_equal(len, 9u << 19);
-    assert_memory_equal(got, expect, len);
-    free(got);
+    file_is(path, expect, 9u << 19);
     free(expect);
 
     /* (3) the device refuses a write behind the writer (the descriptor made
