@@ -56,8 +56,8 @@ int io_wbehind_submit(io_wbehind *w, int fd, const uint8_t *buf, size_t n, uint6
         }
     }
     int r;
-    do r = io_uring_submit(&w->ring);
-    while (r == -EINTR || r == -EAGAIN);
+    do r = io_uring_submit(&w->ring); /* EAGAIN (kernel short of resources): synchronous, not a spin */
+    while (r == -EINTR);
     if (r <= 0) {
         /* nothing started; the prepared entries must never be sent later:
          * the ring goes, and the caller writes synchronously from now on */
