@@ -121,13 +121,13 @@ int pm_reserve(pm_region *r, uint64_t off, uint64_t len);
  * a no-op with PM_PMEM, on a file system without hole punching, and in
  * PM_CRASHSIM after the power cut. Thread-safe. */
 void pm_discard(pm_region *r, uint64_t off, uint64_t len);
-/* pm_readahead -- a sparse region is mapped for 4 KiB page-cache folios
- * only (no readahead: a store must never dirty a folio that also spans a
- * hole, pmem_space.c); this gives [off, off+len) the kernel's usual
- * readahead and large folios back, for an owner whose units there are
- * 2 MiB and start at multiples of 2 MiB (off must be one). A no-op where
- * the file is allocated in full, or the system's page is not 4 KiB. */
-void pm_readahead(pm_region *r, uint64_t off, uint64_t len);
+/* pm_willneed -- asks the kernel to read [off, off+len) of the file into
+ * the page cache now, in the background, for a reader about to walk it (a
+ * sparse region has no readahead of its own, pmem_space.c). The folios it
+ * makes are 4 KiB ones, like the mapping's faults. Best effort: a no-op for
+ * a DAX mapping or a range outside the region; resident pages are skipped
+ * by the kernel. Thread-safe. */
+void pm_willneed(pm_region *r, uint64_t off, uint64_t len);
 /* pm_data_after -- the offset of the first byte at or after off that has
  * blocks or dirty page-cache pages (SEEK_DATA), or UINT64_MAX if none (or
  * the region is not sparse, or the file system cannot tell). */

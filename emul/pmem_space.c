@@ -24,11 +24,14 @@
  * MADV_RANDOM from its open on, before anything is read: no readahead, and
  * every folio the mapping's faults create is a single 4 KiB page. (The
  * price: each first touch of a page, and each read of data that is not in
- * the page cache, faults 4 KiB at a time.) The owner gives readahead back
- * (pm_readahead) to a range whose units are 2 MiB and aligned to 2 MiB, as
- * the pages of pools of 1 GiB and more are: no folio spans two of those. A
- * folio made otherwise (a read of the file by another program) can still
- * span two units; pool_trim gives back what that costs.
+ * the page cache, faults 4 KiB at a time; an owner about to walk a range
+ * asks for it ahead with pm_willneed, which also makes 4 KiB folios.) The
+ * whole mapping stays that way: large folios in the pool's page area, where
+ * no folio could span two 2 MiB pages, were tried and dropped -- each first
+ * touch zeroed 2 MiB inside one fault, and on a kernel without preemption
+ * that held a CPU for 30-110 ms on a VM (docs/bench/folio-ab/). A folio
+ * made otherwise (a read of the file by another program) can still span a
+ * page and a free neighbour; pool_trim gives back what that costs.
  *
  * On real persistent memory (PM_PMEM, a DAX mapping) the file is allocated
  * in full at creation, as libpmem does, and reserve/discard do nothing: DAX
@@ -117,11 +120,10 @@ void pm_discard(pm_region *r, uint64_t off, uint64_t len)
         __atomic_fetch_add(&r->discarded, len, __ATOMIC_RELAXED);
 }
 
-void pm_readahead(pm_region *r, uint64_t off, uint64_t len)
+void pm_willneed(pm_region *r, uint64_t off, uint64_t len)
 {
-    long pg = sysconf(_SC_PAGESIZE);
-    if (!r->sparse || pg != 4096 || off % (2u << 20) || off > r->size || len > r->size - off) return;
-    (void)madvise(r->durable + off, len, MADV_NORMAL); /* best effort */
+    if (r->mode == PM_PMEM || off > r->size || len > r->size - off || len == 0) return;
+    (void)posix_fadvise(r->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED); /* best effort */
 }
 
 uint64_t pm_data_after(pm_region *r, uint64_t off)

@@ -19,7 +19,9 @@
  *     and verifies, or absent, and free pages + row pages = total;
  *   - column picking (matrix/column.c): columns as aligned prefixes of the
  *     rows (test_column_pick), and step 5's small L1 neighbours over a
- *     modelled L1 (test_column_merge) and on fixed cases (test_column_merge_rule).
+ *     modelled L1 (test_column_merge) and on fixed cases (test_column_merge_rule);
+ *   - rowtable_willneed reads an evicted row's range into the page cache, and
+ *     no more than that range (test_row_willneed).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -441,6 +445,101 @@ static void test_pool_prefault_ahead(void **state)
     pm_get_stats(reg, &st);
     assert_int_equal(st.prefault_bytes, pages_off + 12 * ps);
 #undef WAIT_END
+    pool_close(p);
+    fx_free(&f);
+}
+
+/* resident_pages -- how many 4 KiB pages of [a, a+len) are in the page cache. */
+static size_t resident_pages(uint8_t *a, size_t len)
+{
+    size_t n = len / 4096, in = 0;
+    unsigned char *v = malloc(n);
+    assert_non_null(v);
+    assert_int_equal(mincore(a, len, v), 0);
+    for (size_t i = 0; i < n; i++) in += v[i] & 1;
+    free(v);
+    return in;
+}
+
+/* test_row_willneed: rowtable_willneed reads a row's entry range into the
+ * page cache (the pool's mapping has no readahead of its own): after the
+ * pool file is evicted from the page cache, asking for a quarter of a row's
+ * entries brings in about that quarter's data and metadata pages -- not
+ * fewer, and not the whole row -- then the whole row when asked; empty and
+ * inverted ranges read nothing; the row reads back intact. */
+static void test_row_willneed(void **state)
+{
+    (void)state;
+    tu_rng rng;
+    tu_rng_init(&rng, tu_seed());
+    fixture f = fx_new("row-willneed");
+    struct statfs sf;
+    assert_int_equal(statfs(f.dir, &sf), 0);
+    if (sf.f_type == 0x01021994) { /* tmpfs: nothing can be evicted */
+        fx_free(&f);
+        skip();
+    }
+    const uint64_t ps = 64u << 10;
+    pool_options o = {.page_size = ps, .dir_slots = 4};
+    pool *p = open_pool(f.path, 16u << 20, PM_EMULATED, &o);
+    uint64_t seq = 0;
+    row_data d = gen_row(&rng, 4000, 1u << 30, &seq, 1500, 0); /* ~3 MB of data: ~46 pages */
+    rowtable *r = build_row(p, 1, &d, NULL, 1);
+    uint32_t n = rowtable_count(r), from = n / 2, to = n / 2 + n / 4;
+    uint64_t d0, d1, dend;
+    assert_int_equal(rowtable_data_offset(r, from, &d0), 0);
+    assert_int_equal(rowtable_data_offset(r, to, &d1), 0);
+    assert_int_equal(rowtable_data_offset(r, n, &dend), 0);
+    uint8_t *area = pool_page_addr(p, 0);
+    pool_stats pst;
+    pool_get_stats(p, &pst);
+    size_t area_len = (size_t)pst.pages_total * ps;
+
+    /* evict: drop the mapping's page tables, write the file back, drop its page cache */
+    int fd = open(f.path, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(madvise(area, area_len, MADV_DONTNEED), 0);
+    assert_int_equal(fdatasync(fd), 0);
+    assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    size_t before = resident_pages(area, area_len);
+    assert_true(before <= 2); /* at most what another reader brought back meanwhile */
+
+    rowtable_willneed(r, to, from); /* inverted: nothing */
+    rowtable_willneed(r, n, n + 10); /* past the end: nothing */
+    usleep(50000);
+    assert_int_equal(resident_pages(area, area_len), before);
+
+    rowtable_willneed(r, from, to);
+    size_t want = (size_t)((d1 - d0) / 4096) + (size_t)(to - from) * ROWTABLE_META_ENTRY_SIZE / 4096;
+    size_t got = 0;
+    for (double t0 = tu_now_ms(); tu_now_ms() - t0 < 10000; usleep(2000))
+        if ((got = resident_pages(area, area_len)) >= want) break;
+    assert_true(got >= want);
+    /* the range's pool pages, plus one partial page at each end of each stream */
+    size_t most = (size_t)(((d1 - d0) / ps + 2) + ((uint64_t)(to - from) * ROWTABLE_META_ENTRY_SIZE / ps + 2)) * (ps / 4096);
+    assert_true(got <= most + before);
+    assert_true(got < dend / 4096); /* not the whole row */
+
+    rowtable_willneed(r, 0, n);
+    want = (size_t)(dend / 4096);
+    for (double t0 = tu_now_ms(); tu_now_ms() - t0 < 10000; usleep(2000))
+        if ((got = resident_pages(area, area_len)) >= want) break;
+    assert_true(got >= want);
+
+    /* the data is what was written */
+    tkv_it *it = rowtable_iter(r);
+    size_t i = 0;
+    for (it_seek_first(it); it_valid(it); it_next(it), i++) {
+        assert_true(i < d.n);
+        assert_true(it_key(it).n == d.e[i].kn && memcmp(it_key(it).p, d.e[i].k, d.e[i].kn) == 0);
+        assert_true(it_value(it).n == d.e[i].vn && memcmp(it_value(it).p, d.e[i].v, d.e[i].vn) == 0);
+    }
+    assert_int_equal(it_status(it), 0);
+    assert_int_equal(i, d.n);
+    it_destroy(it);
+    close(fd);
+    rowtable_close(r);
+    free_row(&d);
     pool_close(p);
     fx_free(&f);
 }
@@ -2051,7 +2150,7 @@ int main(void)
         cmocka_unit_test(test_view_cursors),    cmocka_unit_test(test_pool_drop_row),
         cmocka_unit_test(test_column_pick),     cmocka_unit_test(test_pool_prefault_ahead),
         cmocka_unit_test(test_column_merge),    cmocka_unit_test(test_column_merge_rule),
-        cmocka_unit_test(test_cursor_after_trim),
+        cmocka_unit_test(test_cursor_after_trim), cmocka_unit_test(test_row_willneed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -270,7 +270,10 @@ static int merge_column(tkv_db *db, column_job *j, file_meta ***done, size_t *nd
     /* rows newest first, then L1: internal keys are unique, so the order
      * only matters for equal keys, which cannot occur */
     for (size_t i = 0; i < j->k; i++) {
-        /* the rows' bytes are charged to the scheduler's pmem tier as read */
+        /* the rows' bytes are charged to the scheduler's pmem tier as read;
+         * pages not resident (after a restart) are read ahead, not faulted in
+         * one by one */
+        rowtable_willneed(j->rows[i], j->from[i], j->to[i]);
         in.kids[i] = silk_pmem_meter(db, rowtable_iter_range(j->rows[i], j->from[i], j->to[i]), IO_COMPACT_L0, 0, 1);
         if (!in.kids[i]) in.kids[i] = error_iter_new(TKV_NO_MEMORY);
     }

@@ -585,12 +585,10 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
         if (rc < 0) goto fail;
     }
     p->page_shift = (uint32_t)__builtin_ctz(p->page_size);
-    /* a page-cache folio (up to 2 MiB, aligned to its size) must not span two
-     * pages, or a page and the hole after the directory (invariant 6,
-     * emul/pmem_space.c): 2 MiB pages from 2 MiB on cannot; the mapping
-     * keeps 4 KiB folios elsewhere */
-    if (p->page_size == POOL_MAX_PAGE_SIZE && p->pages_off % POOL_MAX_PAGE_SIZE == 0)
-        pm_readahead(p->reg, p->pages_off, p->size - p->pages_off);
+    /* the whole mapping keeps the 4 KiB folios pm_open gave it, the page
+     * area too (docs/pmem.md: 2 MiB folios made the prefault thread hold a
+     * CPU for tens of milliseconds per folio); rowtable_willneed reads ahead
+     * where a reader walks a row */
     rc = rebuild(p);
     if (rc < 0) goto fail;
     pool_discard_free(p);

@@ -135,6 +135,9 @@ uint32_t pool_page_shift(const pool *p); /* log2(page_size) */
 uint32_t pool_page_count(const pool *p);
 uint32_t pool_dir_slots(const pool *p);
 const uint8_t *pool_uuid(const pool *p); /* 16 bytes, random at creation */
+/* pool_willneed_pages -- asks for pages[0..n) to be read into the page
+ * cache in the background (pm_willneed); best effort, lock-free. */
+void pool_willneed_pages(pool *p, const uint32_t *pages, uint32_t n);
 /* pool_page_addr -- the mapped address of page `page` (< page_count). */
 uint8_t *pool_page_addr(pool *p, uint32_t page);
 

@@ -69,6 +69,19 @@ static int discard_range(pool *p, uint64_t off, uint64_t len)
     return 0;
 }
 
+static int willneed_range(pool *p, uint64_t off, uint64_t len)
+{
+    pm_willneed(p->reg, off, len);
+    return 0;
+}
+
+void pool_willneed_pages(pool *p, const uint32_t *pages, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (pages[i] >= p->page_count) return; /* a bug of the caller's: nothing asked */
+    (void)page_runs(p, pages, n, willneed_range);
+}
+
 /* mark_free -- pages[0..n) go back to the bitmap (mu held; they were in use). */
 static void mark_free(pool *p, const uint32_t *pages, uint32_t n)
 {

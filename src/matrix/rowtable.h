@@ -260,6 +260,9 @@ tkv_it *rowtable_iter(const rowtable *r);
 /* rowtable_iter_at -- an iterator over entries [max(cursor, row cursor), n):
  * a view's iterator (see rowtable_get_at). */
 tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor);
+/* rowtable_willneed -- starts reading the pages of entries [from, to) into
+ * the page cache in the background (rowtable_read.c); best effort. */
+void rowtable_willneed(const rowtable *r, uint32_t from, uint32_t to);
 /* rowtable_iter_range -- an iterator over entries [max(from, row cursor),
  * min(to, n)) only: one row's share of a column compaction. */
 tkv_it *rowtable_iter_range(const rowtable *r, uint32_t from, uint32_t to);

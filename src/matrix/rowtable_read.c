@@ -242,6 +242,32 @@ int rowtable_data_offset(const rowtable *r, uint32_t i, uint64_t *off)
     return 0;
 }
 
+/* rowtable_willneed -- asks for the pages that hold entries [from, to)
+ * (clamped to the live entries) to be read into the page cache in the
+ * background: their metadata and their data. For a reader about to walk the
+ * range once (a column compaction): the pool's mapping has no readahead, so
+ * a row that is not resident (after a restart) would otherwise be read 4 KiB
+ * fault by fault. */
+void rowtable_willneed(const rowtable *r, uint32_t from, uint32_t to)
+{
+    uint32_t c = cursor_load(r);
+    if (from < c) from = c;
+    if (to > r->n) to = r->n;
+    if (from >= to) return;
+    uint64_t m0 = r->meta_off + (uint64_t)from * ROWTABLE_META_ENTRY_SIZE;
+    uint64_t m1 = r->meta_off + (uint64_t)to * ROWTABLE_META_ENTRY_SIZE;
+    uint32_t lo = (uint32_t)(m0 >> r->shift), hi = (uint32_t)((m1 - 1) >> r->shift) + 1;
+    if (hi > r->nmeta) hi = r->nmeta;
+    if (lo < hi) pool_willneed_pages(r->pl, r->pages + lo, hi - lo);
+    uint64_t d0 = dec_u64(meta_ptr(r, from) + ME_DATA_OFF);
+    uint64_t d1 = to == r->n ? r->data_bytes : dec_u64(meta_ptr(r, to) + ME_DATA_OFF);
+    if (d0 >= d1 || d1 > r->data_bytes) return; /* nothing, or metadata a reader will report */
+    lo = r->nmeta + (uint32_t)(d0 >> r->shift);
+    hi = r->nmeta + (uint32_t)((d1 - 1) >> r->shift) + 1;
+    if (hi > r->npages) hi = r->npages;
+    if (lo < hi) pool_willneed_pages(r->pl, r->pages + lo, hi - lo);
+}
+
 /* rowtable_user_key -- copies entry i's user key out of the data stream. */
 int rowtable_user_key(const rowtable *r, uint32_t i, tkv_buf *out)
 {
