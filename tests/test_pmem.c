@@ -16,6 +16,7 @@
  * persists the workload makes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -699,6 +700,24 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* mapped_pages -- how many 4 KiB pages of [a, a+len) have a page-table
+ * entry in this process (/proc/self/pagemap bit 63, readable without
+ * privileges). */
+static size_t mapped_pages(const uint8_t *a, size_t len)
+{
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    assert_true(fd >= 0);
+    size_t n = 0;
+    for (size_t off = 0; off < len; off += 4096) {
+        uint64_t e = 0;
+        off_t at = (off_t)(((uintptr_t)(a + off) / 4096) * sizeof e);
+        assert_int_equal(pread(fd, &e, sizeof e, at), (ssize_t)sizeof e);
+        n += (size_t)(e >> 63);
+    }
+    close(fd);
+    return n;
+}
+
 /* paced_writeback -- pm_writeback_start / _enqueue on an emulated pool on a
  * disk: every queued byte is admitted in chunks of at most 2 MiB and
  * written back, no faster than the rate (a lower bound on the time only:
@@ -736,6 +755,15 @@ static void paced_writeback(void **state)
         assert_int_equal(__atomic_load_n(&log.max_chunk, __ATOMIC_RELAXED), 256 * KiB);
         /* at 8 MiB/s the last chunk starts 5 MiB / 8 MiB/s = 0.625 s in */
         if (took < 0.6) fail_msg("5 MiB at 8 MiB/s written back in %.3f s", took);
+        /* the written-back pages left the page tables before the write-back
+         * (wb_unmap: no TLB shootdown per page), the others stayed */
+        assert_int_equal(mapped_pages(b + 4 * MiB, 5 * MiB), 0);
+        assert_int_equal(mapped_pages(b + 12 * MiB, 4 * KiB), 0);
+        assert_int_equal(mapped_pages(b, 4 * MiB), 4 * MiB / 4096);
+        assert_int_equal(mapped_pages(b + 9 * MiB, 3 * MiB), 3 * MiB / 4096);
+        /* and they fault back in: stores after the write-back reach the file */
+        for (size_t i = 4 * MiB; i < 5 * MiB; i++) b[i] = (uint8_t)(i * 7 + 3);
+        assert_int_equal(mapped_pages(b + 4 * MiB, 1 * MiB), 1 * MiB / 4096);
         pm_close(r);
         uint64_t size;
         uint8_t *img = durable_image(path, &size);

@@ -101,7 +101,11 @@ static int flush_one_sst(tkv_db *db)
 static void *flush_main(void *arg)
 {
     tkv_db *db = arg;
-    thread_background("tkv-flush", db->opts.background_nice);
+    /* half the other background threads' nice value (5 by default): on few
+     * cores the flush must not get only its share beside two column
+     * compactions, as a writer that fills the last memtable waits on the
+     * flush (SILK's order: flushes first) */
+    thread_background("tkv-flush", db->opts.background_nice / 2);
     pthread_mutex_lock(&db->mu);
     uint64_t started = 0, bytes = 0;
     while (!db->shutting_down || (db->sv->nimm > 0 && !db->bg_error)) {
