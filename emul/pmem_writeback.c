@@ -116,9 +116,11 @@ static void *writeback_main(void *arg)
             r->wb_queue[r->wb_head][1] -= n;
         }
         pthread_mutex_unlock(&r->wb_mu);
-        if (r->wb_admit && r->wb_admit(r->wb_arg, (size_t)n) < 0)
+        int admitted = !r->wb_admit || r->wb_admit(r->wb_arg, (size_t)n) >= 0;
+        if (admitted) wb_unmap(r, off, n);
+        if (!admitted)
             __atomic_fetch_add(&r->wb_dropped, n, __ATOMIC_RELAXED); /* the engine is closing */
-        else if (wb_unmap(r, off, n), sync_file_range(r->wb_fd, (off_t)off, (off_t)n,
+        else if (sync_file_range(r->wb_fd, (off_t)off, (off_t)n,
                                  SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
             __atomic_fetch_add(&r->wb_failures, 1, __ATOMIC_RELAXED);
         else {

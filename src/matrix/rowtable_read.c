@@ -232,14 +232,30 @@ int rowtable_upper_bound(const rowtable *r, uint32_t from, tkv_slice ukey, uint3
     return 0;
 }
 
+/* data_offset -- entry i's data-stream offset (data_bytes for n); i <= n. */
+static uint64_t data_offset(const rowtable *r, uint32_t i)
+{
+    return i == r->n ? r->data_bytes : dec_u64(meta_ptr(r, i) + ME_DATA_OFF);
+}
+
 /* rowtable_data_offset -- entry i's data-stream offset (data_bytes for n). */
 int rowtable_data_offset(const rowtable *r, uint32_t i, uint64_t *off)
 {
     if (i > r->n || i < cursor_load(r))
         return tkv_err(TKV_INVALID, "pool %s: row %llu: entry %u outside the live entries [%u, %u]", pool_path(r->pl),
                        (unsigned long long)r->row_id, i, cursor_load(r), r->n);
-    *off = i == r->n ? r->data_bytes : dec_u64(meta_ptr(r, i) + ME_DATA_OFF);
+    *off = data_offset(r, i);
     return 0;
+}
+
+/* willneed_stream -- asks for the list pages [first, limit) that hold bytes
+ * [begin, end) of the stream starting at list page `first`. */
+static void willneed_stream(const rowtable *r, uint32_t first, uint32_t limit, uint64_t begin, uint64_t end)
+{
+    if (begin >= end) return;
+    uint32_t lo = first + (uint32_t)(begin >> r->shift), hi = first + (uint32_t)((end - 1) >> r->shift) + 1;
+    if (hi > limit) hi = limit;
+    if (lo < hi) pool_willneed_pages(r->pl, r->pages + lo, hi - lo);
 }
 
 /* rowtable_willneed -- asks for the pages that hold entries [from, to)
@@ -254,18 +270,11 @@ void rowtable_willneed(const rowtable *r, uint32_t from, uint32_t to)
     if (from < c) from = c;
     if (to > r->n) to = r->n;
     if (from >= to) return;
-    uint64_t m0 = r->meta_off + (uint64_t)from * ROWTABLE_META_ENTRY_SIZE;
-    uint64_t m1 = r->meta_off + (uint64_t)to * ROWTABLE_META_ENTRY_SIZE;
-    uint32_t lo = (uint32_t)(m0 >> r->shift), hi = (uint32_t)((m1 - 1) >> r->shift) + 1;
-    if (hi > r->nmeta) hi = r->nmeta;
-    if (lo < hi) pool_willneed_pages(r->pl, r->pages + lo, hi - lo);
-    uint64_t d0 = dec_u64(meta_ptr(r, from) + ME_DATA_OFF);
-    uint64_t d1 = to == r->n ? r->data_bytes : dec_u64(meta_ptr(r, to) + ME_DATA_OFF);
-    if (d0 >= d1 || d1 > r->data_bytes) return; /* nothing, or metadata a reader will report */
-    lo = r->nmeta + (uint32_t)(d0 >> r->shift);
-    hi = r->nmeta + (uint32_t)((d1 - 1) >> r->shift) + 1;
-    if (hi > r->npages) hi = r->npages;
-    if (lo < hi) pool_willneed_pages(r->pl, r->pages + lo, hi - lo);
+    willneed_stream(r, 0, r->nmeta, r->meta_off + (uint64_t)from * ROWTABLE_META_ENTRY_SIZE,
+                    r->meta_off + (uint64_t)to * ROWTABLE_META_ENTRY_SIZE);
+    uint64_t d1 = data_offset(r, to);
+    if (d1 > r->data_bytes) return; /* metadata a reader will report */
+    willneed_stream(r, r->nmeta, r->npages, data_offset(r, from), d1);
 }
 
 /* rowtable_user_key -- copies entry i's user key out of the data stream. */
