@@ -51,6 +51,8 @@ int thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *what
 
 void thread_background(const char *name, int nice)
 {
-    pthread_setname_np(pthread_self(), name);
+    /* the priority first: whoever finds the thread by its name (top, perf,
+     * sched_background_nice) sees it at its final nice value */
     (void)thread_set_nice(nice); /* best effort */
+    pthread_setname_np(pthread_self(), name);
 }
