@@ -243,8 +243,8 @@ static double container_fill(tkv_db *db, size_t l0)
  *     container >= 90 % full; off: not at all;
  *   - STOP: the active memtable is full and no slot is free, or (l0=sst)
  *     L0 holds l0_stop_trigger files: wait for a flush or compaction.
- * Sleeping releases mu. Waits are counted in tkv.stats (stalls:) and
- * tkv.sched (write_controller:). */
+ * Sleeping releases mu. Waits of writes are counted in tkv.stats (stalls:)
+ * and tkv.sched (write_controller:); a forced switch's (tkv_flush) are not. */
 static int make_room(tkv_db *db, int force, size_t bytes)
 {
     wctl_write t = WCTL_WRITE_INIT;
@@ -283,7 +283,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         if (d == 0) break;
         if (!waited_from) waited_from = now;
         if (in.mutable_left == 0) {
-            if (!stopped && !stop_l0 && !__atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED))
+            if (!stopped && !force && !stop_l0 && !__atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED))
                 silk_note_stop_flush_running(db);
             stopped = 1;
             __atomic_store_n(&db->write_stopped, 1, __ATOMIC_RELAXED); /* the monitor pauses deep work */
@@ -297,7 +297,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         }
     }
     if (stopped) __atomic_store_n(&db->write_stopped, 0, __ATOMIC_RELAXED);
-    if (waited_from) {
+    if (waited_from && !force) { /* tkv_flush waiting for the flush before it is not a write stall */
         uint64_t w = sched_mono_us() - waited_from;
         if (paced) ctr_add(&db->ctr.stall_slowdowns, 1);
         if (stopped) ctr_add(&db->ctr.stall_stops, 1);
