@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "sched/clock.h"
+#include "sched/flushprog.h"
 #include "sched/monitor.h"
 #include "sched/ratelimit.h"
 #include "sched/tadapt.h"
@@ -1306,6 +1307,158 @@ static void test_wctl_modes(void **state)
  * limit on top; a drain slower than min_rate holds writers below it; the
  * drain rate falling to zero slows writers to min_rate / 16 without a stop, and its recovery lifts the pace again; without a drain
  * measurement (or in CLASSIC / OFF) the old near_full step applies. */
+/* PRL with one memtable left and the running flush's ETA known paces at the
+ * deadline active_room / eta (less pace_margin) when that is below the
+ * flush pace: a flush behind slows writers, one ahead does not speed them
+ * up; the floor when there is almost no room; the flush pace at an ETA of 0
+ * or when the ETA is unknown; CLASSIC and OFF ignore it; with the ramp, the
+ * slowest of the three. */
+static void test_wctl_deadline(void **state)
+{
+    (void)state;
+    wctl *w = wctl_new(WCTL_PRL);
+    for (int i = 0; i < 8; i++) wctl_flush_sample(w, 40 * MiB, 1000000); /* flush pace 40 MiB/s */
+    wctl_input in = {.mutable_left = 1, .max_memtables = 2};
+    assert_int_equal(wctl_target_rate(w, &in), 40 * MiB);
+    in.flush_eta_known = 1;
+    in.flush_eta_us = 1000000;
+    in.active_room = 80 * MiB; /* a flush ahead: deadline 80 MiB/s, the flush pace stays */
+    assert_int_equal(wctl_target_rate(w, &in), 40 * MiB);
+    uint64_t now = 0;
+    pace(w, &in, 1, &now);
+    wctl_stats st;
+    wctl_get_stats(w, &st);
+    assert_int_equal(st.deadline_rate, 80 * MiB);
+    assert_int_equal(st.flush_eta_us, 1000000);
+    assert_int_equal(st.deadline_writes, 0);
+    in.flush_eta_us = 4000000;
+    in.active_room = 40 * MiB; /* a flush behind: 10 MiB/s, below the flush pace */
+    assert_int_equal(wctl_target_rate(w, &in), 10 * MiB);
+    now += 1000000;
+    uint64_t t = pace_many(w, &in, 1024, 1 * KiB, &now); /* 1 MiB at 10 MiB/s: 100 ms */
+    print_message("deadline: 1 MiB at 10 MiB/s in %llu us\n", (unsigned long long)t);
+    assert_true(t >= 90000 && t <= 110000);
+    wctl_get_stats(w, &st);
+    assert_int_equal(st.deadline_writes, 1024);
+    in.active_room = 1 * KiB; /* no room left to speak of: the floor, not a stop */
+    assert_int_equal(wctl_classify(w, &in), WCTL_SLOWDOWN);
+    assert_int_equal(wctl_target_rate(w, &in), 1 * MiB / 16);
+    in.flush_eta_us = 0; /* the flush is done: the flush pace */
+    assert_int_equal(wctl_target_rate(w, &in), 40 * MiB);
+    in.flush_eta_known = 0; /* unknown: the flush pace */
+    in.flush_eta_us = 4000000;
+    in.active_room = 40 * MiB;
+    assert_int_equal(wctl_target_rate(w, &in), 40 * MiB);
+    in.flush_eta_known = 1;
+
+    /* pace_margin applies to the deadline as to the flush pace */
+    wctl_options mo;
+    wctl_options_default(&mo);
+    mo.pace_margin = 0.125;
+    wctl *wm;
+    assert_int_equal(wctl_create(&mo, &wm), TKV_OK); /* no samples: flush pace 14 MiB/s */
+    assert_int_equal(wctl_target_rate(wm, &in), 10 * MiB / 8 * 7);
+    wctl_free(wm);
+
+    /* two memtables free: the deadline does not apply */
+    in.mutable_left = 2;
+    assert_int_equal(wctl_classify(w, &in), WCTL_NORMAL);
+    assert_int_equal(wctl_target_rate(w, &in), 0);
+    in.mutable_left = 1;
+
+    /* with the container ramp on: the slowest of flush pace, deadline, ramp */
+    in.drain_known = 1;
+    in.drain_rate = 20 * MiB;
+    in.container_fill = 0.9; /* the ramp is at the drain rate, 20 MiB/s */
+    in.flush_eta_us = 1000000;
+    in.active_room = 80 * MiB;
+    assert_int_equal(wctl_target_rate(w, &in), 20 * MiB);
+    in.flush_eta_us = 8000000; /* deadline 10 MiB/s */
+    assert_int_equal(wctl_target_rate(w, &in), 10 * MiB);
+    /* near full with the drain unknown: the slower of deadline and flush pace */
+    in.drain_known = 0;
+    assert_int_equal(wctl_target_rate(w, &in), 10 * MiB);
+    in.flush_eta_us = 500000; /* deadline 160 MiB/s */
+    assert_int_equal(wctl_target_rate(w, &in), 40 * MiB);
+    wctl_free(w);
+
+    /* CLASSIC and OFF: no deadline */
+    wctl_input cin = {.mutable_left = 1, .max_memtables = 2, .flush_eta_known = 1, .flush_eta_us = 8000000,
+                      .active_room = 1 * MiB};
+    wctl *wc = wctl_new(WCTL_CLASSIC);
+    assert_int_equal(wctl_target_rate(wc, &cin), 16 * MiB);
+    wctl_free(wc);
+    wctl *wo = wctl_new(WCTL_OFF);
+    assert_int_equal(wctl_target_rate(wo, &cin), 0);
+    wctl_free(wo);
+}
+
+/* flushprog: the running flush's ETA from its own progress -- unknown until
+ * 1/16 of the build is counted, then the bytes left at the rate since the
+ * first report plus the last flush's tail; during the tail, what is left of
+ * the last tail, or as long again as it has run once past half of it;
+ * unknown after an abandoned build or between flushes. */
+static void test_flushprog(void **state)
+{
+    (void)state;
+    flushprog *p = fp_new();
+    assert_non_null(p);
+    uint64_t eta = 7;
+    assert_int_equal(fp_eta(p, 1000, &eta), 0);
+    fp_begin(p, 64 * MiB, 1000);
+    assert_int_equal(fp_eta(p, 1000, &eta), 0);
+    fp_add(p, 1 * MiB, 2000); /* starts the clock */
+    assert_int_equal(fp_eta(p, 3000, &eta), 0); /* under 1/16 */
+    fp_add(p, 3 * MiB, 102000); /* 3 MiB in 100 ms since the first report: 30 MiB/s */
+    assert_int_equal(fp_eta(p, 102000, &eta), 1);
+    /* 60 MiB left at 30 MiB/s: 2 s, no tail yet */
+    print_message("flushprog: eta %llu us\n", (unsigned long long)eta);
+    assert_true(eta >= 1999000 && eta <= 2001000);
+    fp_add(p, 60 * MiB, 2102000);
+    assert_int_equal(fp_eta(p, 2102000, &eta), 1);
+    assert_int_equal(eta, 0);
+    fp_built(p, 2102000);
+    assert_int_equal(fp_eta(p, 2102000, &eta), 1);
+    assert_int_equal(eta, 0); /* no tail measured yet */
+    fp_end(p, 2152000);
+    assert_int_equal(fp_tail_us(p), 50000);
+    assert_int_equal(fp_eta(p, 2152000, &eta), 0); /* nothing runs */
+
+    /* the next flush adds the 50 ms tail */
+    fp_begin(p, 16 * MiB, 3000000);
+    fp_add(p, 1 * MiB, 3000000);
+    fp_add(p, 1 * MiB, 3100000); /* 10 MiB/s; 14 MiB left: 1.4 s */
+    assert_int_equal(fp_eta(p, 3100000, &eta), 1);
+    assert_true(eta >= 1449000 && eta <= 1451000);
+    /* a stalled build: the rate falls as time passes without progress */
+    assert_int_equal(fp_eta(p, 3200000, &eta), 1);
+    assert_true(eta >= 2849000 && eta <= 2851000); /* 1 MiB per 200 ms: 14 MiB in 2.8 s, + 50 ms */
+    fp_add(p, 14 * MiB, 3300000);
+    fp_built(p, 3300000);
+    assert_int_equal(fp_eta(p, 3320000, &eta), 1);
+    assert_int_equal(eta, 30000); /* 50 ms tail, 20 ms of it gone */
+    assert_int_equal(fp_eta(p, 3330000, &eta), 1);
+    assert_int_equal(eta, 30000); /* past half of the last tail: as long again */
+    assert_int_equal(fp_eta(p, 3400000, &eta), 1);
+    assert_int_equal(eta, 100000); /* twice the last tail: another 100 ms expected */
+    fp_end(p, 3400000);
+    assert_int_equal(fp_tail_us(p), 100000);
+
+    /* an abandoned build (no room in the pool) is not running; the tail stays */
+    fp_begin(p, 16 * MiB, 4000000);
+    fp_add(p, 2 * MiB, 4000000);
+    fp_add(p, 2 * MiB, 4100000);
+    assert_int_equal(fp_eta(p, 4100000, &eta), 1);
+    fp_begin(p, 0, 4100000);
+    assert_int_equal(fp_eta(p, 4100000, &eta), 0);
+    fp_built(p, 4200000); /* ignored: nothing was building */
+    assert_int_equal(fp_eta(p, 4200000, &eta), 0);
+    fp_end(p, 4300000);
+    assert_int_equal(fp_tail_us(p), 100000);
+    fp_free(p);
+    fp_free(NULL);
+}
+
 static void test_wctl_ramp(void **state)
 {
     (void)state;
@@ -1525,6 +1678,8 @@ int main(void)
         cmocka_unit_test(test_wctl_modes),
         cmocka_unit_test(test_wctl_ramp),
         cmocka_unit_test(test_wctl_debt),
+        cmocka_unit_test(test_wctl_deadline),
+        cmocka_unit_test(test_flushprog),
     };
     return cmocka_run_group_tests_name("sched", tests, NULL, NULL);
 }

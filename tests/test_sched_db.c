@@ -301,7 +301,7 @@ static void sched_abort_held_job(void **state)
  * the last memtable fills; with write_controller=off it runs into full
  * memtables on most switches. */
 
-static uint64_t full_speed_stops(const char *wc, uint64_t *flushes)
+static uint64_t full_speed_stops(const char *wc, uint64_t *flushes, uint64_t *deadline_writes)
 {
     char *dir = tu_tmpdir("sched-nostop");
     tkv_options *o = sched_options("write_controller", wc, "l0", "sst", "memtable_size", "512K",
@@ -320,6 +320,7 @@ static uint64_t full_speed_stops(const char *wc, uint64_t *flushes)
     }
     uint64_t stops = tu_prop_u64(db, "tkv.sched", "stops_flush_running=");
     *flushes = tu_prop_u64(db, "tkv.stats", "flush: count=") - f0;
+    *deadline_writes = tu_prop_u64(db, "tkv.sched", "deadline_writes=");
     char *s = tkv_property(db, "tkv.sched");
     print_message("write_controller=%s: %llu stops with the flush running, %llu flushes\n%s", wc,
                   (unsigned long long)stops, (unsigned long long)*flushes, s);
@@ -333,17 +334,22 @@ static uint64_t full_speed_stops(const char *wc, uint64_t *flushes)
 static void sched_no_stop_while_flushing(void **state)
 {
     (void)state;
-    uint64_t f_prl, f_off;
-    uint64_t prl = full_speed_stops("prl", &f_prl);
-    uint64_t off = full_speed_stops("off", &f_off);
+    uint64_t f_prl, f_off, d_prl, d_off;
+    uint64_t prl = full_speed_stops("prl", &f_prl, &d_prl);
+    uint64_t off = full_speed_stops("off", &f_off, &d_off);
     assert_true(f_prl >= 20 && f_off >= 20);
+    /* prl paced at the running flush's deadline (its ETA became known),
+     * off never paces */
+    assert_true(d_prl > 0);
+    assert_int_equal(d_off, 0);
     /* off: the writer outruns the flush and stops on most switches */
     assert_true(off >= f_off / 2);
-    /* prl: the first flush (before any bandwidth sample) may stop the
-     * writer; after that the pace is 1/8 under the slowest recent flush, so
-     * only a flush that suddenly runs slower than every recent one (an
-     * fsync stuck behind a busy disk on a shared CI machine: CI once saw a
-     * single 65 ms stop) can. Allow one such hiccup per 10 flushes; a
+    /* prl: the first flush (before any bandwidth sample or progress) may
+     * stop the writer; after that the pace is 1/8 under the running flush's
+     * deadline (or under the slowest recent flush until its progress is
+     * known), so only a flush whose tail suddenly runs longer than the last
+     * one (an fsync stuck behind a busy disk on a shared CI machine: CI once
+     * saw a single 65 ms stop) can. Allow one such hiccup per 10 flushes; a
      * controller that does not pace stops on nearly every flush, as off
      * does above. */
     assert_true(prl <= 1 + f_prl / 10);

@@ -25,13 +25,15 @@
 static int flush_sst(tkv_db *db, memtable *m, file_meta **out)
 {
     *out = NULL;
-    tkv_it *it = memtable_iter(m);
+    tkv_it *it = silk_flush_meter(db, memtable_iter(m), 1, m); /* progress for the writers' deadline */
     if (!it) return tkv_err(TKV_NO_MEMORY, "out of memory flushing");
     output o;
     int rc = output_open(db, &o, IO_FLUSH);
     for (it_seek_first(it); rc == 0 && it_valid(it); it_next(it)) rc = output_add(&o, it_key(it), it_value(it));
     if (rc == 0) rc = it_status(it);
     it_destroy(it);
+    if (rc == 0) silk_flush_built(db);
+    else silk_flush_abandoned(db);
     if (rc == 0) rc = output_finish(&o);
     if (rc == 0) rc = io_sync_dir(db->dir);
     if (rc < 0 || o.f->num_entries == 0) {
@@ -129,6 +131,7 @@ static void *flush_main(void *arg)
                 continue;
             }
             mx_flush_unblocked(db);
+            silk_flush_ended(db);
             if (frc == 0) silk_flush_sample(db, bytes, sched_mono_us() - started);
             started = 0;
             continue;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "db/files.h"
+#include "db/silk.h"
 #include "db/silk_pmem.h"
 #include "db/superversion.h"
 #include "sched/clock.h"
@@ -50,9 +51,13 @@ static int build_row(tkv_db *db, memtable *m, rowtable **out)
         /* the row's bytes are charged to the scheduler's pmem tier as the
          * build writes them: on the second of its two passes (rowtable.h) */
         tkv_it *it = silk_pmem_meter(db, memtable_iter(m), IO_FLUSH, 1, 2);
+        /* and its progress on that pass, for the writers' deadline */
+        it = silk_flush_meter(db, it, 2, m);
         rc = it ? rowtable_build_at(mx->pool, id, it, older, older_cursor, &r) /* steps (1), (2) */
                 : tkv_err(TKV_NO_MEMORY, "out of memory flushing");
         it_destroy(it);
+        if (rc == 0) silk_flush_built(db);
+        else silk_flush_abandoned(db); /* no room (waits follow) or an error */
     }
     /* emulated pmem: the row's pages go to the pool file from now on,
      * paced (pmem.h), not in the kernel's next write-back burst */

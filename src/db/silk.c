@@ -14,10 +14,12 @@
 
 #include "db/db_impl.h"
 #include "db/silk_pmem.h"
+#include "sched/flushprog.h"
 #include "sched/monitor.h"
 #include "sched/ratelimit.h"
 #include "sched/tadapt.h"
 #include "util/appendf.h"
+#include "util/meter_iter.h"
 #include "util/status.h"
 
 #define SILK_PERIOD_US 10000u        /* monitor window */
@@ -47,6 +49,7 @@ typedef struct silk_state {
     ratelimit *ssd;        /* emulated device (ssd_bandwidth), NULL = off */
     monitor *mon;
     wctl *wc;
+    flushprog *fp;         /* the running flush's progress: the write controller's deadline */
     pthread_mutex_t mu;
     pthread_cond_t cv;     /* pause state changes */
     int deep_paused;       /* the monitor's decision (mu) */
@@ -187,6 +190,8 @@ static int open_wctl(tkv_db *db, silk_state *s)
      * (docs/scheduler.md, "Why a deep debt"). */
     wo.debt_soft = 2 * SILK_URGENT_SCORE;
     wo.debt_hard = 4 * SILK_URGENT_SCORE;
+    s->fp = fp_new();
+    if (!s->fp) return TKV_NO_MEMORY;
     return wctl_create(&wo, &s->wc);
 }
 
@@ -339,6 +344,8 @@ void silk_close(tkv_db *db)
     monitor_free(s->mon);
     tadapt_free(s->ta);
     wctl_free(s->wc);
+    fp_free(s->fp);
+    s->fp = NULL;
     s->rl = s->ssd = NULL;
     s->mon = NULL;
     s->wc = NULL;
@@ -551,6 +558,35 @@ void silk_flush_sample(tkv_db *db, uint64_t bytes, uint64_t us)
     if (db->silk->wc) wctl_flush_sample(db->silk->wc, bytes, us ? us : 1);
 }
 
+/* The build reports its progress every 1/64 of its work, but at most every
+ * 256 KiB (a mutex each) and at least every 4 KiB. */
+#define FLUSH_METER_MAX (256u << 10)
+#define FLUSH_METER_MIN (4u << 10)
+
+/* flush_counted -- meter_fn of silk_flush_meter. */
+static void flush_counted(void *arg, uint64_t bytes) { fp_add(arg, bytes, sched_mono_us()); }
+
+tkv_it *silk_flush_meter(tkv_db *db, tkv_it *it, unsigned pass, const memtable *m)
+{
+    if (!it) return NULL;
+    /* what the meter will count, internal keys and values, from the batch
+     * bytes: a record's type and two length varints (~4 bytes) are not
+     * counted, its 8-byte sequence and type trailer are */
+    uint64_t work = memtable_batch_bytes(m) + 4 * memtable_num_entries(m);
+    fp_begin(db->silk->fp, work, sched_mono_us());
+    uint64_t chunk = work / 64;
+    chunk = chunk > FLUSH_METER_MAX ? FLUSH_METER_MAX : chunk < FLUSH_METER_MIN ? FLUSH_METER_MIN : chunk;
+    return meter_iter_new(it, pass, chunk, flush_counted, db->silk->fp);
+}
+
+void silk_flush_built(tkv_db *db) { fp_built(db->silk->fp, sched_mono_us()); }
+
+void silk_flush_ended(tkv_db *db) { fp_end(db->silk->fp, sched_mono_us()); }
+
+void silk_flush_abandoned(tkv_db *db) { fp_begin(db->silk->fp, 0, sched_mono_us()); }
+
+int silk_flush_eta(tkv_db *db, uint64_t now_us, uint64_t *eta_us) { return fp_eta(db->silk->fp, now_us, eta_us); }
+
 uint64_t silk_write_delay(tkv_db *db, wctl_write *t, const wctl_input *in, uint64_t bytes, uint64_t now_us)
 {
     return wctl_delay_us(db->silk->wc, t, in, bytes, now_us);
@@ -665,7 +701,8 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                "write_controller: state=%s pace_rate=%llu min_flush_sample=%llu samples=%u writes=%llu "
                "stalled_writes=%llu stopped_writes=%llu stall_micros=%llu stalls_over_10ms=%llu max_stall_us=%llu "
                "stops_flush_running=%llu target_rate=%llu ramp_rate=%llu drain_rate=%llu container_fill=%.3f "
-               "ramp_writes=%llu deep_score=%.3f debt_rate=%llu debt_writes=%llu\n",
+               "ramp_writes=%llu deep_score=%.3f debt_rate=%llu debt_writes=%llu deadline_rate=%llu flush_eta_us=%llu "
+               "flush_tail_us=%llu deadline_writes=%llu\n",
                ws.state == WCTL_NORMAL ? "normal" : ws.state == WCTL_SLOWDOWN ? "slowdown" : "stop",
                (unsigned long long)ws.pace_rate, (unsigned long long)ws.min_sample, ws.nsamples,
                (unsigned long long)ws.writes, (unsigned long long)ws.stalled_writes,
@@ -674,6 +711,8 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                (unsigned long long)ctr_get(&c->stops_flush_running), (unsigned long long)ws.target_rate,
                (unsigned long long)ws.ramp_rate, (unsigned long long)ws.drain_rate, ws.container_fill,
                (unsigned long long)ws.ramp_writes, ws.deep_score, (unsigned long long)ws.debt_rate,
-               (unsigned long long)ws.debt_writes);
+               (unsigned long long)ws.debt_writes, (unsigned long long)ws.deadline_rate,
+               (unsigned long long)ws.flush_eta_us, (unsigned long long)fp_tail_us(s->fp),
+               (unsigned long long)ws.deadline_writes);
     report_adapt(s, b, oom); /* last: tests read fields by their first match (intervals=) */
 }

@@ -47,9 +47,11 @@
 #include <stdint.h>
 
 #include "io/io.h"
+#include "mem/memtable.h"
 #include "sched/wctl.h"
 #include "sst/version.h"
 #include "util/coding.h"
+#include "util/iter.h"
 
 struct tkv_db;
 
@@ -149,6 +151,22 @@ void silk_get_deep_stats(struct tkv_db *db, silk_deep_stats *out);
 /* silk_flush_sample -- a flush moved `bytes` of memtable in `us` (the write
  * controller's bandwidth samples). */
 void silk_flush_sample(struct tkv_db *db, uint64_t bytes, uint64_t us);
+
+/* silk_flush_meter -- wraps the iterator over memtable m that a flush
+ * builds from (taking it; NULL on out of memory, or for a NULL it) so that
+ * pass `pass` of the build reports its progress over m's keys and values
+ * (sched/flushprog.h). silk_flush_built -- that pass is over.
+ * silk_flush_ended -- the flush is (the memtable has left the view, or the
+ * flush failed). silk_flush_abandoned -- the build stopped short (no room in
+ * the pool, an error): nothing runs, the last tail is kept.
+ * silk_flush_eta -- 1 and *eta_us, the running flush's time until it frees
+ * its memtable, when known; else 0 (the write controller's deadline input,
+ * wctl_input.flush_eta_us). */
+tkv_it *silk_flush_meter(struct tkv_db *db, tkv_it *it, unsigned pass, const memtable *m);
+void silk_flush_built(struct tkv_db *db);
+void silk_flush_ended(struct tkv_db *db);
+void silk_flush_abandoned(struct tkv_db *db);
+int silk_flush_eta(struct tkv_db *db, uint64_t now_us, uint64_t *eta_us);
 
 /* silk_write_delay -- the write controller's answer for a write leader
  * (sched/wctl.h: wctl_delay_us): microseconds to wait before writing. */

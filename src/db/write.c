@@ -227,6 +227,23 @@ static double container_fill(tkv_db *db, size_t l0)
     return l0 >= (size_t)db->opts.l0_slowdown_trigger ? 1.0 : 0.0;
 }
 
+/* active_room -- the bytes, in the writers' unit (batch bytes), that the
+ * active memtable can still take: its arena room, at the ratio of batch to
+ * arena bytes of the active memtable (of the oldest immutable while the
+ * active one holds less than 1 MiB). */
+static uint64_t active_room(const tkv_db *db)
+{
+    const memtable *m = db->sv->mem;
+    size_t used = memtable_memory_usage(m);
+    if (used >= db->opts.memtable_size) return 0;
+    uint64_t room = db->opts.memtable_size - used;
+    const memtable *r = memtable_batch_bytes(m) < (1u << 20) && db->sv->nimm ? db->sv->imm[0] : m;
+    size_t ru = memtable_memory_usage(r);
+    uint64_t rb = memtable_batch_bytes(r);
+    if (!ru || !rb || rb >= ru) return room;
+    return (uint64_t)((double)room * (double)rb / (double)ru);
+}
+
 /* make_room -- called by the write leader with mu held before it writes a
  * group of `bytes`: makes sure the active memtable has room (or, with force,
  * switches a non-empty one), and lets the write controller (sched/wctl.h)
@@ -235,6 +252,8 @@ static double container_fill(tkv_db *db, size_t l0)
  *     (memtables - 1 immutables at most; more while only open views pin a
  *     full pool, mx_pinned_full);
  *   - SLOWDOWN: paced in steps of <= 1 ms. prl: with one memtable left at
+ *     the running flush's deadline (the active memtable's room over the
+ *     flush's time to finish, sched/flushprog.h) or, before that is known,
  *     the minimum recent flush bandwidth; with the matrix container past
  *     its compaction trigger, on a ramp that tightens as it fills towards
  *     the rate at which column compaction drains it (sched/wctl.h); with
@@ -277,6 +296,9 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         in.drain_known = mx_drain_rate(db, &in.drain_rate);
         in.deep_score = db->deep_score;
         uint64_t now = sched_mono_us();
+        in.flush_eta_us = 0;
+        in.flush_eta_known = in.mutable_left == 1 && silk_flush_eta(db, now, &in.flush_eta_us);
+        in.active_room = in.mutable_left == 1 ? active_room(db) : 0;
         uint64_t d = silk_write_delay(db, &t, &in, first ? bytes : 0, now);
         first = 0;
         if (d == 0 && in.mutable_left == 0) d = 1000; /* never write past a full memtable */

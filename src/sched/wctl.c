@@ -181,19 +181,48 @@ wctl_state wctl_classify(const wctl *w, const wctl_input *in)
     return WCTL_NORMAL;
 }
 
+/* deadline_on -- 1 if the running flush's deadline paces this input (PRL,
+ * one memtable left, the flush's ETA known). */
+static int deadline_on(const wctl *w, const wctl_input *in)
+{
+    return w->o.mode == WCTL_PRL && in->mutable_left == 1 && in->flush_eta_known;
+}
+
+/* deadline_rate -- the deadline of wctl.h: active_room / flush_eta, less
+ * pace_margin, at least min_rate / 16; UINT64_MAX (no limit) at an ETA of 0. */
+static uint64_t deadline_rate(const wctl *w, const wctl_input *in)
+{
+    if (in->flush_eta_us == 0) return UINT64_MAX;
+    double r = (double)in->active_room * 1e6 / (double)in->flush_eta_us * (1.0 - w->o.pace_margin);
+    uint64_t floor = w->o.min_rate / 16 ? w->o.min_rate / 16 : 1;
+    if (r >= 1.8e19) return UINT64_MAX;
+    return r < (double)floor ? floor : (uint64_t)r;
+}
+
 /* stage_rate_locked -- the pace of the memtable and container stages of a
  * write with inputs `in` in SLOWDOWN (wctl.h), before the debt's; 0 = OFF.
- * *ramp gets the ramp's rate (0 when it does not apply). */
-static uint64_t stage_rate_locked(const wctl *w, const wctl_input *in, uint64_t *ramp)
+ * *ramp and *deadline get the ramp's and the flush deadline's rates (0 when
+ * they do not apply). */
+static uint64_t stage_rate_locked(const wctl *w, const wctl_input *in, uint64_t *ramp, uint64_t *deadline)
 {
-    *ramp = 0;
+    *ramp = *deadline = 0;
     uint64_t flush = pace_rate_locked(w);
     if (flush == 0) return 0; /* OFF */
-    if (!ramp_on(w, in)) return flush;
+    /* the memtable stage while a memtable is the limit: the flush pace, or
+     * the running flush's deadline when its ETA is known and that is slower */
+    uint64_t mem = flush;
+    if (deadline_on(w, in)) {
+        *deadline = deadline_rate(w, in);
+        if (*deadline < mem) mem = *deadline; /* a flush behind slows writers; one ahead does not speed them */
+    }
+    if (!ramp_on(w, in)) {
+        if (in->mutable_left == 1 && in->container_fill < w->o.near_full) return mem;
+        return mem < flush ? mem : flush; /* near full, drain unknown; or the debt alone */
+    }
     *ramp = ramp_rate(w, in);
-    /* the flush limits too while a memtable is the limit; a near-full
-     * container with a measured drain is paced by the ramp alone */
-    if (in->mutable_left == 1 && flush < *ramp) return flush < w->o.min_rate ? w->o.min_rate : flush;
+    /* the memtable limits too while it is the limit; a near-full container
+     * with a measured drain is paced by the ramp alone */
+    if (in->mutable_left == 1 && mem < *ramp) return mem;
     /* the ramp's own floor is far lower: a drain slower than min_rate must
      * still hold writers below it, or they overrun the container */
     uint64_t floor = w->o.min_rate / 16 ? w->o.min_rate / 16 : 1;
@@ -203,11 +232,12 @@ static uint64_t stage_rate_locked(const wctl *w, const wctl_input *in, uint64_t 
 /* target_rate_locked -- the pace of a write with inputs `in` in state s:
  * the slowest applicable stage (wctl.h); 0 = not paced. *ramp and *debt get
  * the container ramp's and the debt's rates (0 when they do not apply). */
-static uint64_t target_rate_locked(const wctl *w, const wctl_input *in, wctl_state s, uint64_t *ramp, uint64_t *debt)
+static uint64_t target_rate_locked(const wctl *w, const wctl_input *in, wctl_state s, uint64_t *ramp, uint64_t *debt,
+                                   uint64_t *deadline)
 {
-    *ramp = *debt = 0;
+    *ramp = *debt = *deadline = 0;
     if (s != WCTL_SLOWDOWN) return 0;
-    uint64_t r = stage_rate_locked(w, in, ramp);
+    uint64_t r = stage_rate_locked(w, in, ramp, deadline);
     if (r == 0 || !debt_on(w, in)) return r;
     uint64_t floor = w->o.min_rate / 16 ? w->o.min_rate / 16 : 1;
     *debt = debt_rate(w, in, pace_rate_locked(w));
@@ -219,8 +249,8 @@ static uint64_t target_rate_locked(const wctl *w, const wctl_input *in, wctl_sta
 uint64_t wctl_target_rate(wctl *w, const wctl_input *in)
 {
     pthread_mutex_lock(&w->mu);
-    uint64_t ramp, debt;
-    uint64_t r = target_rate_locked(w, in, wctl_classify(w, in), &ramp, &debt);
+    uint64_t ramp, debt, deadline;
+    uint64_t r = target_rate_locked(w, in, wctl_classify(w, in), &ramp, &debt, &deadline);
     pthread_mutex_unlock(&w->mu);
     return r;
 }
@@ -236,8 +266,8 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
         w->st.writes++;
     }
     wctl_state s = wctl_classify(w, in);
-    uint64_t ramp, debt;
-    uint64_t rate = target_rate_locked(w, in, s, &ramp, &debt);
+    uint64_t ramp, debt, deadline;
+    uint64_t rate = target_rate_locked(w, in, s, &ramp, &debt, &deadline);
     uint64_t d = 0;
     if (s == WCTL_STOP) {
         if (!(t->flags & WT_STOPPED)) {
@@ -257,6 +287,7 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
             t->flags |= WT_CHARGED;
             if (ramp) w->st.ramp_writes++;
             if (debt && debt <= rate) w->st.debt_writes++;
+            if (deadline && deadline <= rate) w->st.deadline_writes++;
         }
         uint64_t owed = t->until_ns > now_ns ? (t->until_ns - now_ns) / 1000u : 0;
         if (owed >= w->o.min_step_us) { /* else carried in vt for later writes */
@@ -272,6 +303,8 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
     w->st.target_rate = rate;
     w->st.ramp_rate = ramp;
     w->st.debt_rate = debt;
+    w->st.deadline_rate = deadline == UINT64_MAX ? 0 : deadline;
+    w->st.flush_eta_us = in->flush_eta_known ? in->flush_eta_us : 0;
     w->st.deep_score = in->deep_score;
     w->st.drain_rate = in->drain_known ? in->drain_rate : 0;
     w->st.container_fill = in->container_fill;

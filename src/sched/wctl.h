@@ -26,6 +26,20 @@
  *                   initial_rate (16 MiB/s, conservative), less pace_margin
  *                   -- when a memtable is the limit (mutable_left == 1), or
  *                   the container is near full and its drain rate unknown;
+ *                 - the running flush's deadline, when a memtable is the
+ *                   limit and the flush's time to free its memtable is
+ *                   known (wctl_input.flush_eta_us, sched/flushprog.h):
+ *                       deadline = active_room / flush_eta x (1 - pace_margin)
+ *                   the rate at which the active memtable fills just as the
+ *                   flush frees the other one. It applies when it is below
+ *                   the flush pace: a flush that falls behind every recent
+ *                   one (starved of CPU, or waiting on the pool) slows
+ *                   writers at once instead of stopping them when the
+ *                   memtable fills. (Above it -- a flush ahead -- it does not
+ *                   speed writers up: the ETA's error is largest at the end
+ *                   of a flush, where a writer let run at room / ETA fills
+ *                   the memtable a little early and stops, once per flush.)
+ *                   Never below min_rate / 16; no limit at an ETA of 0;
  *                 - the container's drain (the rate at which column
  *                   compaction empties the pool, wctl_input.drain_rate),
  *                   on a ramp over the band of fill [ramp_lo, near_full]:
@@ -134,6 +148,9 @@ typedef struct wctl_input {
     int drain_known;        /* drain_rate is a measurement (else the ramp is off) */
     uint64_t drain_rate;    /* bytes/s (writer units) the container drains at; may be 0 */
     double deep_score;      /* the deep backlog: max over levels L1.. of bytes / target (0: none) */
+    int flush_eta_known;    /* flush_eta_us is known (PRL's deadline; else the flush pace) */
+    uint64_t flush_eta_us;  /* the running flush's time until it frees its memtable */
+    uint64_t active_room;   /* bytes (writer units) the active memtable can still take */
 } wctl_input;
 
 /* A write's ticket; initialise with WCTL_WRITE_INIT. `state` is the state at
@@ -159,6 +176,9 @@ typedef struct wctl_stats {
     uint64_t debt_rate;       /* the debt's rate in the last call (0: off) */
     double deep_score;        /* of the last call */
     uint64_t debt_writes;     /* tickets paced by the debt (it was the slowest stage) */
+    uint64_t deadline_rate;   /* the flush deadline's rate in the last call (0: off) */
+    uint64_t flush_eta_us;    /* of the last call (0: unknown) */
+    uint64_t deadline_writes; /* tickets paced at the flush deadline (it was the slowest stage) */
     uint64_t min_sample;      /* min of the samples (0 if none) */
     unsigned nsamples;        /* samples held, <= WCTL_SAMPLES */
     uint64_t samples_total;   /* samples accepted */
