@@ -1405,7 +1405,7 @@ static void test_flushprog(void **state)
     assert_non_null(p);
     uint64_t eta = 7;
     assert_int_equal(fp_eta(p, 1000, &eta), 0);
-    fp_begin(p, 64 * MiB, 1000);
+    fp_begin(p, 64 * MiB);
     assert_int_equal(fp_eta(p, 1000, &eta), 0);
     fp_add(p, 1 * MiB, 2000); /* starts the clock */
     assert_int_equal(fp_eta(p, 3000, &eta), 0); /* under 1/16 */
@@ -1425,7 +1425,7 @@ static void test_flushprog(void **state)
     assert_int_equal(fp_eta(p, 2152000, &eta), 0); /* nothing runs */
 
     /* the next flush adds the 50 ms tail */
-    fp_begin(p, 16 * MiB, 3000000);
+    fp_begin(p, 16 * MiB);
     fp_add(p, 1 * MiB, 3000000);
     fp_add(p, 1 * MiB, 3100000); /* 10 MiB/s; 14 MiB left: 1.4 s */
     assert_int_equal(fp_eta(p, 3100000, &eta), 1);
@@ -1445,11 +1445,11 @@ static void test_flushprog(void **state)
     assert_int_equal(fp_tail_us(p), 100000);
 
     /* an abandoned build (no room in the pool) is not running; the tail stays */
-    fp_begin(p, 16 * MiB, 4000000);
+    fp_begin(p, 16 * MiB);
     fp_add(p, 2 * MiB, 4000000);
     fp_add(p, 2 * MiB, 4100000);
     assert_int_equal(fp_eta(p, 4100000, &eta), 1);
-    fp_begin(p, 0, 4100000);
+    fp_begin(p, 0);
     assert_int_equal(fp_eta(p, 4100000, &eta), 0);
     fp_built(p, 4200000); /* ignored: nothing was building */
     assert_int_equal(fp_eta(p, 4200000, &eta), 0);

@@ -573,7 +573,7 @@ tkv_it *silk_flush_meter(tkv_db *db, tkv_it *it, unsigned pass, const memtable *
      * bytes: a record's type and two length varints (~4 bytes) are not
      * counted, its 8-byte sequence and type trailer are */
     uint64_t work = memtable_batch_bytes(m) + 4 * memtable_num_entries(m);
-    fp_begin(db->silk->fp, work, sched_mono_us());
+    fp_begin(db->silk->fp, work);
     uint64_t chunk = work / 64;
     chunk = chunk > FLUSH_METER_MAX ? FLUSH_METER_MAX : chunk < FLUSH_METER_MIN ? FLUSH_METER_MIN : chunk;
     return meter_iter_new(it, pass, chunk, flush_counted, db->silk->fp);
@@ -583,7 +583,7 @@ void silk_flush_built(tkv_db *db) { fp_built(db->silk->fp, sched_mono_us()); }
 
 void silk_flush_ended(tkv_db *db) { fp_end(db->silk->fp, sched_mono_us()); }
 
-void silk_flush_abandoned(tkv_db *db) { fp_begin(db->silk->fp, 0, sched_mono_us()); }
+void silk_flush_abandoned(tkv_db *db) { fp_begin(db->silk->fp, 0); }
 
 int silk_flush_eta(tkv_db *db, uint64_t now_us, uint64_t *eta_us) { return fp_eta(db->silk->fp, now_us, eta_us); }
 

@@ -40,9 +40,8 @@ void fp_free(flushprog *p)
     free(p);
 }
 
-void fp_begin(flushprog *p, uint64_t work, uint64_t now_us)
+void fp_begin(flushprog *p, uint64_t work)
 {
-    (void)now_us;
     pthread_mutex_lock(&p->mu);
     p->phase = work ? FP_BUILD : FP_NONE;
     p->work = work;

@@ -42,7 +42,7 @@ void fp_free(flushprog *p);
 
 /* fp_begin -- a build of `work` bytes starts (a flush in progress is
  * forgotten, its tail not measured). work 0: the ETA stays unknown. */
-void fp_begin(flushprog *p, uint64_t work, uint64_t now_us);
+void fp_begin(flushprog *p, uint64_t work);
 /* fp_add -- the build counted `bytes` more. The first call starts the rate's
  * clock (its own bytes are not part of the rate). */
 void fp_add(flushprog *p, uint64_t bytes, uint64_t now_us);
