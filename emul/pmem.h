@@ -102,12 +102,29 @@ void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n);
  * value). A misaligned dst is refused (nothing stored; pm_error). */
 void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value);
 /* pm_prefault_upto -- asks the region's background thread to make the
- * prefix [0, end) of the mapping resident ahead of use (MADV_POPULATE_READ:
- * page-cache pages allocated and mapped, contents unchanged), so that the
- * first store to a page does not pay for the fault. Requests only grow the
- * prefix; the call returns at once. Best effort: a no-op in PM_CRASHSIM, when
- * the thread could not start, or on a kernel without MADV_POPULATE_READ. */
+ * prefix [0, end) of the mapping resident and writable ahead of use
+ * (MADV_POPULATE_WRITE: page-cache pages allocated, mapped writable and
+ * marked dirty, contents unchanged; on a disk file system the blocks of a
+ * hole are reserved by delayed allocation), so that the first store to a
+ * page takes no fault. A chunk that cannot be populated writable (a full
+ * file system) is populated readable (MADV_POPULATE_READ). Requests only
+ * grow the prefix; the call returns at once. Best effort: a no-op in
+ * PM_CRASHSIM, when the thread could not start, or on a kernel without
+ * MADV_POPULATE_READ. */
 void pm_prefault_upto(pm_region *r, uint64_t end);
+/* pm_prefault_from -- the thread never populates below start: a mapping
+ * whose first part must stay sparse (the pool's header area, allocated only
+ * where it is used) calls it before its first pm_prefault_upto. Like that
+ * call, it only ever moves the point forward. */
+void pm_prefault_from(pm_region *r, uint64_t start);
+/* pm_prefault_cancel -- drops what is left of the requests so far and waits
+ * for the chunk being populated, if any: when it returns, the thread
+ * populates nothing more until a pm_prefault_upto past where it got to, and
+ * never goes back below that point. For
+ * giving blocks back (pool_trim): a hole punched after this call is not
+ * populated (and so allocated) again behind the caller's back. A no-op
+ * where there is no thread. */
+void pm_prefault_cancel(pm_region *r);
 /* pm_reserve -- allocates the file's blocks under [off, off+len) (offsets
  * in the pool), so that stores there cannot fault for lack of disk space.
  * 0, TKV_NO_SPACE (the file system is full: ENOSPC, EDQUOT; counted in
@@ -185,6 +202,7 @@ typedef struct pm_stats {
     uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending;
     uint64_t wb_device_flushes; /* device-cache flushes made by the write-back (one per flush_every) */
     uint64_t prefault_bytes;    /* bytes of the mapping made resident ahead of use (pm_prefault_upto) */
+    uint64_t prefault_write_bytes; /* of those, made writable (the rest: readable only) */
     uint64_t persist_errors;    /* persist calls that failed (the first is pm_error) */
     uint64_t reserve_failures;  /* pm_reserve calls refused (file system full, I/O error) */
     uint64_t discarded_bytes;   /* bytes given back to the file system (pm_discard) */

@@ -65,14 +65,17 @@ struct pm_region {
     void *wb_arg;
     uint64_t wb_rate, wb_expire_ns;
     uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending; /* relaxed atomics */
-    /* prefault thread (prefault_main); pf_mu guards pf_upto and pf_stop */
+    /* prefault thread (prefault_main); pf_mu guards pf_upto, pf_done, pf_busy and pf_stop */
     pthread_t prefault;
     int prefault_started;
     pthread_mutex_t pf_mu;
     pthread_cond_t pf_cv;
     uint64_t pf_upto;   /* populate [0, pf_upto) of the mapping (pm_prefault_upto) */
+    uint64_t pf_done;   /* [0, pf_done) is done (or was cancelled before it: pm_prefault_cancel) */
+    int pf_busy;        /* a chunk is being populated, outside pf_mu */
     int pf_stop;
     uint64_t pf_bytes;  /* relaxed atomic: bytes the thread has populated */
+    uint64_t pf_write_bytes; /* relaxed atomic: of those, populated writable (MADV_POPULATE_WRITE) */
 };
 
 /* now_ns -- CLOCK_MONOTONIC in nanoseconds. */

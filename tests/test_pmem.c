@@ -8,7 +8,9 @@
  * compared with an independent model, and concurrent persists of disjoint
  * bytes sharing lines); the Optane profile's read latency and write bandwidth
  * (lower bounds only: the machine is shared); the counters; the paced
- * write-back of emulated pools (chunks, rate, refusal, close, tmpfs).
+ * write-back of emulated pools (chunks, rate, refusal, close, tmpfs); the
+ * prefault thread (the prefix it populates, writable: stores to it take no
+ * fault; a start it keeps off; cancel).
  *
  * The crash-test pattern for the modules above (see cs_durable_after): run a
  * workload on a fresh PM_CRASHSIM pool with a cut after k persists, close,
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <time.h>
@@ -944,6 +947,99 @@ static void prefault_prefix(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* thread_faults -- page faults the calling thread has taken (minor and
+ * major: a fault on a file hole that had to go through the page cache's
+ * readahead counts as major). */
+static long thread_faults(void)
+{
+    struct rusage u;
+    assert_int_equal(getrusage(RUSAGE_THREAD, &u), 0);
+    return u.ru_minflt + u.ru_majflt;
+}
+
+/* touch_pages -- reads every 4 KiB page of [off, off+len) (mapping it, if it
+ * was not, read-only; and under ASan faulting its shadow in), then stores
+ * one byte to each and returns the page faults the stores took: 0 for a
+ * page mapped writable already, 1 for one mapped read-only (the file
+ * system's page_mkwrite). */
+static long touch_pages(pm_region *r, uint64_t off, uint64_t len)
+{
+    volatile uint8_t *b = pm_base(r);
+    unsigned sum = 0;
+    for (uint64_t o = off; o < off + len; o += 4096) sum += b[o];
+    assert_int_equal(sum, 0); /* a new pool reads as zero */
+    long f0 = thread_faults();
+    for (uint64_t o = off; o < off + len; o += 4096) b[o] = 0x5a;
+    return thread_faults() - f0;
+}
+
+/* prefault_writable -- the prefix is populated writable (MADV_POPULATE_WRITE):
+ * a store to each of its pages takes no fault, where a page outside it takes
+ * one; pm_prefault_from keeps the thread off the start of the mapping;
+ * pm_prefault_cancel stops a request midway, nothing is populated after it
+ * returns, and the next request goes on from there without redoing a byte. */
+static void prefault_writable(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("pm-prefault-w");
+    char *path = tu_path(dir, "pool");
+    struct statfs fs;
+    assert_int_equal(statfs(dir, &fs), 0);
+    if (fs.f_type == 0x01021994 /* tmpfs: no prefault thread */) {
+        free(path);
+        tu_tmpdir_free(dir);
+        skip();
+    }
+    /* does this kernel have MADV_POPULATE_WRITE (Linux 5.14)? */
+    void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(probe != MAP_FAILED);
+    int has_populate_write = madvise(probe, 4096, 23 /* MADV_POPULATE_WRITE */) == 0;
+    munmap(probe, 4096);
+    if (!has_populate_write) {
+        print_message("skipped: the kernel has no MADV_POPULATE_WRITE\n");
+        free(path);
+        tu_tmpdir_free(dir);
+        skip();
+    }
+    pm_region *r = open_ok(path, 128 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
+    pm_prefault_from(r, 4 * MiB);
+    pm_prefault_upto(r, 12 * MiB);
+    uint64_t got = wait_prefaulted(r, 8 * MiB);
+    pm_stats st;
+    pm_get_stats(r, &st);
+    assert_int_equal(got, 8 * MiB);
+    assert_int_equal(st.prefault_write_bytes, 8 * MiB);
+    assert_int_equal(resident_pages(r, 0, 4 * MiB), 0); /* below the start: untouched */
+    long in = touch_pages(r, 4 * MiB, 8 * MiB), out = touch_pages(r, 64 * MiB, 8 * MiB);
+    print_message("faults storing to 2048 pages: %ld populated writable, %ld only read before\n", in, out);
+    assert_true(in <= 8);
+    assert_true(out >= 1024);
+
+    /* cancel a large request at once: nothing moves once it has returned */
+    pm_prefault_upto(r, 128 * MiB);
+    pm_prefault_cancel(r);
+    pm_get_stats(r, &st);
+    uint64_t at_cancel = st.prefault_bytes;
+    usleep(100000);
+    pm_get_stats(r, &st);
+    assert_int_equal(st.prefault_bytes, at_cancel);
+    assert_true(at_cancel >= 8 * MiB && at_cancel <= 124 * MiB);
+    /* the next request goes on where the thread stopped: 124 MiB in all, none twice */
+    pm_prefault_upto(r, 128 * MiB);
+    assert_int_equal(wait_prefaulted(r, 124 * MiB), 124 * MiB);
+    usleep(20000);
+    pm_get_stats(r, &st);
+    assert_int_equal(st.prefault_bytes, 124 * MiB);
+    pm_prefault_from(r, 2 * MiB); /* never backwards */
+    pm_prefault_upto(r, 128 * MiB);
+    usleep(20000);
+    pm_get_stats(r, &st);
+    assert_int_equal(st.prefault_bytes, 124 * MiB);
+    pm_close(r);
+    free(path);
+    tu_tmpdir_free(dir);
+}
+
 int main(void)
 {
     tu_seed();
@@ -952,6 +1048,7 @@ int main(void)
         cmocka_unit_test(crashsim_lines),   cmocka_unit_test(crashsim_cut),      cmocka_unit_test(crashsim_store8),
         cmocka_unit_test(crashsim_every_cut), cmocka_unit_test(crashsim_threads), cmocka_unit_test(optane_profile),
         cmocka_unit_test(stats_counters),   cmocka_unit_test(paced_writeback),   cmocka_unit_test(prefault_prefix),
+        cmocka_unit_test(prefault_writable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

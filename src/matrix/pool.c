@@ -592,6 +592,7 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
     rc = rebuild(p);
     if (rc < 0) goto fail;
     pool_discard_free(p);
+    p->writable = 1;
     *out = p;
     return 0;
 fail:
@@ -655,6 +656,15 @@ uint64_t pool_dir_slot(pool *p, uint32_t s) { return s < p->dir_slots ? slot_loa
 int pool_close(pool *p)
 {
     if (!p) return 0;
+    if (p->writable && pm_error(p->reg) == 0) {
+        /* Free pages give their blocks back before pm_close's msync, so
+         * that what is dirty in them (rows drained since their last
+         * write-back, the pages the prefault thread populated ahead) is not
+         * written back for nothing. Their releases were persisted before
+         * they went free (invariant 4), as for pool_trim. */
+        pm_prefault_cancel(p->reg);
+        pool_discard_free(p);
+    }
     int rc = pm_close(p->reg);
     if (p->lock_fd >= 0) close(p->lock_fd); /* releases the flock */
     pthread_cond_destroy(&p->trim_cv);

@@ -41,7 +41,13 @@
  *      would be a SIGBUS). A freed page keeps its blocks (and its hot page
  *      cache) while the pool is busy; pool_trim gives them back once the
  *      pool has been idle a while, and at once when a reservation finds the
- *      file system full; pool_open gives back those of every free page.
+ *      file system full; pool_open and pool_close give back those of
+ *      every free page.
+ *      The prefault thread's writable population of the pages just past
+ *      the highest handed out (pool_prefault_ahead) reserves their blocks
+ *      too, one row's worth at most (delayed allocation; never a SIGBUS:
+ *      a full file system only makes it populate readable); pool_trim
+ *      gives those back with the rest.
  *
  * Thread safety: page allocation, freeing, release, commit and removal are
  * serialized by a mutex inside the pool and may be called from any thread.
@@ -113,9 +119,11 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
  * shared: while it is held, pool_open gets TKV_BUSY); otherwise pool_open's
  * errors. */
 int pool_open_readonly(const char *path, pool **out);
-/* pool_close -- closes the region and frees the pool. Every rowtable of the
- * pool must be closed first. Returns 0 or the region's error (pool_error,
- * or the msync of the close); NULL is a no-op returning 0. */
+/* pool_close -- gives back the blocks of every free page (a pool opened
+ * with pool_open and no error), closes the region (its msync) and frees the
+ * pool. Every rowtable of the pool must be closed first. Returns 0 or the
+ * region's error (pool_error, or the msync of the close); NULL is a no-op
+ * returning 0. */
 int pool_close(pool *p);
 /* pool_error -- 0, or TKV_IO_ERROR once a persist into the pool has failed
  * (pm_error: sticky; tkv_errmsg() says which). The engine checks it before
@@ -179,8 +187,11 @@ typedef struct pool_space_stats {
 int pool_space(pool *p, pool_space_stats *out);
 /* pool_trim -- gives back the blocks of every free page that has any
  * (found with SEEK_DATA: freed pages, which keep theirs, and a page a
- * neighbour's large page-cache folio gave blocks again) and returns the
- * bytes punched. The page being punched is kept from allocation meanwhile.
+ * neighbour's large page-cache folio gave blocks again, pages the prefault
+ * thread populated ahead of the rows) and returns the bytes punched. The
+ * prefault thread's outstanding request is cancelled first
+ * (pm_prefault_cancel). The page being punched is kept from allocation
+ * meanwhile.
  * With idle_us > 0 it does nothing, and returns UINT64_MAX, unless no page
  * was allocated for that long (the engine's idle column thread calls it so:
  * under a stream of writes freed pages are recycled hot). pool_alloc_pages

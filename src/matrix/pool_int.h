@@ -31,6 +31,7 @@ struct pool {
     pthread_cond_t trim_cv; /* signalled when trim_page goes back to POOL_PAGE_NONE */
     uint64_t trimmed;      /* bytes pool_trim punched again (relaxed atomic) */
     int lock_fd;         /* holds an exclusive flock on the pool file while open */
+    int writable;        /* opened by pool_open (not pool_open_readonly) */
 };
 
 static inline uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
@@ -52,7 +53,9 @@ void pool_give_back(pool *p, uint32_t page);
 
 /* pool_discard_free -- at open: punches every free page and the file's
  * tail past the last page (pages freed by a crash, or a pool of a build
- * from before pools were sparse). (pool_pages.c) */
+ * from before pools were sparse); at close, before the region's msync, so
+ * that free pages' dirty contents (drained rows, the prefault's pages
+ * ahead) are not written back. Single-threaded (open or close). (pool_pages.c) */
 void pool_discard_free(pool *p);
 
 #endif

@@ -45,6 +45,7 @@ void pool_prefault_ahead(pool *p, uint64_t bytes)
     p->ahead_pages = n > p->page_count ? p->page_count : (uint32_t)n;
     uint64_t end = prefault_end(p, 0);
     pthread_mutex_unlock(&p->mu);
+    pm_prefault_from(p->reg, p->pages_off); /* populating is allocating: not the header area's holes */
     if (end) pm_prefault_upto(p->reg, end);
 }
 
@@ -175,6 +176,12 @@ uint64_t pool_trim(pool *p, uint64_t idle_us)
     int busy = idle_us && mono_ns() - p->last_alloc_ns < idle_us * 1000u;
     pthread_mutex_unlock(&p->mu);
     if (busy) return UINT64_MAX;
+    /* The prefault thread populates pages ahead writable, which allocates
+     * their blocks: stop it first, or a chunk it populates after the punch
+     * below would take them again (a drained pool must shrink back). It
+     * never goes back below where it got to; the next allocation asks it
+     * for what lies past that. */
+    pm_prefault_cancel(p->reg);
     uint64_t trimmed = 0;
     for (uint32_t pg = 0;;) {
         pthread_mutex_lock(&p->mu);
