@@ -721,6 +721,14 @@ static size_t mapped_pages(const uint8_t *a, size_t len)
     return n;
 }
 
+/* on_tmpfs -- 1 if dir is on tmpfs (no write-back, no prefault thread). */
+static int on_tmpfs(const char *dir)
+{
+    struct statfs sf;
+    assert_int_equal(statfs(dir, &sf), 0);
+    return sf.f_type == 0x01021994;
+}
+
 /* paced_writeback -- pm_writeback_start / _enqueue on an emulated pool on a
  * disk: every queued byte is admitted in chunks of at most 2 MiB and
  * written back, no faster than the rate (a lower bound on the time only:
@@ -734,9 +742,7 @@ static void paced_writeback(void **state)
     (void)state;
     char *dir = tu_tmpdir("pmem-wb");
     char *path = tu_path(dir, "pool");
-    struct statfs sf;
-    assert_int_equal(statfs(dir, &sf), 0);
-    if (sf.f_type == 0x01021994) { /* TMPDIR on tmpfs: only the tmpfs half below applies */
+    if (on_tmpfs(dir)) { /* TMPDIR on tmpfs: only the tmpfs half below applies */
         print_message("paced_writeback: %s is tmpfs; the disk half is skipped\n", dir);
     } else {
         pm_region *r = open_ok(path, 16 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
@@ -901,9 +907,7 @@ static void prefault_prefix(void **state)
     (void)state;
     char *dir = tu_tmpdir("pm-prefault");
     char *path = tu_path(dir, "pool");
-    struct statfs fs;
-    assert_int_equal(statfs(dir, &fs), 0);
-    if (fs.f_type == 0x01021994 /* tmpfs: every page of the file is resident */) {
+    if (on_tmpfs(dir)) { /* every page of the file is resident */
         free(path);
         tu_tmpdir_free(dir);
         skip();
@@ -983,9 +987,7 @@ static void prefault_writable(void **state)
     (void)state;
     char *dir = tu_tmpdir("pm-prefault-w");
     char *path = tu_path(dir, "pool");
-    struct statfs fs;
-    assert_int_equal(statfs(dir, &fs), 0);
-    if (fs.f_type == 0x01021994 /* tmpfs: no prefault thread */) {
+    if (on_tmpfs(dir)) { /* no prefault thread there */
         free(path);
         tu_tmpdir_free(dir);
         skip();
