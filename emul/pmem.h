@@ -102,7 +102,8 @@ void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n);
  * value). A misaligned dst is refused (nothing stored; pm_error). */
 void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value);
 /* pm_prefault_upto -- asks the region's background thread to make the
- * prefix [0, end) of the mapping resident and writable ahead of use
+ * mapping up to end (from the start pm_prefault_from set, else from 0)
+ * resident and writable ahead of use
  * (MADV_POPULATE_WRITE: page-cache pages allocated, mapped writable and
  * marked dirty, contents unchanged; on a disk file system the blocks of a
  * hole are reserved by delayed allocation), so that the first store to a
@@ -121,7 +122,7 @@ void pm_prefault_from(pm_region *r, uint64_t start);
  * for the chunk being populated, if any: when it returns, the thread
  * populates nothing more until a pm_prefault_upto past where it got to, and
  * never goes back below that point. For
- * giving blocks back (pool_trim): a hole punched after this call is not
+ * giving blocks back (pool_trim, pool_close): a hole punched after this call is not
  * populated (and so allocated) again behind the caller's back. A no-op
  * where there is no thread. */
 void pm_prefault_cancel(pm_region *r);

@@ -70,8 +70,8 @@ struct pm_region {
     int prefault_started;
     pthread_mutex_t pf_mu;
     pthread_cond_t pf_cv;
-    uint64_t pf_upto;   /* populate [0, pf_upto) of the mapping (pm_prefault_upto) */
-    uint64_t pf_done;   /* [0, pf_done) is done (or was cancelled before it: pm_prefault_cancel) */
+    uint64_t pf_upto;   /* populate [pf_done, pf_upto) of the mapping (pm_prefault_upto) */
+    uint64_t pf_done;   /* below it: populated, skipped (pm_prefault_from) or cancelled (pm_prefault_cancel) */
     int pf_busy;        /* a chunk is being populated, outside pf_mu */
     int pf_stop;
     uint64_t pf_bytes;  /* relaxed atomic: bytes the thread has populated */

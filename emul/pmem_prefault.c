@@ -20,8 +20,7 @@
  * writable and marked dirty, their contents unchanged, so it may run beside
  * the engine's stores. With only MADV_POPULATE_READ (mapped read-only, not
  * dirtied), the flush still took a write fault per page: 43 % of the flush
- * thread's CPU samples in a 300k x 1 KiB fill, and the fill ran 12 % slower
- * (docs/bench/prefault-write/).
+ * thread's CPU samples in a 300k x 1 KiB fill (docs/bench/prefault-write/).
  * The price of dirtying ahead: the file system reserves the blocks of the
  * prefix (delayed allocation) before the pool hands its pages out, and a
  * page no row stores to within dirty_expire_centisecs is written back by the
@@ -30,7 +29,8 @@
  * EFAULT) is populated readable instead; a kernel without
  * MADV_POPULATE_WRITE (EINVAL) gets readable chunks from then on; and one
  * without either (before Linux 5.14) gets no prefault.
- * It populates only the prefix [0, pf_upto) the owner asked for
+ * It populates only [pf_done, pf_upto): what the owner asked for
+ * (pm_prefault_from moves the start, pm_prefault_upto the end)
  * (pm_prefault_upto: the pool asks for one row's worth of pages past the
  * highest page it has handed out), not the whole mapping: populating a
  * 1 GiB pool that a run barely uses took half of all CPU samples of a short
@@ -97,12 +97,19 @@ void pm_prefault_upto(pm_region *r, uint64_t end)
     pthread_mutex_unlock(&r->pf_mu);
 }
 
+/* wait_chunk -- waits until no chunk is in flight (pf_mu held): pf_done
+ * only moves at the end of one. */
+static void wait_chunk(pm_region *r)
+{
+    while (r->pf_busy) pthread_cond_wait(&r->pf_cv, &r->pf_mu);
+}
+
 void pm_prefault_from(pm_region *r, uint64_t start)
 {
     if (!r->prefault_started) return;
     if (start > r->size) start = r->size;
     pthread_mutex_lock(&r->pf_mu);
-    while (r->pf_busy) pthread_cond_wait(&r->pf_cv, &r->pf_mu); /* pf_done moves at the end of a chunk */
+    wait_chunk(r);
     if (start > r->pf_done) r->pf_done = start;
     if (r->pf_upto < r->pf_done) r->pf_upto = r->pf_done;
     pthread_mutex_unlock(&r->pf_mu);
@@ -113,7 +120,7 @@ void pm_prefault_cancel(pm_region *r)
     if (!r->prefault_started) return;
     pthread_mutex_lock(&r->pf_mu);
     if (r->pf_upto > r->pf_done) r->pf_upto = r->pf_done; /* nothing more of this request */
-    while (r->pf_busy) pthread_cond_wait(&r->pf_cv, &r->pf_mu);
+    wait_chunk(r);
     pthread_mutex_unlock(&r->pf_mu);
 }
 
