@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # run.sh -- runs test binaries, each under a time limit, and prints one closing
 # line "tests: N passed, N failed" (N counts binaries; each binary is a cmocka
-# group and prints its own per-case summary).
+# group and prints its own per-case summary). A failed binary's log tail is
+# printed when it fails and its last lines once more after the closing line,
+# so that a CI excerpt that keeps only the end of the output still says why.
 set -u
 pass=0; fail=0; failed=()
 limit=${TKV_TEST_TIMEOUT:-600}
@@ -19,4 +21,9 @@ for t in "$@"; do
 done
 [ $fail -ne 0 ] && echo "failed: ${failed[*]}"
 echo "tests: $pass passed, $fail failed"
+for t in "$@"; do
+    case " ${failed[*]:-} " in *" $(basename "$t") "*) ;; *) continue ;; esac
+    echo "--- why $(basename "$t") failed (last lines of $t.log):"
+    grep -v '^# ' "$t.log" | tail -n 12
+done
 [ $fail -eq 0 ]
