@@ -24,6 +24,6 @@ echo "tests: $pass passed, $fail failed"
 for t in "$@"; do
     case " ${failed[*]:-} " in *" $(basename "$t") "*) ;; *) continue ;; esac
     echo "--- why $(basename "$t") failed (last lines of $t.log):"
-    grep -v '^# ' "$t.log" | tail -n 12
+    grep -v -e '^# ' -e '^\[ RUN' -e '^\[       OK' -e '^\[==' -e '^\[  PASSED' "$t.log" | tail -n 12
 done
 [ $fail -eq 0 ]
