@@ -24,6 +24,7 @@ echo "tests: $pass passed, $fail failed"
 for t in "$@"; do
     case " ${failed[*]:-} " in *" $(basename "$t") "*) ;; *) continue ;; esac
     echo "--- why $(basename "$t") failed (last lines of $t.log):"
-    grep -v -e '^# ' -e '^\[ RUN' -e '^\[       OK' -e '^\[==' -e '^\[  PASSED' "$t.log" | tail -n 12
+    grep -o -e '\[  ERROR   \].*' -e '\[   LINE   \].*' -e '\[  FAILED  \].*' "$t.log" | head -n 8
+    grep -v -e '^# ' -e '^\[ RUN' -e '^\[       OK' -e '^\[==' -e '^\[  PASSED' -e '^\[  FAILED' "$t.log" | tail -n 6
 done
 [ $fail -eq 0 ]
