@@ -26,7 +26,6 @@
 #define SILK_URGENT_SCORE 2.0        /* a deep level this far over target is never paused */
 #define SILK_URGENT_CHECK_US 100000u /* how often the monitor recomputes the deep backlog */
 #define PROBE_BYTES (8u << 20)       /* device_bandwidth=0: sequential write probe size */
-#define PROBE_ROUNDS 3               /* ... written this many times over; T is the best round */
 
 typedef struct silk_counters {
     uint64_t pauses, resumes, pause_micros; /* deep-job pause episodes and their time */
@@ -69,26 +68,8 @@ typedef struct silk_state {
 /* The deep job running on this thread (between silk_job_begin and _end). */
 static __thread silk_job *tls_job;
 
-/* probe_once -- bytes/s of one PROBE_BYTES sequential write to fd, 1 MiB
- * per pwrite, and its fdatasync; 0 if a call fails. */
-static uint64_t probe_once(int fd, const void *buf)
-{
-    uint64_t t0 = sched_mono_us();
-    size_t done = 0;
-    while (done < PROBE_BYTES) {
-        ssize_t w = pwrite(fd, buf, 1u << 20, (off_t)done);
-        if (w <= 0) return 0;
-        done += (size_t)w;
-    }
-    if (fdatasync(fd) != 0) return 0;
-    uint64_t us = sched_mono_us() - t0;
-    return (uint64_t)((double)PROBE_BYTES * 1e6 / (double)(us ? us : 1));
-}
-
-/* probe_bandwidth -- T from short O_DIRECT sequential writes + fdatasync in
- * dir (buffered if O_DIRECT is refused): the best of PROBE_ROUNDS, since a
- * round that meets other I/O on a shared device measures less than the
- * device can do, never more. 0 on failure. */
+/* probe_bandwidth -- T from a short O_DIRECT sequential write + fdatasync in
+ * dir (falls back to buffered I/O if O_DIRECT is refused). 0 on failure. */
 static uint64_t probe_bandwidth(const char *dir)
 {
     char path[4096];
@@ -100,13 +81,16 @@ static uint64_t probe_bandwidth(const char *dir)
     uint64_t bw = 0;
     if (posix_memalign(&buf, 4096, 1u << 20) == 0) {
         memset(buf, 0x5a, 1u << 20);
-        for (int i = 0; i < PROBE_ROUNDS; i++) {
-            uint64_t b = probe_once(fd, buf);
-            if (!b) {
-                bw = 0;
-                break;
-            }
-            if (b > bw) bw = b;
+        uint64_t t0 = sched_mono_us();
+        size_t done = 0;
+        while (done < PROBE_BYTES) {
+            ssize_t w = pwrite(fd, buf, 1u << 20, (off_t)done);
+            if (w <= 0) break;
+            done += (size_t)w;
+        }
+        if (done == PROBE_BYTES && fdatasync(fd) == 0) {
+            uint64_t us = sched_mono_us() - t0;
+            bw = (uint64_t)((double)PROBE_BYTES * 1e6 / (double)(us ? us : 1));
         }
         free(buf);
     }
