@@ -1529,12 +1529,34 @@ static void test_wctl_ramp(void **state)
     uint64_t back = wctl_target_rate(w, &in);
     assert_true(back >= 55 * MiB - 2 && back <= 55 * MiB + 2); /* 1.375 x 40 */
 
-    /* no drain measurement: the old step at near_full, at the flush pace */
+    /* no drain measurement, none expected (l0=sst): the old step at
+     * near_full, at the flush pace */
     in.drain_known = 0;
     in.container_fill = 0.8;
     assert_int_equal(wctl_classify(w, &in), WCTL_NORMAL);
     in.container_fill = 0.95;
     assert_int_equal(wctl_target_rate(w, &in), 200 * MiB);
+    /* a drain expected but not measured yet (the first column has not run
+     * long enough): the ramp on initial_rate (16 MiB/s) -- 4x at ramp_lo,
+     * 1x at near_full, falling past it -- not unpaced into a full pool */
+    in.drain_expected = 1;
+    const struct {
+        double fill, want; /* x 16 MiB/s; 0 = not paced */
+    } est[] = {{0.3, 0}, {0.5, 4.0}, {0.7, 2.5}, {0.9, 1.0}, {0.95, 0.5}};
+    for (size_t i = 0; i < sizeof est / sizeof est[0]; i++) {
+        in.container_fill = est[i].fill;
+        uint64_t r = wctl_target_rate(w, &in);
+        assert_int_equal(wctl_classify(w, &in), est[i].want ? WCTL_SLOWDOWN : WCTL_NORMAL);
+        double want = est[i].want * 16 * MiB;
+        if (!((double)r >= want - 2 && (double)r <= want + 2))
+            fail_msg("drain expected, fill %.2f: %llu B/s, want %.0f", est[i].fill, (unsigned long long)r, want);
+    }
+    /* the first measurement replaces the estimate at once */
+    in.drain_known = 1;
+    in.drain_rate = 40 * MiB;
+    in.container_fill = 0.9;
+    assert_int_equal(wctl_target_rate(w, &in), 40 * MiB);
+    in.drain_expected = 0;
     /* CLASSIC and OFF ignore the ramp */
     in.drain_known = 1;
     in.container_fill = 0.8;

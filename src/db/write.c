@@ -294,6 +294,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         in.mutable_left = (active_full || stop_l0) ? 0 : 1 + (unsigned)slots;
         in.container_fill = container_fill(db, l0);
         in.drain_known = mx_drain_rate(db, &in.drain_rate);
+        in.drain_expected = db->mx != NULL; /* column compaction: measured once the first column has run */
         in.deep_score = db->deep_score;
         uint64_t now = sched_mono_us();
         in.flush_eta_us = 0;

@@ -135,10 +135,17 @@ int wctl_flush_sample(wctl *w, uint64_t bytes, uint64_t duration_us)
 }
 
 /* ramp_on -- 1 if the container ramp paces this input (PRL, a drain
- * measurement, fill inside or past the band). */
+ * measured or expected, fill inside or past the band). */
 static int ramp_on(const wctl *w, const wctl_input *in)
 {
-    return w->o.mode == WCTL_PRL && in->drain_known && in->container_fill >= w->o.ramp_lo;
+    return w->o.mode == WCTL_PRL && (in->drain_known || in->drain_expected) && in->container_fill >= w->o.ramp_lo;
+}
+
+/* ramp_drain -- the drain the ramp runs on: the measurement, or before
+ * the first one initial_rate (wctl.h). */
+static uint64_t ramp_drain(const wctl *w, const wctl_input *in)
+{
+    return in->drain_known ? in->drain_rate : w->o.initial_rate;
 }
 
 /* ramp_rate -- the container ramp of wctl.h at in's fill and drain rate. */
@@ -151,7 +158,7 @@ static uint64_t ramp_rate(const wctl *w, const wctl_input *in)
         double past = hi < 1.0 ? (f - hi) / (1.0 - hi) : 1.0; /* 0 at near_full, 1 when full */
         k = 1.0 - (past > 1.0 ? 1.0 : past);
     }
-    double r = (double)in->drain_rate * k;
+    double r = (double)ramp_drain(w, in) * k;
     return r >= 1.8e19 ? UINT64_MAX : (uint64_t)r;
 }
 

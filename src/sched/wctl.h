@@ -6,10 +6,11 @@
  * State, from the engine's memtable picture (wctl_input):
  *
  *   NORMAL    mutable_left >= 2 and the container is below near_full (and,
- *             in PRL mode with a known drain rate, below ramp_lo)
+ *             in PRL mode with a known or expected drain, below ramp_lo)
  *   SLOWDOWN  mutable_left == 1 (only the active memtable can take writes),
  *             or container_fill >= near_full (default 0.9), or (PRL, drain
- *             rate known) container_fill >= ramp_lo: the container ramp,
+ *             rate known or expected) container_fill >= ramp_lo: the
+ *             container ramp,
  *             or (PRL, CLASSIC) deep_score >= debt_soft: the deep debt
  *   STOP      mutable_left == 0: every memtable is full; writes wait until a
  *             flush frees one (physical: there is nowhere to put them)
@@ -51,7 +52,12 @@
  *                   writers settle where they put in what the background
  *                   takes out, below near_full, and a drain that turns out
  *                   slower than measured pushes them back instead of into
- *                   a full pool;
+ *                   a full pool. Until the first measurement of a drain
+ *                   that is expected (drain_expected: the first column has
+ *                   not run long enough), the ramp runs on initial_rate as
+ *                   the drain: a fast writer would otherwise fill the band
+ *                   unpaced in the few milliseconds before it (a small
+ *                   pool fills in tens of them);
  *                 - the deep compactions: when the deepest backlog
  *                   (wctl_input.deep_score, a level's bytes over its
  *                   target, the largest over L1 and below) reaches
@@ -145,7 +151,11 @@ typedef struct wctl_input {
                              * not full, plus free slots (memtables - immutables) */
     unsigned max_memtables; /* total memtables (informational; >= mutable_left) */
     double container_fill;  /* L0 container fill fraction 0..1 (0 without one) */
-    int drain_known;        /* drain_rate is a measurement (else the ramp is off) */
+    int drain_known;        /* drain_rate is a measurement (else the ramp is off, unless
+                             * drain_expected) */
+    int drain_expected;     /* the container drains by a process that will be measured
+                             * (l0=matrix: column compaction): while drain_known is 0, the
+                             * ramp runs on initial_rate as its drain estimate */
     uint64_t drain_rate;    /* bytes/s (writer units) the container drains at; may be 0 */
     double deep_score;      /* the deep backlog: max over levels L1.. of bytes / target (0: none) */
     int flush_eta_known;    /* flush_eta_us is known (PRL's deadline; else the flush pace) */
