@@ -16,8 +16,8 @@
  *    the first write of its second segment; L0->L1 work needs its third
  *    file; released, the job finishes the second segment, stops at the cut
  *    and commits two of three (partial_commits=1, partial_bytes>0, no
- *    abort). Its outputs are never rewritten (still on disk and live at the
- *    end), its third file is left for the L0 worker, and the database
+ *    abort). Its outputs are live once it committed (checked with later
+ *    deep writes held), its third file is left for the L0 worker, and the database
  *    equals a model, also after reopen.
  *  - yield_crash_before_edit: the same, in a child process that dies (as
  *    kill -9 would) when the job starts writing its partial commit's
@@ -173,6 +173,8 @@ static int g_hold;           /* 1: hold as g_hold_after says (atomic) */
 static int g_hold_after;     /* hold .sst writes once this many segments ended (directory syncs) */
 static int g_held;           /* writes that were held (atomic) */
 static int g_crash_manifest; /* child: die at a tkv-deep MANIFEST write (atomic) */
+static int g_freeze;         /* 1: freeze deep output writes after the next tkv-deep MANIFEST
+                              * write (a commit); 2: frozen until set to 0 (atomic) */
 static __thread int t_segments; /* directory syncs of this deep thread */
 static char g_outputs[64][256]; /* .sst files the deep threads wrote (first write of each) */
 static int g_noutputs;
@@ -195,7 +197,12 @@ static int hook(io_op op, const char *path, size_t len, void *arg)
     if (op == IO_OP_SYNC && !strcmp(path, g_dir)) t_segments++;
     if (op == IO_OP_WRITE && strstr(path, "MANIFEST") && __atomic_load_n(&g_crash_manifest, __ATOMIC_ACQUIRE))
         _exit(42); /* a crash after the outputs' syncs, before the edit */
+    if (op == IO_OP_WRITE && strstr(path, "MANIFEST")) {
+        int armed = 1;
+        __atomic_compare_exchange_n(&g_freeze, &armed, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
     if (op != IO_OP_WRITE || !tu_is_sst(path)) return 0;
+    for (int i = 0; i < 100000 && __atomic_load_n(&g_freeze, __ATOMIC_ACQUIRE) == 2; i++) usleep(300); /* <= 30 s */
     note_output(path);
     if (!__atomic_load_n(&g_hold, __ATOMIC_ACQUIRE) || t_segments < g_hold_after) return 0;
     __atomic_fetch_add(&g_held, 1, __ATOMIC_RELAXED);
@@ -274,8 +281,19 @@ static void yield_partial_commit(void **state)
     tu_model *m = tu_model_new();
     build_layout(dir, m);
     tkv_options *o = options("l1_size", "64K", "compaction_threads", "1", "deep_yield_wait", "10000", NULL);
+    __atomic_store_n(&g_freeze, 1, __ATOMIC_RELEASE); /* no deep output after the partial commit, until checked */
     tkv_db *db = run_to_partial_commit(dir, m, o);
     wait_for(db, "tkv.sched", "partial_commits=", 1);
+    /* the work before the cut is kept, not redone: the outputs the held job
+     * wrote (both segments') are live once it committed. (Checked before any
+     * later deep job runs: how the rest of the run and the new L1 data are
+     * merged afterwards may legitimately rewrite them -- in some runs the
+     * second segment's output reaches into r2's keys.) */
+    print_message("the held job wrote %d output files\n", g_noutputs);
+    assert_true(g_noutputs >= 2);
+    for (int i = 0; i < 2; i++)
+        if (!file_exists(g_outputs[i])) fail_msg("output %s of the partial commit is gone", g_outputs[i]);
+    __atomic_store_n(&g_freeze, 0, __ATOMIC_RELEASE);
     wait_idle(db);
     io_set_fault_hook(NULL, NULL);
     char *s = tkv_property(db, "tkv.sched");
@@ -286,12 +304,6 @@ static void yield_partial_commit(void **state)
     assert_true(prop(db, "tkv.sched", "partial_bytes=") > 0);
     assert_int_equal(prop(db, "tkv.sched", "aborts="), 0);
     assert_int_equal(prop(db, "tkv.stats", "yields="), 1); /* tkv.stats has the same counters */
-    /* the work before the cut is kept, not redone: the outputs the held job
-     * wrote (both segments') are still live after everything settled */
-    print_message("the held job wrote %d output files\n", g_noutputs);
-    assert_true(g_noutputs >= 2);
-    for (int i = 0; i < g_noutputs && i < 2; i++)
-        if (!file_exists(g_outputs[i])) fail_msg("output %s of the partial commit is gone", g_outputs[i]);
     assert_int_equal(sst_on_disk(dir), sst_listed(db));
     tu_check_db(db, NULL, m, "after a partial commit");
     tu_close_reopen_check(db, dir, o, m, "reopened after a partial commit");
