@@ -214,9 +214,12 @@ static void test_large_values(void **state)
     (void)state;
     memtable *m = memtable_new();
     assert_non_null(m);
-    size_t base = memtable_memory_usage(m);
-    assert_true(base > 0); /* the head node's block */
+    size_t head = memtable_memory_usage(m);
+    assert_true(head > 0); /* the head node's block */
     assert_int_equal(memtable_add(m, 1, IKEY_VALUE, "small", 5, "s", 1), 0);
+    size_t base = memtable_memory_usage(m);
+    assert_int_equal(base, 2 * head); /* the node fits the head's block; the value starts the value arena's */
+    assert_int_equal(memtable_add(m, 6, IKEY_VALUE, "small3", 6, "u", 1), 0);
     assert_int_equal(memtable_memory_usage(m), base);
 
     size_t n = (size_t)1 << 20;

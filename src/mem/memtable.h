@@ -1,9 +1,8 @@
 /*
  * memtable.h -- the DRAM write buffer: a concurrent skiplist of internal keys
- * (util/ikey.h order) whose entries live in an arena (mem/arena.h).
- *
- * Entry encoding in the arena (what flush sees through the iterator):
- *   varint ikey_len | internal key (user key + 8-byte trailer) | varint vlen | value
+ * (util/ikey.h order) whose nodes and values live in two arenas
+ * (mem/arena.h; the node layout is in memtable.c). The iterator's key is the
+ * internal key (user key + 8-byte trailer), its value the value's bytes.
  *
  * Thread safety:
  *  - Writers: ONE at a time. memtable_add() must be serialized by the caller
@@ -34,7 +33,7 @@ typedef struct memtable memtable;
 memtable *memtable_new(void);
 
 /* memtable_new_sized -- as memtable_new, for a memtable that will be switched
- * at about `target_bytes`: the arena's block size is target/8 clamped to
+ * at about `target_bytes`: the arenas' block size is target/8 clamped to
  * [4 KiB, 1 MiB], so that memtable_memory_usage tracks the data closely even
  * for small memtables (a 1 MiB first block would exceed a 64K target at once). */
 memtable *memtable_new_sized(size_t target_bytes);
