@@ -84,7 +84,7 @@ static const opt_def OPTION_TABLE[] = {
     {"column_gate", OPT_ENUM, OFF(column_gate), 0, 1, "idle", COLUMN_GATE_NAMES},
     {"scheduler", OPT_ENUM, OFF(scheduler), 0, 1, "silk", SCHED_NAMES},
     {"write_controller", OPT_ENUM, OFF(write_controller), 0, 2, "prl", WCTL_NAMES},
-    {"device_bandwidth", OPT_SIZE, OFF(device_bandwidth), 0, UINT64_C(1) << 40, "500M", NULL},
+    {"device_bandwidth", OPT_SIZE, OFF(device_bandwidth), 0, UINT64_C(1) << 40, "0", NULL},
     {"adapt_bandwidth", OPT_BOOL, OFF(adapt_bandwidth), 0, 1, "0", NULL},
     {"min_internal_bandwidth", OPT_SIZE, OFF(min_internal_bandwidth), 1u << 20, UINT64_C(1) << 40, "32M", NULL},
     {"sched_epsilon", OPT_SIZE, OFF(sched_epsilon), 0, UINT64_C(1) << 40, "10M", NULL},

@@ -7,9 +7,11 @@
 #include "db/silk.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "db/db_impl.h"
@@ -26,6 +28,7 @@
 #define SILK_URGENT_SCORE 2.0        /* a deep level this far over target is never paused */
 #define SILK_URGENT_CHECK_US 100000u /* how often the monitor recomputes the deep backlog */
 #define PROBE_BYTES (8u << 20)       /* device_bandwidth=0: sequential write probe size */
+#define PROBE_CACHE 16               /* file systems whose probe a process remembers */
 
 typedef struct silk_counters {
     uint64_t pauses, resumes, pause_micros; /* deep-job pause episodes and their time */
@@ -99,6 +102,37 @@ static uint64_t probe_bandwidth(const char *dir)
     return bw;
 }
 
+/* The probes this process made, by file system (st_dev of the database
+ * directory): a process that opens many databases on one device (a test
+ * suite, a daemon with a database per tenant) writes the probe once, not 8
+ * MiB per open. A failed probe (0) is not remembered. */
+static struct {
+    pthread_mutex_t mu;
+    unsigned n;
+    dev_t dev[PROBE_CACHE];
+    uint64_t bw[PROBE_CACHE];
+} probe_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* probe_bandwidth_cached -- probe_bandwidth(dir), once per file system per
+ * process. Holds the cache's lock across the probe: two opens on one device
+ * do not probe it at once (each would measure half). */
+static uint64_t probe_bandwidth_cached(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) return probe_bandwidth(dir);
+    pthread_mutex_lock(&probe_cache.mu);
+    uint64_t bw = 0;
+    for (unsigned i = 0; i < probe_cache.n && !bw; i++)
+        if (probe_cache.dev[i] == st.st_dev) bw = probe_cache.bw[i];
+    if (!bw && (bw = probe_bandwidth(dir)) != 0) {
+        unsigned i = probe_cache.n < PROBE_CACHE ? probe_cache.n++ : (unsigned)(st.st_dev % PROBE_CACHE);
+        probe_cache.dev[i] = st.st_dev;
+        probe_cache.bw[i] = bw;
+    }
+    pthread_mutex_unlock(&probe_cache.mu);
+    return bw;
+}
+
 /* open_device_bw -- T at open: device_bandwidth, else ssd_bandwidth (the
  * emulated device is the device), else a probe (500 MiB/s if it fails);
  * and its adaptation (sched/tadapt.h), pinned when device_bandwidth was
@@ -110,7 +144,7 @@ static int open_device_bw(tkv_db *db, silk_state *s)
     s->T = o->device_bandwidth;
     if (!s->T && o->ssd_bandwidth) s->T = o->ssd_bandwidth;
     if (!s->T) {
-        s->T = probe_bandwidth(db->dir);
+        s->T = probe_bandwidth_cached(db->dir);
         s->T_probed = s->T != 0;
         if (!s->T) s->T = 500u << 20;
     }
