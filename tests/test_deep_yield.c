@@ -189,6 +189,12 @@ static void note_output(const char *path)
     pthread_mutex_unlock(&g_mu);
 }
 
+/* wait_while -- until *flag is no longer `value` (at most 30 s). */
+static void wait_while(const int *flag, int value)
+{
+    for (int i = 0; i < 100000 && __atomic_load_n(flag, __ATOMIC_ACQUIRE) == value; i++) usleep(300);
+}
+
 static int hook(io_op op, const char *path, size_t len, void *arg)
 {
     (void)len;
@@ -202,11 +208,11 @@ static int hook(io_op op, const char *path, size_t len, void *arg)
         __atomic_compare_exchange_n(&g_freeze, &armed, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
     if (op != IO_OP_WRITE || !tu_is_sst(path)) return 0;
-    for (int i = 0; i < 100000 && __atomic_load_n(&g_freeze, __ATOMIC_ACQUIRE) == 2; i++) usleep(300); /* <= 30 s */
+    wait_while(&g_freeze, 2);
     note_output(path);
     if (!__atomic_load_n(&g_hold, __ATOMIC_ACQUIRE) || t_segments < g_hold_after) return 0;
     __atomic_fetch_add(&g_held, 1, __ATOMIC_RELAXED);
-    for (int i = 0; i < 100000 && __atomic_load_n(&g_hold, __ATOMIC_ACQUIRE); i++) usleep(300); /* <= 30 s */
+    wait_while(&g_hold, 1);
     return 0;
 }
 

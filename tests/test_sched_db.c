@@ -441,6 +441,18 @@ static void sched_fifo_and_switches(void **state)
     char *probe = tu_path(dir, "bandwidth-probe.tmp");
     assert_int_equal(access(probe, F_OK), -1);
     free(probe);
+    /* the default (device_bandwidth not set) probes too, and a process
+     * probes a file system once: a second database on it gets the same T */
+    char *dir2 = tu_tmpdir("sched-probe2");
+    tkv_options *o2 = sched_options(NULL);
+    tkv_db *db2 = tu_open_ok(dir2, o2);
+    char *s2 = tkv_property(db2, "tkv.sched");
+    assert_non_null(strstr(s2, " (probed)"));
+    tkv_free(s2);
+    assert_int_equal(tu_prop_u64(db2, "tkv.sched", "bandwidth: T="), T);
+    tu_close_ok(db2);
+    tkv_options_free(o2);
+    tu_tmpdir_free(dir2);
     tu_close_ok(db);
     tkv_options_free(o);
     tu_tmpdir_free(dir);

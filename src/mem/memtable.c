@@ -203,6 +203,7 @@ static memtable *memtable_create(size_t arena_block, size_t *account)
     sl_node *head = arena_alloc(&m->nodes, sizeof(sl_node) + SL_MAX_HEIGHT * sizeof(sl_node *));
     if (!head) {
         arena_destroy(&m->nodes);
+        arena_destroy(&m->values);
         free(m);
         return NULL;
     }
