@@ -1124,7 +1124,7 @@ static tkv_slice user_key_at(const row_data *d, size_t i) { return ikey_user(eke
 /* test_column_pick -- columns drain compactor rows as prefixes: each column
  * ends on a user-key change in every row, everything in it sorts before
  * everything left, it reaches its target (half of it when it stops before an
- * L1 file), the L1 files it rewrites are exactly those overlapping it and
+ * L1 file), it leaves nothing or at least a quarter of its target, the L1 files it rewrites are exactly those overlapping it and
  * none reaches into the keys left; the columns together take every entry. */
 static void test_column_pick(void **state)
 {
@@ -1207,6 +1207,17 @@ static void test_column_pick(void **state)
             if (!plan.to_end && plan.row_bytes < target / 2)
                 fail_msg("round %d column %d: %llu bytes for a target of %llu", round, columns,
                          (unsigned long long)plan.row_bytes, (unsigned long long)target);
+            /* the tail rule: a column leaves nothing or at least a quarter of its target */
+            uint64_t left = 0;
+            for (size_t r = 0; r < k; r++) {
+                uint64_t at, end;
+                assert_int_equal(rowtable_data_offset(rt[r], plan.new_cursors[r], &at), 0);
+                assert_int_equal(rowtable_data_offset(rt[r], rowtable_count(rt[r]), &end), 0);
+                left += end - at;
+            }
+            if (!plan.to_end && left < target / 4)
+                fail_msg("round %d column %d: leaves a tail of %llu bytes for a target of %llu", round, columns,
+                         (unsigned long long)left, (unsigned long long)target);
             /* L1: [l1_first, l1_end) = the files overlapping [lo, hi]; none of them reaches the keys left */
             tkv_slice lo = slice(plan.lo.data, plan.lo.len), hi = slice(plan.hi.data, plan.hi.len);
             for (size_t i = 0; i < nl1; i++) {

@@ -17,6 +17,11 @@
  * bounds the input files a column opens where many tiny files lie side by
  * side (files that shrank, e.g. by deletes). */
 #define COLUMN_MAX_MERGED 16
+/* Step 2's tail rule: a column that would leave less than target_bytes /
+ * COLUMN_TAIL_DIV in the compactor rows takes that rest too. A tail on its
+ * own is a column of a few bytes that still rewrites whole L1 files (seen:
+ * 1 KB of rows rewriting one 64 MB file, 20 KB/s of drain). */
+#define COLUMN_TAIL_DIV 4
 
 typedef struct picker {
     const column_input *in;
@@ -311,6 +316,10 @@ int column_pick(const column_input *in, column_plan *plan)
         if ((rc = sample_ends(in, &cand, &ncand, &u)) < 0) goto out;
         if ((rc = smallest_reaching(&pk, cand, u, &key)) < 0) goto out;
         if ((rc = set_end(&pk, key, plan)) < 0) goto out;
+        if (total - plan->row_bytes < in->target_bytes / COLUMN_TAIL_DIV) { /* the tail rule */
+            plan->row_bytes = total;
+            for (size_t r = 0; r < k; r++) plan->new_cursors[r] = rowtable_count(in->rows[r]);
+        }
     }
     rc = finish_plan(in, plan);
 out:

@@ -11,6 +11,9 @@
  *  2. The range grows sub-range by sub-range -- candidate end keys sampled
  *     from every row, tried in key order by binary search -- until the
  *     rows' bytes in it reach `target_bytes` (all that is left if less).
+ *     After steps 3 and 4, a column that would leave less than
+ *     target_bytes / 4 behind takes that rest too: a tail on its own is a
+ *     column of a few bytes that still rewrites whole L1 files.
  *  3. The end is aligned to an L1 file boundary, so the L1 files the column
  *     rewrites are rewritten whole and no L1 file straddles the end: an end
  *     key K inside L1 file f moves to f's largest key, or back to just
