@@ -99,10 +99,9 @@ size_t mx_dram_bytes(tkv_db *db);
  * as for a full pool); 0 without a budget or without rows. */
 int mx_rows_over_budget(tkv_db *db, size_t entries, size_t bytes);
 /* mx_drain_rate -- the rate at which column compaction empties the pool, in
- * bytes/s of the units writers are charged in (batch bytes): the slowest of
- * the last MX_DRAIN_SAMPLES columns, and no more than the running column has
- * managed since it started (a stalled column drags it towards 0); before
- * the first column has finished, that column's pace once it has run
+ * bytes/s of the units writers are charged in (batch bytes): the last
+ * columns' drains over their time, pulled down by a column running behind
+ * that pace (sched/drainmeter.h); the first column's pace once it has run
  * MX_FIRST_DRAIN_US. Returns 0 when there is no measurement yet (or
  * l0=sst): unknown. */
 int mx_drain_rate(tkv_db *db, uint64_t *rate);

@@ -384,17 +384,6 @@ static uint64_t writer_units(const struct mx_state *mx, uint64_t row_bytes)
     return (uint64_t)((double)row_bytes * (double)batch / (double)data);
 }
 
-/* note_drain -- a column drained `drains` (writer units) in `us`: one more
- * sample of the drain rate. Caller holds mu. */
-static void note_drain(struct mx_state *mx, uint64_t drains, uint64_t us)
-{
-    double r = (double)drains * 1e6 / (double)(us ? us : 1);
-    uint64_t v = r >= 1.8e19 ? UINT64_MAX : (uint64_t)r;
-    mx->drain_samples[mx->drain_pos] = v ? v : 1;
-    mx->drain_pos = (mx->drain_pos + 1) % MX_DRAIN_SAMPLES;
-    if (mx->ndrain < MX_DRAIN_SAMPLES) mx->ndrain++;
-}
-
 /* drain_since -- when the pool began draining the bytes of column j: its
  * start, or the commit of the column before it if that came later (with
  * columns in parallel, each commit drains its bytes in the time since the
@@ -411,18 +400,7 @@ int mx_drain_rate(tkv_db *db, uint64_t *rate)
     if (!mx) return 0;
     const column_job *head = mx->inflight; /* the next column to commit */
     uint64_t us = head ? sched_mono_us() - drain_since(mx, head) : 0;
-    double now = head ? (double)head->drains * 1e6 / (double)(us ? us : 1) : 0;
-    if (!mx->ndrain) { /* the first column: its pace so far, once it has run a while */
-        if (!head || us < MX_FIRST_DRAIN_US) return 0;
-        *rate = now >= 1.8e19 ? UINT64_MAX : (uint64_t)now;
-        return 1;
-    }
-    uint64_t r = UINT64_MAX;
-    for (unsigned i = 0; i < mx->ndrain; i++)
-        if (mx->drain_samples[i] < r) r = mx->drain_samples[i];
-    if (head && now < (double)r) r = (uint64_t)now; /* no faster than the next column so far */
-    *rate = r;
-    return 1;
+    return dm_rate(&mx->drain, head != NULL, head ? head->drains : 0, us, MX_FIRST_DRAIN_US, rate);
 }
 
 /* may_start -- 1 if this thread may pick a column now: fewer than
@@ -465,7 +443,7 @@ static void column_end(tkv_db *db, column_job *j, int rc)
         for (column_job *l = j->next; l; l = l->next) l->cancelled = 1;
     if (rc == 0) {
         uint64_t now = sched_mono_us();
-        note_drain(mx, j->drains, now - drain_since(mx, j));
+        dm_note(&mx->drain, j->drains, now - drain_since(mx, j));
         mx->last_commit_us = now;
     }
     pthread_cond_broadcast(&db->bg_cv);

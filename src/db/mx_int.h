@@ -49,6 +49,7 @@
 #include "db/mx.h"
 #include "matrix/pool.h"
 #include "sched/cpuload.h"
+#include "sched/drainmeter.h"
 
 /* Bytes a media access of the pool is charged as (a cache line), for the
  * scheduler's pmem tier (mx_read.c). */
@@ -65,9 +66,6 @@
  * for MX_TRIM_IDLE_US. */
 #define MX_TRIM_EVERY_US 1000000u
 #define MX_TRIM_IDLE_US 1000000u
-/* The drain rate is the slowest of the last this many columns (as the write
- * controller takes the slowest of its last flushes). */
-#define MX_DRAIN_SAMPLES 4
 /* The first column's pace counts as the drain rate once it has run this long. */
 #define MX_FIRST_DRAIN_US 20000u
 /* Column failures after which a shutdown stops waiting for room. */
@@ -112,8 +110,7 @@ struct mx_state {
     uint64_t retry_at_us;    /* after a failure, no column before this time */
     uint64_t trim_at_us;     /* the last pool_trim (column thread only) */
     uint64_t trim_mark;      /* the pool's persists + discards at that trim (column thread only) */
-    uint64_t drain_samples[MX_DRAIN_SAMPLES]; /* bytes/s (writer units) of the last columns, newest at drain_pos-1 */
-    unsigned ndrain, drain_pos;
+    drainmeter drain;        /* the committed columns' drains (writer units) and times (drain_since) */
     pthread_t *threads;      /* column_threads column-compaction threads */
     int nthreads;
     int thread_started;      /* 1 once they run (mx_flush.c reads it) */
