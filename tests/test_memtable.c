@@ -4,6 +4,7 @@
  * deletions, empty and prefix keys, large values, counters, memory usage,
  * reference counting, and a randomized check of memtable_get against a model.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,6 +120,139 @@ static void test_arena_big_block(void **state)
     memset(big, 1, big_n);
     memset(q, 2, q_n);
     arena_destroy(&a);
+}
+
+/* Spares: a destroyed arena's standard blocks go to the list and the next
+ * arena takes exactly those blocks back (no new allocation, contents of the
+ * old owner's still there: nothing was faulted anew); own-size blocks are
+ * freed; the cap holds live (the account) + listed bytes; what would pass it
+ * is freed and counted. */
+static void test_arena_spares(void **state)
+{
+    (void)state;
+    enum { BLOCK = 64 * 1024 };
+    size_t live = 0;
+    arena_spares sp;
+    assert_int_equal(arena_spares_init(&sp, BLOCK, 8 * BLOCK, &live), 0);
+    arena a;
+    arena_init(&a, BLOCK);
+    arena_set_account(&a, &live);
+    arena_set_spares(&a, &sp);
+    enum { PIECE = 16000 }; /* four to a standard block (65,520 bytes of data), under a quarter block each */
+    uint8_t *first[6];
+    for (int i = 0; i < 24; i++) { /* six standard blocks; first[] their first pieces */
+        uint8_t *p = arena_alloc(&a, PIECE);
+        assert_non_null(p);
+        if (i % 4 == 0) {
+            first[i / 4] = p;
+            memset(p, 0x40 + i / 4, 16);
+        }
+    }
+    assert_non_null(arena_alloc(&a, BLOCK)); /* own-size block: never listed */
+    assert_int_equal(live, 6 * BLOCK + BLOCK + 16); /* 16: the own block's header */
+    size_t bytes;
+    uint64_t reused, freed;
+    arena_destroy(&a);
+    assert_int_equal(live, 0);
+    arena_spares_get(&sp, &bytes, &reused, &freed);
+    assert_int_equal(bytes, 6 * BLOCK);
+    assert_int_equal(reused, 0);
+    assert_int_equal(freed, 0);
+    /* a new arena on the same spares gets the same six blocks back */
+    arena b;
+    arena_init(&b, BLOCK);
+    arena_set_account(&b, &live);
+    arena_set_spares(&b, &sp);
+    int found = 0;
+    for (int i = 0; i < 24; i++) {
+        uint8_t *p = arena_alloc(&b, PIECE);
+        assert_non_null(p);
+        if (i % 4) continue;
+        for (int j = 0; j < 6; j++)
+            if (p == first[j]) {
+                found++;
+                assert_int_equal(p[0], 0x40 + j); /* the old owner's bytes: the block was not replaced */
+            }
+    }
+    assert_int_equal(found, 6);
+    arena_spares_get(&sp, &bytes, &reused, &freed);
+    assert_int_equal(bytes, 0);
+    assert_int_equal(reused, 6);
+    /* the cap: with 5 blocks live elsewhere (the account), only 3 of b's 7 fit (5 + 3 = 8) */
+    assert_non_null(arena_alloc(&b, PIECE)); /* a 7th block, from the heap */
+    live += 5 * BLOCK; /* another arena's blocks on the same account */
+    arena_destroy(&b);
+    arena_spares_get(&sp, &bytes, &reused, &freed);
+    assert_int_equal(bytes, 3 * BLOCK);
+    assert_int_equal(freed, 4);
+    live -= 5 * BLOCK;
+    /* block sizes other than the list's are never taken from it */
+    arena c;
+    arena_init(&c, 2 * BLOCK);
+    arena_set_spares(&c, &sp);
+    assert_non_null(arena_alloc(&c, 10));
+    arena_spares_get(&sp, &bytes, &reused, NULL);
+    assert_int_equal(bytes, 3 * BLOCK);
+    assert_int_equal(reused, 6);
+    arena_set_spares(&c, NULL);
+    arena_destroy(&c);
+    arena_spares_destroy(&sp);
+    arena_spares_destroy(NULL);
+}
+
+typedef struct spare_worker {
+    arena_spares *sp;
+    size_t *live;
+    int rounds;
+} spare_worker;
+
+/* spare_round -- one thread's arenas: fill, check, hand back, many times. */
+static void *spare_round(void *arg)
+{
+    spare_worker *w = arg;
+    for (int r = 0; r < w->rounds; r++) {
+        arena a;
+        arena_init(&a, 4096);
+        arena_set_account(&a, w->live);
+        arena_set_spares(&a, w->sp);
+        uint8_t *p[40]; /* four pieces of 1,000 bytes to a standard block: ten blocks */
+        for (int i = 0; i < 40; i++) {
+            p[i] = arena_alloc(&a, 1000);
+            if (!p[i]) return (void *)1;
+            memset(p[i], (r + i) & 0xff, 1000);
+        }
+        for (int i = 0; i < 40; i++)
+            for (int j = 0; j < 1000; j += 111)
+                if (p[i][j] != ((r + i) & 0xff)) return (void *)2; /* two arenas got one block */
+        arena_destroy(&a);
+    }
+    return NULL;
+}
+
+/* Four threads share one list (TSan: make tsan): no block is handed to two
+ * arenas at once, and the list ends within its cap. */
+static void test_arena_spares_threads(void **state)
+{
+    (void)state;
+    size_t live = 0;
+    arena_spares sp;
+    assert_int_equal(arena_spares_init(&sp, 4096, 100 * 4096, &live), 0);
+    pthread_t t[4];
+    spare_worker w = {&sp, &live, 200};
+    for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&t[i], NULL, spare_round, &w), 0);
+    for (int i = 0; i < 4; i++) {
+        void *rc;
+        pthread_join(t[i], &rc);
+        assert_null(rc);
+    }
+    size_t bytes;
+    uint64_t reused;
+    arena_spares_get(&sp, &bytes, &reused, NULL);
+    print_message("spares: %zu bytes listed, %llu blocks reused\n", bytes, (unsigned long long)reused);
+    assert_int_equal(__atomic_load_n(&live, __ATOMIC_RELAXED), 0);
+    assert_true(bytes <= 100 * 4096 && bytes >= 10 * 4096);
+    assert_true(reused > 4 * 150 * 10); /* all but the first rounds' blocks came from the list */
+    arena_spares_destroy(&sp);
 }
 
 /* ---------------------------------------------------------------- memtable */
@@ -379,7 +513,8 @@ static void test_get_vs_model(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_arena_alloc),        cmocka_unit_test(test_arena_big_block),
+        cmocka_unit_test(test_arena_alloc),        cmocka_unit_test(test_arena_big_block), cmocka_unit_test(test_arena_spares),
+        cmocka_unit_test(test_arena_spares_threads),
         cmocka_unit_test(test_get_visibility),     cmocka_unit_test(test_empty_key),
         cmocka_unit_test(test_large_values),       cmocka_unit_test(test_memory_usage_grows),
         cmocka_unit_test(test_refcount),           cmocka_unit_test(test_too_large),

@@ -127,7 +127,9 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     db->io.bytes_per_sync = o.bytes_per_sync; /* before any file is opened (io.h) */
     db->snapshots.next = db->snapshots.prev = &db->snapshots;
     pthread_mutex_init(&db->mu, NULL);
-    int rc = lock_dir(dir, &db->lock_fd);
+    int rc = arena_spares_init(&db->mem_spares, memtable_block_size(o.memtable_size), dram.share[BUDGET_MEMTABLES],
+                               &db->mem_bytes);
+    if (rc == 0) rc = lock_dir(dir, &db->lock_fd);
     if (rc == 0 && o.direct_io) rc = io_probe_direct(dir); /* refuse early, before writing anything */
     if (rc == 0 && created) {
         static const char identity[] = "tierkv database\nformat 1\n";
@@ -148,7 +150,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
                                               db->block_cache, &db->io, db->opts.direct_io ? IO_DIRECT : 0)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the table cache");
     memtable *mem = NULL;
-    if (rc == 0 && !(mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes)))
+    if (rc == 0 && !(mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes, &db->mem_spares)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating a memtable");
     rowset *rows = NULL;
     if (rc == 0) rows = mx_initial_rowset(db, &rc);
@@ -219,6 +221,7 @@ int tkv_close(tkv_db *db)
     pthread_cond_destroy(&db->bg_cv);
     buf_free(&db->group.rep);
     if (db->lock_fd >= 0) close(db->lock_fd);
+    arena_spares_destroy(&db->mem_spares); /* every memtable is gone with the last view */
     pthread_mutex_destroy(&db->mu);
     free(db->dir);
     free(db);

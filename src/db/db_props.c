@@ -73,7 +73,9 @@ static uint64_t dram_used(tkv_db *db, uint64_t used[BUDGET_NPARTS], cache_stats 
     cache_get_stats(db->block_cache, cs);
     table_cache_get_stats(db->tc, ts);
     io_ring_pool_get_stats(db->rings, rs);
-    used[BUDGET_MEMTABLES] = __atomic_load_n(&db->mem_bytes, __ATOMIC_RELAXED);
+    size_t spare;
+    arena_spares_get(&db->mem_spares, &spare, NULL, NULL);
+    used[BUDGET_MEMTABLES] = __atomic_load_n(&db->mem_bytes, __ATOMIC_RELAXED) + spare;
     used[BUDGET_BLOCK_CACHE] = cs->usage;
     used[BUDGET_TABLES] = ts->bytes;
     used[BUDGET_ROWS] = mx_dram_bytes(db);
@@ -144,6 +146,11 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "memtable.immutable: count=%zu entries=%llu bytes=%zu\n", sv->nimm,
             (unsigned long long)imm_entries, imm_bytes);
     buf_appendf(b, oom, "memtable.switches: %llu\n", (unsigned long long)ctr_get(&c->memtable_switches));
+    size_t spare;
+    uint64_t reused, freed;
+    arena_spares_get(&db->mem_spares, &spare, &reused, &freed);
+    buf_appendf(b, oom, "memtable.spares: bytes=%zu reused=%llu freed=%llu\n", spare, (unsigned long long)reused,
+                (unsigned long long)freed);
     buf_appendf(b, oom, "writes: puts=%llu deletes=%llu batches=%llu groups=%llu user_bytes=%llu\n",
             (unsigned long long)ctr_get(&c->user_puts), (unsigned long long)ctr_get(&c->user_deletes),
             (unsigned long long)ctr_get(&c->batches), (unsigned long long)ctr_get(&c->groups),

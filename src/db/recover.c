@@ -31,7 +31,7 @@ static int replay_record(void *arg, const uint8_t *payload, size_t n, uint64_t o
                        c->path, (unsigned long long)offset);
     if (memtable_memory_usage(db->sv->mem) >= db->opts.memtable_size) {
         /* Recovered memtables stay tied to the WAL they came from (wal_number). */
-        memtable *mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes);
+        memtable *mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes, &db->mem_spares);
         superversion *sv = mem ? sv_new(mem, db->sv->imm, db->sv->imm_wal, db->sv->nimm, db->sv->mem, db->wal_number,
                                         db->sv->rows)
                                : NULL;
@@ -96,7 +96,7 @@ int recover_wals(tkv_db *db)
         files_wal_path(db, nums[i], path, sizeof path);
         c.path = path;
         if (memtable_num_entries(db->sv->mem) > 0) {
-            memtable *mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes);
+            memtable *mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes, &db->mem_spares);
             superversion *sv = mem ? sv_new(mem, db->sv->imm, db->sv->imm_wal, db->sv->nimm, db->sv->mem,
                                              db->wal_number, db->sv->rows)
                                    : NULL;

@@ -139,7 +139,7 @@ int write_switch_memtable(tkv_db *db)
         TKV_TRY(wal_writer_open(path, &db->io, &w));
         wal_writer_reserve(w, write_wal_reserve(db));
     }
-    memtable *mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes);
+    memtable *mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes, &db->mem_spares);
     superversion *old = db->sv, *sv = NULL;
     if (mem) sv = sv_new(mem, old->imm, old->imm_wal, old->nimm, old->mem, db->wal_number, old->rows);
     if (mem) memtable_unref(mem); /* sv holds it */

@@ -57,34 +57,127 @@ static void prefault(uint8_t *p, size_t len)
     ((volatile uint8_t *)p)[len - 1] = 0;
 }
 
+static size_t clamp_block(size_t block_size)
+{
+    if (block_size == 0) return ARENA_DEFAULT_BLOCK;
+    return block_size < ARENA_MIN_BLOCK ? ARENA_MIN_BLOCK : block_size;
+}
+
 void arena_init(arena *a, size_t block_size)
 {
-    if (block_size == 0) block_size = ARENA_DEFAULT_BLOCK;
-    if (block_size < ARENA_MIN_BLOCK) block_size = ARENA_MIN_BLOCK;
     a->cur = NULL;
     a->left = 0;
-    a->block_size = block_size;
+    a->block_size = clamp_block(block_size);
     a->blocks = NULL;
     a->account = NULL;
+    a->spares = NULL;
     __atomic_store_n(&a->usage, 0, __ATOMIC_RELAXED);
 }
 
 void arena_set_account(arena *a, size_t *total) { a->account = total; }
 
-/* arena_destroy -- frees every block and resets the arena to empty. */
-void arena_destroy(arena *a)
+void arena_set_spares(arena *a, arena_spares *s) { a->spares = s; }
+
+int arena_spares_init(arena_spares *s, size_t block_size, size_t cap, const size_t *live)
 {
-    if (!a) return;
-    size_t *account = a->account;
-    if (account) __atomic_fetch_sub(account, a->usage, __ATOMIC_RELAXED);
-    struct arena_block *b = a->blocks;
+    int e = pthread_mutex_init(&s->mu, NULL);
+    if (e) return tkv_err_errno(e, "arena: cannot create the spare blocks' mutex");
+    s->list = NULL;
+    s->block_size = clamp_block(block_size);
+    s->bytes = 0;
+    s->cap = cap;
+    s->live = live;
+    s->reused = s->freed = 0;
+    return 0;
+}
+
+void arena_spares_destroy(arena_spares *s)
+{
+    if (!s) return;
+    struct arena_block *b = s->list;
     while (b) {
         struct arena_block *next = b->next;
         free(b);
         b = next;
     }
+    s->list = NULL;
+    s->bytes = 0;
+    pthread_mutex_destroy(&s->mu);
+}
+
+void arena_spares_get(arena_spares *s, size_t *bytes, uint64_t *reused, uint64_t *freed)
+{
+    pthread_mutex_lock(&s->mu);
+    if (bytes) *bytes = s->bytes;
+    if (reused) *reused = s->reused;
+    if (freed) *freed = s->freed;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* spares_take -- a spare block of s (NULL if none). */
+static struct arena_block *spares_take(arena_spares *s)
+{
+    pthread_mutex_lock(&s->mu);
+    struct arena_block *b = s->list;
+    if (b) {
+        s->list = b->next;
+        s->bytes -= b->size;
+        s->reused++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return b;
+}
+
+/* spares_give -- hands the standard blocks of the list `b` to s while the
+ * cap allows and frees the others. The caller has already taken them out
+ * of its account. */
+static void spares_give(arena_spares *s, struct arena_block *b)
+{
+    struct arena_block *drop = NULL;
+    pthread_mutex_lock(&s->mu);
+    size_t live = s->live ? __atomic_load_n(s->live, __ATOMIC_RELAXED) : 0;
+    while (b) {
+        struct arena_block *next = b->next;
+        if (b->size == s->block_size && live + s->bytes + b->size <= s->cap) {
+            b->next = s->list;
+            s->list = b;
+            s->bytes += b->size;
+        } else {
+            if (b->size == s->block_size) s->freed++;
+            b->next = drop;
+            drop = b;
+        }
+        b = next;
+    }
+    pthread_mutex_unlock(&s->mu);
+    while (drop) { /* outside the lock: free may return memory to the kernel */
+        struct arena_block *next = drop->next;
+        free(drop);
+        drop = next;
+    }
+}
+
+/* arena_destroy -- frees every block (or gives it to the spares) and resets
+ * the arena to empty. */
+void arena_destroy(arena *a)
+{
+    if (!a) return;
+    size_t *account = a->account;
+    arena_spares *spares = a->spares;
+    if (account) __atomic_fetch_sub(account, a->usage, __ATOMIC_RELAXED);
+    if (spares) {
+        spares_give(spares, a->blocks);
+    } else {
+        struct arena_block *b = a->blocks;
+        while (b) {
+            struct arena_block *next = b->next;
+            free(b);
+            b = next;
+        }
+    }
     arena_init(a, a->block_size);
     a->account = account;
+    a->spares = spares;
 }
 
 /* new_block -- allocates, pre-faults and links a block with `data` usable
@@ -96,12 +189,15 @@ static uint8_t *new_block(arena *a, size_t data)
         return NULL;
     }
     size_t size = ARENA_HDR + data;
-    struct arena_block *b = malloc(size);
+    struct arena_block *b = a->spares && size == a->spares->block_size ? spares_take(a->spares) : NULL;
     if (!b) {
-        tkv_err(TKV_NO_MEMORY, "arena: out of memory allocating a block of %zu bytes", size);
-        return NULL;
+        b = malloc(size);
+        if (!b) {
+            tkv_err(TKV_NO_MEMORY, "arena: out of memory allocating a block of %zu bytes", size);
+            return NULL;
+        }
+        prefault((uint8_t *)b, size);
     }
-    prefault((uint8_t *)b, size);
     b->next = a->blocks;
     b->size = size;
     a->blocks = b;

@@ -14,6 +14,18 @@
  * Every allocation is 8-byte aligned. Memory is never freed piecemeal: it all
  * goes back in arena_destroy().
  *
+ * Spares (arena_spares): arenas that share one may hand their standard
+ * blocks back to it when they are destroyed, instead of to the heap, and take
+ * from it before asking the heap for a new one. A database's memtables share
+ * one, so in steady state a writer neither calls malloc for a block nor
+ * faults its pages in: both take the process's mmap lock for writing (the
+ * heap grows by mprotect), which waits behind every other thread's page
+ * faults and madvise calls -- seen as 4-10 ms writes in a fill. A spare
+ * block stays resident (it was pre-faulted when first obtained). The spares
+ * hold at most `cap` bytes together with the account they share it with
+ * (the memtables' DRAM share: live blocks + spares <= cap); a block that
+ * would go past that is freed.
+ *
  * Thread safety: arena_alloc() is single-threaded (only the memtable's writer
  * allocates). arena_memory_usage() may be called from any thread at any time:
  * it reads a counter the allocator updates atomically.
@@ -27,7 +39,22 @@
 #define ARENA_DEFAULT_BLOCK ((size_t)1 << 20) /* 1 MiB */
 #define ARENA_ALIGN 8
 
+#include <pthread.h>
+
 struct arena_block;
+
+/* arena_spares -- standard blocks handed back by destroyed arenas (see the
+ * header comment). Thread safety: its own mutex; arenas on any threads may
+ * share it. */
+typedef struct arena_spares {
+    pthread_mutex_t mu;
+    struct arena_block *list; /* blocks of block_size bytes, pre-faulted */
+    size_t block_size;        /* the only size kept (header included) */
+    size_t bytes;             /* bytes on the list */
+    size_t cap;               /* *live + bytes stay <= cap */
+    const size_t *live;       /* the account the cap is shared with (atomic), or NULL: bytes <= cap */
+    uint64_t reused, freed;   /* blocks taken from the list; blocks handed back but freed (over the cap) */
+} arena_spares;
 
 typedef struct arena {
     uint8_t *cur;               /* next free byte in the current block */
@@ -36,7 +63,20 @@ typedef struct arena {
     struct arena_block *blocks; /* every block held, newest first */
     size_t usage;               /* bytes of blocks held; atomic (relaxed) */
     size_t *account;            /* NULL, or a counter shared by several arenas (arena_set_account) */
+    arena_spares *spares;       /* NULL, or where standard blocks come from and go back to (arena_set_spares) */
 } arena;
+
+/* arena_spares_init -- an empty list for blocks of block_size (after the
+ * same clamping as arena_init), holding at most cap bytes beside *live
+ * (NULL: cap alone). 0, or TKV_IO if the mutex cannot be made. */
+int arena_spares_init(arena_spares *s, size_t block_size, size_t cap, const size_t *live);
+/* arena_spares_destroy -- frees every block on the list. Every arena that
+ * uses s must be destroyed first. NULL is a no-op. */
+void arena_spares_destroy(arena_spares *s);
+/* arena_spares_get -- bytes on the list now, blocks taken from it so far,
+ * and blocks handed back but freed because the cap was reached (any of the
+ * pointers may be NULL). */
+void arena_spares_get(arena_spares *s, size_t *bytes, uint64_t *reused, uint64_t *freed);
 
 /* arena_init -- an empty arena (no block is allocated until the first
  * arena_alloc). block_size 0 means ARENA_DEFAULT_BLOCK; smaller sizes are
@@ -49,8 +89,14 @@ void arena_init(arena *a, size_t block_size);
  * database). Call it on an empty arena. NULL total stops the accounting. */
 void arena_set_account(arena *a, size_t *total);
 
-/* arena_destroy -- frees every block; the arena is empty (and reusable)
- * afterwards. NULL is a no-op. */
+/* arena_set_spares -- from now on the arena takes its standard blocks from
+ * s when it has one and hands them back to s in arena_destroy (as far as
+ * the cap allows; the rest are freed). Call it on an empty arena whose
+ * block size is s's. NULL stops it. */
+void arena_set_spares(arena *a, arena_spares *s);
+
+/* arena_destroy -- frees every block (or hands it to the arena's spares);
+ * the arena is empty (and reusable) afterwards. NULL is a no-op. */
 void arena_destroy(arena *a);
 
 /* arena_alloc -- n bytes, 8-byte aligned, valid until arena_destroy(). n == 0

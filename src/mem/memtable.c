@@ -189,7 +189,7 @@ static int random_height(memtable *m)
 }
 
 /* memtable_create -- the memtable and its head node (the node arena's first block). */
-static memtable *memtable_create(size_t arena_block, size_t *account)
+static memtable *memtable_create(size_t arena_block, size_t *account, arena_spares *spares)
 {
     memtable *m = malloc(sizeof *m);
     if (!m) {
@@ -198,8 +198,10 @@ static memtable *memtable_create(size_t arena_block, size_t *account)
     }
     arena_init(&m->nodes, arena_block);
     arena_set_account(&m->nodes, account);
+    arena_set_spares(&m->nodes, spares);
     arena_init(&m->values, arena_block);
     arena_set_account(&m->values, account);
+    arena_set_spares(&m->values, spares);
     sl_node *head = arena_alloc(&m->nodes, sizeof(sl_node) + SL_MAX_HEIGHT * sizeof(sl_node *));
     if (!head) {
         arena_destroy(&m->nodes);
@@ -433,14 +435,19 @@ tkv_it *memtable_iter(memtable *m)
     return &mi->base;
 }
 
-memtable *memtable_new(void) { return memtable_create(0, NULL); }
+memtable *memtable_new(void) { return memtable_create(0, NULL, NULL); }
 
-memtable *memtable_new_accounted(size_t target_bytes, size_t *total)
+size_t memtable_block_size(size_t target_bytes)
 {
     size_t block = target_bytes / 8;
     if (block < 4096) block = 4096;
     if (block > ARENA_DEFAULT_BLOCK) block = ARENA_DEFAULT_BLOCK;
-    return memtable_create(block, total);
+    return block;
 }
 
-memtable *memtable_new_sized(size_t target_bytes) { return memtable_new_accounted(target_bytes, NULL); }
+memtable *memtable_new_accounted(size_t target_bytes, size_t *total, arena_spares *spares)
+{
+    return memtable_create(memtable_block_size(target_bytes), total, spares);
+}
+
+memtable *memtable_new_sized(size_t target_bytes) { return memtable_new_accounted(target_bytes, NULL, NULL); }

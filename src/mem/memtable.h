@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mem/arena.h"
 #include "util/ikey.h"
 #include "tierkv.h" /* status codes and size limits */
 #include "util/iter.h"
@@ -41,8 +42,14 @@ memtable *memtable_new_sized(size_t target_bytes);
 /* memtable_new_accounted -- as memtable_new_sized, and the arena's blocks
  * are counted in *total while the memtable lives (arena_set_account): a
  * database's count of the DRAM all its memtables hold, the flushed ones
- * that views still pin included. */
-memtable *memtable_new_accounted(size_t target_bytes, size_t *total);
+ * that views still pin included. With spares (NULL: none), its standard
+ * blocks come from and go back to that list (arena.h), which must have been
+ * made for memtable_block_size(target_bytes) and outlive the memtable. */
+memtable *memtable_new_accounted(size_t target_bytes, size_t *total, arena_spares *spares);
+
+/* memtable_block_size -- the arena block size of a memtable made for
+ * target_bytes (memtable_new_sized). */
+size_t memtable_block_size(size_t target_bytes);
 
 /* memtable_ref -- takes one more reference. */
 void memtable_ref(memtable *m);
