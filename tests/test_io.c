@@ -642,6 +642,90 @@ static size_t open_fds(void)
     return n;
 }
 
+/* wal_release_thread -- io_release_reserved of a WAL-class file with
+ * io_stats.wb is queued to the thread, not done by the caller; after the
+ * thread has run the reserved blocks are gone and the size and bytes are
+ * the file's, though the caller closed it meanwhile; an unlinked file's
+ * release is skipped; without a thread (or another class) it is done at
+ * once. Skipped where the file system cannot reserve. */
+static void wal_release_thread(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("io-wb-release");
+    char *path = tu_path(dir, "wal");
+    tu_rng r;
+    tu_rng_init(&r, tu_seed());
+    io_wb *wb;
+    assert_int_equal(io_wb_start(&wb), 0);
+    io_stats st = {0};
+    st.wb = wb;
+    io_file *f;
+    assert_int_equal(io_open_append_ex(path, 0, 0, IO_WAL, &st, &f), 0);
+    uint8_t *expect = append_pattern(f, 64u << 10, 4096, &r);
+    const uint64_t reserve = 8u << 20;
+    if (io_preallocate(f, reserve) < 0) {
+        print_message("# wal_release_thread: the file system cannot reserve; skipped\n");
+        io_close(f);
+        io_wb_stop(wb);
+        free(expect);
+        free(path);
+        return;
+    }
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_true((uint64_t)sb.st_blocks * 512 >= reserve);
+    io_wb_stats ws;
+    assert_int_equal(io_release_reserved(f, (64u << 10) + reserve), 0);
+    io_wb_get_stats(wb, &ws);
+    assert_int_equal(ws.queued, 1);
+    assert_int_equal(ws.dropped, 0);
+    assert_int_equal(io_close(f), 0); /* the queue holds its own descriptor */
+    io_wb_drain(wb);
+    io_wb_get_stats(wb, &ws);
+    assert_int_equal(ws.done, 1);
+    assert_int_equal(ws.failures, 0);
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal((uint64_t)sb.st_size, 64u << 10);
+    assert_true((uint64_t)sb.st_blocks * 512 < (64u << 10) + (1u << 20));
+    size_t len;
+    uint8_t *got = read_whole(path, &len);
+    assert_int_equal(len, 64u << 10);
+    assert_memory_equal(got, expect, len);
+    free(got);
+    free(expect);
+
+    /* an unlinked file: taken and skipped, its blocks go with it */
+    assert_int_equal(io_open_append_ex(path, 0, 0, IO_WAL, &st, &f), 0);
+    assert_int_equal(io_preallocate(f, reserve), 0);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(io_release_reserved(f, reserve), 0);
+    io_wb_drain(wb);
+    assert_int_equal(fstat(fd, &sb), 0);
+    assert_true((uint64_t)sb.st_blocks * 512 >= reserve); /* not truncated: skipped */
+    close(fd);
+    assert_int_equal(io_close(f), 0);
+    io_wb_get_stats(wb, &ws);
+    assert_int_equal(ws.done, 2);
+
+    /* another class: at once */
+    char *path2 = tu_path(dir, "sst");
+    assert_int_equal(io_open_append_ex(path2, 0, 0, IO_FLUSH, &st, &f), 0);
+    expect = append_pattern(f, 64u << 10, 4096, &r);
+    assert_int_equal(io_preallocate(f, reserve), 0);
+    assert_int_equal(io_release_reserved(f, (64u << 10) + reserve), 0);
+    assert_int_equal(stat(path2, &sb), 0);
+    assert_true((uint64_t)sb.st_blocks * 512 < (64u << 10) + (1u << 20));
+    io_wb_get_stats(wb, &ws);
+    assert_int_equal(ws.queued, 2);
+    assert_int_equal(io_close(f), 0);
+    free(expect);
+    io_wb_stop(wb);
+    free(path);
+    free(path2);
+}
+
 /* wal_writeback_thread -- a buffered WAL-class file with io_stats.wb queues
  * each bytes_per_sync step to the thread (which writes back exactly those
  * bytes, then fdatasyncs the file) instead of calling sync_file_range
@@ -782,7 +866,7 @@ int main(void)
         cmocka_unit_test(write_behind_fallback_and_errors), cmocka_unit_test(direct_bypasses_page_cache),
         cmocka_unit_test(direct_short_write),      cmocka_unit_test(db_direct_io),
         cmocka_unit_test(db_direct_io_unsupported), cmocka_unit_test(readahead_reads),
-        cmocka_unit_test(incremental_syncs), cmocka_unit_test(wal_writeback_thread),
+        cmocka_unit_test(incremental_syncs), cmocka_unit_test(wal_writeback_thread), cmocka_unit_test(wal_release_thread),
         cmocka_unit_test(read_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

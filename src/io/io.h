@@ -194,7 +194,9 @@ int io_preallocate(io_file *f, uint64_t len);
 /* io_release_reserved -- gives back the blocks io_preallocate reserved past
  * the file's size, up to offset `end` (a hole punched with the size kept;
  * ftruncate to the same size does not free them on every file system).
- * Best effort: returns the failure for the caller to ignore. */
+ * A WAL with a write-back thread (io_stats.wb) has it done there, later
+ * (io_wb_release; done inline if the queue is full): the file must get no
+ * more appends. Best effort: returns the failure for the caller to ignore. */
 int io_release_reserved(io_file *f, uint64_t end);
 /* io_file_size -- current size via fstat. */
 int io_file_size(io_file *f, uint64_t *size);

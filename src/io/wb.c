@@ -22,7 +22,19 @@
 typedef struct wb_range {
     int fd; /* a dup() owned by the queue until the range is done */
     uint64_t off, len;
+    uint64_t release_end; /* a release (io_wb_release): blocks past off (the size) up to this go back; 0: a write-back */
 } wb_range;
+
+/* release_blocks -- gives back the blocks reserved past `size` up to `end`
+ * (io_release_reserved's calls): ext4 frees them on a truncate to the same
+ * size, other file systems on a hole punched there. Best effort. 1 on a
+ * failed truncate. */
+static int release_blocks(int fd, uint64_t size, uint64_t end)
+{
+    int failed = ftruncate(fd, (off_t)size) != 0;
+    (void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)size, (off_t)(end - size));
+    return failed;
+}
 
 struct io_wb {
     pthread_mutex_t mu;
@@ -50,8 +62,10 @@ static void *wb_main(void *arg)
         uint64_t started = 0;
         int failed = 0;
         struct stat sb;
-        /* an unlinked file (a WAL deleted after its flush) needs no write-back */
-        if (fstat(r.fd, &sb) != 0 || sb.st_nlink > 0) {
+        /* an unlinked file (a WAL deleted after its flush) needs no write-back, and its blocks go with it */
+        if (r.release_end) {
+            if (fstat(r.fd, &sb) != 0 || sb.st_nlink > 0) failed = release_blocks(r.fd, r.off, r.release_end);
+        } else if (fstat(r.fd, &sb) != 0 || sb.st_nlink > 0) {
             for (uint64_t o = r.off; o < r.off + r.len; o += IO_WB_STEP) {
                 uint64_t n = r.off + r.len - o < IO_WB_STEP ? r.off + r.len - o : IO_WB_STEP;
                 if (sync_file_range(r.fd, (off_t)o, (off_t)n,
@@ -98,9 +112,11 @@ int io_wb_start(io_wb **out)
     return 0;
 }
 
-int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len)
+/* queue -- a dup of fd with (off, len, release_end) at the head; -1 and
+ * counted as dropped when the queue is full or fd cannot be duplicated. */
+static int queue(io_wb *wb, int fd, uint64_t off, uint64_t len, uint64_t release_end)
 {
-    int dupfd = len ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     pthread_mutex_lock(&wb->mu);
     if (dupfd < 0 || wb->head - wb->tail >= IO_WB_QUEUE || wb->stopping) {
         wb->st.dropped++;
@@ -108,12 +124,29 @@ int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len)
         if (dupfd >= 0) close(dupfd);
         return -1;
     }
-    wb->ring[wb->head % IO_WB_QUEUE] = (wb_range){dupfd, off, len};
+    wb->ring[wb->head % IO_WB_QUEUE] = (wb_range){dupfd, off, len, release_end};
     wb->head++;
     wb->st.queued++;
     pthread_cond_broadcast(&wb->cv);
     pthread_mutex_unlock(&wb->mu);
     return 0;
+}
+
+int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len)
+{
+    if (!len) {
+        pthread_mutex_lock(&wb->mu);
+        wb->st.dropped++;
+        pthread_mutex_unlock(&wb->mu);
+        return -1;
+    }
+    return queue(wb, fd, off, len, 0);
+}
+
+int io_wb_release(io_wb *wb, int fd, uint64_t size, uint64_t end)
+{
+    if (end <= size) return 0;
+    return queue(wb, fd, size, 0, end);
 }
 
 void io_wb_get_stats(io_wb *wb, io_wb_stats *out)

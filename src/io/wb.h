@@ -11,6 +11,9 @@
  * by the write leader, so every writer queued behind it -- and with readers
  * queued behind the stuck writers, every client -- waited. An io_wb moves the
  * work to its own thread ("tkv-wal-wb"): the writer only queues the range.
+ * The same thread gives back a retired WAL's unused reserved blocks
+ * (io_wb_release): done by the writer inside a memtable switch, the
+ * truncate waited for the inode lock and a synchronous discard (10-15 ms).
  *
  * The thread writes each range back in IO_WB_STEP pieces, waiting for each,
  * then fdatasyncs the file. The fdatasync also flushes the device's write
@@ -41,8 +44,8 @@
 typedef struct io_wb io_wb;
 
 typedef struct io_wb_stats {
-    uint64_t queued;   /* ranges accepted */
-    uint64_t done;     /* ranges written back and synced (or skipped: file unlinked) */
+    uint64_t queued;   /* ranges (and releases) accepted */
+    uint64_t done;     /* ranges written back and synced, releases done (or skipped: file unlinked) */
     uint64_t bytes;    /* bytes of those ranges written back */
     uint64_t syncs;    /* fdatasyncs (one per range written back): device-cache flushes */
     uint64_t dropped;  /* ranges refused: queue full, or the descriptor could not be duplicated */
@@ -57,6 +60,13 @@ int io_wb_start(io_wb **out);
 /* io_wb_enqueue -- queues bytes [off, off + len) of fd for write-back.
  * Never blocks on I/O. Returns 0 if queued, -1 if dropped (counted). */
 int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len);
+
+/* io_wb_release -- queues the release of fd's blocks reserved past `size`
+ * up to `end` (io_release_reserved), for a file that gets no more appends:
+ * on the thread, a truncate to `size` and a hole punched past it, skipped
+ * if the file has been unlinked meanwhile. 0 if queued (or nothing to
+ * release), -1 if dropped (counted): the caller does it itself. */
+int io_wb_release(io_wb *wb, int fd, uint64_t size, uint64_t end);
 
 /* io_wb_get_stats -- a snapshot of the counters. */
 void io_wb_get_stats(io_wb *wb, io_wb_stats *out);
