@@ -497,6 +497,81 @@ static void matrix_column_retry(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* ---------------------------------------------------------------- close */
+
+/* matrix_close_stops_column -- tkv_close does not wait for a column still
+ * merging: once the flush thread has ended (nothing needs room any more) the
+ * column stops within CMP_STOP_EVERY keys and is dropped, its rows left in
+ * the pool for the next open. The fault hook holds the first column SST
+ * write of a 4 MB column until tkv_close has been running 300 ms; after the
+ * release the column writes a few hundred KB at most (it wrote all of its
+ * several MB before), and the reopened database holds every write and no
+ * leftover file (tkv_verify). */
+static int g_close_hold;          /* 0 armed, 1 holding, 2 released (atomic) */
+static uint64_t g_close_after;    /* column SST bytes written after the release (atomic) */
+
+static int hold_column_write(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)arg;
+    if (op != IO_OP_WRITE || !tu_thread_is("tkv-column") || !tu_is_sst(path)) return 0;
+    int armed = 0;
+    if (__atomic_compare_exchange_n(&g_close_hold, &armed, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(&g_close_hold, __ATOMIC_ACQUIRE) != 2) usleep(1000);
+        return 0;
+    }
+    if (__atomic_load_n(&g_close_hold, __ATOMIC_ACQUIRE) == 2) __atomic_fetch_add(&g_close_after, len, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static void *release_after_close_began(void *arg)
+{
+    (void)arg;
+    usleep(300000); /* tkv_close is in mx_stop by now: the flush thread had nothing left to flush */
+    __atomic_store_n(&g_close_hold, 2, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void matrix_close_stops_column(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("mx-close");
+    tkv_options *o = matrix_options("32M");
+    assert_int_equal(tkv_options_set(o, "column_bytes", "4M"), TKV_OK); /* one long column */
+    assert_int_equal(tkv_options_set(o, "sst_size", "8M"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "l1_size", "1G"), TKV_OK);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    __atomic_store_n(&g_close_hold, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_close_after, 0, __ATOMIC_RELEASE);
+    io_set_fault_hook(hold_column_write, NULL);
+    /* ~10 MB of rows: a compactor forms at 3.2 MB (matrix_trigger 10 % of 32M) */
+    for (uint64_t i = 0; i < 15000; i++) put_model(db, m, i, 1);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    for (int i = 0; i < 10000 && __atomic_load_n(&g_close_hold, __ATOMIC_ACQUIRE) != 1; i++) usleep(1000);
+    assert_int_equal(__atomic_load_n(&g_close_hold, __ATOMIC_ACQUIRE), 1); /* a column is in flight, held */
+    uint64_t cols = tu_prop_u64(db, "tkv.matrix", "columns: count=");
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, release_after_close_began, NULL), 0);
+    tu_close_ok(db);
+    pthread_join(t, NULL);
+    io_set_fault_hook(NULL, NULL);
+    uint64_t after = __atomic_load_n(&g_close_after, __ATOMIC_ACQUIRE);
+    print_message("close: %llu columns done before, %llu bytes of column SSTs written after the release\n",
+                  (unsigned long long)cols, (unsigned long long)after);
+    assert_true(after < (512u << 10)); /* stopped within 256 keys, not the rest of 4 MB (1.2 MB compressed) */
+    char *report = NULL;
+    int vrc = tkv_verify(dir, NULL, &report);
+    if (vrc != TKV_OK) fail_msg("tkv_verify after the stopped column: %s\n%s", tkv_strerror(vrc), report ? report : "");
+    if (!strstr(report, " notes=0")) fail_msg("tkv_verify: the stopped column left something behind:\n%s", report);
+    tkv_free(report);
+    db = tu_open_ok(dir, o);
+    tu_check_db(db, NULL, m, "after a column stopped by tkv_close");
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+}
+
 /* ---------------------------------------------------------------- parallel columns */
 
 /* matrix_parallel_columns -- column_threads=3, column_gate=always: columns
@@ -1056,7 +1131,7 @@ int main(void)
         cmocka_unit_test(matrix_basics),       cmocka_unit_test(matrix_open_errors),
         cmocka_unit_test(matrix_corruption),   cmocka_unit_test(matrix_mode_switch),
         cmocka_unit_test(matrix_backpressure), cmocka_unit_test(matrix_column_retry),
-        cmocka_unit_test(matrix_parallel_columns),
+        cmocka_unit_test(matrix_parallel_columns), cmocka_unit_test(matrix_close_stops_column),
         cmocka_unit_test(matrix_pinned_views), cmocka_unit_test(matrix_concurrent),
         cmocka_unit_test(matrix_powercut),     cmocka_unit_test(matrix_writer_holds_iterator),
     };

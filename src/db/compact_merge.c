@@ -98,7 +98,8 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
     int have_out = 0, rc = 0;
     tkv_buf cur_ukey = {0};
     int has_cur = 0, cut = 0;
-    uint64_t last_seq_for_key = UINT64_MAX;
+    uint64_t last_seq_for_key = UINT64_MAX, keys = 0;
+    int stoppable = cls == IO_COMPACT_L0 && db->mx != NULL; /* a column of the matrix container */
     grandparents gp = {0};
     if (out_level + 1 < VERSION_LEVELS) {
         gp.f = v->files[out_level + 1];
@@ -111,6 +112,10 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
         tkv_slice ukey = ikey_user(key);
         int new_key = !has_cur || ukey_cmp(ukey, slice(cur_ukey.data, cur_ukey.len)) != 0;
         if (new_key) {
+            if (stoppable && ++keys % CMP_STOP_EVERY == 0 && __atomic_load_n(&db->columns_stop, __ATOMIC_RELAXED)) {
+                rc = CMP_STOPPED; /* tkv_close: the column is dropped, its rows stay */
+                break;
+            }
             int crossed = has_cur && gp.n && gp_crossed(&gp, slice(cur_ukey.data, cur_ukey.len), ukey);
             uint64_t size = have_out ? table_builder_file_size(cur.tb) : 0;
             cut = have_out && (size >= db->opts.sst_size || (crossed && size >= db->opts.sst_size / 2));

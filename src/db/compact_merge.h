@@ -21,6 +21,12 @@
  * removed. mu NOT held. */
 int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
               file_meta ***out, size_t *nout);
+/* What cmp_merge returns for a column (cls IO_COMPACT_L0 at out_level 1)
+ * that tkv_close stopped (db->columns_stop): no error, the outputs are gone,
+ * the column is simply not done. It is checked every CMP_STOP_EVERY user
+ * keys. */
+#define CMP_STOPPED (-1001)
+#define CMP_STOP_EVERY 256u
 
 /* The inputs of one merge: n child iterators, newest data first, and the
  * tables under them (NULL where a child reads no SST); the io_uring ring

@@ -143,6 +143,8 @@ struct tkv_db {
     int obsolete_kept;           /* atomic: the last files_delete_obsolete kept files only older versions use */
     size_t npending, pending_cap;
     int shutting_down;
+    int columns_stop;            /* atomic: set by mx_stop (after the flush thread has ended): a column merge in
+                                  * flight stops at its next user key, CMP_STOPPED, and is discarded */
     int manual_waiting;          /* a tkv_compact_range waits for every compaction to end; no new picks */
     int compactions_running;     /* deep + L0 compactions in flight */
     uint64_t compact_cursor[VERSION_LEVELS]; /* round-robin file index per level (compact_pick.c) */

@@ -120,7 +120,9 @@ size_t mx_iter_count(const superversion *sv);
 
 /* mx_start / mx_stop -- the column-compaction thread; no lock. mx_stop runs
  * after the flush thread has stopped (it keeps compacting while a flush
- * waits for room during shutdown). */
+ * waits for room during shutdown); a column still merging then is stopped
+ * within CMP_STOP_EVERY keys and dropped (db->columns_stop): its rows stay
+ * in the pool for the next open. */
 int mx_start(tkv_db *db);
 void mx_stop(tkv_db *db);
 
