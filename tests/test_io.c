@@ -669,6 +669,7 @@ static void wal_release_thread(void **state)
         io_wb_stop(wb);
         free(expect);
         free(path);
+        tu_tmpdir_free(dir);
         return;
     }
     struct stat sb;
@@ -724,6 +725,7 @@ static void wal_release_thread(void **state)
     io_wb_stop(wb);
     free(path);
     free(path2);
+    tu_tmpdir_free(dir);
 }
 
 /* wal_writeback_thread -- a buffered WAL-class file with io_stats.wb queues
