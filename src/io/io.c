@@ -535,12 +535,8 @@ int io_release_reserved(io_file *f, uint64_t end)
      * waited for the inode lock and, on a file system mounted with discard,
      * for the device's discard: 10-15 ms inside a memtable switch */
     if (f->cls == IO_WAL && f->stats && f->stats->wb && io_wb_release(f->stats->wb, f->fd, f->size, end) == 0) return 0;
-    /* ext4 frees blocks past the size on a truncate to the same size and
-     * ignores a hole punched there; other file systems the other way round */
-    if (ftruncate(f->fd, (off_t)f->size) != 0)
-        return tkv_err_errno(errno, "release the blocks reserved past the end of %s", f->path);
-    (void)fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)f->size, (off_t)(end - f->size));
-    return 0;
+    int e = io_release_blocks(f->fd, f->size, end);
+    return e ? tkv_err_errno(e, "release the blocks reserved past the end of %s", f->path) : 0;
 }
 
 int io_sync(io_file *f)

@@ -25,15 +25,13 @@ typedef struct wb_range {
     uint64_t release_end; /* a release (io_wb_release): blocks past off (the size) up to this go back; 0: a write-back */
 } wb_range;
 
-/* release_blocks -- gives back the blocks reserved past `size` up to `end`
- * (io_release_reserved's calls): ext4 frees them on a truncate to the same
- * size, other file systems on a hole punched there. Best effort. 1 on a
- * failed truncate. */
-static int release_blocks(int fd, uint64_t size, uint64_t end)
+int io_release_blocks(int fd, uint64_t size, uint64_t end)
 {
-    int failed = ftruncate(fd, (off_t)size) != 0;
+    /* ext4 frees blocks past the size on a truncate to the same size and
+     * ignores a hole punched there; other file systems the other way round */
+    if (ftruncate(fd, (off_t)size) != 0) return errno;
     (void)fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)size, (off_t)(end - size));
-    return failed;
+    return 0;
 }
 
 struct io_wb {
@@ -64,7 +62,7 @@ static void *wb_main(void *arg)
         struct stat sb;
         /* an unlinked file (a WAL deleted after its flush) needs no write-back, and its blocks go with it */
         if (r.release_end) {
-            if (fstat(r.fd, &sb) != 0 || sb.st_nlink > 0) failed = release_blocks(r.fd, r.off, r.release_end);
+            if (fstat(r.fd, &sb) != 0 || sb.st_nlink > 0) failed = io_release_blocks(r.fd, r.off, r.release_end) != 0;
         } else if (fstat(r.fd, &sb) != 0 || sb.st_nlink > 0) {
             for (uint64_t o = r.off; o < r.off + r.len; o += IO_WB_STEP) {
                 uint64_t n = r.off + r.len - o < IO_WB_STEP ? r.off + r.len - o : IO_WB_STEP;
@@ -113,10 +111,11 @@ int io_wb_start(io_wb **out)
 }
 
 /* queue -- a dup of fd with (off, len, release_end) at the head; -1 and
- * counted as dropped when the queue is full or fd cannot be duplicated. */
+ * counted as dropped when there is nothing to do (an empty range), the
+ * queue is full or fd cannot be duplicated. */
 static int queue(io_wb *wb, int fd, uint64_t off, uint64_t len, uint64_t release_end)
 {
-    int dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    int dupfd = len || release_end ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
     pthread_mutex_lock(&wb->mu);
     if (dupfd < 0 || wb->head - wb->tail >= IO_WB_QUEUE || wb->stopping) {
         wb->st.dropped++;
@@ -132,16 +131,7 @@ static int queue(io_wb *wb, int fd, uint64_t off, uint64_t len, uint64_t release
     return 0;
 }
 
-int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len)
-{
-    if (!len) {
-        pthread_mutex_lock(&wb->mu);
-        wb->st.dropped++;
-        pthread_mutex_unlock(&wb->mu);
-        return -1;
-    }
-    return queue(wb, fd, off, len, 0);
-}
+int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len) { return queue(wb, fd, off, len, 0); }
 
 int io_wb_release(io_wb *wb, int fd, uint64_t size, uint64_t end)
 {

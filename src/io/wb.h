@@ -68,6 +68,11 @@ int io_wb_enqueue(io_wb *wb, int fd, uint64_t off, uint64_t len);
  * release), -1 if dropped (counted): the caller does it itself. */
 int io_wb_release(io_wb *wb, int fd, uint64_t size, uint64_t end);
 
+/* io_release_blocks -- gives back fd's blocks reserved past `size` up to
+ * `end` now (a truncate to `size` and a hole punched past it): 0, or the
+ * truncate's errno. What io_wb_release does on the thread. */
+int io_release_blocks(int fd, uint64_t size, uint64_t end);
+
 /* io_wb_get_stats -- a snapshot of the counters. */
 void io_wb_get_stats(io_wb *wb, io_wb_stats *out);
 

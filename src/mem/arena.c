@@ -57,6 +57,16 @@ static void prefault(uint8_t *p, size_t len)
     ((volatile uint8_t *)p)[len - 1] = 0;
 }
 
+/* free_blocks -- frees a list of blocks. */
+static void free_blocks(struct arena_block *b)
+{
+    while (b) {
+        struct arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+}
+
 static size_t clamp_block(size_t block_size)
 {
     if (block_size == 0) return ARENA_DEFAULT_BLOCK;
@@ -94,12 +104,7 @@ int arena_spares_init(arena_spares *s, size_t block_size, size_t cap, const size
 void arena_spares_destroy(arena_spares *s)
 {
     if (!s) return;
-    struct arena_block *b = s->list;
-    while (b) {
-        struct arena_block *next = b->next;
-        free(b);
-        b = next;
-    }
+    free_blocks(s->list);
     s->list = NULL;
     s->bytes = 0;
     pthread_mutex_destroy(&s->mu);
@@ -150,11 +155,7 @@ static void spares_give(arena_spares *s, struct arena_block *b)
         b = next;
     }
     pthread_mutex_unlock(&s->mu);
-    while (drop) { /* outside the lock: free may return memory to the kernel */
-        struct arena_block *next = drop->next;
-        free(drop);
-        drop = next;
-    }
+    free_blocks(drop); /* outside the lock: free may return memory to the kernel */
 }
 
 /* arena_destroy -- frees every block (or gives it to the spares) and resets
@@ -165,16 +166,8 @@ void arena_destroy(arena *a)
     size_t *account = a->account;
     arena_spares *spares = a->spares;
     if (account) __atomic_fetch_sub(account, a->usage, __ATOMIC_RELAXED);
-    if (spares) {
-        spares_give(spares, a->blocks);
-    } else {
-        struct arena_block *b = a->blocks;
-        while (b) {
-            struct arena_block *next = b->next;
-            free(b);
-            b = next;
-        }
-    }
+    if (spares) spares_give(spares, a->blocks);
+    else free_blocks(a->blocks);
     arena_init(a, a->block_size);
     a->account = account;
     a->spares = spares;
