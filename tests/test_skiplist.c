@@ -1,7 +1,7 @@
 /*
  * test_skiplist.c -- the memtable's skiplist seen through its iterator:
  * ordering against a sorted model, forward/backward iteration, seeks at and
- * beyond both ends, and one writer racing two lock-free readers ("concurrent",
+ * beyond both ends, the user key order against memcmp, and one writer racing two lock-free readers ("concurrent",
  * also run under TSan by `make tsan`).
  *
  * Environment: TKV_TEST_FILTER=pattern runs only the matching tests (a pattern
@@ -45,10 +45,52 @@ typedef struct model_ent {
     size_t vlen;
 } model_ent;
 
+/* ref_ukey_cmp -- the user key order, written independently of ukey_cmp
+ * (which compares inline by words): memcmp, then the shorter first. */
+static int ref_ukey_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    if (c) return c < 0 ? -1 : 1;
+    return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
 static int model_cmp(const void *a, const void *b)
 {
     const model_ent *x = a, *y = b;
-    return ikey_cmp(slice(x->ik, x->iklen), slice(y->ik, y->iklen));
+    int c = ref_ukey_cmp(x->ik, x->iklen - IKEY_TRAILER, y->ik, y->iklen - IKEY_TRAILER);
+    if (c) return c;
+    uint64_t tx = ikey_trailer(slice(x->ik, x->iklen)), ty = ikey_trailer(slice(y->ik, y->iklen));
+    return tx > ty ? -1 : tx < ty ? 1 : 0;
+}
+
+static int sign(int c) { return (c > 0) - (c < 0); }
+
+/* ukey_cmp against the memcmp order: keys of 0..100 bytes sharing a prefix of
+ * any length (so the first difference falls in every word and tail position,
+ * and past a long common prefix), bytes of both halves of the
+ * range (an unsigned compare), one key a prefix of the other, equal keys. */
+static void test_ukey_cmp(void **state)
+{
+    (void)state;
+    uint64_t s = 7;
+    uint8_t a[100], b[100];
+    for (int i = 0; i < 200000; i++) {
+        size_t an = splitmix64(&s) % 101, bn = splitmix64(&s) % 101;
+        size_t common = splitmix64(&s) % 101;
+        for (size_t j = 0; j < 100; j++) a[j] = b[j] = (uint8_t)splitmix64(&s);
+        uint64_t r = splitmix64(&s);
+        if (common < 100 && (r & 3)) {
+            /* first difference at `common`, 0x00..0xff on either side */
+            a[common] = (uint8_t)(r >> 8);
+            b[common] = (uint8_t)(r >> 16);
+        } else if (r & 4) {
+            bn = an; /* equal */
+        }
+        int want = ref_ukey_cmp(a, an, b, bn);
+        int got = sign(ukey_cmp(slice(a, an), slice(b, bn)));
+        if (got != want) fail_msg("ukey_cmp(len %zu, len %zu, common %zu) = %d, memcmp order %d", an, bn, common, got, want);
+        assert_int_equal(sign(ukey_cmp(slice(b, bn), slice(a, an))), -want);
+    }
 }
 
 static void model_free(model_ent *e, size_t n)
@@ -552,7 +594,7 @@ int main(void)
         cmocka_set_test_filter(pattern);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_random_order), cmocka_unit_test(test_equal_user_keys),
+        cmocka_unit_test(test_ukey_cmp),     cmocka_unit_test(test_random_order), cmocka_unit_test(test_equal_user_keys),
         cmocka_unit_test(test_seek),         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_iter_holds_ref), cmocka_unit_test(test_concurrent),
     };

