@@ -656,7 +656,7 @@ static void wal_release_thread(void **state)
     tu_rng r;
     tu_rng_init(&r, tu_seed());
     io_wb *wb;
-    assert_int_equal(io_wb_start(&wb), 0);
+    assert_int_equal(io_wb_start(&wb, dir), 0);
     io_stats st = {0};
     st.wb = wb;
     io_file *f;
@@ -728,6 +728,68 @@ static void wal_release_thread(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* wal_writeback_aligned -- a WAL appended to in pieces that do not divide
+ * bytes_per_sync queues ranges that end on IO_WB_ALIGN multiples only: the
+ * piece being appended to is left for the next range, so the thread never
+ * writes back the page the writer is in (wb.h). Every queued byte is written
+ * back once, each range followed by one device-cache flush (of the directory
+ * given to io_wb_start); the bytes past the last multiple are left to io_sync.
+ * A flush directory that cannot be opened is refused with the path in the
+ * message. */
+static void wal_writeback_aligned(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("io-wb-aligned");
+    char *path = tu_path(dir, "wal");
+    char *missing = tu_path(dir, "no-such-dir");
+    io_wb *wb = NULL;
+    assert_true(io_wb_start(&wb, missing) < 0);
+    assert_null(wb);
+    assert_non_null(strstr(tkv_errmsg(), "no-such-dir"));
+    assert_int_equal(io_wb_start(&wb, dir), 0);
+    io_stats st = {0};
+    st.bytes_per_sync = 100u << 10; /* not a multiple of IO_WB_ALIGN either */
+    st.wb = wb;
+    io_file *f;
+    assert_int_equal(io_open_append_ex(path, 0, 0, IO_WAL, &st, &f), 0);
+    const size_t piece = 1000, total = 1000 * 1000;
+    uint8_t *expect = append_pattern(f, total, piece, NULL);
+    io_wb_drain(wb);
+    io_wb_stats ws;
+    io_wb_get_stats(wb, &ws);
+    /* written_upto passes synced_upto + 100 KiB at some piece's end; the
+     * range then ends at that offset rounded down to 64 KiB, and the next
+     * one starts there: replay the rule to know what was queued */
+    uint64_t synced = 0, ranges = 0;
+    for (uint64_t w = piece; w <= total; w += piece) {
+        if (w < synced + st.bytes_per_sync) continue;
+        uint64_t end = w & ~(uint64_t)(IO_WB_ALIGN - 1);
+        if (end <= synced) continue;
+        ranges++;
+        synced = end;
+    }
+    assert_true(ranges >= 8);
+    assert_int_equal(synced % IO_WB_ALIGN, 0);
+    assert_int_equal(ws.queued, ranges);
+    assert_int_equal(ws.done, ranges);
+    assert_int_equal(ws.bytes, synced); /* every queued byte once, none past the last multiple */
+    assert_int_equal(ws.syncs, ranges);
+    assert_int_equal(ws.failures, 0);
+    assert_int_equal(st.incremental_syncs[IO_WAL], ranges);
+    assert_int_equal(io_sync(f), 0); /* the rest */
+    assert_int_equal(io_close(f), 0);
+    size_t len;
+    uint8_t *got = read_whole(path, &len);
+    assert_int_equal(len, total);
+    assert_memory_equal(got, expect, len);
+    free(got);
+    free(expect);
+    io_wb_stop(wb);
+    free(missing);
+    free(path);
+    tu_tmpdir_free(dir);
+}
+
 /* wal_writeback_thread -- a buffered WAL-class file with io_stats.wb queues
  * each bytes_per_sync step to the thread (which writes back exactly those
  * bytes, then fdatasyncs the file) instead of calling sync_file_range
@@ -743,7 +805,7 @@ static void wal_writeback_thread(void **state)
     tu_rng_init(&r, tu_seed());
     size_t fds0 = open_fds();
     io_wb *wb;
-    assert_int_equal(io_wb_start(&wb), 0);
+    assert_int_equal(io_wb_start(&wb, dir), 0);
     io_stats st = {0};
     st.bytes_per_sync = 64u << 10;
     st.wb = wb;
@@ -868,7 +930,8 @@ int main(void)
         cmocka_unit_test(write_behind_fallback_and_errors), cmocka_unit_test(direct_bypasses_page_cache),
         cmocka_unit_test(direct_short_write),      cmocka_unit_test(db_direct_io),
         cmocka_unit_test(db_direct_io_unsupported), cmocka_unit_test(readahead_reads),
-        cmocka_unit_test(incremental_syncs), cmocka_unit_test(wal_writeback_thread), cmocka_unit_test(wal_release_thread),
+        cmocka_unit_test(incremental_syncs), cmocka_unit_test(wal_writeback_thread), cmocka_unit_test(wal_writeback_aligned),
+        cmocka_unit_test(wal_release_thread),
         cmocka_unit_test(read_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

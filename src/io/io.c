@@ -217,7 +217,14 @@ static int sync_incremental(io_file *f, uint64_t written_upto)
         if (fdatasync(f->fd) != 0) return tkv_err_errno(errno, "fdatasync %s", f->path);
         count(&f->stats->syncs[f->cls], 1);
     } else if (f->cls == IO_WAL && f->stats->wb) {
-        io_wb_enqueue(f->stats->wb, f->fd, off, len); /* a refused range is left to the kernel (counted) */
+        /* Whole IO_WB_ALIGN pieces only: the piece the writer is still
+         * appending to is left for the next range. Written back while the
+         * writer appended to it, its page lock made the writer's pwrite wait
+         * (693 times in a 5M x 100 B fill, up to 15 ms a second). */
+        uint64_t end = written_upto & ~(uint64_t)(IO_WB_ALIGN - 1);
+        if (end <= off) return 0;
+        io_wb_enqueue(f->stats->wb, f->fd, off, end - off); /* a refused range is left to the kernel (counted) */
+        written_upto = end;
     } else if (sync_file_range(f->fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE) != 0) {
         return tkv_err_errno(errno, "write-back of %s", f->path);
     }

@@ -4,8 +4,8 @@
  * A fixed ring of ranges under one mutex. The writer side (io_wb_enqueue)
  * only dup()s the descriptor and copies three words in: it never waits for
  * the thread. The thread takes one range at a time and, with the mutex
- * released, writes it back in IO_WB_STEP pieces, fdatasyncs the file (the
- * device-cache flush, wb.h) and closes its descriptor.
+ * released, writes it back in IO_WB_STEP pieces, fdatasyncs the flush
+ * directory (the device-cache flush, wb.h) and closes its descriptor.
  */
 #include "io/wb.h"
 
@@ -42,6 +42,7 @@ struct io_wb {
     int busy;               /* the thread is working on a range it took */
     int stopping;
     pthread_t thread;
+    int flush_fd;           /* the directory fdatasynced for a device-cache flush; -1: the range's file */
     io_wb_stats st;
 };
 
@@ -76,7 +77,7 @@ static void *wb_main(void *arg)
         }
         int synced = 0;
         if (!failed && started) {
-            if (fdatasync(r.fd) != 0) failed = 1;
+            if (fdatasync(wb->flush_fd >= 0 ? wb->flush_fd : r.fd) != 0) failed = 1;
             else synced = 1;
         }
         close(r.fd);
@@ -92,17 +93,24 @@ static void *wb_main(void *arg)
     return NULL;
 }
 
-int io_wb_start(io_wb **out)
+int io_wb_start(io_wb **out, const char *flush_dir)
 {
     *out = NULL;
     io_wb *wb = calloc(1, sizeof *wb);
     if (!wb) return tkv_err(TKV_NO_MEMORY, "out of memory starting the WAL write-back thread");
+    wb->flush_fd = -1;
+    if (flush_dir && (wb->flush_fd = open(flush_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        int e = errno;
+        free(wb);
+        return tkv_err_errno(e, "opening directory %s for the WAL write-back thread", flush_dir);
+    }
     pthread_mutex_init(&wb->mu, NULL);
     pthread_cond_init(&wb->cv, NULL);
     int rc = thread_create(&wb->thread, wb_main, wb, "the WAL write-back thread");
     if (rc < 0) {
         pthread_cond_destroy(&wb->cv);
         pthread_mutex_destroy(&wb->mu);
+        if (wb->flush_fd >= 0) close(wb->flush_fd);
         free(wb);
         return rc;
     }
@@ -167,6 +175,7 @@ void io_wb_stop(io_wb *wb)
         close(wb->ring[wb->tail % IO_WB_QUEUE].fd);
         wb->st.dropped++;
     }
+    if (wb->flush_fd >= 0) close(wb->flush_fd);
     pthread_cond_destroy(&wb->cv);
     pthread_mutex_destroy(&wb->mu);
     free(wb);

@@ -16,8 +16,8 @@
  * truncate waited for the inode lock and a synchronous discard (10-15 ms).
  *
  * The thread writes each range back in IO_WB_STEP pieces, waiting for each,
- * then fdatasyncs the file. The fdatasync also flushes the device's write
- * cache, and that is the point: a cache flush holds up every read of the
+ * then flushes the device's write cache with an fdatasync, and that flush is
+ * the point: a cache flush holds up every read of the
  * disk until the cache has drained, for a time that grows with what was
  * written since the last flush. Left unflushed until the next MANIFEST sync,
  * the write-back made that sync stall all reads for 30-150 ms. Beside a
@@ -25,7 +25,14 @@
  * and 2 ms with one every 1 MiB, the default bytes_per_sync
  * (docs/bench/scheduler-history.md, fifth and seventh runs). It is not an
  * acknowledgement: a write is durable only when wal_sync (sync=1, TKV_SYNC)
- * says so.
+ * says so. The fdatasync is of the directory given to io_wb_start (the
+ * database's), not of the WAL: an fdatasync of the WAL writes back every
+ * dirty page of it, the one the writer is appending to as well, and the
+ * writer's next pwrite waited for that page's lock (515-693 times in a
+ * 5M x 100 B fill, 67-72 ms in all; none with the directory). ext4 and XFS
+ * flush the device cache on an fdatasync of a file with nothing to write.
+ * For the same reason a WAL's ranges end on a multiple of IO_WB_ALIGN: the
+ * piece still being appended to waits for the next range.
  *
  * Each queued range holds a dup() of the file's descriptor, so the file may
  * be closed or unlinked meanwhile (the range is then written back or skipped,
@@ -39,6 +46,7 @@
 #include <stdint.h>
 
 #define IO_WB_STEP (1u << 20)  /* bytes per sync_file_range call */
+#define IO_WB_ALIGN (64u << 10) /* queued WAL ranges end on a multiple of this (io.c sync_incremental) */
 #define IO_WB_QUEUE 64u        /* ranges queued at most */
 
 typedef struct io_wb io_wb;
@@ -47,15 +55,17 @@ typedef struct io_wb_stats {
     uint64_t queued;   /* ranges (and releases) accepted */
     uint64_t done;     /* ranges written back and synced, releases done (or skipped: file unlinked) */
     uint64_t bytes;    /* bytes of those ranges written back */
-    uint64_t syncs;    /* fdatasyncs (one per range written back): device-cache flushes */
+    uint64_t syncs;    /* device-cache flushes (one fdatasync per range written back) */
     uint64_t dropped;  /* ranges refused: queue full, or the descriptor could not be duplicated */
     uint64_t failures; /* sync_file_range / fdatasync errors (the file's next io_sync reports them too) */
     uint64_t pending;  /* ranges queued now */
 } io_wb_stats;
 
-/* io_wb_start -- starts the thread. Returns 0, TKV_NO_MEMORY or TKV_IO_ERROR
- * (thread creation failed). */
-int io_wb_start(io_wb **out);
+/* io_wb_start -- starts the thread; its device-cache flushes are fdatasyncs
+ * of directory flush_dir (NULL: of each range's own file). Returns 0,
+ * TKV_NO_MEMORY or TKV_IO_ERROR (flush_dir cannot be opened, or thread
+ * creation failed). */
+int io_wb_start(io_wb **out, const char *flush_dir);
 
 /* io_wb_enqueue -- queues bytes [off, off + len) of fd for write-back.
  * Never blocks on I/O. Returns 0 if queued, -1 if dropped (counted). */
