@@ -17,9 +17,9 @@
  *
  * The thread writes each range back in IO_WB_STEP pieces, waiting for each,
  * then flushes the device's write cache with an fdatasync, and that flush is
- * the point: a cache flush holds up every read of the
- * disk until the cache has drained, for a time that grows with what was
- * written since the last flush. Left unflushed until the next MANIFEST sync,
+ * the point: a cache flush holds up every read of the disk until the cache
+ * has drained, for a time that grows with what was written since the last
+ * flush. Left unflushed until the next MANIFEST sync,
  * the write-back made that sync stall all reads for 30-150 ms. Beside a
  * 6 MB/s WAL, reads had a per-second p99 of 14 ms with a flush every 8 MiB
  * and 2 ms with one every 1 MiB, the default bytes_per_sync
