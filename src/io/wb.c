@@ -42,7 +42,7 @@ struct io_wb {
     int busy;               /* the thread is working on a range it took */
     int stopping;
     pthread_t thread;
-    int flush_fd;           /* the directory fdatasynced for a device-cache flush; -1: the range's file */
+    int flush_fd;           /* the directory fdatasynced for a device-cache flush */
     io_wb_stats st;
 };
 
@@ -77,7 +77,7 @@ static void *wb_main(void *arg)
         }
         int synced = 0;
         if (!failed && started) {
-            if (fdatasync(wb->flush_fd >= 0 ? wb->flush_fd : r.fd) != 0) failed = 1;
+            if (fdatasync(wb->flush_fd) != 0) failed = 1;
             else synced = 1;
         }
         close(r.fd);
@@ -98,8 +98,7 @@ int io_wb_start(io_wb **out, const char *flush_dir)
     *out = NULL;
     io_wb *wb = calloc(1, sizeof *wb);
     if (!wb) return tkv_err(TKV_NO_MEMORY, "out of memory starting the WAL write-back thread");
-    wb->flush_fd = -1;
-    if (flush_dir && (wb->flush_fd = open(flush_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    if ((wb->flush_fd = open(flush_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
         int e = errno;
         free(wb);
         return tkv_err_errno(e, "opening directory %s for the WAL write-back thread", flush_dir);
@@ -110,7 +109,7 @@ int io_wb_start(io_wb **out, const char *flush_dir)
     if (rc < 0) {
         pthread_cond_destroy(&wb->cv);
         pthread_mutex_destroy(&wb->mu);
-        if (wb->flush_fd >= 0) close(wb->flush_fd);
+        close(wb->flush_fd);
         free(wb);
         return rc;
     }
@@ -175,7 +174,7 @@ void io_wb_stop(io_wb *wb)
         close(wb->ring[wb->tail % IO_WB_QUEUE].fd);
         wb->st.dropped++;
     }
-    if (wb->flush_fd >= 0) close(wb->flush_fd);
+    close(wb->flush_fd);
     pthread_cond_destroy(&wb->cv);
     pthread_mutex_destroy(&wb->mu);
     free(wb);

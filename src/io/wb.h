@@ -62,7 +62,7 @@ typedef struct io_wb_stats {
 } io_wb_stats;
 
 /* io_wb_start -- starts the thread; its device-cache flushes are fdatasyncs
- * of directory flush_dir (NULL: of each range's own file). Returns 0,
+ * of directory flush_dir (the WALs' directory). Returns 0,
  * TKV_NO_MEMORY or TKV_IO_ERROR (flush_dir cannot be opened, or thread
  * creation failed). */
 int io_wb_start(io_wb **out, const char *flush_dir);
