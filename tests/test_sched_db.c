@@ -853,6 +853,84 @@ static void sched_slow_column_ramp(void **state)
     assert_true(stall_prl * 2 < stall_off);
 }
 
+/* sched_fill_counts_memtables -- the container fill the write controller
+ * paces on (mx_fill, db/mx.h) counts what is promised to the pool: the
+ * active memtable's bytes before any flush, and after a flush the row once
+ * (its pages) and not its memtable too. Without the memtables the ramp let
+ * a writer fill one more memtable than the pool had room for and the flush
+ * found the pool full (sched_slow_column_ramp failed one run in four on 2
+ * busy cores). */
+static double prop_double(tkv_db *db, const char *name, const char *field)
+{
+    char *p = tkv_property(db, name);
+    assert_non_null(p);
+    const char *at = strstr(p, field);
+    if (!at) fail_msg("property %s has no \"%s\":\n%s", name, field, p);
+    double v = strtod(at + strlen(field), NULL);
+    tkv_free(p);
+    return v;
+}
+
+static void put_n(tkv_db *db, tu_rng *r, uint64_t from, uint64_t n)
+{
+    char key[32], val[1000];
+    for (uint64_t i = from; i < from + n; i++) {
+        size_t kn = (size_t)sprintf(key, "key%08llu", (unsigned long long)i);
+        tu_rng_fill(r, val, sizeof val);
+        assert_int_equal(tkv_put(db, key, kn, val, sizeof val, 0), TKV_OK);
+    }
+}
+
+static void sched_fill_counts_memtables(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("sched-fill");
+    /* 16 MiB pool: pages of 64 KiB; columns start at 90 % only */
+    tkv_options *o = sched_options("l0", "matrix", "memtable_size", "2M", "pmem_size", "16M", "matrix_trigger", "90",
+                                   NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 23);
+    const double page = 1.0 / 255; /* of the 16 MiB, the pool's header takes one page */
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "page_size="), 65536);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", " free=") + tu_prop_u64(db, "tkv.matrix", "bytes: used="),
+                     255 * 65536);
+    /* ~1 MB in the active memtable, nothing in the pool yet */
+    put_n(db, &r, 0, 1000);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "bytes: used=") / 65536, 0);
+    double f1 = prop_double(db, "tkv.sched", "container_fill=");
+    print_message("active memtable of ~1 MB: container_fill=%.4f\n", f1);
+    /* before any flush: one page per 64 KiB of batch bytes, plus one */
+    assert_true(f1 >= 1.0e6 / 65536 * page && f1 <= (1.1e6 / 65536 + 2) * page);
+    /* flushed: the row's pages, the memtable no longer counted */
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    put_n(db, &r, 1000, 1); /* one write for the controller to see the new picture */
+    uint64_t used = tu_prop_u64(db, "tkv.matrix", "bytes: used=") / 65536;
+    double f2 = prop_double(db, "tkv.sched", "container_fill=");
+    print_message("after the flush: %llu pages used, container_fill=%.4f\n", (unsigned long long)used, f2);
+    assert_true(used >= 15 && used <= 18);
+    assert_true(f2 >= (double)used * page && f2 <= ((double)used + 1.1) * page);
+    /* full memtables flushed on their own: the active one counted at the
+     * pages per byte of those rows */
+    put_n(db, &r, 2000, 4500); /* two full memtables and a part of the third */
+    assert_true(tu_wait_quiet(db, 30000));
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    put_n(db, &r, 10000, 700); /* ~720 KB of batch bytes in the active memtable */
+    used = tu_prop_u64(db, "tkv.matrix", "bytes: used=") / 65536;
+    uint64_t imm = tu_prop_u64(db, "tkv.num-immutable-mem", "");
+    double f3 = prop_double(db, "tkv.sched", "container_fill=");
+    uint64_t rows = tu_prop_u64(db, "tkv.matrix", "rows: ");
+    print_message("%llu rows, %llu pages used, %llu immutable memtables: container_fill=%.4f\n",
+                  (unsigned long long)rows, (unsigned long long)used, (unsigned long long)imm, f3);
+    assert_int_equal(imm, 0);
+    assert_true(rows >= 3);
+    double active = f3 - (double)used * page; /* the active memtable's estimate */
+    assert_true(active > 9 * page && active < 15 * page); /* 16-17 pages per MB of batch in the rows: ~12 */
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 /* sched_deep_debt -- the deep-debt pace of the write controller
  * (sched/wctl.h), wired through the engine: deep compactions are held (every
  * SST write of a tkv-deep thread waits while `deep_held` is set, in the
@@ -872,17 +950,6 @@ static int hold_deep_writes(io_op op, const char *path, size_t len, void *arg)
     __atomic_load(&deep_held_until, &until, __ATOMIC_ACQUIRE);
     while (tu_now_ms() < until) usleep(1000);
     return 0;
-}
-
-static double prop_double(tkv_db *db, const char *name, const char *field)
-{
-    char *p = tkv_property(db, name);
-    assert_non_null(p);
-    const char *at = strstr(p, field);
-    if (!at) fail_msg("property %s has no \"%s\":\n%s", name, field, p);
-    double v = strtod(at + strlen(field), NULL);
-    tkv_free(p);
-    return v;
 }
 
 static uint64_t debt_run(const char *wc, double *max_score)
@@ -950,6 +1017,7 @@ int main(void)
         cmocka_unit_test(sched_no_stop_while_flushing),
         cmocka_unit_test(sched_flush_wait_not_a_stall),
         cmocka_unit_test(sched_slow_column_ramp),
+        cmocka_unit_test(sched_fill_counts_memtables),
         cmocka_unit_test(sched_deep_debt),
         cmocka_unit_test(sched_fifo_and_switches),
         cmocka_unit_test(sched_pmem_tier),

@@ -85,10 +85,16 @@ void mx_flush_unblocked(tkv_db *db);
  * call it only when that is what a 1 will do), as a long-lived RocksDB
  * iterator pins memory. */
 int mx_pinned_full(tkv_db *db);
-/* mx_fill -- how full the container is, 0..1 (0 with l0=sst): the fraction
- * of the pool's pages in use, or, under a DRAM budget, the rows' DRAM over
- * its share if that is larger (at most 1). A compactor
- * forms at matrix_trigger and writers are paced on it (write.c). */
+/* mx_fill -- how full the container is, counting what is already promised
+ * to it (0 with l0=sst): the fraction of the pool's pages in use plus the
+ * pages the memtables not yet in the pool will take -- the active one at
+ * its current size and every immutable one whose row has not allocated its
+ * pages -- estimated at the pages per batch byte of earlier full-memtable
+ * flushes; or, under a DRAM budget, the rows' DRAM over its share if that
+ * is larger (at most 1). May pass 1 (an overcommitted pool). The write
+ * controller paces on it (write.c): a fill of the pages alone let writers
+ * fill one more memtable than the pool had room for, and the flush then
+ * found the pool full. Caller holds db->mu. */
 double mx_fill(tkv_db *db);
 /* mx_dram_bytes -- the DRAM of every open row handle (the rows part of the
  * DRAM budget); 0 with l0=sst. No lock needed. */

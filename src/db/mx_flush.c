@@ -94,7 +94,8 @@ static rowset *with_new_row(tkv_db *db, rowtable *r)
     return nrs;
 }
 
-int mx_flush_one(tkv_db *db)
+/* flush_one -- mx_flush_one's work, with mx->flush_building set. */
+static int flush_one(tkv_db *db)
 {
     struct mx_state *mx = db->mx;
     superversion *sv = sv_ref(db->sv);
@@ -155,6 +156,10 @@ int mx_flush_one(tkv_db *db)
             ctr_add(&mx->ctr.flush_entries, pr.entries);
             ctr_add(&mx->ctr.flush_data_bytes, pr.data_bytes);
             ctr_add(&mx->ctr.flush_batch_bytes, memtable_batch_bytes(m));
+            if (memtable_memory_usage(m) >= db->opts.memtable_size / 2) { /* not a forced flush's scrap */
+                ctr_add(&mx->ctr.full_flush_batch_bytes, memtable_batch_bytes(m));
+                ctr_add(&mx->ctr.full_flush_pages, pr.pages);
+            }
             ctr_add(&db->ctr.flushes, 1);
         }
         mx_collect(db);
@@ -162,6 +167,18 @@ int mx_flush_one(tkv_db *db)
     }
     sv_unref(sv);
     pthread_cond_broadcast(&db->bg_cv);
+    return rc;
+}
+
+int mx_flush_one(tkv_db *db)
+{
+    struct mx_state *mx = db->mx;
+    pool_stats st;
+    pool_get_stats(mx->pool, &st);
+    mx->flush_alloc_mark = st.pages_allocated;
+    mx->flush_building = 1;
+    int rc = flush_one(db);
+    mx->flush_building = 0; /* the row and its memtable have left or entered the view together */
     return rc;
 }
 

@@ -75,6 +75,8 @@
 typedef struct mx_counters {
     uint64_t rows_flushed, flush_entries, flush_data_bytes; /* rows built by flushes */
     uint64_t flush_batch_bytes;                    /* the same flushes in writer units (batch bytes) */
+    uint64_t full_flush_batch_bytes, full_flush_pages; /* flushes of full memtables: batch bytes and the
+                                                   * pool pages their rows took (mx_fill's estimate) */
     uint64_t flush_no_space, flush_wait_micros;    /* flushes that found the pool full, time waited */
     uint64_t lookups, rows_searched, rows_filtered, hints_used, hints_rejected, comparisons;
     row_seek_stats seeks;                          /* iterator seeks over the rows (rowtable_iters_at) */
@@ -102,6 +104,10 @@ struct mx_state {
     unsigned ncolumns;       /* how many */
     uint64_t last_commit_us; /* when the last column committed */
     size_t rows_at_flush;    /* open rows when the last flush attempt started */
+    int flush_building;      /* mx_flush_one runs on sv->imm[0] ... */
+    uint64_t flush_alloc_mark; /* ... and the pool had handed out this many pages when it began: once
+                                * pool_stats.pages_allocated differs, imm[0]'s row holds its pages
+                                * (only flushes allocate pool pages) and mx_fill stops counting it */
     char no_space_msg[320];  /* why the last flush found no room: the pool's pages, or the disk under it */
     uint64_t blocked_since;  /* when the flush began waiting for room (db->flush_blocked) */
     int drain_waiters;       /* tkv_compact_range calls waiting for every row to drain */

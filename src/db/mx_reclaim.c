@@ -52,12 +52,30 @@ int mx_pinned_full(tkv_db *db)
     return 1;
 }
 
+/* pending_pages -- the pool pages the memtables not yet in the pool will
+ * take (mx_fill): their batch bytes at the pages per batch byte of earlier
+ * flushes of full memtables, or, before one, one page per page_size batch
+ * bytes plus one. Caller holds mu. */
+static double pending_pages(tkv_db *db, const pool_stats *st)
+{
+    struct mx_state *mx = db->mx;
+    const superversion *sv = db->sv;
+    uint64_t batch = memtable_batch_bytes(sv->mem);
+    size_t from = mx->flush_building && st->pages_allocated != mx->flush_alloc_mark ? 1 : 0;
+    for (size_t i = from; i < sv->nimm; i++) batch += memtable_batch_bytes(sv->imm[i]);
+    if (!batch) return 0.0;
+    uint64_t fb = ctr_get(&mx->ctr.full_flush_batch_bytes), fp = ctr_get(&mx->ctr.full_flush_pages);
+    if (fb && fp) return (double)batch * (double)fp / (double)fb;
+    return (double)batch / (double)st->page_size + 1.0;
+}
+
 double mx_fill(tkv_db *db)
 {
     if (!db->mx) return 0.0;
     pool_stats st;
     pool_get_stats(db->mx->pool, &st);
-    double pages = st.pages_total ? (double)(st.pages_total - st.pages_free) / (double)st.pages_total : 0.0;
+    double pages = st.pages_total ? ((double)(st.pages_total - st.pages_free) + pending_pages(db, &st)) / (double)st.pages_total
+                                  : 0.0;
     uint64_t share = db->dram.share[BUDGET_ROWS];
     double dram = share ? (double)mx_dram_bytes(db) / (double)share : 0.0;
     if (dram > 1.0) dram = 1.0; /* a lone row may pass its share */

@@ -104,6 +104,7 @@ void pool_get_stats(pool *p, pool_stats *out)
     out->pages_free = p->free_count;
     out->rows = p->rows;
     out->dir_slots = p->dir_slots;
+    out->pages_allocated = p->alloc_total;
     pthread_mutex_unlock(&p->mu);
 }
 

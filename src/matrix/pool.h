@@ -171,6 +171,8 @@ typedef struct pool_stats {
     uint32_t pages_free;
     uint32_t rows;        /* committed rows (non-empty directory slots) */
     uint32_t dir_slots;
+    uint64_t pages_allocated; /* pages pool_alloc_pages handed out since open (monotonic: a
+                               * caller can tell whether an allocation happened since) */
 } pool_stats;
 /* pool_get_stats -- a consistent snapshot of the counters. */
 void pool_get_stats(pool *p, pool_stats *out);

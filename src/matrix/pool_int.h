@@ -28,6 +28,7 @@ struct pool {
     uint32_t ahead_pages;  /* pool_prefault_ahead's window in pages; mu */
     uint32_t trim_page;    /* a free page pool_trim is punching (not to be handed out), or POOL_PAGE_NONE; mu */
     uint64_t last_alloc_ns; /* CLOCK_MONOTONIC of the last pool_alloc_pages; mu */
+    uint64_t alloc_total;  /* pages pool_alloc_pages handed out since open (pool_stats); mu */
     pthread_cond_t trim_cv; /* signalled when trim_page goes back to POOL_PAGE_NONE */
     uint64_t trimmed;      /* bytes pool_trim punched again (relaxed atomic) */
     int lock_fd;         /* holds an exclusive flock on the pool file while open */

@@ -118,6 +118,7 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
         }
     }
     p->free_count -= n;
+    p->alloc_total += n;
     p->last_alloc_ns = mono_ns();
     uint64_t end = prefault_end(p, n);
     pthread_mutex_unlock(&p->mu);
