@@ -734,7 +734,7 @@ static int thread_nice(const char *name, int *count)
 }
 
 /* background_nice: column and compaction threads run at that nice value,
- * the flush thread at half of it (never below the process's own), client
+ * the flush thread at a fifth of it (never below the process's own), client
  * threads and the monitor at the process's; 0 leaves every thread alone;
  * out-of-range values are refused. */
 static void sched_background_nice(void **state)
@@ -749,7 +749,7 @@ static void sched_background_nice(void **state)
         assert_int_equal(tkv_options_set(o, "l0", "matrix"), TKV_OK);
         assert_int_equal(tkv_options_set(o, "background_nice", vals[k]), TKV_OK);
         tkv_db *db = tu_open_ok(dir, o);
-        int want = k == 0 && base < 7 ? 7 : base, want_flush = k == 0 && base < 3 ? 3 : base;
+        int want = k == 0 && base < 7 ? 7 : base, want_flush = k == 0 && base < 1 ? 1 : base;
         int seen = 0;
         /* a thread names itself and sets its nice value as it starts:
          * wait (up to 5 s) until the four kinds have started */
@@ -767,7 +767,7 @@ static void sched_background_nice(void **state)
             int n, v = thread_nice(bg[i], &n);
             if (!n) fail_msg("background_nice=%s: no %s thread", vals[k], bg[i]);
             seen += n;
-            int w = i == 0 ? want_flush : want; /* bg[0]: the flush, at half the value */
+            int w = i == 0 ? want_flush : want; /* bg[0]: the flush, at a fifth of the value */
             if (v != w) fail_msg("background_nice=%s: %s at nice %d, want %d", vals[k], bg[i], v, w);
         }
         print_message("background_nice=%s: %d background threads at nice %d (process %d)\n", vals[k], seen, want, base);

@@ -103,11 +103,14 @@ static int flush_one_sst(tkv_db *db)
 static void *flush_main(void *arg)
 {
     tkv_db *db = arg;
-    /* half the other background threads' nice value (5 by default): on few
-     * cores the flush must not get only its share beside two column
-     * compactions, as a writer that fills the last memtable waits on the
-     * flush (SILK's order: flushes first) */
-    thread_background("tkv-flush", db->opts.background_nice / 2);
+    /* a fifth of the other background threads' nice value (2 by default):
+     * on few cores the flush must not get only its share beside a column
+     * compaction, as a writer that fills the last memtable waits on the
+     * flush (SILK's order: flushes first). At half (5) a column on the
+     * flush's core took a quarter of it and writers were paced behind the
+     * flush: a 1M x 1 KiB fill ran 12 % slower, 4M 6 %
+     * (docs/bench/flush-priority/) */
+    thread_background("tkv-flush", db->opts.background_nice / 5);
     pthread_mutex_lock(&db->mu);
     uint64_t started = 0, bytes = 0;
     while (!db->shutting_down || (db->sv->nimm > 0 && !db->bg_error)) {
