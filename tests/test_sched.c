@@ -1541,6 +1541,13 @@ static void test_wctl_ramp(void **state)
         assert_true(r <= prev && r > 0);
         prev = r;
     }
+    /* a full or overcommitted container (the engine counts memtables not yet
+     * in it): the floor, min_rate / 16, never a stop and never faster */
+    for (double f = 1.0; f <= 1.5; f += 0.25) {
+        in.container_fill = f;
+        assert_int_equal(wctl_classify(w, &in), WCTL_SLOWDOWN);
+        assert_int_equal(wctl_target_rate(w, &in), MiB / 16);
+    }
 
     /* steady state at 80 %: writers get 1.75 x 40 MiB/s = 70 MiB/s */
     in.container_fill = 0.8;

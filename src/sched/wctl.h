@@ -150,7 +150,8 @@ typedef struct wctl_input {
     unsigned mutable_left;  /* memtables that can still take writes: the active one if
                              * not full, plus free slots (memtables - immutables) */
     unsigned max_memtables; /* total memtables (informational; >= mutable_left) */
-    double container_fill;  /* L0 container fill fraction 0..1 (0 without one) */
+    double container_fill;  /* L0 container fill fraction, 0 without one; 1 = full (may pass 1:
+                             * the engine counts what is promised to the container too) */
     int drain_known;        /* drain_rate is a measurement (else the ramp is off, unless
                              * drain_expected) */
     int drain_expected;     /* the container drains by a process that will be measured
