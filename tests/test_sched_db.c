@@ -853,13 +853,7 @@ static void sched_slow_column_ramp(void **state)
     assert_true(stall_prl * 2 < stall_off);
 }
 
-/* sched_fill_counts_memtables -- the container fill the write controller
- * paces on (mx_fill, db/mx.h) counts what is promised to the pool: the
- * active memtable's bytes before any flush, and after a flush the row once
- * (its pages) and not its memtable too. Without the memtables the ramp let
- * a writer fill one more memtable than the pool had room for and the flush
- * found the pool full (sched_slow_column_ramp failed one run in four on 2
- * busy cores). */
+/* prop_double -- the number right after `field` in property `name`. */
 static double prop_double(tkv_db *db, const char *name, const char *field)
 {
     char *p = tkv_property(db, name);
@@ -881,6 +875,13 @@ static void put_n(tkv_db *db, tu_rng *r, uint64_t from, uint64_t n)
     }
 }
 
+/* sched_fill_counts_memtables -- the container fill the write controller
+ * paces on (mx_fill, db/mx.h) counts what is promised to the pool: the
+ * active memtable's bytes before any flush, and after a flush the row once
+ * (its pages) and not its memtable too. Without the memtables the ramp let
+ * a writer fill one more memtable than the pool had room for and the flush
+ * found the pool full (sched_slow_column_ramp failed one run in four on 2
+ * busy cores). */
 static void sched_fill_counts_memtables(void **state)
 {
     (void)state;
