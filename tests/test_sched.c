@@ -1311,7 +1311,8 @@ static void test_wctl_modes(void **state)
 /* PRL with one memtable left and the running flush's ETA known paces at the
  * deadline active_room / eta (less pace_margin) when that is below the
  * flush pace: a flush behind slows writers, one ahead does not speed them
- * up; the floor when there is almost no room; the flush pace at an ETA of 0
+ * up (except before any flush sample, when the pace is only a guess); the
+ * floor when there is almost no room; the flush pace at an ETA of 0
  * or when the ETA is unknown; CLASSIC and OFF ignore it; with the ramp, the
  * slowest of the three. */
 static void test_wctl_deadline(void **state)
@@ -1359,6 +1360,25 @@ static void test_wctl_deadline(void **state)
     wctl *wm;
     assert_int_equal(wctl_create(&mo, &wm), TKV_OK); /* no samples: flush pace 14 MiB/s */
     assert_int_equal(wctl_target_rate(wm, &in), 10 * MiB / 8 * 7);
+    /* before any flush sample the deadline applies above the flush pace too:
+     * the initial rate is a guess, the running flush's ETA a measurement */
+    in.flush_eta_us = 1000000;
+    in.active_room = 80 * MiB; /* deadline 70 MiB/s with the margin, the guess 14 */
+    assert_int_equal(wctl_target_rate(wm, &in), 70 * MiB);
+    now += 1000000;
+    t = pace_many(wm, &in, 1024, 1 * KiB, &now); /* 1 MiB at 70 MiB/s: ~14.3 ms, not ~71 */
+    print_message("deadline before any sample: 1 MiB at 70 MiB/s in %llu us\n", (unsigned long long)t);
+    assert_true(t >= 12000 && t <= 17000);
+    in.flush_eta_known = 0; /* ETA unknown: the guess */
+    assert_int_equal(wctl_target_rate(wm, &in), 14 * MiB);
+    in.flush_eta_known = 1;
+    in.flush_eta_us = 0; /* ETA 0: no limit from the deadline, the guess stays */
+    assert_int_equal(wctl_target_rate(wm, &in), 14 * MiB);
+    wctl_flush_sample(wm, 40 * MiB, 1000000); /* a sample: a flush ahead no longer speeds writers up */
+    in.flush_eta_us = 1000000;
+    assert_int_equal(wctl_target_rate(wm, &in), 35 * MiB);
+    in.flush_eta_us = 4000000;
+    in.active_room = 40 * MiB;
     wctl_free(wm);
 
     /* two memtables free: the deadline does not apply */

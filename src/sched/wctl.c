@@ -220,7 +220,12 @@ static uint64_t stage_rate_locked(const wctl *w, const wctl_input *in, uint64_t 
     uint64_t mem = flush;
     if (deadline_on(w, in)) {
         *deadline = deadline_rate(w, in);
-        if (*deadline < mem) mem = *deadline; /* a flush behind slows writers; one ahead does not speed them */
+        /* a flush behind slows writers; one ahead does not speed them up --
+         * except before any flush was measured, when the flush pace is only
+         * initial_rate's guess and the running flush's own progress is the
+         * one measurement there is (an ETA of 0 sets no limit: the pace
+         * stays) */
+        if (*deadline < mem || (w->nsamples == 0 && *deadline != UINT64_MAX)) mem = *deadline;
     }
     if (!ramp_on(w, in)) {
         if (in->mutable_left == 1 && in->container_fill < w->o.near_full) return mem;
