@@ -356,9 +356,14 @@ static void mi_seek(tkv_it *it, tkv_slice target)
     mi->node = find_ge(mi->m, &k, NULL);
 }
 
-/* mi_next -- and starts loading the value of the node after the new one: a
- * scan (a flush building a row) reads every value, and the values are not
- * next to their nodes, so each would otherwise be a cache miss of its own. */
+/* mi_next -- and starts loading what the next two steps will read: a scan (a
+ * flush building a row) reads every key and value in order, and neither the
+ * nodes (linked in key order, allocated in arrival order) nor the values (in
+ * their own arena) are next to each other, so each would be a cache miss of
+ * its own, paid one after another. Pipeline, one step of the consumer's work
+ * apart: the node after the next one is prefetched (its address is in the
+ * next node, which the step before prefetched), and the next node's value
+ * (its reference is in that node). */
 static void mi_next(tkv_it *it)
 {
     mem_iter *mi = (mem_iter *)it;
@@ -369,6 +374,11 @@ static void mi_next(tkv_it *it)
     if (after) {
         tkv_slice v = node_value(after);
         for (size_t off = 0; off < v.n && off < 256; off += 64) __builtin_prefetch((const uint8_t *)v.p + off);
+        const sl_node *later = node_next(after, 0);
+        if (later) { /* a node of height 1 with a 16-byte key is ~52 bytes: it may span two lines */
+            __builtin_prefetch(later);
+            __builtin_prefetch((const uint8_t *)later + 63);
+        }
     }
 }
 
