@@ -627,6 +627,7 @@ void pm_get_stats(pm_region *r, pm_stats *out)
     out->wb_device_flushes = __atomic_load_n(&r->wb_device_flushes, __ATOMIC_RELAXED);
     out->prefault_bytes = __atomic_load_n(&r->pf_bytes, __ATOMIC_RELAXED);
     out->prefault_write_bytes = __atomic_load_n(&r->pf_write_bytes, __ATOMIC_RELAXED);
+    out->prefault_zero_bytes = __atomic_load_n(&r->pf_zero_bytes, __ATOMIC_RELAXED);
     out->persist_errors = __atomic_load_n(&r->persist_errors, __ATOMIC_RELAXED);
     out->reserve_failures = __atomic_load_n(&r->reserve_failures, __ATOMIC_RELAXED);
     out->discarded_bytes = __atomic_load_n(&r->discarded, __ATOMIC_RELAXED);

@@ -19,6 +19,7 @@
 #define PM_OPTANE_READ_NS 300u      /* per pm_read_delay access */
 #define PM_OPTANE_WRITE_BW 2000000000ull /* bytes per second */
 #define PM_PACE_CHUNK (256u << 10)  /* pm_memcpy_persist reserves bandwidth in 256 KiB steps (128 us) */
+#define PM_ZERO_PIECE_MAX (64u << 10) /* pm_prefault_zero: the largest piece (and so folio) it writes */
 
 struct pm_region {
     /* read-mostly */
@@ -65,7 +66,7 @@ struct pm_region {
     void *wb_arg;
     uint64_t wb_rate, wb_expire_ns;
     uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending; /* relaxed atomics */
-    /* prefault thread (prefault_main); pf_mu guards pf_upto, pf_done, pf_busy and pf_stop */
+    /* prefault thread (prefault_main); pf_mu guards pf_upto, pf_done, pf_busy, pf_stop and the zero fields */
     pthread_t prefault;
     int prefault_started;
     pthread_mutex_t pf_mu;
@@ -76,6 +77,10 @@ struct pm_region {
     int pf_stop;
     uint64_t pf_bytes;  /* relaxed atomic: bytes the thread has populated */
     uint64_t pf_write_bytes; /* relaxed atomic: of those, populated writable (MADV_POPULATE_WRITE) */
+    uint32_t pf_zero_piece;  /* pm_prefault_zero: create pages by writing zeros in pieces of this size, 0 = no */
+    uint64_t pf_zero_floor;  /* no zeros are written below it (pm_prefault_claim); pf_mu */
+    uint64_t pf_zeroing;     /* start of the piece being written, UINT64_MAX: none; pf_mu */
+    uint64_t pf_zero_bytes;  /* relaxed atomic: bytes whose pages were created so */
 };
 
 /* now_ns -- CLOCK_MONOTONIC in nanoseconds. */

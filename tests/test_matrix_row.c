@@ -460,6 +460,95 @@ static void test_pool_prefault_ahead(void **state)
     fx_free(&f);
 }
 
+static void check_iter(tu_rng *rng, const rowtable *r, const row_data *d, uint32_t cursor, const char *what);
+
+/* prefault_settle -- waits until the region's prefault counter stops moving
+ * (50 ms without change, 10 s at most) and returns its stats. */
+static pm_stats prefault_settle(pm_region *reg)
+{
+    pm_stats st;
+    uint64_t last = UINT64_MAX;
+    double t0 = tu_now_ms();
+    for (int still = 0; still < 25 && tu_now_ms() - t0 < 10000; usleep(2000)) {
+        pm_get_stats(reg, &st);
+        still = st.prefault_bytes == last ? still + 1 : 0;
+        last = st.prefault_bytes;
+    }
+    pm_get_stats(reg, &st);
+    return st;
+}
+
+/* test_pool_prefault_zero -- past the high-water mark the prefault thread
+ * creates pages by writing zeros (invariant 7), and that never costs data:
+ * pages handed out one by one and filled at once, while the thread writes
+ * zeros ahead of (and among) them, keep what was stored; after a reopen the
+ * pages of a committed row, below the high-water mark, are populated but not
+ * zeroed (the row reads back intact) while the pages past it are. */
+static void test_pool_prefault_zero(void **state)
+{
+    (void)state;
+    tu_rng rng;
+    tu_rng_init(&rng, tu_seed());
+    fixture f = fx_new("pool-prefault-zero");
+    struct statfs sf;
+    assert_int_equal(statfs(f.dir, &sf), 0);
+    if (sf.f_type == 0x01021994) { /* tmpfs: no prefault thread */
+        fx_free(&f);
+        skip();
+    }
+    const uint64_t ps = 64u << 10;
+    pool_options o = {.page_size = ps, .dir_slots = 4};
+    pool *p = open_pool(f.path, 48u << 20, PM_EMULATED, &o);
+    pm_region *reg = pool_region(p);
+    pool_prefault_ahead(p, 8u << 20);
+    uint32_t got[400];
+    for (uint32_t i = 0; i < 400; i++) {
+        assert_int_equal(pool_alloc_page(p, &got[i]), 0);
+        memset(pool_page_addr(p, got[i]), (int)(i % 200 + 1), ps);
+    }
+    pm_stats st = prefault_settle(reg);
+    if (st.prefault_bytes == 0) { /* no MADV_POPULATE_READ (kernel < 5.14) */
+        pool_close(p);
+        fx_free(&f);
+        skip();
+    }
+    print_message("fill: %llu bytes prefaulted, %llu of them created by writing zeros\n",
+                  (unsigned long long)st.prefault_bytes, (unsigned long long)st.prefault_zero_bytes);
+    assert_true(st.prefault_zero_bytes > 0);
+    for (uint32_t i = 0; i < 400; i++) {
+        const uint8_t *a = pool_page_addr(p, got[i]);
+        for (uint64_t k = 0; k < ps; k += 512)
+            if (a[k] != (uint8_t)(i % 200 + 1))
+                fail_msg("page %u (handed out %u-th) lost byte %llu", got[i], i, (unsigned long long)k);
+        pool_free_page(p, got[i]);
+    }
+
+    /* a committed row, reopened: below the high-water mark nothing is zeroed */
+    uint64_t seq = 0;
+    row_data d = gen_row(&rng, 2000, 1u << 30, &seq, 1500, 0); /* ~1.5 MB: ~24 pages */
+    rowtable *r = build_row(p, 1, &d, NULL, 1);
+    rowtable_close(r);
+    pool_close(p);
+    p = open_pool(f.path, 0, PM_EMULATED, NULL);
+    reg = pool_region(p);
+    pool_prefault_ahead(p, 4u << 20);
+    st = prefault_settle(reg);
+    pool_stats ps_;
+    pool_get_stats(p, &ps_);
+    print_message("reopen: %llu bytes prefaulted, %llu zero-written, %u pages in use\n",
+                  (unsigned long long)st.prefault_bytes, (unsigned long long)st.prefault_zero_bytes,
+                  ps_.pages_total - ps_.pages_free);
+    assert_true(st.prefault_zero_bytes > 0);
+    assert_true(st.prefault_zero_bytes <= st.prefault_bytes - (uint64_t)(ps_.pages_total - ps_.pages_free) * ps);
+    rowtable *rs[1];
+    assert_int_equal(open_all(p, rs, 1), 1);
+    check_iter(&rng, rs[0], &d, 0, "after a reopen with zero-writing prefault");
+    rowtable_close(rs[0]);
+    pool_close(p);
+    free_row(&d);
+    fx_free(&f);
+}
+
 /* resident_pages -- how many 4 KiB pages of [a, a+len) are in the page cache. */
 static size_t resident_pages(uint8_t *a, size_t len)
 {
@@ -2170,7 +2259,7 @@ int main(void)
         cmocka_unit_test(test_corruption),      cmocka_unit_test(test_crash),
         cmocka_unit_test(test_overlapping_rows), cmocka_unit_test(test_build_errors),
         cmocka_unit_test(test_view_cursors),    cmocka_unit_test(test_pool_drop_row),
-        cmocka_unit_test(test_column_pick),     cmocka_unit_test(test_pool_prefault_ahead),
+        cmocka_unit_test(test_column_pick),     cmocka_unit_test(test_pool_prefault_ahead), cmocka_unit_test(test_pool_prefault_zero),
         cmocka_unit_test(test_column_merge),    cmocka_unit_test(test_column_merge_rule),
         cmocka_unit_test(test_cursor_after_trim), cmocka_unit_test(test_row_willneed),
     };

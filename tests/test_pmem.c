@@ -10,7 +10,8 @@
  * (lower bounds only: the machine is shared); the counters; the paced
  * write-back of emulated pools (chunks, rate, refusal, close, tmpfs); the
  * prefault thread (the prefix it populates, writable: stores to it take no
- * fault; a start it keeps off; cancel).
+ * fault; a start it keeps off; cancel; pages created by writing zeros only
+ * past the floor, and never over a range claimed while it runs).
  *
  * The crash-test pattern for the modules above (see cs_durable_after): run a
  * workload on a fresh PM_CRASHSIM pool with a cut after k persists, close,
@@ -37,6 +38,7 @@
 #include <cmocka.h>
 
 #include "emul/pmem.h"
+#include "io/io.h"
 #include "testutil.h"
 #include "tierkv.h"
 
@@ -1042,6 +1044,111 @@ static void prefault_writable(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* hold_zero_write -- a fault hook that holds the prefault thread inside its
+ * first zero write (IO_OP_FALLOCATE on a pool file) for 100 ms. */
+typedef struct zero_hold {
+    int inside;
+} zero_hold;
+static int hold_zero_write(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    zero_hold *h = arg;
+    if (op == IO_OP_FALLOCATE && strstr(path, "pool") && !__atomic_exchange_n(&h->inside, 1, __ATOMIC_ACQ_REL))
+        usleep(100000);
+    return 0;
+}
+
+/* prefault_zero -- with pm_prefault_zero the thread creates the pages it
+ * populates by writing zeros, but only at or past the floor
+ * (pm_prefault_claim): data below the floor is kept, past it the pages read
+ * as zero and take no fault on a store. Then a race: the thread zero-writes
+ * ahead while this thread claims and fills 64 KiB pieces of the same range
+ * one after the other; every byte it filled is still there afterwards (a
+ * zero write in flight below the floor is waited for, none starts there).
+ * Last, deterministically: a claim made while a zero write is held in
+ * flight (fault hook) returns only after it, and nothing stored after the
+ * claim is zeroed. */
+static void prefault_zero(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("pm-prefault-z");
+    char *path = tu_path(dir, "pool");
+    if (on_tmpfs(dir)) { /* no prefault thread there */
+        free(path);
+        tu_tmpdir_free(dir);
+        skip();
+    }
+    pm_region *r = open_ok(path, 64 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
+    uint8_t *b = pm_base(r);
+    for (size_t i = 0; i < 8 * MiB; i++) b[i] = (uint8_t)(i % 251 + 1);
+    pm_prefault_claim(r, 6 * MiB);
+    pm_prefault_zero(r, 64 * KiB);
+    pm_prefault_upto(r, 16 * MiB);
+    uint64_t got = wait_prefaulted(r, 16 * MiB);
+    if (got == 0) { /* no MADV_POPULATE_READ (before 5.14) */
+        pm_close(r);
+        free(path);
+        tu_tmpdir_free(dir);
+        skip();
+    }
+    usleep(20000);
+    pm_stats st;
+    pm_get_stats(r, &st);
+    assert_int_equal(st.prefault_bytes, 16 * MiB);
+    assert_int_equal(st.prefault_zero_bytes, 10 * MiB); /* [6, 16) MiB */
+    for (size_t i = 0; i < 6 * MiB; i++)
+        if (b[i] != (uint8_t)(i % 251 + 1)) fail_msg("byte %zu below the floor changed", i);
+    for (size_t i = 6 * MiB; i < 8 * MiB; i++)
+        if (b[i] != 0) fail_msg("byte %zu past the floor was not zeroed", i);
+    assert_int_equal(touch_pages(r, 8 * MiB, 8 * MiB), 0); /* zeros, mapped writable */
+
+    /* the race: claims and fills behind (and through) the thread's writes */
+    pm_prefault_upto(r, 64 * MiB);
+    for (uint64_t off = 16 * MiB; off < 64 * MiB; off += 64 * KiB) {
+        pm_prefault_claim(r, off + 64 * KiB);
+        memset(b + off, (int)(0xa0 + (off >> 16) % 16), 64 * KiB);
+    }
+    assert_int_equal(wait_prefaulted(r, 64 * MiB), 64 * MiB);
+    usleep(20000);
+    for (uint64_t off = 16 * MiB; off < 64 * MiB; off += 4096)
+        if (b[off] != (uint8_t)(0xa0 + (off >> 16) % 16) || b[off + 4095] != (uint8_t)(0xa0 + (off >> 16) % 16))
+            fail_msg("the page at %llu lost what was stored after its claim", (unsigned long long)off);
+    pm_get_stats(r, &st);
+    print_message("race: %llu of 48 MiB zero-written by the thread before the claims reached them\n",
+                  (unsigned long long)(st.prefault_zero_bytes - 10 * MiB));
+    /* a claim over a zero write in flight waits for it: the fault hook holds
+     * the thread inside one piece's write for 100 ms */
+    pm_close(r);
+    r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
+    b = pm_base(r);
+    zero_hold hold = {0};
+    io_set_fault_hook(hold_zero_write, &hold);
+    pm_prefault_zero(r, 64 * KiB);
+    pm_prefault_upto(r, 32 * MiB);
+    for (double t0 = tu_now_ms(); !__atomic_load_n(&hold.inside, __ATOMIC_ACQUIRE) && tu_now_ms() - t0 < 10000;)
+        usleep(1000);
+    assert_true(__atomic_load_n(&hold.inside, __ATOMIC_ACQUIRE));
+    double t0 = tu_now_ms();
+    pm_prefault_claim(r, 64 * MiB);
+    double waited = tu_now_ms() - t0;
+    memset(b, 0x77, 32 * MiB);
+    assert_int_equal(wait_prefaulted(r, 32 * MiB), 32 * MiB);
+    io_set_fault_hook(NULL, NULL);
+    for (uint64_t off = 0; off < 32 * MiB; off += 4096)
+        if (b[off] != 0x77) fail_msg("the page at %llu was zeroed after the claim returned", (unsigned long long)off);
+    print_message("claim over a held zero write returned after %.1f ms\n", waited);
+    if (waited < 50) fail_msg("the claim returned after %.1f ms, while a zero write was held for 100 ms", waited);
+    pm_close(r);
+    /* and the file holds what was stored */
+    uint64_t size;
+    uint8_t *img = durable_image(path, &size);
+    for (uint64_t off = 0; off < 32 * MiB; off += 4096)
+        if (img[off] != 0x77) fail_msg("file byte %llu", (unsigned long long)off);
+    free(img);
+    free(path);
+    tu_tmpdir_free(dir);
+}
+
 int main(void)
 {
     tu_seed();
@@ -1050,7 +1157,7 @@ int main(void)
         cmocka_unit_test(crashsim_lines),   cmocka_unit_test(crashsim_cut),      cmocka_unit_test(crashsim_store8),
         cmocka_unit_test(crashsim_every_cut), cmocka_unit_test(crashsim_threads), cmocka_unit_test(optane_profile),
         cmocka_unit_test(stats_counters),   cmocka_unit_test(paced_writeback),   cmocka_unit_test(prefault_prefix),
-        cmocka_unit_test(prefault_writable),
+        cmocka_unit_test(prefault_writable),  cmocka_unit_test(prefault_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

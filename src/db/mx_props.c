@@ -32,8 +32,8 @@ static void writeback_line(const pm_stats *ps, tkv_buf *b, int *oom)
                (unsigned long long)ps->wb_bytes, (unsigned long long)ps->wb_pending,
                (unsigned long long)ps->wb_expired, (unsigned long long)ps->wb_dropped,
                (unsigned long long)ps->wb_failures, (unsigned long long)ps->wb_device_flushes);
-    buf_appendf(b, oom, "prefault: bytes=%llu writable=%llu\n", (unsigned long long)ps->prefault_bytes,
-               (unsigned long long)ps->prefault_write_bytes);
+    buf_appendf(b, oom, "prefault: bytes=%llu writable=%llu zeroed=%llu\n", (unsigned long long)ps->prefault_bytes,
+               (unsigned long long)ps->prefault_write_bytes, (unsigned long long)ps->prefault_zero_bytes);
 }
 
 /* seeks_line -- iterator seeks over the rows (rowtable_iters_at). */

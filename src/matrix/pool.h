@@ -13,7 +13,7 @@
  * owner-defined body (the RowTable fields), then the page list, a checksum,
  * and a release bitmap (one bit per listed page, outside the checksum).
  *
- * Invariants (the pool keeps 1-3, the caller keeps 4-5):
+ * Invariants (the pool keeps 1-3 and 6-7, the caller keeps 4-5):
  *  (1) A directory slot is 0 (empty) or (row_id_low32 << 32 | first_page + 1)
  *      naming the first page of a committed row whose header verifies. The
  *      8-byte persisted store of a slot is the commit point of a row (and
@@ -48,6 +48,15 @@
  *      too, one row's worth at most (delayed allocation; never a SIGBUS:
  *      a full file system only makes it populate readable); pool_trim
  *      gives those back with the rest.
+ *  (7) A page past the high-water mark (1 + the highest page in use at
+ *      open or handed out since) holds nothing anyone needs: allocation
+ *      takes the lowest free index, so no such page has been handed out in
+ *      this open, and at open it was free (2). The prefault thread may
+ *      therefore create those pages by writing zeros (pm_prefault_zero,
+ *      cheaper than faulting each 4 KiB in); pool_alloc_pages raises the
+ *      thread's zero floor past every page it hands out (pm_prefault_claim,
+ *      which waits for a zero write in flight below it) before it returns,
+ *      so no zero lands on a page after the caller got it.
  *
  * Thread safety: page allocation, freeing, release, commit and removal are
  * serialized by a mutex inside the pool and may be called from any thread.

@@ -28,6 +28,10 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The prefault thread creates the pages past the high-water mark by writing
+ * zeros in pieces of this size (pm_prefault_zero; never more than a page). */
+#define POOL_ZERO_PIECE (64u << 10)
+
 /* prefault_end -- the end (byte offset in the region) of what the region
  * should keep resident: ahead pages past the high-water mark (mu held). */
 static uint64_t prefault_end(const pool *p, uint32_t last_n)
@@ -43,9 +47,13 @@ void pool_prefault_ahead(pool *p, uint64_t bytes)
     pthread_mutex_lock(&p->mu);
     uint64_t n = (bytes + p->page_size - 1) >> p->page_shift;
     p->ahead_pages = n > p->page_count ? p->page_count : (uint32_t)n;
-    uint64_t end = prefault_end(p, 0);
+    uint64_t end = prefault_end(p, 0), from = p->pages_off + ((uint64_t)p->high_water << p->page_shift);
     pthread_mutex_unlock(&p->mu);
     pm_prefault_from(p->reg, p->pages_off); /* populating is allocating: not the header area's holes */
+    /* past the high-water mark pages hold nothing (invariant 7): the thread
+     * may create them by writing zeros, in pieces that stay inside a page */
+    pm_prefault_claim(p->reg, from);
+    pm_prefault_zero(p->reg, p->page_size < POOL_ZERO_PIECE ? p->page_size : POOL_ZERO_PIECE);
     if (end) pm_prefault_upto(p->reg, end);
 }
 
@@ -132,6 +140,13 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
         pthread_mutex_unlock(&p->mu);
         return rc;
     }
+    /* invariant 7: before anything is stored to these pages, the prefault
+     * thread writes no more zeros below their end (a zero write in flight
+     * over one of them is waited for) */
+    uint32_t top = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (pages[i] >= top) top = pages[i] + 1;
+    pm_prefault_claim(p->reg, p->pages_off + ((uint64_t)top << p->page_shift));
     if (end) pm_prefault_upto(p->reg, end);
     return 0;
 }
