@@ -187,6 +187,15 @@ static fixture fx_new(const char *tag)
     return f;
 }
 
+/* fx_tmpfs -- 1 if the fixture's directory is on tmpfs (no prefault thread,
+ * nothing can be evicted). */
+static int fx_tmpfs(const fixture *f)
+{
+    struct statfs sf;
+    assert_int_equal(statfs(f->dir, &sf), 0);
+    return sf.f_type == 0x01021994;
+}
+
 static void fx_free(fixture *f)
 {
     free(f->path);
@@ -490,9 +499,7 @@ static void test_pool_prefault_zero(void **state)
     tu_rng rng;
     tu_rng_init(&rng, tu_seed());
     fixture f = fx_new("pool-prefault-zero");
-    struct statfs sf;
-    assert_int_equal(statfs(f.dir, &sf), 0);
-    if (sf.f_type == 0x01021994) { /* tmpfs: no prefault thread */
+    if (fx_tmpfs(&f)) { /* tmpfs: no prefault thread */
         fx_free(&f);
         skip();
     }
@@ -573,9 +580,7 @@ static void test_row_willneed(void **state)
     tu_rng rng;
     tu_rng_init(&rng, tu_seed());
     fixture f = fx_new("row-willneed");
-    struct statfs sf;
-    assert_int_equal(statfs(f.dir, &sf), 0);
-    if (sf.f_type == 0x01021994) { /* tmpfs: nothing can be evicted */
+    if (fx_tmpfs(&f)) { /* tmpfs: nothing can be evicted */
         fx_free(&f);
         skip();
     }
