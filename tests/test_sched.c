@@ -1204,7 +1204,9 @@ static void test_wctl_prl_pacing(void **state)
     wctl_get_stats(w, &st);
     assert_int_equal(st.stall_us, sum);
     assert_int_equal(st.writes, 83886 + 2048 + 8 + 3);
-    assert_true(st.stalled_writes >= 2048 + 8 && st.stalled_writes <= 83886 + 2048 + 8);
+    /* every write that slept paid at least the 2 ms step (W4), and all 1 MiB
+     * writes (25 ms each) slept */
+    assert_true(st.stalled_writes >= 8 && st.stalled_writes <= sum / 2000);
     assert_int_equal(st.stopped_writes, 0);
     assert_int_equal(st.nsamples, 8);
     assert_int_equal(st.samples_total, 9);
@@ -1231,6 +1233,60 @@ static void test_wctl_prl_pacing(void **state)
     wctl_free(w);
 }
 
+/* The step (W4): with one writer a write sleeps only once it owes 2 ms and
+ * then pays all it owes; with n other writes queued behind it the step is
+ * 2 ms x (n + 1), at most 8 ms; the total is bytes / rate whatever the step;
+ * a min_step_us of 0 sleeps every debt; out-of-range steps are refused. */
+static void test_wctl_step(void **state)
+{
+    (void)state;
+    const unsigned queued[] = {0, 1, 3, 7};
+    const uint64_t steps[] = {2000, 4000, 8000, 8000};
+    for (int q = 0; q < 4; q++) {
+        wctl *w = wctl_new(WCTL_PRL);
+        for (int i = 0; i < 8; i++) wctl_flush_sample(w, 40 * MiB, 1000000);
+        wctl_input in = {.mutable_left = 1, .max_memtables = 2, .queued = queued[q]};
+        uint64_t step = steps[q], now = 1000000, total = 0, slept = 0, carried = 0;
+        for (int i = 0; i < 40960; i++) { /* 40 MiB of 1 KiB writes: 1 s at 40 MiB/s */
+            pace_result r = pace(w, &in, KiB, &now);
+            if (r.total_us) {
+                assert_true(r.total_us >= step && r.total_us < step + 100); /* >= the step, pays it all */
+                assert_true(r.max_step <= 1000);
+                slept++;
+            } else {
+                carried++;
+            }
+            total += r.total_us;
+        }
+        print_message("queued %u: %llu of 40960 writes slept, %llu us\n", queued[q], (unsigned long long)slept,
+                      (unsigned long long)total);
+        assert_true(total >= 900000 && total <= 1100000);
+        assert_true(slept >= 1000000 / (step + 100) && slept <= 1000000 / step + 1);
+        assert_true(carried > slept);
+        wctl_free(w);
+    }
+    /* min_step_us 0: every write sleeps what it owes (a 1 KiB write at 40 MiB/s: 24.4 us) */
+    wctl_options o;
+    wctl_options_default(&o);
+    o.min_step_us = 0;
+    wctl *w;
+    assert_int_equal(wctl_create(&o, &w), TKV_OK);
+    for (int i = 0; i < 8; i++) wctl_flush_sample(w, 40 * MiB, 1000000);
+    wctl_input in = {.mutable_left = 1, .max_memtables = 2};
+    uint64_t now = 1000000;
+    pace(w, &in, KiB, &now); /* the episode's first write starts vt at now */
+    for (int i = 0; i < 100; i++) {
+        pace_result r = pace(w, &in, KiB, &now);
+        assert_true(r.total_us >= 23 && r.total_us <= 25);
+    }
+    wctl_free(w);
+    o.min_step_us = 100001;
+    assert_int_equal(wctl_create(&o, &w), TKV_INVALID);
+    o.min_step_us = 100000;
+    assert_int_equal(wctl_create(&o, &w), TKV_OK);
+    wctl_free(w);
+}
+
 /* STOP when every memtable is full, in every mode: the write waits in steps
  * of at most 1 ms, counts once as stopped however long it waits, and
  * proceeds (paced) once a flush frees a memtable. */
@@ -1243,7 +1299,7 @@ static void test_wctl_stop(void **state)
         wctl_input in = {.mutable_left = 0, .max_memtables = 2};
         uint64_t now = 0, waited = 0;
         wctl_write t = WCTL_WRITE_INIT;
-        uint64_t d = wctl_delay_us(w, &t, &in, 64 * KiB, now);
+        uint64_t d = wctl_delay_us(w, &t, &in, 256 * KiB, now);
         for (int i = 0; i < 50; i++) {
             assert_int_equal(t.state, WCTL_STOP);
             assert_true(d > 0 && d <= 1000);
@@ -1265,7 +1321,7 @@ static void test_wctl_stop(void **state)
         assert_int_equal(st.stopped_writes, 1);
         assert_int_equal(st.stall_us, waited);
         if (mode == WCTL_OFF) assert_int_equal(paced, 0);
-        else assert_true(paced > 0); /* 64 KiB at 16 or 64 MiB/s */
+        else assert_true(paced > 0); /* 256 KiB at 16 or 64 MiB/s: 16 or 4 ms, over the 2 ms step */
         assert_int_equal(st.stalled_writes, mode == WCTL_OFF ? 0 : 1);
         wctl_free(w);
     }
@@ -1781,6 +1837,7 @@ int main(void)
         cmocka_unit_test(test_wctl_classify),
         cmocka_unit_test(test_wctl_normal),
         cmocka_unit_test(test_wctl_prl_pacing),
+        cmocka_unit_test(test_wctl_step),
         cmocka_unit_test(test_wctl_stop),
         cmocka_unit_test(test_wctl_modes),
         cmocka_unit_test(test_wctl_ramp),

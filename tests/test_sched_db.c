@@ -356,6 +356,74 @@ static void sched_no_stop_while_flushing(void **state)
     assert_true(prl * 4 <= off);
 }
 
+/* ---- the pacing step grows with the writer threads: a leader's sleep
+ * holds every writer queued behind it, so with two threads writing flat out
+ * against a flush held to 4 MB/s (as above) the step tkv.sched reports is
+ * 4 ms, with one 2 ms (wctl.h; the step's effect on sleeps is test_sched's
+ * test_wctl_step). */
+
+typedef struct step_writer {
+    tkv_db *db;
+    tu_rng r;
+    int stop;
+} step_writer;
+
+static void *step_writer_main(void *arg)
+{
+    step_writer *a = arg;
+    char key[32], val[1000];
+    while (!__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE)) {
+        size_t kn = (size_t)sprintf(key, "key%08llu", (unsigned long long)tu_rng_below(&a->r, 1000000));
+        tu_rng_fill(&a->r, val, sizeof val);
+        assert_int_equal(tkv_put(a->db, key, kn, val, sizeof val, 0), TKV_OK);
+    }
+    return NULL;
+}
+
+/* steps_seen -- runs `threads` writers for 2 s, polling tkv.sched's step_us=
+ * every 2 ms; returns a bit mask of the steps seen: 1 = 2 ms, 2 = 4 ms, 4 =
+ * anything else nonzero. */
+static unsigned steps_seen(int threads)
+{
+    char *dir = tu_tmpdir("sched-step");
+    tkv_options *o = sched_options("write_controller", "prl", "l0", "sst", "memtable_size", "512K",
+                                   "device_bandwidth", "8M", "min_internal_bandwidth", "4M", "sched_epsilon", "1M",
+                                   "sched_threshold", "1M", "l0_compaction_trigger", "100",
+                                   "l0_slowdown_trigger", "200", "l0_stop_trigger", "300", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    step_writer w[2];
+    pthread_t th[2];
+    for (int i = 0; i < threads; i++) {
+        w[i] = (step_writer){.db = db};
+        tu_rng_init(&w[i].r, tu_seed() + 40 + (uint64_t)i);
+        assert_int_equal(pthread_create(&th[i], NULL, step_writer_main, &w[i]), 0);
+    }
+    unsigned seen = 0;
+    double t0 = tu_now_ms();
+    while (tu_now_ms() - t0 < 2000) {
+        uint64_t step = tu_prop_u64(db, "tkv.sched", "step_us=");
+        seen |= step == 2000 ? 1u : step == 4000 ? 2u : step ? 4u : 0u;
+        usleep(2000);
+    }
+    for (int i = 0; i < threads; i++) __atomic_store_n(&w[i].stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
+    print_message("%d writer(s): steps seen %#x, %llu paced writes\n", threads, seen,
+                  (unsigned long long)tu_prop_u64(db, "tkv.sched", "stalled_writes="));
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+    return seen;
+}
+
+static void sched_step_writers(void **state)
+{
+    (void)state;
+    assert_int_equal(steps_seen(1), 1u);  /* one writer: 2 ms, nothing else */
+    unsigned two = steps_seen(2);
+    assert_true(two & 2u);                /* two: 4 ms ... */
+    assert_int_equal(two & 4u, 0);        /* ... never more */
+}
+
 /* tkv_flush while the flush before it still runs waits for it (a forced
  * switch with no free memtable: the controller's STOP), but that wait is the
  * flush's, not a write's: it is not counted as a write stall nor as a stop
@@ -1016,6 +1084,7 @@ int main(void)
         cmocka_unit_test(sched_abort_cleanup),
         cmocka_unit_test(sched_abort_held_job),
         cmocka_unit_test(sched_no_stop_while_flushing),
+        cmocka_unit_test(sched_step_writers),
         cmocka_unit_test(sched_flush_wait_not_a_stall),
         cmocka_unit_test(sched_slow_column_ramp),
         cmocka_unit_test(sched_fill_counts_memtables),

@@ -112,6 +112,10 @@ struct tkv_db {
     pthread_mutex_t mu;
     pthread_cond_t bg_cv;        /* signalled on every background state change (CLOCK_MONOTONIC: db_wait_us) */
     writer *wq_head, *wq_tail;   /* group-commit queue; head is the leader (write.c) */
+    unsigned writers_in;         /* threads inside write_batch (under mu) */
+    unsigned writers_peak;       /* most of them at once in this window, and in the one before */
+    unsigned writers_prev_peak;  /* (write.c writers_recent: the pacing step's divisor) */
+    uint64_t writers_epoch;      /* start of this window, sched_mono_us */
     superversion *sv;            /* current view (ref held by the db) */
     wal_writer *wal;             /* NULL when opts.wal == 0 */
     uint64_t wal_number;         /* file number of the active memtable's WAL */

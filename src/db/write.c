@@ -244,6 +244,25 @@ static uint64_t active_room(const tkv_db *db)
     return (uint64_t)((double)room * (double)rb / (double)ru);
 }
 
+/* writers_recent -- with mu held: the most threads that were inside
+ * write_batch at once in the last 100-200 ms (>= 1: the caller). The pacing
+ * step grows with it (wctl.h): while a leader sleeps, the other writers
+ * queue behind it and wait as long. The number in write_batch at the moment
+ * of the decision is no estimate: two writers leave a group together and
+ * the first back leads alone (measured: 2 of 3 paced leaders of a
+ * two-writer fill saw no other writer inside). */
+#define WRITERS_WINDOW_US 100000u
+static unsigned writers_recent(tkv_db *db, uint64_t now)
+{
+    if (now - db->writers_epoch >= WRITERS_WINDOW_US) {
+        db->writers_prev_peak = db->writers_peak;
+        db->writers_peak = db->writers_in;
+        db->writers_epoch = now;
+    }
+    unsigned n = db->writers_peak > db->writers_prev_peak ? db->writers_peak : db->writers_prev_peak;
+    return n ? n : 1;
+}
+
 /* make_room -- called by the write leader with mu held before it writes a
  * group of `bytes`: makes sure the active memtable has room (or, with force,
  * switches a non-empty one), and lets the write controller (sched/wctl.h)
@@ -251,7 +270,9 @@ static uint64_t active_room(const tkv_db *db)
  *   - a full active memtable is switched while a memtable slot is free
  *     (memtables - 1 immutables at most; more while only open views pin a
  *     full pool, mx_pinned_full);
- *   - SLOWDOWN: paced in steps of <= 1 ms. prl: with one memtable left at
+ *   - SLOWDOWN: paced: debts under a step (2 ms times the recent writer
+ *     threads, who wait with the leader; 8 ms at most) carried, larger ones
+ *     slept in pieces of <= 1 ms. prl: with one memtable left at
  *     the running flush's deadline (the active memtable's room over the
  *     flush's time to finish, sched/flushprog.h) or, before that is known,
  *     the minimum recent flush bandwidth; with the matrix container past
@@ -300,6 +321,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         in.flush_eta_us = 0;
         in.flush_eta_known = in.mutable_left == 1 && silk_flush_eta(db, now, &in.flush_eta_us);
         in.active_room = in.mutable_left == 1 ? active_room(db) : 0;
+        in.queued = writers_recent(db, now) - 1;
         uint64_t d = silk_write_delay(db, &t, &in, first ? bytes : 0, now);
         first = 0;
         if (d == 0 && in.mutable_left == 0) d = 1000; /* never write past a full memtable */
@@ -352,17 +374,38 @@ static void await_turn(tkv_db *db, writer *w)
     pthread_mutex_lock(&db->mu);
 }
 
+/* hand_off -- with mu held, by the leader w of a group ending at `last`:
+ * hands result rc to every member, passes leadership on to the next queued
+ * writer, and leaves the write path. */
+static void hand_off(tkv_db *db, writer *w, writer *last, int rc)
+{
+    for (;;) {
+        writer *x = db->wq_head;
+        __atomic_store_n(&db->wq_head, x->next, __ATOMIC_RELEASE);
+        if (!db->wq_head) db->wq_tail = NULL;
+        x->status = rc;
+        __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+        if (x != w) pthread_cond_signal(&x->cv);
+        if (x == last) break;
+    }
+    if (db->wq_head) pthread_cond_signal(&db->wq_head->cv);
+    if (rc < 0 && db->bg_errmsg[0] == '\0') snprintf(db->bg_errmsg, sizeof db->bg_errmsg, "%s", tkv_errmsg());
+    db->writers_in--;
+}
+
 int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags)
 {
     writer w = {.batch = b, .sync = (flags & TKV_SYNC) || db->opts.sync, .no_wal = (flags & TKV_NO_WAL) || !db->opts.wal};
     pthread_cond_init(&w.cv, NULL);
     pthread_mutex_lock(&db->mu);
+    if (++db->writers_in > db->writers_peak) db->writers_peak = db->writers_in;
     if (db->wq_tail) db->wq_tail->next = &w;
     else __atomic_store_n(&db->wq_head, &w, __ATOMIC_RELEASE);
     db->wq_tail = &w;
     if (!w.done && db->wq_head != &w) await_turn(db, &w);
     while (!w.done && db->wq_head != &w) pthread_cond_wait(&w.cv, &db->mu);
     if (w.done) {
+        db->writers_in--;
         pthread_mutex_unlock(&db->mu);
         pthread_cond_destroy(&w.cv);
         if (w.status < 0) tkv_err(w.status, "%s", db->bg_errmsg);
@@ -413,18 +456,7 @@ int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags)
         ctr_add(&db->ctr.groups, 1);
     }
 
-    /* Hand results to every member of the group and pass leadership on. */
-    for (;;) {
-        writer *x = db->wq_head;
-        __atomic_store_n(&db->wq_head, x->next, __ATOMIC_RELEASE);
-        if (!db->wq_head) db->wq_tail = NULL;
-        x->status = rc;
-        __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
-        if (x != &w) pthread_cond_signal(&x->cv);
-        if (x == last) break;
-    }
-    if (db->wq_head) pthread_cond_signal(&db->wq_head->cv);
-    if (rc < 0 && db->bg_errmsg[0] == '\0') snprintf(db->bg_errmsg, sizeof db->bg_errmsg, "%s", tkv_errmsg());
+    hand_off(db, &w, last, rc);
     pthread_mutex_unlock(&db->mu);
     pthread_cond_destroy(&w.cv);
     if (b) ctr_add(&db->ctr.batches, 1);

@@ -7,6 +7,10 @@
  *   (W2) a ticket is charged (WT_CHARGED) at most once: its bytes enter vt
  *        the first time it is evaluated in a paced SLOWDOWN.
  *   (W3) stall_us == sum of every nonzero value wctl_delay_us returned.
+ *   (W4) a paced write that sleeps at all (WT_STALLED) owed at least its
+ *        step, min_step_us x (1 + min(queued, 3)), when it began, and is
+ *        released only when it owes nothing: under exact sleeps it waits
+ *        >= its step.
  */
 #include "sched/wctl.h"
 
@@ -44,7 +48,7 @@ void wctl_options_default(wctl_options *o)
     o->min_rate = 1ull << 20;
     o->min_sample_bytes = 1ull << 20;
     o->max_step_us = 1000;
-    o->min_step_us = 100;
+    o->min_step_us = 2000;
     o->ramp_lo = 0.5;
     o->ramp_gain = 3.0;
     o->pace_margin = 0;
@@ -56,7 +60,7 @@ void wctl_options_default(wctl_options *o)
 int wctl_create(const wctl_options *o, wctl **out)
 {
     if (!o || !out || (unsigned)o->mode > WCTL_OFF || o->classic_rate == 0 || o->initial_rate == 0 ||
-        o->max_step_us < 1 || o->max_step_us > 1000 || o->min_step_us >= o->max_step_us || !(o->near_full > 0) ||
+        o->max_step_us < 1 || o->max_step_us > 1000 || o->min_step_us > 100000 || !(o->near_full > 0) ||
         !(o->pace_margin >= 0 && o->pace_margin <= 0.5) || !(o->ramp_lo >= 0 && o->ramp_lo < o->near_full) ||
         !(o->ramp_gain >= 0) || !(o->debt_soft <= 0 || o->debt_hard > o->debt_soft))
         return TKV_INVALID;
@@ -302,7 +306,14 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
             if (deadline && deadline <= rate) w->st.deadline_writes++;
         }
         uint64_t owed = t->until_ns > now_ns ? (t->until_ns - now_ns) / 1000u : 0;
-        if (owed >= w->o.min_step_us) { /* else carried in vt for later writes */
+        /* (W4) a write sleeps once it owes a step, then until it owes
+         * nothing; the writers queued behind it wait as long, so the step
+         * grows with them (up to 4x) to keep the share of writes that wait */
+        uint64_t step = w->o.min_step_us * (1u + (in->queued < 3 ? in->queued : 3));
+        if (!(t->flags & WT_STALLED)) w->st.step_us = step;
+        else step = 1;
+        if (step == 0) step = 1;
+        if (owed >= step) { /* else carried in vt for later writes */
             d = owed < w->o.max_step_us ? owed : w->o.max_step_us;
             if (!(t->flags & WT_STALLED)) {
                 t->flags |= WT_STALLED;

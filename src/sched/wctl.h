@@ -88,13 +88,19 @@
  * Pacing is a virtual clock `vt` (the time at which the bytes charged so far
  * have been "paid for" at the pace rate; nanoseconds). A write of b bytes
  * charges b/rate: vt = max(vt, now - slack) + b / rate, and the write may
- * proceed at time vt (its `until`). The writer sleeps in steps of at most
- * max_step_us (1 ms), re-evaluating the state between steps (so a flush that
- * ends the slowdown releases it at once). A debt smaller than min_step_us is
- * not slept but carried in vt and paid by a later write, so small writes are
- * paced smoothly in aggregate (sum of sleeps ~ bytes / rate) instead of by
- * one long stop. `slack` = max_step_us lets writers that overslept a step
- * catch up; entering SLOWDOWN from another state starts vt at now.
+ * proceed at time vt (its `until`). A debt smaller than the write's step is
+ * not slept but carried in vt and paid by a later write; a write that owes a
+ * step or more sleeps until it owes nothing, in pieces of at most max_step_us
+ * (1 ms), re-evaluating the state between them (so a flush that ends the
+ * slowdown releases it at once). The sum of sleeps is ~ bytes / rate however
+ * the writes are sized. The step sets how many writes wait at all: with
+ * 100 us steps ~0.5 % of a paced 1 KiB fill's writes slept and that was its
+ * p99.9; with 2 ms ~0.05 % do (docs/bench/pacing-step/). A group commit's
+ * followers wait while its leader sleeps, so the step is min_step_us (2 ms)
+ * times the writes that wait with this one (1 + in->queued), at most 4x:
+ * a sleep holds n writes, the debt needs 1/n as many sleeps. `slack` =
+ * max_step_us lets writers that overslept catch up; entering SLOWDOWN from
+ * another state starts vt at now.
  *
  * Protocol (one wctl_write ticket per write, e.g. on the writer's stack):
  *
@@ -135,8 +141,8 @@ typedef struct wctl_options {
     uint64_t min_sample_bytes; /* flushes smaller than this are not sampled (their fixed
                                 * costs make the bandwidth meaningless). Default 1 MiB */
     uint64_t max_step_us;      /* longest single delay, 1..1000. Default 1000 */
-    uint64_t min_step_us;      /* debts below this are carried, not slept; < max_step_us.
-                                * Default 100 */
+    uint64_t min_step_us;      /* debts below this (times 1 + queued, queued <= 3) are
+                                * carried, not slept; 0..100000. Default 2000 */
     double ramp_lo;            /* PRL: container fill where the drain ramp starts, [0, near_full).
                                 * Default 0.5 */
     double ramp_gain;          /* PRL: at ramp_lo writers may run at (1 + ramp_gain) x the
@@ -168,6 +174,8 @@ typedef struct wctl_input {
     int flush_eta_known;    /* flush_eta_us is known (PRL's deadline; else the flush pace) */
     uint64_t flush_eta_us;  /* the running flush's time until it frees its memtable */
     uint64_t active_room;   /* bytes (writer units) the active memtable can still take */
+    unsigned queued;        /* other writes that would wait while this one sleeps (the
+                             * engine: other writer threads); lengthens its step */
 } wctl_input;
 
 /* A write's ticket; initialise with WCTL_WRITE_INIT. `state` is the state at
@@ -203,6 +211,7 @@ typedef struct wctl_stats {
     uint64_t stalled_writes;  /* tickets delayed by pacing */
     uint64_t stopped_writes;  /* tickets that saw STOP */
     uint64_t stall_us;        /* sum of returned delays */
+    uint64_t step_us;         /* the pacing step of the last paced write (0: none yet) */
 } wctl_stats;
 
 typedef struct wctl wctl;
