@@ -114,7 +114,7 @@ struct tkv_db {
     writer *wq_head, *wq_tail;   /* group-commit queue; head is the leader (write.c) */
     unsigned writers_in;         /* threads inside write_batch (under mu) */
     unsigned writers_peak;       /* most of them at once in this window, and in the one before */
-    unsigned writers_prev_peak;  /* (write.c writers_recent: the pacing step's divisor) */
+    unsigned writers_prev_peak;  /* (write.c writers_recent: the pacing step grows with it) */
     uint64_t writers_epoch;      /* start of this window, sched_mono_us */
     superversion *sv;            /* current view (ref held by the db) */
     wal_writer *wal;             /* NULL when opts.wal == 0 */

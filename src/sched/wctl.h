@@ -211,7 +211,7 @@ typedef struct wctl_stats {
     uint64_t stalled_writes;  /* tickets delayed by pacing */
     uint64_t stopped_writes;  /* tickets that saw STOP */
     uint64_t stall_us;        /* sum of returned delays */
-    uint64_t step_us;         /* the pacing step of the last paced write (0: none yet) */
+    uint64_t step_us;         /* the step of the last write evaluated in a paced SLOWDOWN (0: none yet) */
 } wctl_stats;
 
 typedef struct wctl wctl;
