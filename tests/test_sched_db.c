@@ -301,13 +301,20 @@ static void sched_abort_held_job(void **state)
  * the last memtable fills; with write_controller=off it runs into full
  * memtables on most switches. */
 
+/* flush_held_options -- write controller wc, l0=sst, 512 KiB memtables, the
+ * scheduler's limiter at its 4 MB/s floor while the client writes flat out
+ * (so the flush runs at ~4 MB/s), L0 triggers out of the way. */
+static tkv_options *flush_held_options(const char *wc)
+{
+    return sched_options("write_controller", wc, "l0", "sst", "memtable_size", "512K", "device_bandwidth", "8M",
+                         "min_internal_bandwidth", "4M", "sched_epsilon", "1M", "sched_threshold", "1M",
+                         "l0_compaction_trigger", "100", "l0_slowdown_trigger", "200", "l0_stop_trigger", "300", NULL);
+}
+
 static uint64_t full_speed_stops(const char *wc, uint64_t *flushes, uint64_t *deadline_writes)
 {
     char *dir = tu_tmpdir("sched-nostop");
-    tkv_options *o = sched_options("write_controller", wc, "l0", "sst", "memtable_size", "512K",
-                                   "device_bandwidth", "8M", "min_internal_bandwidth", "4M", "sched_epsilon", "1M",
-                                   "sched_threshold", "1M", "l0_compaction_trigger", "100",
-                                   "l0_slowdown_trigger", "200", "l0_stop_trigger", "300", NULL);
+    tkv_options *o = flush_held_options(wc);
     tkv_db *db = tu_open_ok(dir, o);
     tu_rng r;
     tu_rng_init(&r, tu_seed() + 15);
@@ -386,10 +393,7 @@ static void *step_writer_main(void *arg)
 static unsigned steps_seen(int threads)
 {
     char *dir = tu_tmpdir("sched-step");
-    tkv_options *o = sched_options("write_controller", "prl", "l0", "sst", "memtable_size", "512K",
-                                   "device_bandwidth", "8M", "min_internal_bandwidth", "4M", "sched_epsilon", "1M",
-                                   "sched_threshold", "1M", "l0_compaction_trigger", "100",
-                                   "l0_slowdown_trigger", "200", "l0_stop_trigger", "300", NULL);
+    tkv_options *o = flush_held_options("prl");
     tkv_db *db = tu_open_ok(dir, o);
     step_writer w[2];
     pthread_t th[2];
