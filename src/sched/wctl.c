@@ -309,10 +309,11 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
         /* (W4) a write sleeps once it owes a step, then until it owes
          * nothing; the writers queued behind it wait as long, so the step
          * grows with them (up to 4x) to keep the share of writes that wait */
-        uint64_t step = w->o.min_step_us * (1u + (in->queued < 3 ? in->queued : 3));
-        if (!(t->flags & WT_STALLED)) w->st.step_us = step;
-        else step = 1;
-        if (step == 0) step = 1;
+        uint64_t step = 1; /* once sleeping, any debt */
+        if (!(t->flags & WT_STALLED)) {
+            w->st.step_us = w->o.min_step_us * (1u + (in->queued < 3 ? in->queued : 3));
+            if (w->st.step_us > step) step = w->st.step_us;
+        }
         if (owed >= step) { /* else carried in vt for later writes */
             d = owed < w->o.max_step_us ? owed : w->o.max_step_us;
             if (!(t->flags & WT_STALLED)) {
