@@ -1649,6 +1649,27 @@ static void test_wctl_ramp(void **state)
     wctl *slow = wctl_new(WCTL_PRL);
     for (int i = 0; i < 8; i++) wctl_flush_sample(slow, 50 * MiB, 1000000);
     assert_int_equal(wctl_target_rate(slow, &in), 50 * MiB);
+    /* the ticket tells the caller whether the ramp set its pace (the engine
+     * then runs columns at the process's priority): yes at 80 % with the
+     * ramp the slowest stage; no where the slower flush paces it (one
+     * memtable left at 50 %: 50 MiB/s under the ramp's 160), and no below
+     * the band (not paced at all) */
+    const struct {
+        wctl *w;
+        unsigned left;
+        double fill;
+        int want;
+    } tk[] = {{w, 2, 0.8, 1}, {w, 1, 0.5, 1}, {slow, 1, 0.5, 0}, {w, 2, 0.3, 0}, {slow, 2, 0.95, 1}};
+    for (size_t i = 0; i < sizeof tk / sizeof tk[0]; i++) {
+        in.mutable_left = tk[i].left;
+        in.container_fill = tk[i].fill;
+        wctl_write t = WCTL_WRITE_INIT;
+        uint64_t t_now = 5000000 + i * 1000000;
+        (void)wctl_delay_us(tk[i].w, &t, &in, 64 * KiB, t_now);
+        if (t.ramp_paced != tk[i].want)
+            fail_msg("ticket %zu (fill %.2f, %u memtables left): ramp_paced %d, want %d", i, tk[i].fill, tk[i].left,
+                     t.ramp_paced, tk[i].want);
+    }
     wctl_free(slow);
     in.mutable_left = 2;
 

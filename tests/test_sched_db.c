@@ -767,15 +767,17 @@ static void sched_latency_wiring(void **state)
     }
 }
 
-/* thread_nice -- the nice value of this process's threads whose name is
+/* thread_nice_but -- the nice value of this process's threads whose name is
  * `name` (from /proc/self/task/<tid>/stat, field 19); *count = how many.
- * Fails the test if two of them differ. */
-static int thread_nice(const char *name, int *count)
+ * Threads at nice `other` are only counted, in *others (pass a value no
+ * thread has, e.g. INT32_MAX, to count all). Fails the test if two of the
+ * rest differ. */
+static int thread_nice_but(const char *name, int *count, int other, int *others)
 {
     DIR *d = opendir("/proc/self/task");
     assert_non_null(d);
     int nice = INT32_MIN;
-    *count = 0;
+    *count = *others = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.') continue;
@@ -797,6 +799,10 @@ static int thread_nice(const char *name, int *count)
         }
         assert_non_null(p);
         int v = atoi(p);
+        if (v == other) {
+            (*others)++;
+            continue;
+        }
         if (*count && v != nice) fail_msg("%s threads at nice %d and %d", name, nice, v);
         nice = v;
         (*count)++;
@@ -805,10 +811,17 @@ static int thread_nice(const char *name, int *count)
     return nice;
 }
 
+static int thread_nice(const char *name, int *count)
+{
+    int others;
+    return thread_nice_but(name, count, INT32_MAX, &others);
+}
+
 /* background_nice: column and compaction threads run at that nice value,
  * the flush thread at a fifth of it (never below the process's own), client
- * threads and the monitor at the process's; 0 leaves every thread alone;
- * out-of-range values are refused. */
+ * threads and the monitor at the process's -- and so does the one column
+ * thread that runs the columns writers wait for (the boost thread, mx.h);
+ * 0 leaves every thread alone; out-of-range values are refused. */
 static void sched_background_nice(void **state)
 {
     (void)state;
@@ -826,22 +839,28 @@ static void sched_background_nice(void **state)
         /* a thread names itself and sets its nice value as it starts:
          * wait (up to 5 s) until the four kinds have started */
         for (int tries = 0; tries < 500; tries++) {
-            int kinds = 0;
+            int kinds = 0, ncol = 0;
             for (size_t i = 0; i < sizeof bg / sizeof bg[0]; i++) {
-                int n;
-                (void)thread_nice(bg[i], &n);
+                int n, b;
+                (void)thread_nice_but(bg[i], &n, i == 1 && want != base ? base : INT32_MAX, &b);
                 kinds += n > 0;
+                if (i == 1) ncol = n + b;
             }
-            if (kinds == 4) break;
+            if (kinds == 4 && ncol == 3) break;
             usleep(10000);
         }
         for (size_t i = 0; i < sizeof bg / sizeof bg[0]; i++) {
-            int n, v = thread_nice(bg[i], &n);
+            int n, b, v = thread_nice_but(bg[i], &n, i == 1 && want != base ? base : INT32_MAX, &b);
             if (!n) fail_msg("background_nice=%s: no %s thread", vals[k], bg[i]);
             seen += n;
             int w = i == 0 ? want_flush : want; /* bg[0]: the flush, at a fifth of the value */
             if (v != w) fail_msg("background_nice=%s: %s at nice %d, want %d", vals[k], bg[i], v, w);
         }
+        int cols, boost;
+        (void)thread_nice_but("tkv-column", &cols, want == base ? INT32_MAX : base, &boost);
+        if (want == base) boost = 1, cols--; /* all at the process's nice: one of them is the boost thread */
+        assert_int_equal(cols, 2);  /* column_threads (default 2) at background_nice */
+        assert_int_equal(boost, 1); /* the boost thread at the process's */
         print_message("background_nice=%s: %d background threads at nice %d (process %d)\n", vals[k], seen, want, base);
         assert_true(seen >= 4); /* flush, column, L0 and the deep workers */
         int n;
@@ -875,7 +894,7 @@ static int slow_sst_writes(io_op op, const char *path, size_t len, void *arg)
     return 0;
 }
 
-static uint64_t ramp_run(const char *wc, uint64_t *ramp_writes, uint64_t *drain, uint64_t *max_stall)
+static uint64_t ramp_run(const char *wc, uint64_t *ramp_writes, uint64_t *drain, uint64_t *max_stall, uint64_t *boosted)
 {
     char *dir = tu_tmpdir("sched-ramp");
     tkv_options *o = sched_options("write_controller", wc, "l0", "matrix", "memtable_size", "128K",
@@ -897,6 +916,7 @@ static uint64_t ramp_run(const char *wc, uint64_t *ramp_writes, uint64_t *drain,
     *ramp_writes = tu_prop_u64(db, "tkv.sched", "ramp_writes=");
     *drain = tu_prop_u64(db, "tkv.sched", "drain_rate=");
     *max_stall = tu_prop_u64(db, "tkv.sched", "max_stall_us=");
+    *boosted = tu_prop_u64(db, "tkv.matrix", " boosted=");
     char *s = tkv_property(db, "tkv.sched");
     print_message("write_controller=%s: 16 MB in %.1f s, flush found the pool full %llu times, %llu writes paced "
                   "by the ramp, drain rate %.1f MB/s\n%s",
@@ -913,13 +933,16 @@ static uint64_t ramp_run(const char *wc, uint64_t *ramp_writes, uint64_t *drain,
 static void sched_slow_column_ramp(void **state)
 {
     (void)state;
-    uint64_t ramp_prl, drain_prl, stall_prl, ramp_off, drain_off, stall_off;
-    uint64_t full_prl = ramp_run("prl", &ramp_prl, &drain_prl, &stall_prl);
-    uint64_t full_off = ramp_run("off", &ramp_off, &drain_off, &stall_off);
+    uint64_t ramp_prl, drain_prl, stall_prl, boost_prl, ramp_off, drain_off, stall_off, boost_off;
+    uint64_t full_prl = ramp_run("prl", &ramp_prl, &drain_prl, &stall_prl, &boost_prl);
+    uint64_t full_off = ramp_run("off", &ramp_off, &drain_off, &stall_off, &boost_off);
     assert_true(full_off > 0);   /* unpaced, the writer runs the pool full */
     assert_int_equal(full_prl, 0); /* paced by the ramp, it never does */
     assert_true(ramp_prl > 0 && drain_prl > 0);
     assert_int_equal(ramp_off, 0);
+    /* writers slept at the ramp's pace, or the flush waited for room: the
+     * columns they waited for ran on the boost thread */
+    assert_true(boost_prl > 0 && boost_off > 0);
     /* off waits out whole columns at a full pool (~0.7 s here); the ramp's
      * longest wait is a pacing step or a flush */
     assert_true(stall_prl * 2 < stall_off);
@@ -945,6 +968,41 @@ static void put_n(tkv_db *db, tu_rng *r, uint64_t from, uint64_t n)
         tu_rng_fill(r, val, sizeof val);
         assert_int_equal(tkv_put(db, key, kn, val, sizeof val, 0), TKV_OK);
     }
+}
+
+/* sched_column_boost -- columns run on the boost thread (at the process's
+ * CPU priority, db/mx.h) only while clients wait for them: with
+ * write_controller=off and a pool the data never fills, columns run (5 MB
+ * past a 50 % trigger of 8 MB) but nobody waits, so none is boosted; a
+ * tkv_compact_range that waits for the rows to drain is a client waiting,
+ * and the columns it needs are boosted. (Writers paced at the ramp:
+ * sched_slow_column_ramp.) */
+static void sched_column_boost(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("sched-boost");
+    tkv_options *o = sched_options("write_controller", "off", "l0", "matrix", "memtable_size", "128K", "pmem_size",
+                                   "8M", "matrix_trigger", "50", "column_bytes", "256K", "sst_size", "256K",
+                                   "l1_size", "64M", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "boost_thread="), 1);
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 22);
+    put_n(db, &r, 0, 5000);
+    uint64_t columns = 0;
+    for (int i = 0; i < 1000 && columns < 2; i++) { /* up to 10 s */
+        usleep(10000);
+        columns = tu_prop_u64(db, "tkv.matrix", "columns: count=");
+    }
+    assert_true(columns >= 2);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "no_space="), 0); /* the flush never waited for room */
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", " boosted="), 0);
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    assert_true(tu_prop_u64(db, "tkv.matrix", " boosted=") > 0);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "rows: "), 0);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
 }
 
 /* sched_fill_counts_memtables -- the container fill the write controller
@@ -1091,6 +1149,7 @@ int main(void)
         cmocka_unit_test(sched_step_writers),
         cmocka_unit_test(sched_flush_wait_not_a_stall),
         cmocka_unit_test(sched_slow_column_ramp),
+        cmocka_unit_test(sched_column_boost),
         cmocka_unit_test(sched_fill_counts_memtables),
         cmocka_unit_test(sched_deep_debt),
         cmocka_unit_test(sched_fifo_and_switches),

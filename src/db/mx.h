@@ -111,6 +111,12 @@ int mx_rows_over_budget(tkv_db *db, size_t entries, size_t bytes);
  * MX_FIRST_DRAIN_US. Returns 0 when there is no measurement yet (or
  * l0=sst): unknown. */
 int mx_drain_rate(tkv_db *db, uint64_t *rate);
+/* mx_note_drain_wait -- a write sleeps now because it was paced at the
+ * container ramp (sched/wctl.h, ticket.ramp_paced): clients wait for column
+ * compaction. For MX_BOOST_HOLD_US from now, columns start on the boost
+ * thread, at the process's CPU priority instead of background_nice
+ * (mx_column.c). Any thread, no lock needed; nothing with l0=sst. */
+void mx_note_drain_wait(tkv_db *db, uint64_t now_us);
 
 /* mx_get -- the newest entry of ukey visible at seq in the rows of sv, at the
  * cursors of v (pinned together with sv). 1 (type, value in *val), 0, < 0.

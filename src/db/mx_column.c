@@ -403,17 +403,40 @@ int mx_drain_rate(tkv_db *db, uint64_t *rate)
     return dm_rate(&mx->drain, head != NULL, head ? head->drains : 0, us, MX_FIRST_DRAIN_US, rate);
 }
 
-/* may_start -- 1 if this thread may pick a column now: fewer than
- * column_threads in flight and, beside one already running, a CPU the
- * process leaves idle (column_gate=idle) or column_gate=always. Caller
- * holds mu. */
-static int may_start(tkv_db *db)
+/* boosted -- 1 while clients wait for column compaction: a write slept at
+ * the container ramp's pace in the last MX_BOOST_HOLD_US, the flush waits
+ * for room, or tkv_compact_range waits for the rows. Caller holds mu. */
+static int boosted(tkv_db *db, uint64_t now)
 {
     struct mx_state *mx = db->mx;
-    if (mx->ncolumns == 0) return 1;
-    if (mx->ncolumns >= (unsigned)mx->nthreads) return 0;
+    if (__atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED) || mx->drain_waiters) return 1;
+    uint64_t at = __atomic_load_n(&mx->drain_wait_us, __ATOMIC_RELAXED);
+    return at && now - at < MX_BOOST_HOLD_US;
+}
+
+void mx_note_drain_wait(tkv_db *db, uint64_t now_us)
+{
+    struct mx_state *mx = db->mx;
+    if (!mx) return;
+    uint64_t prev = __atomic_exchange_n(&mx->drain_wait_us, now_us ? now_us : 1, __ATOMIC_RELAXED);
+    if (!prev || now_us - prev >= MX_BOOST_HOLD_US) pthread_cond_broadcast(&db->bg_cv); /* the boost thread's turn */
+}
+
+/* may_start -- 1 if this thread may pick a column now (caller holds mu):
+ * fewer than column_threads columns in flight; the first column on the
+ * boost thread while boosted (when it runs), else on a background thread;
+ * beside one already running, a column on either thread the boost allows,
+ * when the process leaves a CPU idle (column_gate=idle) or always
+ * (column_gate=always). */
+static int may_start(tkv_db *db, int boost, uint64_t now)
+{
+    struct mx_state *mx = db->mx;
+    if (mx->ncolumns >= (unsigned)mx->max_columns) return 0;
+    int urgent = mx->boost_started && boosted(db, now);
+    if (boost && !urgent) return 0;
+    if (mx->ncolumns == 0) return boost || !urgent;
     if (db->opts.column_gate == COLUMN_GATE_ALWAYS) return 1;
-    return cpuload_idle_cpus(&mx->load, sched_mono_us()) >= 0.9;
+    return cpuload_idle_cpus(&mx->load, now) >= 0.9;
 }
 
 /* column_begin -- j joins the columns in flight (at the end: pick order). */
@@ -489,12 +512,14 @@ static void idle_trim(tkv_db *db)
     if (done != UINT64_MAX) mx->trim_mark = mark; /* else still busy: again later */
 }
 
-/* column_main -- one column thread: picks a column when it may (may_start),
- * runs and commits it in turn, and collects what the commit freed. */
-static void *column_main(void *arg)
+/* column_loop -- one column thread: picks a column when it may (may_start),
+ * runs and commits it in turn, and collects what the commit freed. The
+ * boost thread (boost = 1) keeps the process's CPU priority, the others run
+ * at background_nice: a thread cannot take back a priority it gave up
+ * without privileges, so the two kinds are separate threads. */
+static void *column_loop(tkv_db *db, int boost)
 {
-    tkv_db *db = arg;
-    thread_background("tkv-column", db->opts.background_nice);
+    thread_background("tkv-column", boost ? 0 : db->opts.background_nice);
     struct mx_state *mx = db->mx;
     pthread_mutex_lock(&db->mu);
     for (;;) {
@@ -510,7 +535,7 @@ static void *column_main(void *arg)
             continue;
         }
         int busy = 0, err = 0;
-        column_job *j = may_start(db) ? pick_column(db, &busy, &err) : NULL;
+        column_job *j = may_start(db, boost, now) ? pick_column(db, &busy, &err) : NULL;
         if (!j) {
             if (err < 0) {
                 db_set_bg_error(db, err);
@@ -532,6 +557,7 @@ static void *column_main(void *arg)
         column_end(db, j, rc);
         job_free(j); /* unpins its version before mx_collect looks for the oldest live cursors */
         if (rc == 0) {
+            if (boost) ctr_add(&mx->ctr.columns_boosted, 1);
             mx->failures = 0;
             mx->retry_at_us = 0;
             mx_collect(db);
@@ -549,19 +575,25 @@ static void *column_main(void *arg)
     return NULL;
 }
 
+static void *column_main(void *arg) { return column_loop(arg, 0); }
+static void *boost_main(void *arg) { return column_loop(arg, 1); }
+
 int mx_start(tkv_db *db)
 {
     struct mx_state *mx = db->mx;
     if (!mx) return 0;
     int n = db->opts.column_threads > 0 ? db->opts.column_threads : 1;
-    mx->threads = calloc((size_t)n, sizeof *mx->threads);
+    mx->threads = calloc((size_t)n + 1, sizeof *mx->threads);
     if (!mx->threads) return tkv_err(TKV_NO_MEMORY, "out of memory starting the column-compaction threads");
     cpuload_init(&mx->load, sched_mono_us());
     int started = 0, rc = TKV_NO_MEMORY;
     while (started < n && (rc = thread_create(&mx->threads[started], column_main, db, "a column-compaction thread")) == 0)
         started++;
-    pthread_mutex_lock(&db->mu); /* the flush thread reads it (mx_flush_blocked); may_start reads nthreads */
-    mx->nthreads = started;
+    int boost = started > 0 && thread_create(&mx->threads[started], boost_main, db, "the column boost thread") == 0;
+    pthread_mutex_lock(&db->mu); /* the flush thread reads it (mx_flush_blocked); may_start reads the rest */
+    mx->nthreads = started + boost;
+    mx->max_columns = started;
+    mx->boost_started = boost;
     db->mx->thread_started = started > 0;
     pthread_mutex_unlock(&db->mu);
     if (started == 0) {

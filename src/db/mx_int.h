@@ -68,6 +68,9 @@
 #define MX_TRIM_IDLE_US 1000000u
 /* The first column's pace counts as the drain rate once it has run this long. */
 #define MX_FIRST_DRAIN_US 20000u
+/* After a write slept at the container ramp's pace, columns start on the
+ * boost thread for this long (mx_note_drain_wait). */
+#define MX_BOOST_HOLD_US 250000u
 /* Column failures after which a shutdown stops waiting for room. */
 #define MX_SHUTDOWN_GIVE_UP 3
 
@@ -85,6 +88,7 @@ typedef struct mx_counters {
     uint64_t column_failures, compactors;          /* failed (retried) columns, compactors formed */
     uint64_t columns_parallel, column_cancels;     /* columns started beside another; discarded after an earlier failed */
     uint64_t max_in_flight;                        /* most columns in flight at once */
+    uint64_t columns_boosted;                      /* columns run on the boost thread */
     uint64_t rows_dropped, pages_released;
     uint64_t pinned_switches;                      /* memtables queued in DRAM while views pinned a full pool */
 } mx_counters;
@@ -117,8 +121,11 @@ struct mx_state {
     uint64_t trim_at_us;     /* the last pool_trim (column thread only) */
     uint64_t trim_mark;      /* the pool's persists + discards at that trim (column thread only) */
     drainmeter drain;        /* the committed columns' drains (writer units) and times (drain_since) */
-    pthread_t *threads;      /* column_threads column-compaction threads */
-    int nthreads;
+    pthread_t *threads;      /* column_threads column-compaction threads, then the boost thread */
+    int nthreads;            /* threads started (to join) */
+    int max_columns;         /* columns in flight at most: column_threads */
+    int boost_started;       /* the boost thread runs (the last of threads[]) */
+    uint64_t drain_wait_us;  /* the last mx_note_drain_wait (atomic); 0: none */
     int thread_started;      /* 1 once they run (mx_flush.c reads it) */
     cpuload load;            /* the process's idle CPUs: the gate for a second column */
     mx_counters ctr;

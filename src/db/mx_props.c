@@ -139,9 +139,12 @@ void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom)
                (unsigned long long)ctr_get(&c->column_l1_read_bytes), (unsigned long long)ctr_get(&c->column_write_bytes),
                (unsigned long long)ctr_get(&c->column_failures), (unsigned long long)ctr_get(&c->column_l1_merged_files),
                (unsigned long long)ctr_get(&c->column_l1_merged_bytes));
-    buf_appendf(b, oom, "parallel: threads=%d in_flight=%u max_in_flight=%llu started_beside=%llu cancelled=%llu\n",
-               mx->nthreads, mx->ncolumns, (unsigned long long)ctr_get(&c->max_in_flight),
-               (unsigned long long)ctr_get(&c->columns_parallel), (unsigned long long)ctr_get(&c->column_cancels));
+    buf_appendf(b, oom,
+               "parallel: threads=%d in_flight=%u max_in_flight=%llu started_beside=%llu cancelled=%llu boost_thread=%d "
+               "boosted=%llu\n",
+               mx->max_columns, mx->ncolumns, (unsigned long long)ctr_get(&c->max_in_flight),
+               (unsigned long long)ctr_get(&c->columns_parallel), (unsigned long long)ctr_get(&c->column_cancels),
+               mx->boost_started, (unsigned long long)ctr_get(&c->columns_boosted));
     buf_appendf(b, oom,
                "lookups: count=%llu rows_filtered=%llu rows_searched=%llu hinted=%llu hint_rejected=%llu "
                "hint_hit_rate=%.4f comparisons_per_lookup=%.2f\n",

@@ -336,6 +336,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
             db_wait_us(db, d);
         } else {
             paced = 1;
+            if (t.ramp_paced) mx_note_drain_wait(db, now); /* it waits for the pool's drain: columns get the CPU first */
             pthread_mutex_unlock(&db->mu);
             sched_sleep_us(d);
             pthread_mutex_lock(&db->mu);

@@ -279,6 +279,7 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
         t->flags = WT_STARTED;
         t->bytes = bytes;
         t->until_ns = 0;
+        t->ramp_paced = 0;
         w->st.writes++;
     }
     wctl_state s = wctl_classify(w, in);
@@ -302,6 +303,7 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
             t->until_ns = w->vt_ns;
             t->flags |= WT_CHARGED;
             if (ramp) w->st.ramp_writes++;
+            t->ramp_paced = ramp && ramp <= rate;
             if (debt && debt <= rate) w->st.debt_writes++;
             if (deadline && deadline <= rate) w->st.deadline_writes++;
         }

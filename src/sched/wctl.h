@@ -180,14 +180,18 @@ typedef struct wctl_input {
 
 /* A write's ticket; initialise with WCTL_WRITE_INIT. `state` is the state at
  * the last call (the caller reads it to tell a STOP from a pacing delay);
- * the other fields are the controller's. */
+ * `ramp_paced` is 1 once the write was charged at the container ramp's rate,
+ * the ramp being its slowest stage (the caller reads it to tell that the
+ * write waits for the container's drain: the engine then runs columns at a
+ * higher CPU priority, db/mx.h); the other fields are the controller's. */
 typedef struct wctl_write {
     wctl_state state;
     unsigned flags;
     uint64_t bytes;
     uint64_t until_ns; /* pacing: the write may proceed at this time (ns) */
+    int ramp_paced;
 } wctl_write;
-#define WCTL_WRITE_INIT {WCTL_NORMAL, 0, 0, 0}
+#define WCTL_WRITE_INIT {WCTL_NORMAL, 0, 0, 0, 0}
 
 typedef struct wctl_stats {
     wctl_mode mode;
