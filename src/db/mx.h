@@ -115,7 +115,8 @@ int mx_drain_rate(tkv_db *db, uint64_t *rate);
  * container ramp (sched/wctl.h, ticket.ramp_paced): clients wait for column
  * compaction. For MX_BOOST_HOLD_US from now, columns start on the boost
  * thread, at the process's CPU priority instead of background_nice
- * (mx_column.c). Any thread, no lock needed; nothing with l0=sst. */
+ * (mx_column.c). Caller holds mu (its wake-up of the boost thread must not
+ * fall between that thread's check and its wait); nothing with l0=sst. */
 void mx_note_drain_wait(tkv_db *db, uint64_t now_us);
 
 /* mx_get -- the newest entry of ukey visible at seq in the rows of sv, at the

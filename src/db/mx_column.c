@@ -424,17 +424,20 @@ void mx_note_drain_wait(tkv_db *db, uint64_t now_us)
 
 /* may_start -- 1 if this thread may pick a column now (caller holds mu):
  * fewer than column_threads columns in flight; the first column on the
- * boost thread while boosted (when it runs), else on a background thread;
- * beside one already running, a column on either thread the boost allows,
- * when the process leaves a CPU idle (column_gate=idle) or always
- * (column_gate=always). */
+ * boost thread while boosted (on a background thread if the boost thread
+ * has been busy with the work after a commit for MX_BOOST_HANDOFF_US, or is
+ * not running), else on a
+ * background thread; beside one already running, a column on either thread
+ * the boost allows, when the process leaves a CPU idle (column_gate=idle)
+ * or always (column_gate=always). */
 static int may_start(tkv_db *db, int boost, uint64_t now)
 {
     struct mx_state *mx = db->mx;
     if (mx->ncolumns >= (unsigned)mx->max_columns) return 0;
     int urgent = mx->boost_started && boosted(db, now);
     if (boost && !urgent) return 0;
-    if (mx->ncolumns == 0) return boost || !urgent;
+    if (mx->ncolumns == 0)
+        return boost || !urgent || (!mx->boost_ready && now - mx->boost_busy_us >= MX_BOOST_HANDOFF_US);
     if (db->opts.column_gate == COLUMN_GATE_ALWAYS) return 1;
     return cpuload_idle_cpus(&mx->load, now) >= 0.9;
 }
@@ -535,6 +538,7 @@ static void *column_loop(tkv_db *db, int boost)
             continue;
         }
         int busy = 0, err = 0;
+        if (boost) mx->boost_ready = 1;
         column_job *j = may_start(db, boost, now) ? pick_column(db, &busy, &err) : NULL;
         if (!j) {
             if (err < 0) {
@@ -544,17 +548,21 @@ static void *column_loop(tkv_db *db, int boost)
             /* Idle: views that readers released since the last flush or
              * column may let pages and rows go now. */
             if (mx->ncolumns == 0) {
+                if (boost) mx->boost_ready = 0, mx->boost_busy_us = now; /* (both may release mu) */
                 mx_collect(db);
                 idle_trim(db);
+                if (boost) mx->boost_ready = 1;
             }
             db_wait_us(db, mx->ncolumns ? CPULOAD_WINDOW_US : MX_IDLE_WAIT_US);
             continue;
         }
         column_begin(mx, j, j->plan.row_bytes);
+        if (boost) mx->boost_ready = 0; /* until it is back here: the next column may start elsewhere */
         pthread_mutex_unlock(&db->mu);
         int rc = run_column(db, j); /* returns holding mu */
         int cancelled = j->cancelled;
         column_end(db, j, rc);
+        if (boost) mx->boost_busy_us = sched_mono_us(); /* the work after the commit (boost_ready is 0) */
         job_free(j); /* unpins its version before mx_collect looks for the oldest live cursors */
         if (rc == 0) {
             if (boost) ctr_add(&mx->ctr.columns_boosted, 1);
@@ -569,6 +577,7 @@ static void *column_loop(tkv_db *db, int boost)
         }
         pthread_cond_broadcast(&db->bg_cv);
     }
+    if (boost) mx->boost_ready = 0;
     mx->gave_up = 1; /* no more columns: a waiting flush must not wait for one */
     pthread_cond_broadcast(&db->bg_cv);
     pthread_mutex_unlock(&db->mu);
@@ -595,6 +604,7 @@ int mx_start(tkv_db *db)
     mx->max_columns = started;
     mx->boost_started = boost;
     db->mx->thread_started = started > 0;
+    pthread_cond_broadcast(&db->bg_cv); /* threads that looked before max_columns was set */
     pthread_mutex_unlock(&db->mu);
     if (started == 0) {
         free(mx->threads); /* (mx_stop frees it only once a thread runs) */

@@ -71,6 +71,10 @@
 /* After a write slept at the container ramp's pace, columns start on the
  * boost thread for this long (mx_note_drain_wait). */
 #define MX_BOOST_HOLD_US 250000u
+/* While boosted, a background thread starts the first column once the boost
+ * thread has been busy this long with the work after its commit (collecting
+ * rows, deleting files) -- not at once: that work follows every commit. */
+#define MX_BOOST_HANDOFF_US 20000u
 /* Column failures after which a shutdown stops waiting for room. */
 #define MX_SHUTDOWN_GIVE_UP 3
 
@@ -125,6 +129,8 @@ struct mx_state {
     int nthreads;            /* threads started (to join) */
     int max_columns;         /* columns in flight at most: column_threads */
     int boost_started;       /* the boost thread runs (the last of threads[]) */
+    int boost_ready;         /* it is at its pick (or waiting there), not running a column or the work after */
+    uint64_t boost_busy_us;  /* when it began the work after its last commit (or an idle collect) */
     uint64_t drain_wait_us;  /* the last mx_note_drain_wait (atomic); 0: none */
     int thread_started;      /* 1 once they run (mx_flush.c reads it) */
     cpuload load;            /* the process's idle CPUs: the gate for a second column */
