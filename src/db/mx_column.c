@@ -437,7 +437,7 @@ static int may_start(tkv_db *db, int boost, uint64_t now)
     int urgent = mx->boost_started && boosted(db, now);
     if (boost && !urgent) return 0;
     if (mx->ncolumns == 0)
-        return boost || !urgent || (!mx->boost_ready && now - mx->boost_busy_us >= MX_BOOST_HANDOFF_US);
+        return boost || !urgent || (mx->boost_busy_us && now - mx->boost_busy_us >= MX_BOOST_HANDOFF_US);
     if (db->opts.column_gate == COLUMN_GATE_ALWAYS) return 1;
     return cpuload_idle_cpus(&mx->load, now) >= 0.9;
 }
@@ -538,7 +538,7 @@ static void *column_loop(tkv_db *db, int boost)
             continue;
         }
         int busy = 0, err = 0;
-        if (boost) mx->boost_ready = 1;
+        if (boost) mx->boost_busy_us = 0; /* at its pick */
         column_job *j = may_start(db, boost, now) ? pick_column(db, &busy, &err) : NULL;
         if (!j) {
             if (err < 0) {
@@ -548,21 +548,20 @@ static void *column_loop(tkv_db *db, int boost)
             /* Idle: views that readers released since the last flush or
              * column may let pages and rows go now. */
             if (mx->ncolumns == 0) {
-                if (boost) mx->boost_ready = 0, mx->boost_busy_us = now; /* (both may release mu) */
+                if (boost) mx->boost_busy_us = now; /* (both may release mu) */
                 mx_collect(db);
                 idle_trim(db);
-                if (boost) mx->boost_ready = 1;
+                if (boost) mx->boost_busy_us = 0;
             }
             db_wait_us(db, mx->ncolumns ? CPULOAD_WINDOW_US : MX_IDLE_WAIT_US);
             continue;
         }
         column_begin(mx, j, j->plan.row_bytes);
-        if (boost) mx->boost_ready = 0; /* until it is back here: the next column may start elsewhere */
         pthread_mutex_unlock(&db->mu);
         int rc = run_column(db, j); /* returns holding mu */
         int cancelled = j->cancelled;
         column_end(db, j, rc);
-        if (boost) mx->boost_busy_us = sched_mono_us(); /* the work after the commit (boost_ready is 0) */
+        if (boost) mx->boost_busy_us = sched_mono_us(); /* the work after the commit */
         job_free(j); /* unpins its version before mx_collect looks for the oldest live cursors */
         if (rc == 0) {
             if (boost) ctr_add(&mx->ctr.columns_boosted, 1);
@@ -577,7 +576,7 @@ static void *column_loop(tkv_db *db, int boost)
         }
         pthread_cond_broadcast(&db->bg_cv);
     }
-    if (boost) mx->boost_ready = 0;
+    if (boost) mx->boost_busy_us = 1; /* gone: the others take every column */
     mx->gave_up = 1; /* no more columns: a waiting flush must not wait for one */
     pthread_cond_broadcast(&db->bg_cv);
     pthread_mutex_unlock(&db->mu);
@@ -595,6 +594,7 @@ int mx_start(tkv_db *db)
     mx->threads = calloc((size_t)n + 1, sizeof *mx->threads);
     if (!mx->threads) return tkv_err(TKV_NO_MEMORY, "out of memory starting the column-compaction threads");
     cpuload_init(&mx->load, sched_mono_us());
+    mx->boost_busy_us = 1; /* the boost thread is not at its pick yet */
     int started = 0, rc = TKV_NO_MEMORY;
     while (started < n && (rc = thread_create(&mx->threads[started], column_main, db, "a column-compaction thread")) == 0)
         started++;
