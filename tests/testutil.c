@@ -101,6 +101,8 @@ uint64_t tu_seed(void)
             seed &= UINT64_C(0xffffffffffff); /* short enough to retype */
         }
         have = 1;
+        const char *f = getenv("TKV_TEST_FILTER");
+        if (f && *f) cmocka_set_test_filter(f);
         fprintf(stderr, "# seed=%" PRIu64 " (rerun with TKV_TEST_SEED=%" PRIu64 "), scale=%u\n", seed, seed,
                 tu_scale());
     }

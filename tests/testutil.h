@@ -4,6 +4,8 @@
  * and an ordered in-memory model of a key-value store to compare tierkv with.
  *
  * Reproducing a failure: every test prints "seed=N"; rerun with TKV_TEST_SEED=N.
+ * Running one case: TKV_TEST_FILTER=name (a cmocka pattern, `*` and `?`), in
+ * the tests whose main calls tu_seed() before cmocka_run_group_tests.
  */
 #ifndef TKV_TESTUTIL_H
 #define TKV_TESTUTIL_H
@@ -34,7 +36,9 @@ typedef struct tu_rng {
 } tu_rng;
 
 /* tu_seed -- the run's seed: TKV_TEST_SEED if set, else derived from the time
- * and pid. Printed on first use ("seed=N") so that failures can be replayed. */
+ * and pid. Printed on first use ("seed=N") so that failures can be replayed.
+ * The first call also applies
+ * TKV_TEST_FILTER (cmocka_set_test_filter) when set. */
 uint64_t tu_seed(void);
 /* tu_rng_init -- seeds r (splitmix64 expansion of seed). */
 void tu_rng_init(tu_rng *r, uint64_t seed);
