@@ -14,6 +14,9 @@
  *    needs its files: the job is asked to yield and stops (deep_yield_wait=0).
  *  - sched_slow_column_ramp: slow columns; the PRL controller's container
  *    ramp paces the writer so that the pool never fills (off: it does).
+ *  - sched_column_boost, sched_boost_beside: columns run at the process's
+ *    priority, and beside one another whatever the CPU gate, only while a
+ *    client waits for the drain.
  *  - sched_deep_debt: deep compactions held; the PRL controller paces
  *    writers on the deep backlog (off: it does not).
  *  - sched_fifo_and_switches: scheduler=fifo, write_controller=classic/off,
@@ -28,6 +31,7 @@
  */
 #include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1005,6 +1009,61 @@ static void sched_column_boost(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* sched_boost_beside -- while clients wait for the drain, a second column
+ * starts beside the first even when the process leaves no CPU idle
+ * (column_gate=idle, the default): the CPU gate keeps parallel columns off
+ * the clients' CPU, but a client that waits for the drain leaves its CPU to
+ * it anyway. One spinning thread per CPU this process may run on keeps the
+ * gate shut; a tkv_compact_range (a client waiting for the rows) then must
+ * still run columns two at a time (parallel: started_beside= > 0). Without
+ * the exception the gate lets none start beside another. */
+static volatile int spin_stop;
+
+static void *spin(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&spin_stop, __ATOMIC_RELAXED)) {
+    }
+    return NULL;
+}
+
+static void sched_boost_beside(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("sched-beside");
+    /* 3 MB into an 8 MB pool with a 90 % trigger: nothing drains before the
+     * compact_range, which then finds about 12 columns of 256K */
+    tkv_options *o = sched_options("write_controller", "off", "l0", "matrix", "memtable_size", "128K", "pmem_size",
+                                   "8M", "matrix_trigger", "90", "column_bytes", "256K", "sst_size", "256K",
+                                   "l1_size", "64M", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 24);
+    put_n(db, &r, 0, 3000);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "columns: count="), 0);
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    int ncpu = CPU_COUNT(&set);
+    pthread_t th[64];
+    if (ncpu > 64) ncpu = 64;
+    __atomic_store_n(&spin_stop, 0, __ATOMIC_RELAXED);
+    for (int i = 0; i < ncpu; i++) assert_int_equal(pthread_create(&th[i], NULL, spin, NULL), 0);
+    usleep(200000); /* the gate's 100 ms window sees the spinners */
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    __atomic_store_n(&spin_stop, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < ncpu; i++) pthread_join(th[i], NULL);
+    uint64_t columns = tu_prop_u64(db, "tkv.matrix", "columns: count=");
+    uint64_t beside = tu_prop_u64(db, "tkv.matrix", "started_beside=");
+    print_message("%d spinners: %llu columns, %llu started beside another\n", ncpu, (unsigned long long)columns,
+                  (unsigned long long)beside);
+    assert_true(columns >= 4);
+    assert_true(beside > 0);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "rows: "), 0);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 /* sched_fill_counts_memtables -- the container fill the write controller
  * paces on (mx_fill, db/mx.h) counts what is promised to the pool: the
  * active memtable's bytes before any flush, and after a flush the row once
@@ -1176,6 +1235,7 @@ int main(void)
         cmocka_unit_test(sched_flush_wait_not_a_stall),
         cmocka_unit_test(sched_slow_column_ramp),
         cmocka_unit_test(sched_column_boost),
+        cmocka_unit_test(sched_boost_beside),
         cmocka_unit_test(sched_fill_counts_memtables),
         cmocka_unit_test(sched_deep_debt),
         cmocka_unit_test(sched_fifo_and_switches),
