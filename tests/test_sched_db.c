@@ -974,6 +974,16 @@ static void put_n(tkv_db *db, tu_rng *r, uint64_t from, uint64_t n)
     }
 }
 
+/* boost_options -- the column-boost tests' database: no write controller
+ * (nobody is paced), 128K memtables into an 8 MB pool whose columns start at
+ * `trigger` percent, 256K columns, an L1 that never compacts down. */
+static tkv_options *boost_options(const char *trigger)
+{
+    return sched_options("write_controller", "off", "l0", "matrix", "memtable_size", "128K", "pmem_size", "8M",
+                         "matrix_trigger", trigger, "column_bytes", "256K", "sst_size", "256K", "l1_size", "64M",
+                         NULL);
+}
+
 /* sched_column_boost -- columns run on the boost thread (at the process's
  * CPU priority, db/mx.h) only while clients wait for them: with
  * write_controller=off and a pool the data never fills, columns run (5 MB
@@ -985,9 +995,7 @@ static void sched_column_boost(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir("sched-boost");
-    tkv_options *o = sched_options("write_controller", "off", "l0", "matrix", "memtable_size", "128K", "pmem_size",
-                                   "8M", "matrix_trigger", "50", "column_bytes", "256K", "sst_size", "256K",
-                                   "l1_size", "64M", NULL);
+    tkv_options *o = boost_options("50");
     tkv_db *db = tu_open_ok(dir, o);
     assert_int_equal(tu_prop_u64(db, "tkv.matrix", "boost_thread="), 1);
     tu_rng r;
@@ -1033,9 +1041,7 @@ static void sched_boost_beside(void **state)
     char *dir = tu_tmpdir("sched-beside");
     /* 3 MB into an 8 MB pool with a 90 % trigger: nothing drains before the
      * compact_range, which then finds about 12 columns of 256K */
-    tkv_options *o = sched_options("write_controller", "off", "l0", "matrix", "memtable_size", "128K", "pmem_size",
-                                   "8M", "matrix_trigger", "90", "column_bytes", "256K", "sst_size", "256K",
-                                   "l1_size", "64M", NULL);
+    tkv_options *o = boost_options("90");
     tkv_db *db = tu_open_ok(dir, o);
     tu_rng r;
     tu_rng_init(&r, tu_seed() + 24);
