@@ -1025,7 +1025,7 @@ static void sched_column_boost(void **state)
  * gate shut; a tkv_compact_range (a client waiting for the rows) then must
  * still run columns two at a time (parallel: started_beside= > 0). Without
  * the exception the gate lets none start beside another. */
-static volatile int spin_stop;
+static int spin_stop; /* atomic */
 
 static void *spin(void *arg)
 {
@@ -1144,22 +1144,29 @@ static void sched_fill_counts_memtables(void **state)
  * case). */
 static double deep_held_until; /* tu_now_ms() at which held deep writes go on (atomic) */
 
-/* deep_field -- a counter of tkv.sched's "deep:" line (field = " name="). */
-static uint64_t deep_field(tkv_db *db, const char *field)
+/* deep_yields -- tkv.sched's "deep:" line: *yields (jobs asked to yield)
+ * and *waits (those that have ended since). 0s if it cannot be read: the
+ * hook below runs on an engine thread, where a cmocka failure cannot go. */
+static void deep_yields(tkv_db *db, uint64_t *yields, uint64_t *waits)
 {
+    *yields = *waits = 0;
     char *p = tkv_property(db, "tkv.sched");
     const char *deep = p ? strstr(p, "deep: running=") : NULL;
-    const char *at = deep ? strstr(deep, field) : NULL;
-    uint64_t v = at ? strtoull(at + strlen(field), NULL, 10) : 0;
+    const char *y = deep ? strstr(deep, " yields=") : NULL;
+    const char *w = deep ? strstr(deep, " yield_waits=") : NULL;
+    if (y) *yields = strtoull(y + 8, NULL, 10);
+    if (w) *waits = strtoull(w + 13, NULL, 10);
     tkv_free(p);
-    return v;
 }
 
-/* deep_yield_pending -- 1 if a deep job was asked to yield and has not ended. */
+/* deep_yield_pending -- 1 if a deep job was asked to yield and has not ended
+ * (both counters from one report: a job counts in waits only once it counts
+ * in yields). */
 static int deep_yield_pending(tkv_db *db)
 {
-    uint64_t waits = deep_field(db, " yield_waits="); /* read first: errs towards pending, never misses one */
-    return deep_field(db, " yields=") > waits;
+    uint64_t yields, waits;
+    deep_yields(db, &yields, &waits);
+    return yields > waits;
 }
 
 static int hold_deep_writes(io_op op, const char *path, size_t len, void *arg)
@@ -1203,11 +1210,12 @@ static uint64_t debt_run(const char *wc, double *max_score)
     }
     double now = tu_now_ms();
     __atomic_store(&deep_held_until, &now, __ATOMIC_RELEASE); /* deep work goes on */
-    uint64_t debt_writes = tu_prop_u64(db, "tkv.sched", "debt_writes=");
+    uint64_t debt_writes = tu_prop_u64(db, "tkv.sched", "debt_writes="), yields, waits;
+    deep_yields(db, &yields, &waits);
     print_message("write_controller=%s: deep work held, %.1f s, max deep score %.2f, %llu writes paced by the debt, "
                   "%llu deep yields\n",
                   wc, (tu_now_ms() - t0) / 1e3, *max_score, (unsigned long long)debt_writes,
-                  (unsigned long long)deep_field(db, " yields="));
+                  (unsigned long long)yields);
     wait_quiet(db);
     io_set_fault_hook(NULL, NULL);
     tu_check_db(db, NULL, m, wc);

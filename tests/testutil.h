@@ -37,8 +37,7 @@ typedef struct tu_rng {
 
 /* tu_seed -- the run's seed: TKV_TEST_SEED if set, else derived from the time
  * and pid. Printed on first use ("seed=N") so that failures can be replayed.
- * The first call also applies
- * TKV_TEST_FILTER (cmocka_set_test_filter) when set. */
+ * The first call also applies TKV_TEST_FILTER (cmocka_set_test_filter). */
 uint64_t tu_seed(void);
 /* tu_rng_init -- seeds r (splitmix64 expansion of seed). */
 void tu_rng_init(tu_rng *r, uint64_t seed);

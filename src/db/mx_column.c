@@ -5,9 +5,8 @@
  * (matrix/column.h); up to column_threads columns run at once on
  * consecutive key ranges and commit in order (mx_int.h, invariant 5) --
  * beyond the first only while a CPU is idle (column_gate) or clients wait
- * for the drain; failed columns
- * are retried with backoff; and tkv_compact_range's wait for every row to
- * drain (mx.h).
+ * for the drain; failed columns are retried with backoff; and
+ * tkv_compact_range's wait for every row to drain (mx.h).
  *
  * Persist order of a column:
  *   (1) output SSTs written, synced, directory synced (cmp_merge);
@@ -423,16 +422,14 @@ void mx_note_drain_wait(tkv_db *db, uint64_t now_us)
     if (!prev || now_us - prev >= MX_BOOST_HOLD_US) pthread_cond_broadcast(&db->bg_cv); /* the boost thread's turn */
 }
 
-/* may_start -- 1 if this thread may pick a column now (caller holds mu):
- * fewer than column_threads columns in flight; the first column on the
- * boost thread while boosted (on a background thread if the boost thread
- * has been busy with the work after a commit for MX_BOOST_HANDOFF_US, or is
- * not running), else on a
- * background thread; beside one already running, a column on either thread
- * the boost allows, when the process leaves a CPU idle (column_gate=idle),
- * while boosted (a client waiting for the drain leaves its CPU to it: 4M x
- * 1 KiB fill, writers held back 1.3-1.7 s against 2.0-2.4 s with the gate
- * alone, docs/bench/column-beside/), or always (column_gate=always). */
+/* may_start -- 1 if this thread may pick a column now (caller holds mu).
+ * At most column_threads columns in flight. The first one: while boosted on
+ * the boost thread (or on a background thread once the boost thread has been
+ * busy MX_BOOST_HANDOFF_US with the work after a commit, or if it does not
+ * run), otherwise on a background thread. One beside a running column: on
+ * either thread the boost allows, while boosted (a client waiting for the
+ * drain leaves its CPU to it; docs/bench/column-beside/), when the process
+ * leaves a CPU idle (column_gate=idle), or always (column_gate=always). */
 static int may_start(tkv_db *db, int boost, uint64_t now)
 {
     struct mx_state *mx = db->mx;
