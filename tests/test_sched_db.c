@@ -1154,8 +1154,8 @@ static void deep_yields(tkv_db *db, uint64_t *yields, uint64_t *waits)
     const char *deep = p ? strstr(p, "deep: running=") : NULL;
     const char *y = deep ? strstr(deep, " yields=") : NULL;
     const char *w = deep ? strstr(deep, " yield_waits=") : NULL;
-    if (y) *yields = strtoull(y + 8, NULL, 10);
-    if (w) *waits = strtoull(w + 13, NULL, 10);
+    if (y) *yields = strtoull(y + strlen(" yields="), NULL, 10);
+    if (w) *waits = strtoull(w + strlen(" yield_waits="), NULL, 10);
     tkv_free(p);
 }
 
