@@ -189,7 +189,7 @@ test: deps
 
 tsan: deps
 	$(MAKE) SAN=tsan tests
-	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_skiplist %_memtable %_cache %_version %_table %_matrix_db %_sched %_sched_db %_deep_yield %_uring %_async %_bgerror %_footprint,$(TESTS:build/%=build/tsan/%))
+	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_skiplist %_memtable %_cache %_version %_table %_matrix_db %_sched %_sched_db %_deep_yield %_uring %_async %_bgerror %_footprint %_wal,$(TESTS:build/%=build/tsan/%))
 
 # soak: the soak driver for DURATION (tests/soak/soak.c; SOAK_* variables in
 # its header comment), at nice 10; the database lives in $(BUILD)/soak-db.

@@ -3,7 +3,8 @@
  * writer sessions, and every recovery rule of docs/format-wal.md (empty and
  * short logs, torn tails cut at every byte, zero-filled tails, mid-log
  * corruption, bad headers), callback errors, and I/O faults injected through
- * io_set_fault_hook.
+ * io_set_fault_hook; the same through a mapping (io/wmap.h): model round
+ * trips past the mapped length, a writer killed with SIGKILL, faults.
  *
  * Reproducing a failure: the test prints "seed=N"; rerun with TKV_TEST_SEED=N.
  */
@@ -24,6 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "io/io.h"
+#include "io/wb.h"
+#include "io/wmap.h"
 #include "mem/wal.h"
 #include "util/checksum.h"
 #include "util/coding.h"
@@ -861,16 +868,23 @@ static int fault_hook(io_op op, const char *path, size_t len, void *arg)
     return f->ret;
 }
 
-/* test_fault_enospc -- ENOSPC on a record's write is TKV_NO_SPACE and leaves
- * the writer usable; a partial write poisons it and replays as a torn tail. */
-static void test_fault_enospc(void **state)
+/* fault_open -- a writer on p with stats st; mapped (a reservation) when st has a wmap. */
+static int fault_open(const char *p, io_stats *st, wal_writer **w)
 {
-    fixture *fx = *state;
+    int rc = wal_writer_open(p, st, w);
+    if (rc == 0 && st) wal_writer_reserve(*w, 1u << 20);
+    return rc;
+}
+
+/* fault_enospc -- ENOSPC on a record's write is TKV_NO_SPACE and leaves the
+ * writer usable; a partial write poisons it and replays as a torn tail. */
+static void fault_enospc(fixture *fx, io_stats *st)
+{
     char p[PATH_MAX];
     fpath(fx, "f.wal", p);
     expect *e = expect_new();
     wal_writer *w = NULL;
-    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    assert_int_equal(fault_open(p, st, &w), 0);
     add_one(w, e, 100, 1);
     add_one(w, e, 200, 2);
 
@@ -912,7 +926,7 @@ static void test_fault_enospc(void **state)
 
     /* a large (two-write) record whose payload write fails after its header */
     e = expect_new();
-    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    assert_int_equal(fault_open(p, st, &w), 0);
     add_one(w, e, 10, 1);
     size_t big = 300 * 1024;
     uint8_t *bp = malloc(big);
@@ -933,6 +947,23 @@ static void test_fault_enospc(void **state)
     assert_int_equal(rs.torn_tail_bytes, 8);
     free(bp);
     expect_free(e);
+}
+
+static void test_fault_enospc(void **state) { fault_enospc(*state, NULL); }
+
+/* test_fault_enospc_mapped -- the same through a mapping: a failed append
+ * writes nothing to the mapping either, a short one poisons the writer. */
+static void test_fault_enospc_mapped(void **state)
+{
+    io_stats st;
+    memset(&st, 0, sizeof st);
+    assert_int_equal(io_wmap_start(&st.wmap), 0);
+    fault_enospc(*state, &st);
+    io_wmap_stats ms;
+    io_wmap_get_stats(st.wmap, &ms);
+    assert_int_equal(ms.files, 2);
+    assert_true(ms.mapped_bytes > 0);
+    io_wmap_stop(st.wmap);
 }
 
 /* test_reserve -- wal_writer_reserve gives the log disk blocks beyond its
@@ -1024,6 +1055,183 @@ static void test_fault_other(void **state)
     assert_int_equal(rs.records, 1);
 }
 
+/* ---------------------------------------------------------------- mapped appends */
+
+/* mapped_stats -- stats with the mapping helper and, so that write-back runs
+ * beside the mapping (io_wmap_clean_upto), the WAL write-back thread. */
+static void mapped_stats(io_stats *st, const char *dir)
+{
+    memset(st, 0, sizeof *st);
+    st->bytes_per_sync = 64u << 10;
+    assert_int_equal(io_wb_start(&st->wb, dir), 0);
+    assert_int_equal(io_wmap_start(&st->wmap), 0);
+}
+
+static void mapped_stats_end(io_stats *st)
+{
+    io_wb_stop(st->wb);
+    io_wmap_stop(st->wmap);
+}
+
+/* fs_reserves -- 1 if files in dir can have blocks reserved (fallocate). */
+static int fs_reserves(const char *dir)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/probe", dir);
+    int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    int ok = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 4096) == 0;
+    close(fd);
+    unlink(p);
+    return ok;
+}
+
+/* test_mapped_round_trip -- three logs written through mappings, each past
+ * its mapped length (the rest by pwrite), one still open while the next is
+ * written (as a switched-away log is): the file is as long as the mapping
+ * while mapped and as long as the log after close, every byte appended went
+ * one of the two ways, and each replays to its model exactly. */
+static void test_mapped_round_trip(void **state)
+{
+    fixture *fx = *state;
+    if (!fs_reserves(fx->dir)) {
+        fprintf(stderr, "# test_mapped_round_trip: no fallocate here: logs are not mapped; skipped\n");
+        return;
+    }
+    uint64_t x = test_seed() ^ 0x6d6170;
+    io_stats st;
+    mapped_stats(&st, fx->dir);
+    const uint64_t reserve = 3u << 20, pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    enum { LOGS = 3 };
+    char p[LOGS][PATH_MAX];
+    expect *e[LOGS];
+    wal_writer *prev = NULL;
+    uint64_t appended = 0;
+    for (int l = 0; l < LOGS; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "%06d.wal", l);
+        fpath(fx, name, p[l]);
+        e[l] = expect_new();
+        wal_writer *w = NULL;
+        assert_int_equal(wal_writer_open(p[l], &st, &w), 0);
+        wal_writer_reserve(w, reserve);
+        uint64_t mapped_len = (WAL_HEADER_SIZE + reserve + pg - 1) / pg * pg;
+        assert_int_equal(file_size(p[l]), mapped_len);
+        for (uint64_t id = 1; wal_size(w) < mapped_len + (1u << 20); id++) {
+            uint64_t r = splitmix(&x);
+            size_t n = r % 16 == 0 ? 300u * 1024 + (size_t)(r >> 40) % 5000 : (size_t)(r >> 32) % 40000;
+            add_one(w, e[l], n, ((uint64_t)l << 32) | id);
+            if (r % 13 == 0) assert_int_equal(wal_sync(w), 0);
+            if (wal_size(w) < mapped_len) assert_int_equal(file_size(p[l]), mapped_len);
+        }
+        appended += wal_size(w) - WAL_HEADER_SIZE;
+        if (prev) assert_int_equal(wal_writer_close(prev), 0);
+        prev = w;
+    }
+    assert_int_equal(wal_writer_close(prev), 0);
+    io_wmap_stats ms;
+    io_wmap_get_stats(st.wmap, &ms);
+    assert_int_equal(ms.files, LOGS);
+    assert_int_equal(ms.mapped_bytes + ms.written_bytes, appended);
+    assert_true(ms.mapped_bytes > (uint64_t)LOGS * (reserve / 2)); /* most of each mapped part as stores */
+    assert_true(ms.written_bytes >= (uint64_t)LOGS << 20);         /* past the mapping: pwrite */
+    assert_int_equal(ms.failures, 0);
+    mapped_stats_end(&st);
+    for (int l = 0; l < LOGS; l++) {
+        wal_replay_stats rs;
+        assert_int_equal(replay_check(p[l], e[l], &rs), 0);
+        assert_int_equal(rs.records, e[l]->n);
+        assert_int_equal(e[l]->seen, e[l]->n);
+        assert_int_equal(rs.torn_tail_records, 0);
+        assert_int_equal(rs.torn_tail_bytes, 0);
+        assert_int_equal(file_size(p[l]), e[l]->offs[e[l]->n - 1] + 8 + e[l]->lens[e[l]->n - 1]);
+        expect_free(e[l]);
+    }
+}
+
+/* kill_len -- the length of record i of the killed writer's log. */
+static size_t kill_len(uint64_t seed, uint64_t i)
+{
+    uint64_t x = seed ^ (i * 0x9e3779b97f4a7c15ull);
+    return (size_t)(splitmix(&x) % 6000);
+}
+
+typedef struct kill_check {
+    uint64_t seed, seen;
+    int bad;
+    uint8_t buf[6000];
+} kill_check;
+
+static int kill_record(void *arg, const uint8_t *payload, size_t n, uint64_t offset)
+{
+    (void)offset;
+    kill_check *k = arg;
+    size_t want = kill_len(k->seed, k->seen);
+    fill_payload(k->buf, want, k->seen);
+    if (n != want || memcmp(payload, k->buf, n) != 0) k->bad = 1;
+    k->seen++;
+    return 0;
+}
+
+/* test_mapped_killed_writer -- a child appends through a mapping (and past
+ * it) and reports each record the log accepted; it is killed with SIGKILL
+ * at a random point. Every reported record replays, in order and intact (a
+ * process crash loses nothing the page cache holds), and the zero tail the
+ * mapping leaves is read as a torn tail, not as corruption. */
+static void test_mapped_killed_writer(void **state)
+{
+    fixture *fx = *state;
+    if (!fs_reserves(fx->dir)) {
+        fprintf(stderr, "# test_mapped_killed_writer: no fallocate here; skipped\n");
+        return;
+    }
+    uint64_t seed = test_seed() ^ 0x6b696c6c;
+    for (int round = 0; round < 3; round++) {
+        char p[PATH_MAX], name[32];
+        snprintf(name, sizeof name, "k%d.wal", round);
+        fpath(fx, name, p);
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(fds[0]);
+            io_stats st;
+            memset(&st, 0, sizeof st);
+            st.bytes_per_sync = 64u << 10;
+            wal_writer *w = NULL;
+            if (io_wb_start(&st.wb, fx->dir) != 0 || io_wmap_start(&st.wmap) != 0 ||
+                wal_writer_open(p, &st, &w) != 0)
+                _exit(2);
+            wal_writer_reserve(w, 2u << 20);
+            uint8_t buf[6000];
+            for (uint64_t i = 0;; i++) { /* ~3 KiB a record: past the 2 MiB mapping after ~700 */
+                size_t n = kill_len(seed, i);
+                fill_payload(buf, n, i);
+                if (wal_add_record(w, buf, n) != 0) _exit(3);
+                if (write(fds[1], &i, sizeof i) != (ssize_t)sizeof i) _exit(4);
+            }
+        }
+        close(fds[1]);
+        uint64_t x = seed + (uint64_t)round, target = 100 + splitmix(&x) % 1400, acked = 0, i;
+        while (acked < target && read(fds[0], &i, sizeof i) == (ssize_t)sizeof i) acked = i + 1;
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status)); /* it was still writing, not failed */
+        while (read(fds[0], &i, sizeof i) == (ssize_t)sizeof i) acked = i + 1;
+        close(fds[0]);
+        kill_check k = {.seed = seed};
+        wal_replay_stats rs;
+        int rc = wal_replay(p, NULL, kill_record, &k, &rs);
+        if (rc != 0) fail_msg("round %d, killed after %llu records: %s", round, (unsigned long long)acked, tkv_errmsg());
+        assert_false(k.bad);
+        assert_true(rs.records >= acked);
+        assert_true(rs.records <= acked + 1); /* at most the one it was writing */
+        if (acked < 600) assert_true(rs.torn_tail_bytes > 0); /* the mapping's zeros */
+    }
+}
+
 int main(void)
 {
     test_seed();
@@ -1040,8 +1248,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_enospc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_enospc_mapped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fault_other, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reserve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mapped_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mapped_killed_writer, setup, teardown),
     };
     return cmocka_run_group_tests_name("wal", tests, NULL, NULL);
 }

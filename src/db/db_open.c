@@ -25,6 +25,7 @@
 #include "db/superversion.h"
 #include "db/write.h"
 #include "io/wb.h"
+#include "io/wmap.h"
 #include "matrix/pool.h"
 #include "sched/clock.h"
 #include "util/status.h"
@@ -137,6 +138,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     }
     sched_cond_init(&db->bg_cv); /* CLOCK_MONOTONIC: db_wait_us */
     if (rc == 0 && o.wal && o.bytes_per_sync) rc = io_wb_start(&db->io.wb, dir); /* before the first WAL (io.h) */
+    if (rc == 0 && o.wal && o.wal_mmap) rc = io_wmap_start(&db->io.wmap); /* before the first WAL (io.h) */
     if (rc == 0 && trash_new(o.delete_chunk, o.delete_rate, &db->trash) < 0)
         rc = tkv_err(TKV_NO_MEMORY, "out of memory starting the trash thread");
     if (rc == 0) rc = silk_open(db); /* installs the I/O gate before any data file is opened */
@@ -209,6 +211,8 @@ int tkv_close(tkv_db *db)
     sv_unref(db->sv);
     io_wb_stop(db->io.wb); /* after the last WAL append; queued ranges are left to the kernel */
     db->io.wb = NULL;
+    io_wmap_stop(db->io.wmap); /* every WAL is closed: none is mapped */
+    db->io.wmap = NULL;
     trash_free(db->trash); /* what is still queued is unlinked now */
     table_cache_free(db->tc);
     if (db->vs) vset_close(db->vs);

@@ -13,6 +13,7 @@
 #include "db/silk_pmem.h"
 #include "db/superversion.h"
 #include "io/wb.h"
+#include "io/wmap.h"
 #include "util/appendf.h"
 #include "util/status.h"
 
@@ -129,6 +130,26 @@ static void memory_report(tkv_db *db, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "other: share=%llu (a reserve for working memory; not measured)\n", sh[5]);
 }
 
+/* wal_io_lines -- the WAL's write-back and mapping counters (tkv.stats). */
+static void wal_io_lines(tkv_db *db, tkv_buf *b, int *oom)
+{
+    if (db->io.wb) {
+        io_wb_stats ws;
+        io_wb_get_stats(db->io.wb, &ws);
+        buf_appendf(b, oom, "wal_writeback: ranges=%llu bytes=%llu syncs=%llu refused=%llu errors=%llu queued_now=%llu\n",
+                   (unsigned long long)ws.queued, (unsigned long long)ws.bytes, (unsigned long long)ws.syncs, (unsigned long long)ws.dropped,
+                   (unsigned long long)ws.failures, (unsigned long long)ws.pending);
+    }
+    if (db->io.wmap) {
+        io_wmap_stats ms;
+        io_wmap_get_stats(db->io.wmap, &ms);
+        buf_appendf(b, oom, "wal_mmap: files=%llu stored=%llu written=%llu made=%llu writer_waits=%llu errors=%llu\n",
+                   (unsigned long long)ms.files, (unsigned long long)ms.mapped_bytes,
+                   (unsigned long long)ms.written_bytes, (unsigned long long)ms.made_bytes,
+                   (unsigned long long)ms.writer_waits, (unsigned long long)ms.failures);
+    }
+}
+
 /* stats_report -- the text of tkv.stats. Caller holds mu. */
 static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
 {
@@ -196,13 +217,7 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
                 (unsigned long long)ctr_get(&db->io.syncs[i]));
         dev_written += ctr_get(&db->io.write_bytes[i]);
     }
-    if (db->io.wb) { /* after the lines above: tests read their fields by first match */
-        io_wb_stats ws;
-        io_wb_get_stats(db->io.wb, &ws);
-        buf_appendf(b, oom, "wal_writeback: ranges=%llu bytes=%llu syncs=%llu refused=%llu errors=%llu queued_now=%llu\n",
-                   (unsigned long long)ws.queued, (unsigned long long)ws.bytes, (unsigned long long)ws.syncs, (unsigned long long)ws.dropped,
-                   (unsigned long long)ws.failures, (unsigned long long)ws.pending);
-    }
+    wal_io_lines(db, b, oom); /* after the lines above: tests read their fields by first match */
     silk_pmem_stats(db, b, oom); /* after io.*: "pmem_io.flush:" also contains "io.flush:" */
     uint64_t user = ctr_get(&c->user_bytes_written);
     buf_appendf(b, oom, "write_amplification: %.3f (device bytes written / user bytes written, since open)\n",

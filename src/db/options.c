@@ -51,6 +51,7 @@ static const opt_def OPTION_TABLE[] = {
     {"memtables", OPT_INT, OFF(memtables), 2, 64, "2", NULL},
     {"wal", OPT_BOOL, OFF(wal), 0, 1, "1", NULL},
     {"sync", OPT_BOOL, OFF(sync), 0, 1, "0", NULL},
+    {"wal_mmap", OPT_BOOL, OFF(wal_mmap), 0, 1, "1", NULL},
     {"paranoid_checks", OPT_BOOL, OFF(paranoid_checks), 0, 1, "1", NULL},
     {"dram_budget", OPT_SIZE_OFF, OFF(dram_budget), 4u << 20, UINT64_C(1) << 40, "0", NULL},
     {"block_size", OPT_SIZE, OFF(block_size), 256, 16u << 20, "4K", NULL},

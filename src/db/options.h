@@ -21,6 +21,7 @@ struct tkv_options {
     int memtables;          /* memtables in DRAM: 1 mutable + (memtables-1) immutable */
     int wal;                /* 1: write-ahead log on; 0: off (writes survive only via flush) */
     int sync;               /* 1: every write is TKV_SYNC */
+    int wal_mmap;           /* 1: WAL appends are stores into a mapping whose pages a helper makes (io/wmap.h) */
     int paranoid_checks;    /* 1: a corrupt record in the middle of a WAL fails open */
     uint64_t dram_budget;   /* bytes of DRAM for every sizeable part together (budget.h); 0 = no budget */
     /* SSD tier */

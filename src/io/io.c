@@ -6,6 +6,7 @@
 #include "io/io_int.h"
 #include "io/wbehind.h"
 #include "io/wb.h"
+#include "io/wmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,7 +112,8 @@ int io_open_append_ex(const char *path, int keep, unsigned flags, io_class cls, 
 {
     *out = NULL;
     if ((flags & IO_DIRECT) && keep) return tkv_err(TKV_INVALID, "open %s: direct appends cannot keep existing data", path);
-    int oflags = O_WRONLY | O_CREAT | (keep ? 0 : O_TRUNC) | ((flags & IO_DIRECT) ? O_DIRECT : 0);
+    int oflags = (flags & IO_MAPPED ? O_RDWR : O_WRONLY) | O_CREAT | (keep ? 0 : O_TRUNC) |
+                 ((flags & IO_DIRECT) ? O_DIRECT : 0);
     TKV_TRY(open_file(path, oflags, cls, st, out));
     (*out)->flags = flags;
     if (flags & IO_DIRECT) {
@@ -211,6 +213,10 @@ static int direct_flush_tail(io_file *f)
 static int sync_incremental(io_file *f, uint64_t written_upto)
 {
     uint64_t every = f->stats ? f->stats->bytes_per_sync : 0;
+    if (f->map) { /* not past the mapped pages the writer may still hold (wmap.h) */
+        uint64_t clean = io_wmap_clean_upto(f->map);
+        if (written_upto > clean) written_upto = clean;
+    }
     if (!every || written_upto < f->synced_upto + every) return 0;
     uint64_t off = f->synced_upto, len = written_upto - f->synced_upto;
     if (f->flags & IO_DIRECT) {
@@ -308,6 +314,12 @@ static int append_admitted(io_file *f, const void *p, size_t n, size_t limit)
         if (limit < n) return tkv_err_errno(ENOSPC, "short write %s", f->path);
         return 0;
     }
+    if (f->map && limit == n && io_wmap_store(f->map, f->size, p, n)) {
+        f->size += n;
+        if (f->stats) count(&f->stats->write_bytes[f->cls], n);
+        return sync_incremental(f, f->size);
+    }
+    if (f->map) io_wmap_claim(f->map, f->size + limit); /* the helper stays off these pages */
     const uint8_t *b = p;
     size_t done = 0;
     while (done < limit) {
@@ -321,6 +333,7 @@ static int append_admitted(io_file *f, const void *p, size_t n, size_t limit)
         done += (size_t)w;
     }
     f->size += done;
+    if (f->map) io_wmap_appended(f->map, f->size, done);
     if (f->stats) count(&f->stats->write_bytes[f->cls], done);
     if (done < n) return tkv_err_errno(ENOSPC, "short write %s", f->path);
     return sync_incremental(f, f->size);
@@ -535,8 +548,38 @@ int io_preallocate(io_file *f, uint64_t len)
     return 0;
 }
 
+/* map_end -- ends f's mapping (the helper leaves it, it is unmapped); the
+ * file stays at the mapping's length (f->map_end) until io_release_reserved
+ * or io_close truncates it. */
+static void map_end(io_file *f)
+{
+    if (!f->map) return;
+    io_wmap_detach(f->map);
+    f->map = NULL;
+}
+
+int io_map_appends(io_file *f, uint64_t len)
+{
+    if (!(f->flags & IO_MAPPED) || (f->flags & IO_DIRECT) || f->map || f->map_end || !f->stats || !f->stats->wmap)
+        return 0;
+    long pg = sysconf(_SC_PAGESIZE);
+    uint64_t a = pg > 0 ? (uint64_t)pg : 4096, end = (f->size + len + a - 1) / a * a;
+    if (end <= f->size) return 0;
+    if (ftruncate(f->fd, (off_t)end) != 0) return tkv_err_errno(errno, "extend %s to map it", f->path);
+    int e = io_wmap_attach(f->stats->wmap, f->fd, f->size, end, &f->map);
+    if (e) {
+        (void)ftruncate(f->fd, (off_t)f->size);
+        return tkv_err_errno(e, "map %s for appends", f->path);
+    }
+    f->map_end = end;
+    return 0;
+}
+
 int io_release_reserved(io_file *f, uint64_t end)
 {
+    map_end(f); /* no more appends: the helper leaves, the truncate below also cuts the mapped length */
+    if (f->map_end > end) end = f->map_end;
+    f->map_end = 0;
     if (end <= f->size) return 0;
     /* a WAL's on the write-back thread: on a client thread the truncate
      * waited for the inode lock and, on a file system mounted with discard,
@@ -573,10 +616,14 @@ int io_close(io_file *f)
 {
     if (!f) return 0;
     int rc = 0;
+    map_end(f);
+    if (f->map_end > f->size && ftruncate(f->fd, (off_t)f->size) != 0) /* not released: cut the mapped length */
+        rc = tkv_err_errno(errno, "truncate %s to its %llu bytes", f->path, (unsigned long long)f->size);
     /* A direct append file writes its staged tail so that, as with buffered
      * files, everything appended is in the file after close (not durable
      * without io_sync). */
-    rc = behind_settle(f);
+    int brc = behind_settle(f);
+    if (rc == 0) rc = brc;
     io_wbehind_free(f->wbh); /* waits for nothing now */
     if (f->dbuf && rc == 0) rc = direct_flush_tail(f);
     if (close(f->fd) != 0 && rc == 0) rc = tkv_err_errno(errno, "close %s", f->path);

@@ -75,6 +75,11 @@ typedef struct io_stats {
      * the range took. NULL: inline, as other classes.
      * Set before files are opened, never changed after. */
     struct io_wb *wb;
+    /* Files opened with IO_MAPPED and these stats append through a shared
+     * mapping once io_map_appends has mapped them, with pages this thread
+     * makes ahead of the writer (wmap.h). NULL: pwrite only.
+     * Set before files are opened, never changed after. */
+    struct io_wmap *wmap;
 } io_stats;
 
 /* Open flags. */
@@ -87,6 +92,9 @@ typedef struct io_stats {
                             * one (io/wbehind.h); an error surfaces on the next
                             * append, io_sync or io_close. Without io_uring the
                             * file writes synchronously. */
+
+#define IO_MAPPED 4u /* buffered appends only: opened read-write so that io_map_appends
+                     * can map the file (with io_stats.wmap set); without it, a no-op */
 
 /* Alignment of offsets, lengths and buffers for O_DIRECT. 4096 covers both
  * 512-byte and 4K logical-sector devices. */
@@ -123,6 +131,11 @@ typedef struct io_file {
     size_t ra_cap, ra_len;
     uint64_t ra_off;
     uint64_t ra_file_size; /* at io_set_readahead: windows stop there */
+    /* IO_MAPPED after io_map_appends: the mapping appends go through (wmap.h);
+     * the file's size on disk is then the mapping's length, not `size`, until
+     * io_release_reserved or io_close truncates it back. */
+    struct io_wmap_file *map;
+    uint64_t map_end; /* the mapping's length (the file's size on disk) while it is longer than `size` */
 } io_file;
 
 /* Operations a fault hook sees. IO_OP_MSYNC and IO_OP_FALLOCATE are made
@@ -190,6 +203,16 @@ int io_sync(io_file *f);
  * the failure (fault hook IO_OP_FALLOCATE) for the caller to ignore: a file
  * system without fallocate still works, only without the reservation. */
 int io_preallocate(io_file *f, uint64_t len);
+
+/* io_map_appends -- for a file opened with IO_MAPPED whose stats have a
+ * wmap, after io_preallocate reserved `len` bytes past its size: extends the
+ * file to the end of the reservation (rounded up to a page) and maps it, so
+ * that later appends into pages the helper has made are stores (wmap.h).
+ * After a crash the file ends in zeros up to there (replay reads them as a
+ * torn tail, docs/format-wal.md). 0 without IO_MAPPED, a wmap or when already
+ * mapped; else best effort: the failure for the caller to ignore (the file
+ * is then left as it was and appends use pwrite). */
+int io_map_appends(io_file *f, uint64_t len);
 
 /* io_release_reserved -- gives back the blocks io_preallocate reserved past
  * the file's size, up to offset `end` (a hole punched with the size kept;

@@ -169,10 +169,16 @@ void io_wb_stop(io_wb *wb)
     pthread_cond_broadcast(&wb->cv);
     pthread_mutex_unlock(&wb->mu);
     pthread_join(wb->thread, NULL);
-    /* what is still queued is dropped: the kernel writes those pages back */
+    /* write-backs still queued are dropped (the kernel writes those pages
+     * back); releases are done now: a mapped WAL's file is as long as its
+     * mapping until its release truncates it (io.h io_map_appends) */
     for (; wb->tail != wb->head; wb->tail++) {
-        close(wb->ring[wb->tail % IO_WB_QUEUE].fd);
-        wb->st.dropped++;
+        wb_range *r = &wb->ring[wb->tail % IO_WB_QUEUE];
+        struct stat sb;
+        if (r->release_end && (fstat(r->fd, &sb) != 0 || sb.st_nlink > 0))
+            (void)io_release_blocks(r->fd, r->off, r->release_end);
+        close(r->fd);
+        wb->st.dropped += r->release_end ? 0 : 1;
     }
     close(wb->flush_fd);
     pthread_cond_destroy(&wb->cv);

@@ -90,9 +90,10 @@ void io_wb_get_stats(io_wb *wb, io_wb_stats *out);
  * and close paths that want the write-back done before they go on). */
 void io_wb_drain(io_wb *wb);
 
-/* io_wb_stop -- stops the thread and frees wb. Ranges still queued are
- * dropped (their descriptors closed): nothing is lost, the kernel writes the
- * pages back later. NULL is a no-op. */
+/* io_wb_stop -- stops the thread and frees wb. Write-back ranges still
+ * queued are dropped (their descriptors closed): nothing is lost, the kernel
+ * writes the pages back later; releases still queued are done first. NULL is
+ * a no-op. */
 void io_wb_stop(io_wb *wb);
 
 #endif

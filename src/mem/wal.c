@@ -9,7 +9,10 @@
  *  (2) A record's checksum covers its length field and its payload, so a record
  *      cut short by a crash either extends past end of file or (if the file
  *      system zero-filled or garbled the tail) fails its checksum: it is never
- *      accepted with missing bytes.
+ *      accepted with missing bytes. Through a mapping (wal_mmap) a record's 8
+ *      header bytes are stored before its payload (io_wmap_store), so a
+ *      process killed mid-record leaves zeros past the record's declared end:
+ *      a torn tail, not a bad record followed by data.
  *  (3) Nothing is durable before wal_sync; wal_sync makes the header and every
  *      record added before it durable (one fdatasync).
  *
@@ -93,7 +96,7 @@ int wal_writer_open(const char *path, io_stats *st, wal_writer **out)
     if (!path) return tkv_err(TKV_INVALID, "wal_writer_open: NULL path");
     wal_writer *w = calloc(1, sizeof *w);
     if (!w) return tkv_err(TKV_NO_MEMORY, "out of memory opening WAL %s", path);
-    int rc = io_open_append(path, 0, IO_WAL, st, &w->f);
+    int rc = io_open_append_ex(path, 0, st && st->wmap ? IO_MAPPED : 0, IO_WAL, st, &w->f);
     if (rc == 0) {
         uint8_t h[WAL_HEADER_SIZE];
         encode_header(h);
@@ -115,7 +118,10 @@ void wal_writer_reserve(wal_writer *w, uint64_t bytes)
     if (!w || !bytes) return;
     tkv_errmsg_saved saved;
     tkv_errmsg_save(&saved);
-    if (io_preallocate(w->f, bytes) == 0 && w->f->size + bytes > w->reserved_end) w->reserved_end = w->f->size + bytes;
+    if (io_preallocate(w->f, bytes) == 0 && w->f->size + bytes > w->reserved_end) {
+        w->reserved_end = w->f->size + bytes;
+        (void)io_map_appends(w->f, bytes); /* only into reserved blocks (io/wmap.h) */
+    }
     tkv_errmsg_restore(&saved);
 }
 

@@ -40,7 +40,10 @@ int wal_writer_open(const char *path, io_stats *st, wal_writer **out);
 
 /* wal_writer_reserve -- reserves disk blocks for the next `bytes` of the log
  * without changing its size (io_preallocate), so that appends do not wait
- * for the block-map lock that write-back of the same file holds. Best effort:
+ * for the block-map lock that write-back of the same file holds. With stats
+ * that have a wmap (wal_mmap), the reserved part is then mapped and appends
+ * into it become stores (io_map_appends; the file is as long as the
+ * reservation until the writer is closed). Best effort:
  * a failure (a file system without fallocate, no space yet) is ignored and
  * leaves the calling thread's error message as it was. */
 void wal_writer_reserve(wal_writer *w, uint64_t bytes);

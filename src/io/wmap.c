@@ -1,0 +1,280 @@
+/*
+ * wmap.c -- appends through a shared file mapping and the helper thread that
+ * makes their pages (wmap.h: why, and who owns which bytes).
+ *
+ * One mutex and one condition variable per helper. The writer's common path
+ * (io_wmap_store into made pages) takes neither: it reads `made` (acquire),
+ * copies, publishes its size (release) and wakes the helper only when it has
+ * come within half of IO_WMAP_AHEAD of `made` or a step past `clean`.
+ */
+#include "io/wmap.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "util/status.h"
+#include "util/thread.h"
+
+struct io_wmap_file {
+    io_wmap *w;
+    int fd;
+    uint8_t *base;
+    uint64_t len;     /* mapped bytes = the file's size while mapped */
+    uint64_t made;    /* atomic: pages below exist and are the writer's (wmap.h) */
+    uint64_t claim;   /* mu: the helper writes zeros in [made, claim) while busy */
+    uint64_t size;    /* atomic: the writer's appends end here */
+    uint64_t clean;   /* atomic: the writer's page-table entries are dropped below this */
+    int busy;         /* mu: the helper works on this file with mu released */
+    int failed;       /* mu: the helper's pwrite failed: it makes no more pages here */
+    int detaching;    /* mu: io_wmap_detach waits for the helper to leave */
+    io_wmap_file *next;
+};
+
+struct io_wmap {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* the helper waits for work; writers and detach wait for a step */
+    io_wmap_file *files;
+    int kicked;        /* atomic: a writer asked for work since the helper last looked */
+    int stopping;
+    pthread_t thread;
+    io_wmap_stats st;  /* mu; its mapped_bytes and written_bytes are kept in the two below */
+    uint64_t mapped_bytes, written_bytes; /* atomic (the writers count without mu) */
+};
+
+static uint64_t page_size(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (uint64_t)p : 4096;
+}
+
+static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+/* want_pages / want_clean -- the helper's two jobs on m (mu held). */
+static int want_pages(const io_wmap_file *m)
+{
+    uint64_t made = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
+    return !m->failed && made < m->len && made < __atomic_load_n(&m->size, __ATOMIC_ACQUIRE) + IO_WMAP_AHEAD;
+}
+
+static uint64_t clean_target(const io_wmap_file *m)
+{
+    uint64_t s = __atomic_load_n(&m->size, __ATOMIC_ACQUIRE);
+    if (s > m->len) s = m->len; /* a log past its mapping: the rest was written with pwrite */
+    s = s / IO_WMAP_STEP * IO_WMAP_STEP;
+    return s >= IO_WMAP_STEP ? s - IO_WMAP_STEP : 0;
+}
+
+/* step -- one job on m with mu released (m->busy keeps detach away). */
+static void step(io_wmap *w, io_wmap_file *m, int pages)
+{
+    if (pages) {
+        uint64_t from = __atomic_load_n(&m->made, __ATOMIC_RELAXED), to = m->claim;
+        static const uint8_t zeros[IO_WMAP_STEP];
+        pthread_mutex_unlock(&w->mu);
+        int err = 0;
+        for (uint64_t off = from; off < to && !err;) {
+            ssize_t k = pwrite(m->fd, zeros, (size_t)(to - off), (off_t)off);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) err = k < 0 ? errno : EIO;
+            else off += (uint64_t)k;
+        }
+        pthread_mutex_lock(&w->mu);
+        if (err) {
+            m->failed = 1; /* the writer's own pwrite reports it */
+            w->st.failures++;
+        } else {
+            __atomic_store_n(&m->made, to, __ATOMIC_RELEASE);
+            w->st.made_bytes += to - from;
+        }
+        m->claim = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t from = __atomic_load_n(&m->clean, __ATOMIC_RELAXED), to = clean_target(m);
+    pthread_mutex_unlock(&w->mu);
+    int rc = madvise(m->base + from, (size_t)(to - from), MADV_DONTNEED);
+    pthread_mutex_lock(&w->mu);
+    if (rc == 0) __atomic_store_n(&m->clean, to, __ATOMIC_RELEASE);
+    else w->st.failures++; /* write-back then stays where it is: slower, not wrong */
+}
+
+static void *wmap_main(void *arg)
+{
+    io_wmap *w = arg;
+    thread_background("tkv-wal-map", 0); /* the writers' priority: they wait for its pages */
+    pthread_mutex_lock(&w->mu);
+    while (!w->stopping) {
+        io_wmap_file *m = w->files;
+        int pages = 0;
+        for (; m; m = m->next) {
+            if (m->detaching) continue;
+            if ((pages = want_pages(m)) != 0) break;
+            if (clean_target(m) >= __atomic_load_n(&m->clean, __ATOMIC_RELAXED) + IO_WMAP_STEP) break;
+        }
+        if (!m) {
+            __atomic_store_n(&w->kicked, 0, __ATOMIC_SEQ_CST);
+            pthread_cond_wait(&w->cv, &w->mu);
+            continue;
+        }
+        m->busy = 1;
+        if (pages) {
+            uint64_t made = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
+            m->claim = made + IO_WMAP_STEP < m->len ? made + IO_WMAP_STEP : m->len;
+        }
+        step(w, m, pages);
+        m->busy = 0;
+        pthread_cond_broadcast(&w->cv); /* a writer in io_wmap_claim, io_wmap_detach */
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+int io_wmap_start(io_wmap **out)
+{
+    *out = NULL;
+    io_wmap *w = calloc(1, sizeof *w);
+    if (!w) return tkv_err(TKV_NO_MEMORY, "out of memory starting the WAL mapping thread");
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    int rc = thread_create(&w->thread, wmap_main, w, "the WAL mapping thread");
+    if (rc < 0) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+        return rc;
+    }
+    *out = w;
+    return 0;
+}
+
+void io_wmap_stop(io_wmap *w)
+{
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    w->stopping = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w);
+}
+
+void io_wmap_get_stats(io_wmap *w, io_wmap_stats *out)
+{
+    pthread_mutex_lock(&w->mu);
+    *out = w->st;
+    out->mapped_bytes = __atomic_load_n(&w->mapped_bytes, __ATOMIC_RELAXED);
+    out->written_bytes = __atomic_load_n(&w->written_bytes, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int io_wmap_attach(io_wmap *w, int fd, uint64_t size, uint64_t len, io_wmap_file **out)
+{
+    *out = NULL;
+    io_wmap_file *m = calloc(1, sizeof *m);
+    if (!m) return ENOMEM;
+    void *b = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (b == MAP_FAILED) {
+        int e = errno;
+        free(m);
+        return e;
+    }
+    (void)madvise(b, (size_t)len, MADV_RANDOM); /* a fault reads no pages ahead (wmap.h) */
+    uint64_t pg = page_size();
+    *m = (io_wmap_file){.w = w, .fd = fd, .base = b, .len = len, .size = size};
+    /* the page holding `size` exists (the header was written); past it, the helper's */
+    m->made = m->claim = round_up(size, pg) < len ? round_up(size, pg) : len;
+    m->clean = size / pg * pg;
+    pthread_mutex_lock(&w->mu);
+    m->next = w->files;
+    w->files = m;
+    w->st.files++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    *out = m;
+    return 0;
+}
+
+/* kick -- wakes the helper if the writer is near the end of the made pages
+ * or a step past the clean point, once until the helper has looked. */
+static void kick(io_wmap_file *m, uint64_t size, uint64_t made)
+{
+    io_wmap *w = m->w;
+    int near = made < m->len && made - size < IO_WMAP_AHEAD / 2;
+    if (!near && size < __atomic_load_n(&m->clean, __ATOMIC_RELAXED) + 3 * (uint64_t)IO_WMAP_STEP) return;
+    if (__atomic_load_n(&w->kicked, __ATOMIC_SEQ_CST)) return;
+    pthread_mutex_lock(&w->mu);
+    __atomic_store_n(&w->kicked, 1, __ATOMIC_SEQ_CST);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int io_wmap_store(io_wmap_file *m, uint64_t at, const void *p, size_t n)
+{
+    uint64_t made = __atomic_load_n(&m->made, __ATOMIC_ACQUIRE);
+    if (at + n > made) return 0;
+    /* The first 8 bytes before the rest (io_wmap_store in wmap.h): a process
+     * killed inside memcpy leaves any subset of what it copied, and a WAL
+     * record whose header is missing while later bytes of it are there would
+     * read as corruption, not as a torn tail (docs/format-wal.md R4, R5). */
+    size_t head = n < 8 ? n : 8;
+    memcpy(m->base + at, p, head);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the compiler keeps the order; the CPU retires stores in it */
+    memcpy(m->base + at + head, (const uint8_t *)p + head, n - head);
+    __atomic_store_n(&m->size, at + n, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&m->w->mapped_bytes, n, __ATOMIC_RELAXED);
+    kick(m, at + n, made);
+    return 1;
+}
+
+/* zeroing_below -- the helper is writing zeros somewhere below `end` (mu held). */
+static int zeroing_below(const io_wmap_file *m, uint64_t end)
+{
+    uint64_t made = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
+    return m->busy && m->claim > made && end > made;
+}
+
+void io_wmap_claim(io_wmap_file *m, uint64_t end)
+{
+    io_wmap *w = m->w;
+    pthread_mutex_lock(&w->mu);
+    if (zeroing_below(m, end)) {
+        w->st.writer_waits++;
+        while (zeroing_below(m, end)) pthread_cond_wait(&w->cv, &w->mu);
+    }
+    uint64_t to = round_up(end, page_size());
+    if (to > m->len) to = m->len;
+    if (to > __atomic_load_n(&m->made, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&m->made, to, __ATOMIC_RELEASE);
+        m->claim = to;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void io_wmap_appended(io_wmap_file *m, uint64_t size, uint64_t bytes)
+{
+    __atomic_store_n(&m->size, size, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&m->w->written_bytes, bytes, __ATOMIC_RELAXED);
+    kick(m, size, __atomic_load_n(&m->made, __ATOMIC_ACQUIRE));
+}
+
+uint64_t io_wmap_clean_upto(io_wmap_file *m) { return __atomic_load_n(&m->clean, __ATOMIC_ACQUIRE); }
+
+void io_wmap_detach(io_wmap_file *m)
+{
+    if (!m) return;
+    io_wmap *w = m->w;
+    pthread_mutex_lock(&w->mu);
+    m->detaching = 1;
+    while (m->busy) pthread_cond_wait(&w->cv, &w->mu);
+    io_wmap_file **pp = &w->files;
+    while (*pp != m) pp = &(*pp)->next;
+    *pp = m->next;
+    pthread_mutex_unlock(&w->mu);
+    munmap(m->base, (size_t)m->len);
+    free(m);
+}
