@@ -926,6 +926,20 @@ static void wal_writeback_thread(void **state)
         tkv_options_free(o);
         free(dbdir);
     }
+    /* sync=1: no mapping (each fdatasync would also write the zero pages made ahead) */
+    char *dbdir = tu_path(dir, "db-sync");
+    tkv_options *o = tu_small_options();
+    assert_int_equal(tkv_options_set(o, "sync", "1"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "wal_mmap", "1"), TKV_OK);
+    tkv_db *db = tu_open_ok(dbdir, o);
+    assert_int_equal(tkv_put(db, "k", 1, "v", 1, 0), TKV_OK);
+    char *stats = tkv_property(db, "tkv.stats");
+    assert_non_null(stats);
+    assert_null(strstr(stats, "wal_mmap:"));
+    tkv_free(stats);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    free(dbdir);
     free(path);
     tu_tmpdir_free(dir);
 }

@@ -138,7 +138,8 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     }
     sched_cond_init(&db->bg_cv); /* CLOCK_MONOTONIC: db_wait_us */
     if (rc == 0 && o.wal && o.bytes_per_sync) rc = io_wb_start(&db->io.wb, dir); /* before the first WAL (io.h) */
-    if (rc == 0 && o.wal && o.wal_mmap) rc = io_wmap_start(&db->io.wmap); /* before the first WAL (io.h) */
+    /* before the first WAL (io.h); not with sync=1: every fdatasync would also write the zero pages made ahead */
+    if (rc == 0 && o.wal && o.wal_mmap && !o.sync) rc = io_wmap_start(&db->io.wmap);
     if (rc == 0 && trash_new(o.delete_chunk, o.delete_rate, &db->trash) < 0)
         rc = tkv_err(TKV_NO_MEMORY, "out of memory starting the trash thread");
     if (rc == 0) rc = silk_open(db); /* installs the I/O gate before any data file is opened */

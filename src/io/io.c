@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "sched/clock.h"
@@ -328,12 +330,13 @@ static int append_admitted(io_file *f, const void *p, size_t n, size_t limit)
             if (errno == EINTR) continue;
             int err = errno;
             f->size += done;
+            if (f->map) io_wmap_appended(f->map, f->size, done, 1);
             return tkv_err_errno(err, "write %s at offset %llu", f->path, (unsigned long long)(f->size));
         }
         done += (size_t)w;
     }
     f->size += done;
-    if (f->map) io_wmap_appended(f->map, f->size, done);
+    if (f->map) io_wmap_appended(f->map, f->size, done, 0);
     if (f->stats) count(&f->stats->write_bytes[f->cls], done);
     if (done < n) return tkv_err_errno(ENOSPC, "short write %s", f->path);
     return sync_incremental(f, f->size);
@@ -558,9 +561,21 @@ static void map_end(io_file *f)
     f->map = NULL;
 }
 
+/* map_fs_ok -- 1 if f's file system overwrites reserved blocks in place, so
+ * that a store into a made page never needs new space (ext4, XFS, tmpfs); a
+ * copy-on-write one (btrfs) could fail that allocation inside a page fault,
+ * a SIGBUS. */
+static int map_fs_ok(const io_file *f)
+{
+    struct statfs sf;
+    if (fstatfs(f->fd, &sf) != 0) return 0;
+    return sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC || sf.f_type == TMPFS_MAGIC;
+}
+
 int io_map_appends(io_file *f, uint64_t len)
 {
-    if (!(f->flags & IO_MAPPED) || (f->flags & IO_DIRECT) || f->map || f->map_end || !f->stats || !f->stats->wmap)
+    if (!(f->flags & IO_MAPPED) || (f->flags & IO_DIRECT) || f->map || f->map_end || !f->stats || !f->stats->wmap ||
+        !map_fs_ok(f))
         return 0;
     long pg = sysconf(_SC_PAGESIZE);
     uint64_t a = pg > 0 ? (uint64_t)pg : 4096, end = (f->size + len + a - 1) / a * a;
@@ -579,13 +594,16 @@ int io_release_reserved(io_file *f, uint64_t end)
 {
     map_end(f); /* no more appends: the helper leaves, the truncate below also cuts the mapped length */
     if (f->map_end > end) end = f->map_end;
-    f->map_end = 0;
     if (end <= f->size) return 0;
     /* a WAL's on the write-back thread: on a client thread the truncate
      * waited for the inode lock and, on a file system mounted with discard,
      * for the device's discard: 10-15 ms inside a memtable switch */
-    if (f->cls == IO_WAL && f->stats && f->stats->wb && io_wb_release(f->stats->wb, f->fd, f->size, end) == 0) return 0;
+    if (f->cls == IO_WAL && f->stats && f->stats->wb && io_wb_release(f->stats->wb, f->fd, f->size, end) == 0) {
+        f->map_end = 0; /* the thread truncates it (io_wb_stop too, if still queued then) */
+        return 0;
+    }
     int e = io_release_blocks(f->fd, f->size, end);
+    if (e == 0) f->map_end = 0; /* else io_close tries the truncate again */
     return e ? tkv_err_errno(e, "release the blocks reserved past the end of %s", f->path) : 0;
 }
 

@@ -29,7 +29,9 @@ struct io_wmap_file {
     uint64_t size;    /* atomic: the writer's appends end here */
     uint64_t clean;   /* atomic: the writer's page-table entries are dropped below this */
     int busy;         /* mu: the helper works on this file with mu released */
-    int failed;       /* mu: the helper's pwrite failed: it makes no more pages here */
+    int failed;       /* atomic: a pwrite failed (the helper's or the writer's): no more pages are
+                       * made and no more stores go through the mapping (pages past the size
+                       * may not exist; a store there could fault) */
     int detaching;    /* mu: io_wmap_detach waits for the helper to leave */
     io_wmap_file *next;
 };
@@ -57,13 +59,15 @@ static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 static int want_pages(const io_wmap_file *m)
 {
     uint64_t made = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
-    return !m->failed && made < m->len && made < __atomic_load_n(&m->size, __ATOMIC_ACQUIRE) + IO_WMAP_AHEAD;
+    return !__atomic_load_n(&m->failed, __ATOMIC_RELAXED) && made < m->len &&
+           made < __atomic_load_n(&m->size, __ATOMIC_ACQUIRE) + IO_WMAP_AHEAD;
 }
 
 static uint64_t clean_target(const io_wmap_file *m)
 {
     uint64_t s = __atomic_load_n(&m->size, __ATOMIC_ACQUIRE);
-    if (s > m->len) s = m->len; /* a log past its mapping: the rest was written with pwrite */
+    if (s >= m->len || __atomic_load_n(&m->failed, __ATOMIC_RELAXED))
+        return m->len; /* no more stores into the mapping: all its entries may go */
     s = s / IO_WMAP_STEP * IO_WMAP_STEP;
     return s >= IO_WMAP_STEP ? s - IO_WMAP_STEP : 0;
 }
@@ -84,7 +88,7 @@ static void step(io_wmap *w, io_wmap_file *m, int pages)
         }
         pthread_mutex_lock(&w->mu);
         if (err) {
-            m->failed = 1; /* the writer's own pwrite reports it */
+            __atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED); /* the writer's own pwrite reports it */
             w->st.failures++;
         } else {
             __atomic_store_n(&m->made, to, __ATOMIC_RELEASE);
@@ -204,6 +208,7 @@ int io_wmap_attach(io_wmap *w, int fd, uint64_t size, uint64_t len, io_wmap_file
 static void kick(io_wmap_file *m, uint64_t size, uint64_t made)
 {
     io_wmap *w = m->w;
+    if (size >= m->len) return; /* past the mapping: the helper has nothing left but one last clean */
     int near = made < m->len && made - size < IO_WMAP_AHEAD / 2;
     if (!near && size < __atomic_load_n(&m->clean, __ATOMIC_RELAXED) + 3 * (uint64_t)IO_WMAP_STEP) return;
     if (__atomic_load_n(&w->kicked, __ATOMIC_SEQ_CST)) return;
@@ -216,7 +221,7 @@ static void kick(io_wmap_file *m, uint64_t size, uint64_t made)
 int io_wmap_store(io_wmap_file *m, uint64_t at, const void *p, size_t n)
 {
     uint64_t made = __atomic_load_n(&m->made, __ATOMIC_ACQUIRE);
-    if (at + n > made) return 0;
+    if (at + n > made || __atomic_load_n(&m->failed, __ATOMIC_RELAXED)) return 0;
     /* The first 8 bytes before the rest (io_wmap_store in wmap.h): a process
      * killed inside memcpy leaves any subset of what it copied, and a WAL
      * record whose header is missing while later bytes of it are there would
@@ -255,14 +260,24 @@ void io_wmap_claim(io_wmap_file *m, uint64_t end)
     pthread_mutex_unlock(&w->mu);
 }
 
-void io_wmap_appended(io_wmap_file *m, uint64_t size, uint64_t bytes)
+void io_wmap_appended(io_wmap_file *m, uint64_t size, uint64_t bytes, int failed)
 {
+    if (failed) { /* pages it claimed may not exist: stores stop, the helper lets go of the mapping */
+        __atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED);
+        pthread_mutex_lock(&m->w->mu);
+        pthread_cond_broadcast(&m->w->cv);
+        pthread_mutex_unlock(&m->w->mu);
+    }
     __atomic_store_n(&m->size, size, __ATOMIC_RELEASE);
     __atomic_fetch_add(&m->w->written_bytes, bytes, __ATOMIC_RELAXED);
     kick(m, size, __atomic_load_n(&m->made, __ATOMIC_ACQUIRE));
 }
 
-uint64_t io_wmap_clean_upto(io_wmap_file *m) { return __atomic_load_n(&m->clean, __ATOMIC_ACQUIRE); }
+uint64_t io_wmap_clean_upto(io_wmap_file *m)
+{
+    uint64_t c = __atomic_load_n(&m->clean, __ATOMIC_ACQUIRE);
+    return c >= m->len ? UINT64_MAX : c; /* all entries dropped: past the mapping, write-back as without one */
+}
 
 void io_wmap_detach(io_wmap_file *m)
 {

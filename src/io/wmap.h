@@ -30,12 +30,14 @@
  * IO_WMAP_STEP (MADV_DONTNEED: the page cache keeps the data), and the WAL's
  * write-back ranges stay below that point (io_wmap_clean_upto).
  *
- * Failure: the helper's pwrite failing (ENOSPC, EIO) stops it making pages
- * for that file; the writer's own pwrite past `made` then reports the error
- * as before. A store into a mapped page cannot return an error: the pages it
- * goes to exist already and their blocks were reserved before the file was
- * mapped (io_preallocate), so only an I/O error while re-reading a page that
- * memory pressure evicted could fault (SIGBUS), as with any mapped file; the
+ * Failure: a failed pwrite (the helper's zeros, or the writer's own past
+ * `made`, which reports it as before) ends the file's stores: every later
+ * append writes with pwrite, since pages past the size may not exist. A store
+ * into a mapped page cannot return an error: the pages it goes to exist
+ * already and their blocks were reserved before the file was mapped
+ * (io_preallocate) on a file system that overwrites in place (io.c
+ * map_fs_ok), so only an I/O error while re-reading a page that memory
+ * pressure evicted could fault (SIGBUS), as with any mapped file; the
  * wal_mmap=0 option writes the log with pwrite only.
  */
 #ifndef TKV_IO_WMAP_H
@@ -84,10 +86,13 @@ int io_wmap_store(io_wmap_file *m, uint64_t at, const void *p, size_t n);
 /* io_wmap_claim -- before a pwrite of bytes up to `end`: waits while the
  * helper writes zeros below `end`, then keeps it off the pages up to `end`. */
 void io_wmap_claim(io_wmap_file *m, uint64_t end);
-/* io_wmap_appended -- the file's size after a pwrite of `bytes` (for the helper). */
-void io_wmap_appended(io_wmap_file *m, uint64_t size, uint64_t bytes);
+/* io_wmap_appended -- the file's size after a pwrite of `bytes` (for the
+ * helper); `failed`: the pwrite failed, and the pages io_wmap_claim took may
+ * not exist, so no later append is a store (they all pwrite). */
+void io_wmap_appended(io_wmap_file *m, uint64_t size, uint64_t bytes, int failed);
 /* io_wmap_clean_upto -- the offset below which the writer's page-table
- * entries are gone: write-back of the file may go that far. */
+ * entries are gone: write-back of the file may go that far (UINT64_MAX once
+ * the whole mapping is, the log having grown past it). */
 uint64_t io_wmap_clean_upto(io_wmap_file *m);
 /* io_wmap_detach -- waits for the helper to leave the file, unmaps it and
  * frees m (the caller truncates the file to its size). NULL ok. */
