@@ -868,7 +868,7 @@ static int fault_hook(io_op op, const char *path, size_t len, void *arg)
     return f->ret;
 }
 
-static int fs_reserves(const char *dir);
+static int no_mapping(const fixture *fx, const char *test);
 
 /* fault_open -- a writer on p with stats st; mapped (a reservation) when st has a wmap. */
 static int fault_open(const char *p, io_stats *st, wal_writer **w)
@@ -958,10 +958,7 @@ static void test_fault_enospc(void **state) { fault_enospc(*state, NULL); }
 static void test_fault_enospc_mapped(void **state)
 {
     fixture *fx = *state;
-    if (!fs_reserves(fx->dir)) {
-        fprintf(stderr, "# test_fault_enospc_mapped: no fallocate here: logs are not mapped; skipped\n");
-        return;
-    }
+    if (no_mapping(fx, "test_fault_enospc_mapped")) return;
     io_stats st;
     memset(&st, 0, sizeof st);
     assert_int_equal(io_wmap_start(&st.wmap), 0);
@@ -1080,17 +1077,19 @@ static void mapped_stats_end(io_stats *st)
     io_wmap_stop(st->wmap);
 }
 
-/* fs_reserves -- 1 if files in dir can have blocks reserved (fallocate). */
-static int fs_reserves(const char *dir)
+/* no_mapping -- 1 (and says so) if logs in fx's directory cannot be mapped:
+ * its file system reserves no blocks (fallocate), so `test` is skipped. */
+static int no_mapping(const fixture *fx, const char *test)
 {
     char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/probe", dir);
+    snprintf(p, sizeof p, "%s/probe", fx->dir);
     int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
     assert_true(fd >= 0);
     int ok = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 4096) == 0;
     close(fd);
     unlink(p);
-    return ok;
+    if (!ok) fprintf(stderr, "# %s: no fallocate here: logs are not mapped; skipped\n", test);
+    return !ok;
 }
 
 /* test_mapped_round_trip -- three logs written through mappings, each past
@@ -1101,10 +1100,7 @@ static int fs_reserves(const char *dir)
 static void test_mapped_round_trip(void **state)
 {
     fixture *fx = *state;
-    if (!fs_reserves(fx->dir)) {
-        fprintf(stderr, "# test_mapped_round_trip: no fallocate here: logs are not mapped; skipped\n");
-        return;
-    }
+    if (no_mapping(fx, "test_mapped_round_trip")) return;
     uint64_t x = test_seed() ^ 0x6d6170;
     io_stats st;
     mapped_stats(&st, fx->dir);
@@ -1188,10 +1184,7 @@ static int kill_record(void *arg, const uint8_t *payload, size_t n, uint64_t off
 static void test_mapped_killed_writer(void **state)
 {
     fixture *fx = *state;
-    if (!fs_reserves(fx->dir)) {
-        fprintf(stderr, "# test_mapped_killed_writer: no fallocate here; skipped\n");
-        return;
-    }
+    if (no_mapping(fx, "test_mapped_killed_writer")) return;
     uint64_t seed = test_seed() ^ 0x6b696c6c;
     for (int round = 0; round < 3; round++) {
         char p[PATH_MAX], name[32];

@@ -1,7 +1,7 @@
 #!/bin/bash
 # act.sh SPEC ACTION ONLY0 CMD... : runs CMD; every 0.3 s, each new thread whose
 # comm matches SPEC (egrep; and, with ONLY0=1, whose nice is 0) gets ACTION:
-# "nice:N" (renice to N) or "batch" (SCHED_BATCH, nice kept). A thread is
+# "nice:N" (renice to N), "batch" (SCHED_BATCH, nice kept) or "idle" (SCHED_IDLE). A thread is
 # looked at once it has a name of its own (not the process's), so the
 # polling costs the same whatever SPEC matches (SPEC '^none$' is the control).
 SPEC=$1; ACT=$2; ONLY0=$3; shift 3
@@ -16,7 +16,7 @@ while kill -0 $pid 2>/dev/null; do
     seen[$tid]=1
     [[ "$c" =~ $SPEC ]] || continue
     if [ "$ONLY0" = 1 ]; then ni=$(ps -o ni= -p $tid | tr -d ' '); [ "$ni" = 0 ] || continue; fi
-    case $ACT in nice:*) renice -n ${ACT#nice:} -p $tid >/dev/null 2>&1 ;; batch) chrt -b -p 0 $tid >/dev/null 2>&1 ;; esac
+    case $ACT in nice:*) renice -n ${ACT#nice:} -p $tid >/dev/null 2>&1 ;; batch) chrt -b -p 0 $tid >/dev/null 2>&1 ;; idle) chrt -i -p 0 $tid >/dev/null 2>&1 ;; esac
   done
   sleep 0.3
 done
