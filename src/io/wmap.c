@@ -65,11 +65,18 @@ static int want_pages(const io_wmap_file *m)
 
 static uint64_t clean_target(const io_wmap_file *m)
 {
+    /* in steps of IO_WMAP_STEP, one step behind the writer; all of it once no store can come */
     uint64_t s = __atomic_load_n(&m->size, __ATOMIC_ACQUIRE);
     if (s >= m->len || __atomic_load_n(&m->failed, __ATOMIC_RELAXED))
         return m->len; /* no more stores into the mapping: all its entries may go */
     s = s / IO_WMAP_STEP * IO_WMAP_STEP;
     return s >= IO_WMAP_STEP ? s - IO_WMAP_STEP : 0;
+}
+
+static int want_clean(const io_wmap_file *m)
+{
+    uint64_t t = clean_target(m), c = __atomic_load_n(&m->clean, __ATOMIC_RELAXED);
+    return t > c && (t >= c + IO_WMAP_STEP || t == m->len); /* the last, shorter piece once the mapping is done */
 }
 
 /* step -- one job on m with mu released (m->busy keeps detach away). */
@@ -101,8 +108,10 @@ static void step(io_wmap *w, io_wmap_file *m, int pages)
     pthread_mutex_unlock(&w->mu);
     int rc = madvise(m->base + from, (size_t)(to - from), MADV_DONTNEED);
     pthread_mutex_lock(&w->mu);
-    if (rc == 0) __atomic_store_n(&m->clean, to, __ATOMIC_RELEASE);
-    else w->st.failures++; /* write-back then stays where it is: slower, not wrong */
+    /* even if it failed: write-back of pages still mapped costs page-table
+     * cleaning, it is not wrong -- and the helper must not retry forever */
+    if (rc != 0) w->st.failures++;
+    __atomic_store_n(&m->clean, to, __ATOMIC_RELEASE);
 }
 
 static void *wmap_main(void *arg)
@@ -116,7 +125,7 @@ static void *wmap_main(void *arg)
         for (; m; m = m->next) {
             if (m->detaching) continue;
             if ((pages = want_pages(m)) != 0) break;
-            if (clean_target(m) >= __atomic_load_n(&m->clean, __ATOMIC_RELAXED) + IO_WMAP_STEP) break;
+            if (want_clean(m)) break;
         }
         if (!m) {
             __atomic_store_n(&w->kicked, 0, __ATOMIC_SEQ_CST);
