@@ -903,9 +903,11 @@ static void wal_writeback_thread(void **state)
             assert_null(strstr(stats, "wal_writeback:"));
         } else {
             assert_non_null(strstr(stats, "wal_writeback:"));
-            /* ~1.5 MB in 64 KiB steps; mapped: logs of ~1.1 MiB whose write-back stays 256-768 KiB
-             * behind the writer (the helper drops page-table entries 256 KiB at a time) */
-            assert_true(tu_prop_u64(db, "tkv.stats", "wal_writeback: ranges=") >= (off ? 1 : 10));
+            /* ~1.5 MB in 64 KiB steps. Not checked for a mapped log: its write-back waits for the
+             * helper to drop the writer's page-table entries (256 KiB at a time, 3 steps behind), and
+             * in logs of ~1.1 MiB whether that happens before the switch is timing (test_wal checks
+             * it with io_wmap_drain) */
+            if (off == 0) assert_true(tu_prop_u64(db, "tkv.stats", "wal_writeback: ranges=") >= 10);
             assert_int_equal(tu_prop_u64(db, "tkv.stats", " refused="), 0);
         }
         if (off == 2) assert_true(tu_prop_u64(db, "tkv.stats", "wal_mmap: files=") >= 1);

@@ -1127,6 +1127,14 @@ static void test_mapped_round_trip(void **state)
             if (r % 13 == 0) assert_int_equal(wal_sync(w), 0);
             if (wal_size(w) < mapped_len) assert_int_equal(file_size(p[l]), mapped_len);
         }
+        /* past the mapping: once the helper has dropped all of its entries, the next append's
+         * write-back step is no longer held below them */
+        io_wmap_drain(st.wmap);
+        io_wb_stats before, after;
+        io_wb_get_stats(st.wb, &before);
+        add_one(w, e[l], 200u << 10, ((uint64_t)l << 32) | 0xffffffu); /* > 2 steps of 64 KiB past any sync */
+        io_wb_get_stats(st.wb, &after);
+        assert_true(after.queued + after.dropped > before.queued + before.dropped);
         appended += wal_size(w) - WAL_HEADER_SIZE;
         if (prev) assert_int_equal(wal_writer_close(prev), 0);
         prev = w;

@@ -176,6 +176,19 @@ void io_wmap_stop(io_wmap *w)
     free(w);
 }
 
+void io_wmap_drain(io_wmap *w)
+{
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        io_wmap_file *m = w->files;
+        while (m && (m->detaching || !(m->busy || want_pages(m) || want_clean(m)))) m = m->next;
+        if (!m || w->stopping) break;
+        pthread_cond_broadcast(&w->cv); /* it may be asleep with work waiting (no writer kicked it) */
+        pthread_cond_wait(&w->cv, &w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
 void io_wmap_get_stats(io_wmap *w, io_wmap_stats *out)
 {
     pthread_mutex_lock(&w->mu);
@@ -217,9 +230,11 @@ int io_wmap_attach(io_wmap *w, int fd, uint64_t size, uint64_t len, io_wmap_file
 static void kick(io_wmap_file *m, uint64_t size, uint64_t made)
 {
     io_wmap *w = m->w;
-    if (size >= m->len) return; /* past the mapping: the helper has nothing left but one last clean */
-    int near = made < m->len && made - size < IO_WMAP_AHEAD / 2;
-    if (!near && size < __atomic_load_n(&m->clean, __ATOMIC_RELAXED) + 3 * (uint64_t)IO_WMAP_STEP) return;
+    uint64_t clean = __atomic_load_n(&m->clean, __ATOMIC_RELAXED);
+    int need = size >= m->len ? clean < m->len /* past the mapping: only its last entries to drop */
+                              : (made < m->len && made - size < IO_WMAP_AHEAD / 2) ||
+                                    size >= clean + 3 * (uint64_t)IO_WMAP_STEP;
+    if (!need) return;
     if (__atomic_load_n(&w->kicked, __ATOMIC_SEQ_CST)) return;
     pthread_mutex_lock(&w->mu);
     __atomic_store_n(&w->kicked, 1, __ATOMIC_SEQ_CST);

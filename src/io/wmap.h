@@ -69,6 +69,9 @@ int io_wmap_start(io_wmap **out);
 /* io_wmap_stop -- stops it and frees w; every file must be detached. NULL ok. */
 void io_wmap_stop(io_wmap *w);
 void io_wmap_get_stats(io_wmap *w, io_wmap_stats *out);
+/* io_wmap_drain -- waits until the helper has nothing left to do on any file
+ * (tests: what it does is otherwise timing-dependent). */
+void io_wmap_drain(io_wmap *w);
 
 /* io_wmap_attach -- maps bytes [0, len) of fd (opened read-write; its size
  * already len, len a multiple of the page size) for appends that continue at
