@@ -34,6 +34,15 @@ int io_release_blocks(int fd, uint64_t size, uint64_t end)
     return 0;
 }
 
+/* release_range -- a queued release (release_end set): 0, or the truncate's
+ * errno; skipped (0) if the file has been unlinked, its blocks going with it. */
+static int release_range(const wb_range *r)
+{
+    struct stat sb;
+    if (fstat(r->fd, &sb) == 0 && sb.st_nlink == 0) return 0;
+    return io_release_blocks(r->fd, r->off, r->release_end);
+}
+
 struct io_wb {
     pthread_mutex_t mu;
     pthread_cond_t cv;      /* the thread waits for work; drain waits for idle */
@@ -63,7 +72,7 @@ static void *wb_main(void *arg)
         struct stat sb;
         /* an unlinked file (a WAL deleted after its flush) needs no write-back, and its blocks go with it */
         if (r.release_end) {
-            if (fstat(r.fd, &sb) != 0 || sb.st_nlink > 0) failed = io_release_blocks(r.fd, r.off, r.release_end) != 0;
+            failed = release_range(&r) != 0;
         } else if (fstat(r.fd, &sb) != 0 || sb.st_nlink > 0) {
             for (uint64_t o = r.off; o < r.off + r.len; o += IO_WB_STEP) {
                 uint64_t n = r.off + r.len - o < IO_WB_STEP ? r.off + r.len - o : IO_WB_STEP;
@@ -174,9 +183,7 @@ void io_wb_stop(io_wb *wb)
      * mapping until its release truncates it (io.h io_map_appends) */
     for (; wb->tail != wb->head; wb->tail++) {
         wb_range *r = &wb->ring[wb->tail % IO_WB_QUEUE];
-        struct stat sb;
-        if (r->release_end && (fstat(r->fd, &sb) != 0 || sb.st_nlink > 0))
-            (void)io_release_blocks(r->fd, r->off, r->release_end);
+        if (r->release_end) (void)release_range(r);
         close(r->fd);
         wb->st.dropped += r->release_end ? 0 : 1;
     }
