@@ -4,7 +4,8 @@
  * deletions, empty and 100 KB values), with and without lz4 (compressible and
  * incompressible values) and with and without a block cache, checked after
  * reopening against the input by table_get, forward and reverse iteration and
- * random seeks; properties; concurrent readers; builder argument and I/O
+ * random seeks; properties; concurrent readers; the per-thread reuse of
+ * block buffers (block_mem.c), across threads too; builder argument and I/O
  * errors; and damage: a flipped bit in each kind of block, truncations and
  * checksum-valid garbage all give TKV_CORRUPTION naming the file, never wrong
  * data or a crash.
@@ -28,6 +29,7 @@
 #include "sst/cache.h"
 #include "sst/format.h"
 #include "sst/table.h"
+#include "sst/table_int.h"
 #include "testutil.h"
 #include "util/checksum.h"
 #include "util/status.h"
@@ -640,6 +642,98 @@ static void test_table_concurrent_reads(void **state)
     free_ents(e, s.n);
 }
 
+/* ---------------------------------------------------------------- block memory */
+
+/* fill_check -- writes a pattern over b's whole capacity and checks it back
+ * (ASan: the capacity is really there). */
+static void fill_check(cached_block *b, uint8_t seed)
+{
+    memset(b->data, seed, b->cap);
+    for (size_t i = 0; i < b->cap; i += 97) assert_int_equal(b->data[i], seed);
+}
+
+/* A thread's freed block buffers come back to it: best fit first, only when
+ * they are large enough, never more than 8 kept, large ones never kept. */
+static void *block_mem_thread(void *arg)
+{
+    (void)arg;
+    cached_block *a = block_mem_alloc(4000);
+    assert_non_null(a);
+    assert_int_equal(a->size, 4000);
+    assert_true(a->cap >= 4000 && a->cap < 4000 + 256);
+    fill_check(a, 1);
+    block_mem_free(a);
+    cached_block *b = block_mem_alloc(3900); /* fits in a's buffer: reused */
+    assert_ptr_equal(b, a);
+    assert_int_equal(b->size, 3900);
+    cached_block *c = block_mem_alloc(9000); /* nothing kept fits */
+    assert_true(c != b && c->cap >= 9000);
+    fill_check(c, 2);
+    block_mem_free(b);
+    block_mem_free(c);
+    cached_block *d = block_mem_alloc(5000); /* best fit: c's, not b's (too small) */
+    assert_ptr_equal(d, c);
+    cached_block *e = block_mem_alloc(100); /* b's is the smallest that fits */
+    assert_ptr_equal(e, b);
+    block_mem_free(d);
+    block_mem_free(e);
+    /* more than 8 freed: the stash keeps 8, the rest go back to malloc */
+    cached_block *many[12];
+    for (int i = 0; i < 12; i++) {
+        many[i] = block_mem_alloc(1000 + (size_t)i);
+        fill_check(many[i], (uint8_t)i);
+    }
+    for (int i = 0; i < 12; i++) block_mem_free(many[i]);
+    /* a large block is plain malloc and never handed out again */
+    cached_block *big = block_mem_alloc(1u << 20);
+    assert_non_null(big);
+    assert_int_equal(big->cap, 1u << 20);
+    fill_check(big, 3);
+    block_mem_free(big);
+    cached_block *big2 = block_mem_alloc(100u << 10);
+    assert_int_equal(big2->cap, 100u << 10);
+    block_mem_free(big2);
+    block_mem_free(NULL);
+    return NULL;
+}
+
+/* Blocks made on one thread and freed on another (the block cache's
+ * evictions): the freeing thread reuses them; thread exit frees what it kept
+ * (ASan's leak check). */
+typedef struct handoff {
+    cached_block *blk[64];
+} handoff;
+
+static void *block_mem_consumer(void *arg)
+{
+    handoff *h = arg;
+    for (int i = 0; i < 64; i++) {
+        assert_int_equal(h->blk[i]->data[0], (uint8_t)i);
+        block_mem_free(h->blk[i]);
+    }
+    for (int i = 0; i < 64; i++) {
+        cached_block *b = block_mem_alloc(2000);
+        fill_check(b, (uint8_t)i);
+        block_mem_free(b);
+    }
+    return NULL;
+}
+
+static void test_block_mem(void **state)
+{
+    (void)state;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, block_mem_thread, NULL), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    handoff h;
+    for (int i = 0; i < 64; i++) {
+        h.blk[i] = block_mem_alloc(2000 + (size_t)i * 10);
+        fill_check(h.blk[i], (uint8_t)i);
+    }
+    assert_int_equal(pthread_create(&th, NULL, block_mem_consumer, &h), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+}
+
 /* ---------------------------------------------------------------- builder errors */
 
 static const char *g_fault_path;
@@ -1091,6 +1185,7 @@ int main(void)
         cmocka_unit_test(test_table_no_filter),
         cmocka_unit_test(test_table_small_cache_pinning),
         cmocka_unit_test(test_table_concurrent_reads),
+        cmocka_unit_test(test_block_mem),
         cmocka_unit_test(test_table_builder_errors),
         cmocka_unit_test(test_table_damage_plain),
         cmocka_unit_test(test_table_damage_lz4),

@@ -147,7 +147,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     if (rc == 0) rc = vset_open(dir, &db->io, &db->vs);
     if (rc == 0) rc = mx_open(db); /* before WAL replay: rows the MANIFEST does not list go first */
     if (rc == 0) options_resolve_at_open(&db->opts, mx_pool_size(db)); /* l1_size=0: the pool's size */
-    if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, 4)))
+    if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, -1)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the block cache");
     if (rc == 0 && !(db->tc = table_cache_new(dir, (size_t)db->opts.max_open_files, db->dram.share[BUDGET_TABLES],
                                               db->block_cache, &db->io, db->opts.direct_io ? IO_DIRECT : 0)))

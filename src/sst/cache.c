@@ -227,7 +227,9 @@ static void free_dead(dead_list *d)
 
 tkv_cache *cache_new(size_t capacity_bytes, int shard_bits)
 {
-    if (shard_bits < 0) shard_bits = CACHE_DEFAULT_SHARD_BITS;
+    if (shard_bits < 0)
+        for (shard_bits = 0; shard_bits < CACHE_AUTO_MAX_SHARD_BITS; shard_bits++)
+            if ((capacity_bytes >> (shard_bits + 1)) < CACHE_AUTO_MIN_SHARD_BYTES) break;
     if (shard_bits > CACHE_MAX_SHARD_BITS) shard_bits = CACHE_MAX_SHARD_BITS;
     tkv_cache *c = calloc(1, sizeof *c);
     if (!c) goto oom;

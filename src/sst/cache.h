@@ -34,11 +34,16 @@ typedef struct cache_handle cache_handle;
  * deleter is allowed (nothing is called). */
 typedef void (*cache_deleter)(const void *key, size_t klen, void *value);
 
-#define CACHE_DEFAULT_SHARD_BITS 4 /* 16 shards */
+#define CACHE_AUTO_MAX_SHARD_BITS 6         /* 64 shards */
+#define CACHE_AUTO_MIN_SHARD_BYTES (512u << 10) /* no shard smaller than this */
 #define CACHE_MAX_SHARD_BITS 16
 
 /* cache_new -- a cache holding up to capacity_bytes of charge. shard_bits < 0
- * selects CACHE_DEFAULT_SHARD_BITS; larger than CACHE_MAX_SHARD_BITS is clamped.
+ * chooses from the capacity: as many shards as keep each one at least
+ * CACHE_AUTO_MIN_SHARD_BYTES, up to 1 << CACHE_AUTO_MAX_SHARD_BITS (readers on
+ * different threads then seldom meet on a shard's mutex, and a small cache is
+ * not cut into shards too small for LRU to mean anything). Larger than
+ * CACHE_MAX_SHARD_BITS is clamped.
  * Capacity 0 caches nothing: cache_insert still returns a handle, and its value
  * is deleted when that handle is released. Returns NULL (tkv_errmsg set) if
  * memory is exhausted. */

@@ -16,11 +16,21 @@
 #include "sst/format.h"
 #include "sst/table.h"
 
-/* A block's contents in one allocation (the value stored in the cache). */
+/* A block's contents in one allocation (the value stored in the cache),
+ * made by block_mem_alloc and released by block_mem_free (block_mem.c). */
 typedef struct cached_block {
-    size_t size;
+    size_t size; /* bytes of data in use */
+    size_t cap;  /* bytes allocated for data */
     uint8_t data[];
 } cached_block;
+
+/* block_mem_alloc -- a block with room for at least `size` bytes (b->size =
+ * size), reusing a buffer the calling thread freed when one fits; NULL when
+ * out of memory. */
+cached_block *block_mem_alloc(size_t size);
+/* block_mem_free -- releases b (NULL is a no-op); the calling thread may keep
+ * it for its next block_mem_alloc. */
+void block_mem_free(cached_block *b);
 
 struct table {
     io_file *f;

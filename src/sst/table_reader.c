@@ -51,7 +51,7 @@ int table_decode_block(const char *path, block_handle h, const uint8_t *p, size_
         goto fail;
     }
     if (type == SST_COMPRESS_NONE) {
-        if (!raw && !(raw = malloc(sizeof *raw + (size_t)h.size))) {
+        if (!raw && !(raw = block_mem_alloc((size_t)h.size))) {
             rc = tkv_err(TKV_NO_MEMORY, "%s: out of memory for a %zu-byte block", path, n);
             goto fail;
         }
@@ -73,22 +73,21 @@ int table_decode_block(const char *path, block_handle h, const uint8_t *p, size_
         rc = corrupt_at(path, h.offset, what, "bad compressed block header");
         goto fail;
     }
-    if (!(blk = malloc(sizeof *blk + (size_t)ulen))) {
+    if (!(blk = block_mem_alloc((size_t)ulen))) {
         rc = tkv_err(TKV_NO_MEMORY, "%s: out of memory decompressing a block", path);
         goto fail;
     }
     int d = LZ4_decompress_safe((const char *)q, (char *)blk->data, (int)clen, (int)ulen);
     if (d < 0 || (uint64_t)d != ulen) {
-        free(blk);
+        block_mem_free(blk);
         rc = corrupt_at(path, h.offset, what, "lz4 decompression failed");
         goto fail;
     }
-    blk->size = (size_t)ulen;
-    free(raw);
+    block_mem_free(raw);
     *out = blk;
     return 0;
 fail:
-    free(raw);
+    block_mem_free(raw);
     return rc;
 }
 
@@ -99,12 +98,12 @@ static int read_block(table *t, block_handle h, uint64_t end, const char *what, 
     *out = NULL;
     if (!handle_in_range(h, end)) return table_corrupt(t, h.offset, what, "block handle out of range");
     size_t n = (size_t)h.size + SST_TRAILER_SIZE;
-    cached_block *raw = malloc(sizeof *raw + n);
+    cached_block *raw = block_mem_alloc(n);
     if (!raw) return tkv_err(TKV_NO_MEMORY, "%s: out of memory reading a %zu-byte block", t->f->path, n);
     size_t got = 0;
     int rc = io_pread(t->f, h.offset, raw->data, n, &got);
     if (rc < 0) {
-        free(raw);
+        block_mem_free(raw);
         return rc;
     }
     return table_decode_block(t->f->path, h, raw->data, got, what, raw, out);
@@ -114,7 +113,7 @@ static void block_deleter(const void *key, size_t klen, void *value)
 {
     (void)key;
     (void)klen;
-    free(value);
+    block_mem_free(value);
 }
 
 /* block_key -- the block cache key of block h of t. */
@@ -178,7 +177,7 @@ void table_block_release(table *t, table_block *r)
     if (r->h)
         cache_release(t->cache, r->h);
     else
-        free(r->blk);
+        block_mem_free(r->blk);
     r->blk = NULL;
     r->h = NULL;
 }
@@ -256,8 +255,8 @@ size_t table_memory(const table *t)
 void table_close(table *t)
 {
     if (!t) return;
-    free(t->index);
-    free(t->filter);
+    block_mem_free(t->index);
+    block_mem_free(t->filter);
     buf_free(&t->props.smallest);
     buf_free(&t->props.largest);
     io_close(t->f);
@@ -325,7 +324,7 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
     }
     if ((rc = read_block(t, props_h, foot_off, "properties block", &pb)) < 0) goto fail;
     rc = parse_props(t, pb, props_h.offset);
-    free(pb);
+    block_mem_free(pb);
     if (rc < 0) goto fail;
     if ((rc = read_block(t, t->index_h, foot_off, "index block", &t->index)) < 0) goto fail;
     if ((rc = table_check_index(t)) < 0) goto fail;
