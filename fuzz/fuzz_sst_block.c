@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fz_walk(it, slice(data, size < 24 ? size : 24), 32);
             it_destroy(it);
         }
-        free(blk);
+        block_mem_free(blk);
     } else {
         fz_check(rc == TKV_CORRUPTION || rc == TKV_NO_MEMORY, "block decode failed with an unexpected code");
         fz_check(blk == NULL, "a failed decode returned a block");

@@ -80,7 +80,7 @@ static void gen_sst(void)
             die("data block");
         snprintf(name, sizeof name, "data%d-lz4", i);
         seed("sst_block", name, 2, blk->data, blk->size);
-        free(blk);
+        block_mem_free(blk);
     }
     block_iter_clear(&ix);
     seed("sst_block", "index", 0, s->file + ft.index.offset, (size_t)ft.index.size + SST_TRAILER_SIZE);

@@ -357,7 +357,7 @@ static void test_stats_and_ids(void **state)
 {
     (void)state;
     reset_vals();
-    tkv_cache *c = cache_new((size_t)1 << 20, -1); /* default 16 shards */
+    tkv_cache *c = cache_new((size_t)1 << 20, -1); /* shards chosen from the capacity: 2 */
     assert_non_null(c);
     cache_stats s = stats(c);
     assert_int_equal(s.capacity, (size_t)1 << 20);

@@ -653,7 +653,8 @@ static void fill_check(cached_block *b, uint8_t seed)
 }
 
 /* A thread's freed block buffers come back to it: best fit first, only when
- * they are large enough, never more than 8 kept, large ones never kept. */
+ * they are large enough and not much larger, never more than 8 kept, large
+ * ones never kept. */
 static void *block_mem_thread(void *arg)
 {
     (void)arg;
@@ -671,12 +672,18 @@ static void *block_mem_thread(void *arg)
     fill_check(c, 2);
     block_mem_free(b);
     block_mem_free(c);
-    cached_block *d = block_mem_alloc(5000); /* best fit: c's, not b's (too small) */
+    cached_block *d = block_mem_alloc(8000); /* best fit: c's, not b's (too small) */
     assert_ptr_equal(d, c);
-    cached_block *e = block_mem_alloc(100); /* b's is the smallest that fits */
+    cached_block *e = block_mem_alloc(3500); /* b's */
     assert_ptr_equal(e, b);
     block_mem_free(d);
     block_mem_free(e);
+    /* a kept buffer far larger than the block is not handed out: the cache
+     * charges the block's size, which would understate the memory */
+    cached_block *f = block_mem_alloc(1000);
+    assert_true(f != b && f != c);
+    assert_true(f->cap >= 1000 && f->cap < 1000 + 256);
+    block_mem_free(f);
     /* more than 8 freed: the stash keeps 8, the rest go back to malloc */
     cached_block *many[12];
     for (int i = 0; i < 12; i++) {

@@ -17,8 +17,10 @@
  *    BLOCK_MEM_MAX_CAP bytes each (under 1 MiB per thread), released when the
  *    thread exits; larger buffers are plain malloc/free;
  *  - capacities are rounded up to BLOCK_MEM_ROUND bytes, so a buffer fits
- *    blocks a little larger than the one it was made for; the cache charges a
- *    block's size, not its capacity (the difference is below BLOCK_MEM_ROUND).
+ *    blocks a little larger than the one it was made for; a kept buffer is
+ *    handed out only for a block that fills at least 4/5 of it (fits()), so
+ *    that a block's memory stays within a quarter (plus BLOCK_MEM_ROUND) of
+ *    its size -- which is what the block cache and the table cache charge.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -63,6 +65,10 @@ static block_stash *stash_get(void)
     return s;
 }
 
+/* fits -- a buffer of capacity cap may hold a block of `size` bytes: large
+ * enough, and not so large that the charge (size) understates the memory. */
+static int fits(size_t cap, size_t size) { return cap >= size && cap - size <= size / 4 + BLOCK_MEM_ROUND; }
+
 /* take -- removes slot i, keeping the others packed. */
 static cached_block *take(block_stash *s, unsigned i)
 {
@@ -78,7 +84,7 @@ cached_block *block_mem_alloc(size_t size)
         unsigned best = s->n, smallest = 0;
         for (unsigned i = 0; i < s->n; i++) {
             size_t cap = s->slot[i]->cap;
-            if (cap >= size && (best == s->n || cap < s->slot[best]->cap)) best = i;
+            if (fits(cap, size) && (best == s->n || cap < s->slot[best]->cap)) best = i;
             if (cap < s->slot[smallest]->cap) smallest = i;
         }
         if (best < s->n) {
@@ -86,8 +92,8 @@ cached_block *block_mem_alloc(size_t size)
             b->size = size;
             return b;
         }
-        /* none fits: let the smallest go, so that a thread whose blocks grew
-         * does not keep buffers it can no longer use */
+        /* none fits: let the smallest go, so that a thread whose blocks
+         * changed size does not keep buffers it can no longer use */
         free(take(s, smallest));
     }
     size_t cap = size;
