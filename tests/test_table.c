@@ -668,7 +668,7 @@ static void *block_mem_thread(void *arg)
     assert_ptr_equal(b, a);
     assert_int_equal(b->size, 3900);
     cached_block *c = block_mem_alloc(9000); /* nothing kept fits */
-    assert_true(c != b && c->cap >= 9000);
+    assert_true(c != b && c->cap >= 9000 && c->cap < 9000 + 256);
     fill_check(c, 2);
     block_mem_free(b);
     block_mem_free(c);
@@ -680,8 +680,7 @@ static void *block_mem_thread(void *arg)
     block_mem_free(e);
     /* a kept buffer far larger than the block is not handed out: the cache
      * charges the block's size, which would understate the memory */
-    cached_block *f = block_mem_alloc(1000);
-    assert_true(f != b && f != c);
+    cached_block *f = block_mem_alloc(1000); /* (malloc may place it where b was: compare capacities) */
     assert_true(f->cap >= 1000 && f->cap < 1000 + 256);
     block_mem_free(f);
     /* more than 8 freed: the stash keeps 8, the rest go back to malloc */
