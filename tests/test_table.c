@@ -644,12 +644,25 @@ static void test_table_concurrent_reads(void **state)
 
 /* ---------------------------------------------------------------- block memory */
 
+/* The checks below run on threads of their own (each starts with an empty
+ * stash). A cmocka assertion cannot fail there -- it would jump into the main
+ * thread's frame -- so a thread returns the first failed condition as a
+ * string and test_block_mem fails with it. */
+#define TSTR2(x) #x
+#define TSTR(x) TSTR2(x)
+#define TCHECK(c)                                                                \
+    do {                                                                         \
+        if (!(c)) return (void *)("test_table.c:" TSTR(__LINE__) ": " #c);     \
+    } while (0)
+
 /* fill_check -- writes a pattern over b's whole capacity and checks it back
- * (ASan: the capacity is really there). */
-static void fill_check(cached_block *b, uint8_t seed)
+ * (ASan: the capacity is really there). 1 if it reads back. */
+static int fill_check(cached_block *b, uint8_t seed)
 {
     memset(b->data, seed, b->cap);
-    for (size_t i = 0; i < b->cap; i += 97) assert_int_equal(b->data[i], seed);
+    for (size_t i = 0; i < b->cap; i += 97)
+        if (b->data[i] != seed) return 0;
+    return 1;
 }
 
 /* A thread's freed block buffers come back to it: best fit first, only when
@@ -659,45 +672,45 @@ static void *block_mem_thread(void *arg)
 {
     (void)arg;
     cached_block *a = block_mem_alloc(4000);
-    assert_non_null(a);
-    assert_int_equal(a->size, 4000);
-    assert_true(a->cap >= 4000 && a->cap < 4000 + 256);
-    fill_check(a, 1);
+    TCHECK(a != NULL);
+    TCHECK((a->size) == (4000));
+    TCHECK(a->cap >= 4000 && a->cap < 4000 + 256);
+    TCHECK(fill_check(a, 1));
     block_mem_free(a);
     cached_block *b = block_mem_alloc(3900); /* fits in a's buffer: reused */
-    assert_ptr_equal(b, a);
-    assert_int_equal(b->size, 3900);
+    TCHECK(b == a);
+    TCHECK((b->size) == (3900));
     cached_block *c = block_mem_alloc(9000); /* nothing kept fits */
-    assert_true(c != b && c->cap >= 9000 && c->cap < 9000 + 256);
-    fill_check(c, 2);
+    TCHECK(c != b && c->cap >= 9000 && c->cap < 9000 + 256);
+    TCHECK(fill_check(c, 2));
     block_mem_free(b);
     block_mem_free(c);
     cached_block *d = block_mem_alloc(8000); /* best fit: c's, not b's (too small) */
-    assert_ptr_equal(d, c);
+    TCHECK(d == c);
     cached_block *e = block_mem_alloc(3500); /* b's */
-    assert_ptr_equal(e, b);
+    TCHECK(e == b);
     block_mem_free(d);
     block_mem_free(e);
     /* a kept buffer far larger than the block is not handed out: the cache
      * charges the block's size, which would understate the memory */
     cached_block *f = block_mem_alloc(1000); /* (malloc may place it where b was: compare capacities) */
-    assert_true(f->cap >= 1000 && f->cap < 1000 + 256);
+    TCHECK(f->cap >= 1000 && f->cap < 1000 + 256);
     block_mem_free(f);
     /* more than 8 freed: the stash keeps 8, the rest go back to malloc */
     cached_block *many[12];
     for (int i = 0; i < 12; i++) {
         many[i] = block_mem_alloc(1000 + (size_t)i);
-        fill_check(many[i], (uint8_t)i);
+        TCHECK(fill_check(many[i], (uint8_t)i));
     }
     for (int i = 0; i < 12; i++) block_mem_free(many[i]);
     /* a large block is plain malloc and never handed out again */
     cached_block *big = block_mem_alloc(1u << 20);
-    assert_non_null(big);
-    assert_int_equal(big->cap, 1u << 20);
-    fill_check(big, 3);
+    TCHECK(big != NULL);
+    TCHECK((big->cap) == (1u << 20));
+    TCHECK(fill_check(big, 3));
     block_mem_free(big);
     cached_block *big2 = block_mem_alloc(100u << 10);
-    assert_int_equal(big2->cap, 100u << 10);
+    TCHECK((big2->cap) == (100u << 10));
     block_mem_free(big2);
     block_mem_free(NULL);
     return NULL;
@@ -714,12 +727,12 @@ static void *block_mem_consumer(void *arg)
 {
     handoff *h = arg;
     for (int i = 0; i < 64; i++) {
-        assert_int_equal(h->blk[i]->data[0], (uint8_t)i);
+        TCHECK((h->blk[i]->data[0]) == ((uint8_t)i));
         block_mem_free(h->blk[i]);
     }
     for (int i = 0; i < 64; i++) {
         cached_block *b = block_mem_alloc(2000);
-        fill_check(b, (uint8_t)i);
+        TCHECK(fill_check(b, (uint8_t)i));
         block_mem_free(b);
     }
     return NULL;
@@ -729,15 +742,19 @@ static void test_block_mem(void **state)
 {
     (void)state;
     pthread_t th;
+    void *failed = NULL;
     assert_int_equal(pthread_create(&th, NULL, block_mem_thread, NULL), 0);
-    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(pthread_join(th, &failed), 0);
+    if (failed) fail_msg("%s", (const char *)failed);
     handoff h;
     for (int i = 0; i < 64; i++) {
         h.blk[i] = block_mem_alloc(2000 + (size_t)i * 10);
-        fill_check(h.blk[i], (uint8_t)i);
+        assert_non_null(h.blk[i]);
+        assert_true(fill_check(h.blk[i], (uint8_t)i));
     }
     assert_int_equal(pthread_create(&th, NULL, block_mem_consumer, &h), 0);
-    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_int_equal(pthread_join(th, &failed), 0);
+    if (failed) fail_msg("%s", (const char *)failed);
 }
 
 /* ---------------------------------------------------------------- builder errors */

@@ -14,7 +14,7 @@
  *  - every cached_block comes from block_mem_alloc and goes to block_mem_free
  *    (the block cache's deleter included), never to plain free();
  *  - a thread keeps at most BLOCK_MEM_SLOTS buffers of at most
- *    BLOCK_MEM_MAX_CAP bytes each (under 1 MiB per thread), released when the
+ *    BLOCK_MEM_MAX_CAP bytes each (512 KiB per thread at most), released when the
  *    thread exits; larger buffers are plain malloc/free;
  *  - capacities are rounded up to BLOCK_MEM_ROUND bytes, so a buffer fits
  *    blocks a little larger than the one it was made for; a kept buffer is
