@@ -1,11 +1,11 @@
 /*
- * test_bench_loadgen.c -- the open-loop generator issues the scheduled rate.
+ * test_bench_loadgen.c -- the open-loop schedule issues its rate.
  *
  * Requests run on the "null" engine (every call returns at once), so what is
- * measured is the generator alone: in each phase of a bursty schedule the
+ * measured is the schedule and its workers alone: in each phase of a bursty schedule the
  * number of requests *completed* inside the phase's wall-clock window must be
  * within 2 % of rate x length, and every request's start must be close to its
- * intended time (the generator neither bunches nor drops requests). Also: the
+ * intended time (the workers neither bunch nor drop requests). Also: the
  * schedule parser's accepted and rejected forms, and that a slow engine is
  * charged queueing delay (latency from the intended time, no coordinated
  * omission).
@@ -96,7 +96,7 @@ static void rate_within_2pct(void **state)
     fprintf(stderr, "# issued %llu (schedule: %.0f), max backlog %llu\n", (unsigned long long)res.issued,
             expect_total, (unsigned long long)res.max_backlog);
     assert_true(res.issued >= expect_total - 2 && res.issued <= expect_total + 2);
-    /* requests the generator handed out inside each phase's wall-clock
+    /* requests the workers started inside each phase's wall-clock
      * window: within 2 % of rate x length. (Completions in the window are
      * printed too; they also depend on how fast workers get a core, so a
      * scheduler hiccup at a phase boundary can move a few hundred of them.) */
