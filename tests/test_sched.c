@@ -1699,19 +1699,31 @@ static void test_wctl_ramp(void **state)
     in.container_fill = 0.95;
     assert_int_equal(wctl_target_rate(w, &in), 200 * MiB);
     /* a drain expected but not measured yet (the first column has not run
-     * long enough): the ramp on initial_rate (16 MiB/s) -- 4x at ramp_lo,
-     * 1x at near_full, falling past it -- not unpaced into a full pool */
+     * long enough): the ramp on the flush pace (200 MiB/s here) -- 4x at
+     * ramp_lo, 1x at near_full, falling past it -- neither unpaced into a
+     * full pool nor held to a guess far below the writers' speed */
     in.drain_expected = 1;
     const struct {
-        double fill, want; /* x 16 MiB/s; 0 = not paced */
+        double fill, want; /* x the flush pace; 0 = not paced */
     } est[] = {{0.3, 0}, {0.5, 4.0}, {0.7, 2.5}, {0.9, 1.0}, {0.95, 0.5}};
     for (size_t i = 0; i < sizeof est / sizeof est[0]; i++) {
         in.container_fill = est[i].fill;
         uint64_t r = wctl_target_rate(w, &in);
         assert_int_equal(wctl_classify(w, &in), est[i].want ? WCTL_SLOWDOWN : WCTL_NORMAL);
-        double want = est[i].want * 16 * MiB;
+        double want = est[i].want * 200 * MiB;
         if (!((double)r >= want - 2 && (double)r <= want + 2))
             fail_msg("drain expected, fill %.2f: %llu B/s, want %.0f", est[i].fill, (unsigned long long)r, want);
+    }
+    /* ... and before any flush sample, on initial_rate (16 MiB/s) */
+    {
+        wctl *fresh = wctl_new(WCTL_PRL);
+        wctl_input fi = in;
+        fi.container_fill = 0.7;
+        fi.mutable_left = 2;
+        uint64_t r = wctl_target_rate(fresh, &fi);
+        if (!((double)r >= 2.5 * 16 * MiB - 2 && (double)r <= 2.5 * 16 * MiB + 2))
+            fail_msg("drain expected, no flush sample: %llu B/s, want 40 MiB/s", (unsigned long long)r);
+        wctl_free(fresh);
     }
     /* the first measurement replaces the estimate at once */
     in.drain_known = 1;

@@ -146,10 +146,10 @@ static int ramp_on(const wctl *w, const wctl_input *in)
 }
 
 /* ramp_drain -- the drain the ramp runs on: the measurement, or before
- * the first one initial_rate (wctl.h). */
+ * the first one the flush pace (wctl.h). */
 static uint64_t ramp_drain(const wctl *w, const wctl_input *in)
 {
-    return in->drain_known ? in->drain_rate : w->o.initial_rate;
+    return in->drain_known ? in->drain_rate : pace_rate_locked(w);
 }
 
 /* ramp_rate -- the container ramp of wctl.h at in's fill and drain rate. */

@@ -60,10 +60,14 @@
  *                   slower than measured pushes them back instead of into
  *                   a full pool. Until the first measurement of a drain
  *                   that is expected (drain_expected: the first column has
- *                   not run long enough), the ramp runs on initial_rate as
- *                   the drain: a fast writer would otherwise fill the band
- *                   unpaced in the few milliseconds before it (a small
- *                   pool fills in tens of them);
+ *                   not run long enough), the ramp runs on the flush pace
+ *                   as the drain (initial_rate before any flush sample):
+ *                   writers are not let into the band unpaced, and past
+ *                   near_full the ramp still falls to the floor, but they
+ *                   are not held to a guess far below what they run at --
+ *                   on initial_rate (64 MiB/s at ramp_lo) the first column
+ *                   of a 90 MB/s open-loop fill held writers for ~0.1 s
+ *                   with half the pool free, a 20 ms p99 for that second;
  *                 - the deep compactions: when the deepest backlog
  *                   (wctl_input.deep_score, a level's bytes over its
  *                   target, the largest over L1 and below) reaches
