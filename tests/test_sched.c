@@ -1427,7 +1427,22 @@ static void test_wctl_deadline(void **state)
     assert_true(t >= 12000 && t <= 17000);
     in.flush_eta_known = 0; /* ETA unknown: the guess */
     assert_int_equal(wctl_target_rate(wm, &in), 14 * MiB);
-    in.flush_eta_known = 1;
+    /* ... which, with the memtable's capacity known, binds only in its
+     * second half: a first flush is not met by a 14 MiB/s writer */
+    in.active_capacity = 64 * MiB;
+    in.active_room = 40 * MiB;
+    assert_int_equal(wctl_classify(wm, &in), WCTL_SLOWDOWN);
+    assert_int_equal(wctl_target_rate(wm, &in), 0);
+    now += 1000000;
+    t = pace_many(wm, &in, 1024, 1 * KiB, &now);
+    assert_int_equal(t, 0);
+    in.active_room = 32 * MiB; /* half full: the guess again */
+    assert_int_equal(wctl_target_rate(wm, &in), 14 * MiB);
+    in.active_room = 40 * MiB;
+    in.flush_eta_known = 1; /* and once the ETA is known, the deadline decides as before */
+    in.flush_eta_us = 4000000;
+    assert_int_equal(wctl_target_rate(wm, &in), 10 * MiB / 8 * 7);
+    in.active_capacity = 0;
     in.flush_eta_us = 0; /* ETA 0: no limit from the deadline, the guess stays */
     assert_int_equal(wctl_target_rate(wm, &in), 14 * MiB);
     wctl_flush_sample(wm, 40 * MiB, 1000000); /* a sample: a flush ahead no longer speeds writers up */

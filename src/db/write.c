@@ -227,21 +227,25 @@ static double container_fill(tkv_db *db, size_t l0)
     return l0 >= (size_t)db->opts.l0_slowdown_trigger ? 1.0 : 0.0;
 }
 
-/* active_room -- the bytes, in the writers' unit (batch bytes), that the
- * active memtable can still take: its arena room, at the ratio of batch to
- * arena bytes of the active memtable (of the oldest immutable while the
- * active one holds less than 1 MiB). */
-static uint64_t active_room(const tkv_db *db)
+/* active_units -- arena_bytes of the active memtable in the writers' unit
+ * (batch bytes), at the ratio of batch to arena bytes of the active memtable
+ * (of the oldest immutable while the active one holds less than 1 MiB). */
+static uint64_t active_units(const tkv_db *db, uint64_t arena_bytes)
 {
     const memtable *m = db->sv->mem;
-    size_t used = memtable_memory_usage(m);
-    if (used >= db->opts.memtable_size) return 0;
-    uint64_t room = db->opts.memtable_size - used;
     const memtable *r = memtable_batch_bytes(m) < (1u << 20) && db->sv->nimm ? db->sv->imm[0] : m;
     size_t ru = memtable_memory_usage(r);
     uint64_t rb = memtable_batch_bytes(r);
-    if (!ru || !rb || rb >= ru) return room;
-    return (uint64_t)((double)room * (double)rb / (double)ru);
+    if (!ru || !rb || rb >= ru) return arena_bytes;
+    return (uint64_t)((double)arena_bytes * (double)rb / (double)ru);
+}
+
+/* active_room -- the bytes, in the writers' unit, that the active memtable
+ * can still take: its arena room (active_units). */
+static uint64_t active_room(const tkv_db *db)
+{
+    size_t used = memtable_memory_usage(db->sv->mem);
+    return used >= db->opts.memtable_size ? 0 : active_units(db, db->opts.memtable_size - used);
 }
 
 /* writers_recent -- with mu held: the most threads that were inside
@@ -321,6 +325,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         in.flush_eta_us = 0;
         in.flush_eta_known = in.mutable_left == 1 && silk_flush_eta(db, now, &in.flush_eta_us);
         in.active_room = in.mutable_left == 1 ? active_room(db) : 0;
+        in.active_capacity = in.mutable_left == 1 ? active_units(db, db->opts.memtable_size) : 0;
         in.queued = writers_recent(db, now) - 1;
         uint64_t d = silk_write_delay(db, &t, &in, first ? bytes : 0, now);
         first = 0;

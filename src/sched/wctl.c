@@ -222,6 +222,10 @@ static uint64_t stage_rate_locked(const wctl *w, const wctl_input *in, uint64_t 
     /* the memtable stage while a memtable is the limit: the flush pace, or
      * the running flush's deadline when its ETA is known and that is slower */
     uint64_t mem = flush;
+    /* before any flush sample and ETA the pace is initial_rate's guess: it
+     * binds only in the active memtable's second half (wctl.h) */
+    if (w->nsamples == 0 && !deadline_on(w, in) && in->active_capacity && in->active_room > in->active_capacity / 2)
+        mem = UINT64_MAX;
     if (deadline_on(w, in)) {
         *deadline = deadline_rate(w, in);
         /* a flush behind slows writers; one ahead does not speed them up --
@@ -254,11 +258,14 @@ static uint64_t target_rate_locked(const wctl *w, const wctl_input *in, wctl_sta
     *ramp = *debt = *deadline = 0;
     if (s != WCTL_SLOWDOWN) return 0;
     uint64_t r = stage_rate_locked(w, in, ramp, deadline);
-    if (r == 0 || !debt_on(w, in)) return r;
-    uint64_t floor = w->o.min_rate / 16 ? w->o.min_rate / 16 : 1;
-    *debt = debt_rate(w, in, pace_rate_locked(w));
-    if (*debt < floor) *debt = floor;
-    return *debt < r ? *debt : r;
+    if (r == 0) return 0;
+    if (debt_on(w, in)) {
+        uint64_t floor = w->o.min_rate / 16 ? w->o.min_rate / 16 : 1;
+        *debt = debt_rate(w, in, pace_rate_locked(w));
+        if (*debt < floor) *debt = floor;
+        if (*debt < r) r = *debt;
+    }
+    return r == UINT64_MAX ? 0 : r; /* no stage sets a limit (a guess that does not bind yet) */
 }
 
 /* wctl_target_rate -- see wctl.h. */

@@ -46,6 +46,12 @@
  *                   initial_rate, the first flush of every open held a 1 KiB
  *                   writer near 14 MiB/s for the whole flush (~90 ms of a
  *                   64 MiB memtable); the price is at most that stop, once.
+ *                   Until the first flush's ETA is known, the flush pace is
+ *                   a guess too: with active_capacity known, it binds only
+ *                   once the active memtable is half full (a 90 MB/s
+ *                   open-loop writer held at 14 MiB/s in the first flush's
+ *                   first pass waited 12-15 ms after every open; half a
+ *                   memtable covers a flush far slower than measured ones).
  *                   Never below min_rate / 16; no limit at an ETA of 0;
  *                 - the container's drain (the rate at which column
  *                   compaction empties the pool, wctl_input.drain_rate),
@@ -172,12 +178,15 @@ typedef struct wctl_input {
                              * drain_expected) */
     int drain_expected;     /* the container drains by a process that will be measured
                              * (l0=matrix: column compaction): while drain_known is 0, the
-                             * ramp runs on initial_rate as its drain estimate */
+                             * ramp runs on the flush pace as its drain estimate */
     uint64_t drain_rate;    /* bytes/s (writer units) the container drains at; may be 0 */
     double deep_score;      /* the deep backlog: max over levels L1.. of bytes / target (0: none) */
     int flush_eta_known;    /* flush_eta_us is known (PRL's deadline; else the flush pace) */
     uint64_t flush_eta_us;  /* the running flush's time until it frees its memtable */
     uint64_t active_room;   /* bytes (writer units) the active memtable can still take */
+    uint64_t active_capacity; /* what an empty active memtable takes, same units (0: unknown):
+                             * before any flush sample and the running flush's ETA, the
+                             * flush pace (a guess) binds only in its second half */
     unsigned queued;        /* other writes that would wait while this one sleeps (the
                              * engine: other writer threads); lengthens its step */
 } wctl_input;
