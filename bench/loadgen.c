@@ -190,6 +190,7 @@ static int sched_take(lg_sched *s, uint64_t now, uint64_t *due, uint64_t *seq)
         s->i = (s->i + 1) % s->nph;
         s->k = 0;
         uint64_t len = (uint64_t)(s->ph[s->i].seconds * 1e9);
+        if (len == 0) len = 1; /* a phase under 1 ns still moves the clock: no endless loop over empty phases */
         s->phase_end = s->phase_start + len < s->end ? s->phase_start + len : s->end;
     }
     return 0;
