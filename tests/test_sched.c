@@ -1480,6 +1480,11 @@ static void test_wctl_deadline(void **state)
                       .active_room = 1 * MiB};
     wctl *wc = wctl_new(WCTL_CLASSIC);
     assert_int_equal(wctl_target_rate(wc, &cin), 16 * MiB);
+    cin.active_capacity = 64 * MiB; /* classic's rate is configured, not a guess: no half-memtable grace */
+    cin.active_room = 60 * MiB;
+    assert_int_equal(wctl_target_rate(wc, &cin), 16 * MiB);
+    cin.active_capacity = 0;
+    cin.active_room = 1 * MiB;
     wctl_free(wc);
     wctl *wo = wctl_new(WCTL_OFF);
     assert_int_equal(wctl_target_rate(wo, &cin), 0);

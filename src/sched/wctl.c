@@ -224,7 +224,8 @@ static uint64_t stage_rate_locked(const wctl *w, const wctl_input *in, uint64_t 
     uint64_t mem = flush;
     /* before any flush sample and ETA the pace is initial_rate's guess: it
      * binds only in the active memtable's second half (wctl.h) */
-    if (w->nsamples == 0 && !deadline_on(w, in) && in->active_capacity && in->active_room > in->active_capacity / 2)
+    if (w->o.mode == WCTL_PRL && w->nsamples == 0 && !deadline_on(w, in) && in->active_capacity &&
+        in->active_room > in->active_capacity / 2)
         mem = UINT64_MAX;
     if (deadline_on(w, in)) {
         *deadline = deadline_rate(w, in);
