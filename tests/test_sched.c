@@ -1438,6 +1438,21 @@ static void test_wctl_deadline(void **state)
     assert_int_equal(t, 0);
     in.active_room = 32 * MiB; /* half full: the guess again */
     assert_int_equal(wctl_target_rate(wm, &in), 14 * MiB);
+    /* an unpaced SLOWDOWN ends a pacing episode: a write carried in vt
+     * (under the 2 ms step) is not owed by the next paced write after it */
+    now += 1000000;
+    pace_result pr = pace(wm, &in, 28 * KiB, &now); /* ~1.95 ms at 14 MiB/s: carried, no sleep */
+    assert_int_equal(pr.total_us, 0);
+    in.active_room = 40 * MiB; /* not paced */
+    now += 100;
+    assert_int_equal(pace(wm, &in, 1 * KiB, &now).total_us, 0);
+    in.active_room = 32 * MiB;
+    now += 100;
+    pr = pace(wm, &in, 8 * KiB, &now); /* ~0.56 ms: with the old debt 2.3 ms, a sleep */
+    assert_int_equal(pr.total_us, 0);
+    pr = pace(wm, &in, 24 * KiB, &now); /* the same episode: 0.56 + 1.67 ms owed, a sleep */
+    assert_true(pr.total_us >= 2000 && pr.total_us <= 2400);
+    in.active_room = 32 * MiB;
     in.active_room = 40 * MiB;
     in.flush_eta_known = 1; /* and once the ETA is known, the deadline decides as before */
     in.flush_eta_us = 4000000;

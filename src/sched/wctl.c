@@ -34,7 +34,8 @@ struct wctl {
     uint64_t vt_ns;        /* pacing virtual clock, NANOseconds (a 100-byte write
                             * at 40 MiB/s costs 2.38 us: microseconds would
                             * lose 16% to truncation) */
-    wctl_state last_state; /* of the last call: entering SLOWDOWN resets vt */
+    int last_paced;        /* the last call paced (SLOWDOWN at a rate > 0): a
+                            * paced call after one that was not resets vt */
     wctl_stats st;
 };
 
@@ -302,7 +303,7 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
         d = w->o.max_step_us; /* poll / wait for a flush, then re-evaluate */
     } else if (s == WCTL_SLOWDOWN && rate > 0) {
         uint64_t now_ns = now_us * 1000u;
-        if (w->last_state != WCTL_SLOWDOWN) w->vt_ns = now_ns; /* a new slowdown episode */
+        if (!w->last_paced) w->vt_ns = now_ns; /* a new pacing episode: no debt carried over */
         if (!(t->flags & WT_CHARGED)) {                         /* (W2) */
             uint64_t slack_ns = w->o.max_step_us * 1000u;
             uint64_t base = now_ns > slack_ns && w->vt_ns < now_ns - slack_ns ? now_ns - slack_ns : w->vt_ns;
@@ -332,7 +333,7 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
             }
         }
     }
-    w->last_state = s;
+    w->last_paced = s == WCTL_SLOWDOWN && rate > 0;
     w->st.state = s;
     w->st.target_rate = rate;
     w->st.ramp_rate = ramp;
