@@ -14,6 +14,8 @@
 
 #define SPIN_NS 3000u        /* sleep until this close to the intended time, then spin */
 
+int (*lg_create_thread)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) = pthread_create;
+
 uint64_t lg_now_ns(void)
 {
     struct timespec ts;
@@ -74,6 +76,12 @@ int lg_parse_schedule(const char *s, lg_phase **out, size_t *n, char *err, size_
             ph[k].seconds <= 0) {
             snprintf(err, errlen, "bad rate phase \"%.*s\" (want OPS_PER_SEC:DURATION, e.g. 10000:10s)",
                      (int)(end - p), p);
+            free(ph);
+            return -1;
+        }
+        if (ph[k].seconds < LG_MIN_PHASE_S || ph[k].seconds > LG_MAX_PHASE_S || rate > LG_MAX_RATE) {
+            snprintf(err, errlen, "rate phase \"%.*s\" out of range (a phase lasts 1 ms to %.0f s at up to %.0f ops/s)",
+                     (int)(end - p), p, LG_MAX_PHASE_S, LG_MAX_RATE);
             free(ph);
             return -1;
         }
@@ -150,18 +158,65 @@ typedef struct worker {
     uint64_t last_ns;
 } worker;
 
-/* wait_until -- sleeps until SPIN_NS before t, then spins the rest. Workers
- * run with a 1 ns timer slack (worker_main), so a sleep ends within a few
- * microseconds of its target; the short spin absorbs that. */
-static void wait_until(uint64_t t)
+/* wait_until -- sleeps until SPIN_NS before t, then spins the rest; 0 if
+ * *stop became nonzero first (checked every 10 ms of sleep). The sleep runs
+ * with a 1 ns timer slack so it ends within a few microseconds of its target
+ * (the short spin absorbs that); the thread's own slack (default_slack, read
+ * at start) is restored before it returns, so the engine's sleeps on this
+ * thread -- a write controller's pacing -- keep the slack any host thread has. */
+static int wait_until(uint64_t t, const volatile int *stop, unsigned long default_slack)
 {
     uint64_t now = lg_now_ns();
     if (now + SPIN_NS < t) {
-        uint64_t d = t - SPIN_NS - now;
-        struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
-        nanosleep(&ts, NULL);
+        prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+        while (now + SPIN_NS < t) {
+            if (stop && *stop) break;
+            uint64_t d = t - SPIN_NS - now;
+            if (d > 10000000u) d = 10000000u;
+            struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
+            nanosleep(&ts, NULL);
+            now = lg_now_ns();
+        }
+        prctl(PR_SET_TIMERSLACK, default_slack, 0, 0, 0);
     }
-    while (lg_now_ns() < t) __builtin_ia32_pause();
+    while (!(stop && *stop) && lg_now_ns() < t) __builtin_ia32_pause();
+    return !(stop && *stop);
+}
+
+/* due_between -- requests of the schedule due in [from, to), phase i
+ * starting at phase_start (from >= phase_start; whole cycles counted at once,
+ * so the cost is O(phases) however far behind the workers are). */
+static double due_between(const lg_sched *s, uint64_t from, uint64_t to)
+{
+    if (to > s->end) to = s->end;
+    if (to <= from) return 0;
+    double cyc_s = 0, cyc_ops = 0;
+    for (size_t j = 0; j < s->nph; j++) {
+        cyc_s += s->ph[j].seconds;
+        cyc_ops += s->ph[j].seconds * s->ph[j].rate;
+    }
+    double at = (double)(from - s->phase_start) / 1e9; /* seconds into phase i */
+    double left = (double)(to - from) / 1e9, ops = 0;
+    size_t j = s->i;
+    /* finish phase i, then whole cycles, then the phases of the last part */
+    double in_i = s->ph[j].seconds - at;
+    if (in_i > 0) {
+        double d = in_i < left ? in_i : left;
+        ops += d * s->ph[j].rate;
+        left -= d;
+    }
+    j = (j + 1) % s->nph;
+    if (left > cyc_s) {
+        double cycles = (double)(uint64_t)(left / cyc_s);
+        ops += cycles * cyc_ops;
+        left -= cycles * cyc_s;
+    }
+    for (size_t m = 0; m < s->nph && left > 0; m++, j = (j + 1) % s->nph) {
+        double d = s->ph[j].seconds < left ? s->ph[j].seconds : left;
+        ops += d * s->ph[j].rate;
+        left -= d;
+    }
+    return ops;
 }
 
 /* sched_take -- under mu: the next request's due time into *due and its
@@ -174,12 +229,9 @@ static int sched_take(lg_sched *s, uint64_t now, uint64_t *due, uint64_t *seq)
             uint64_t t = s->phase_start + (uint64_t)((double)s->k * 1e9 / rate);
             if (t < s->phase_end) {
                 s->k++;
-                /* requests already due and not yet taken, this one included */
-                uint64_t backlog = 1;
-                if (now > t) {
-                    uint64_t last = now < s->phase_end ? now : s->phase_end - 1;
-                    backlog += (uint64_t)((double)(last - t) * rate / 1e9);
-                }
+                /* requests already due and not yet taken, this one included
+                 * (those of later phases too when the workers are that late) */
+                uint64_t backlog = 1 + (now > t ? (uint64_t)due_between(s, t + 1, now) : 0);
                 if (backlog > s->res->max_backlog) s->res->max_backlog = backlog;
                 *due = t;
                 *seq = s->res->issued++;
@@ -203,7 +255,8 @@ static void *worker_main(void *p)
     char name[16];
     snprintf(name, sizeof name, "lg-worker%d", w->index % 1000);
     pthread_setname_np(pthread_self(), name); /* for top and perf */
-    prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);     /* precise sleeps until a request is due */
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    unsigned long default_slack = slack > 0 ? (unsigned long)slack : 50000u; /* the kernel's default */
     uint64_t end;
     for (;;) {
         uint64_t due, seq;
@@ -212,7 +265,12 @@ static void *worker_main(void *p)
         end = s->end;
         pthread_mutex_unlock(&s->mu);
         if (!got) break;
-        wait_until(due);
+        if (!wait_until(due, s->stop, default_slack)) { /* stopped before it was due: not run */
+            pthread_mutex_lock(&s->mu);
+            s->res->issued--;
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
         if (seq < s->trace_cap) s->issue_ns[seq] = lg_now_ns();
         s->fn(s->arg, w->index, due);
         w->done++;
@@ -222,8 +280,7 @@ static void *worker_main(void *p)
     while (!(s->stop && *s->stop)) {
         uint64_t now = lg_now_ns();
         if (now >= end) break;
-        uint64_t step = end - now < 10000000u ? end - now : 10000000u;
-        wait_until(now + step);
+        wait_until(end, s->stop, default_slack);
     }
     w->last_ns = lg_now_ns();
     return NULL;
@@ -267,7 +324,7 @@ int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers,
         worker *w = &ws[started];
         w->index = started;
         w->s = s;
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) break;
+        if (lg_create_thread(&w->thread, NULL, worker_main, w) != 0) break;
     }
     int rc = started == nworkers ? 0 : -1;
     if (rc != 0) { /* end the schedule: the workers that did start take nothing more */

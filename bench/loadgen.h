@@ -21,6 +21,7 @@
 #ifndef TKV_BENCH_LOADGEN_H
 #define TKV_BENCH_LOADGEN_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,7 +30,12 @@ typedef struct lg_phase {
     double seconds; /* phase length */
 } lg_phase;
 
-/* lg_parse_schedule -- parses s into a malloc'd array. 0, or -1 with a message in err. */
+#define LG_MIN_PHASE_S 0.001 /* shorter phases are refused: ms is the schedule's unit */
+#define LG_MAX_PHASE_S 1e7   /* ~116 days: due times stay within 64-bit nanoseconds */
+#define LG_MAX_RATE 1e9      /* ops/s: one request per nanosecond */
+
+/* lg_parse_schedule -- parses s into a malloc'd array. 0, or -1 with a message in err
+ * (also for a phase outside [LG_MIN_PHASE_S, LG_MAX_PHASE_S] or above LG_MAX_RATE). */
 int lg_parse_schedule(const char *s, lg_phase **out, size_t *n, char *err, size_t errlen);
 /* lg_schedule_describe -- "10000/s for 10s, 40000/s for 50s" into buf. */
 void lg_schedule_describe(const lg_phase *ph, size_t n, char *buf, size_t len);
@@ -46,13 +52,16 @@ typedef void (*lg_exec_fn)(void *arg, int worker, uint64_t intended_ns);
 typedef struct lg_result {
     uint64_t issued;      /* requests workers took */
     uint64_t completed;   /* requests executed */
-    uint64_t max_backlog; /* most requests due and not yet taken, seen when one was taken */
+    uint64_t max_backlog; /* most requests due and not yet taken (of every phase), seen when one was taken */
     uint64_t start_ns, end_ns; /* schedule start; last completion */
 } lg_result;
 
 /* lg_run -- runs the schedule for duration_s seconds (or until *stop becomes
- * nonzero) with nworkers worker threads calling fn, waits for every issued
- * request to complete, and returns. 0, or -1 (thread creation failed). */
+ * nonzero: a worker waiting for a request's due time then gives it up, and it
+ * is not counted as issued) with nworkers worker threads calling fn, waits for
+ * every issued request to complete, and returns. 0, or -1 when a worker
+ * thread could not be created (the workers already started run nothing more
+ * and are joined; res counts what they did). */
 int lg_run(const lg_phase *ph, size_t n, double duration_s, int nworkers, lg_exec_fn fn, void *arg,
            const volatile int *stop, lg_result *res);
 /* lg_run_traced -- lg_run that also records, for the first trace_cap
@@ -60,5 +69,9 @@ int lg_run(const lg_phase *ph, size_t n, double duration_s, int nworkers, lg_exe
  * (lg_now_ns clock), so a test can check the issue rate itself. */
 int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers, lg_exec_fn fn, void *arg,
                   const volatile int *stop, lg_result *res, uint64_t *issue_ns, size_t trace_cap);
+
+/* lg_create_thread -- pthread_create, the default; a test replaces it to make
+ * worker creation fail. */
+extern int (*lg_create_thread)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 #endif

@@ -6,11 +6,15 @@
  * number of requests *completed* inside the phase's wall-clock window must be
  * within 2 % of rate x length, and every request's start must be close to its
  * intended time (the workers neither bunch nor drop requests). Also: the
- * schedule parser's accepted and rejected forms, and that a slow engine is
+ * schedule parser's accepted and rejected forms, that a slow engine is
  * charged queueing delay (latency from the intended time, no coordinated
- * omission).
+ * omission) and the backlog counted across phases, that a stop ends a run
+ * while a worker waits for a due time, and that a worker that cannot be
+ * created ends the run with an error.
  */
+#include <pthread.h>
 #include <setjmp.h>
+#include <sys/prctl.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,12 +38,16 @@ typedef struct trace {
     uint64_t n;     /* atomic */
     uint64_t sleep_ns; /* per request (slow engine case) */
     uint64_t stall_ns; /* extra time of the first request only (shared-queue case) */
+    int odd_slack;     /* a request ran with a timer slack other than the thread's own (atomic) */
 } trace;
+
+static int own_slack; /* the test thread's, which the workers inherit */
 
 static void exec_null(void *arg, int worker, uint64_t intended)
 {
     (void)worker;
     trace *t = arg;
+    if (prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) != own_slack) __atomic_store_n(&t->odd_slack, 1, __ATOMIC_RELAXED);
     size_t vn;
     t->ops->get(t->e, "key", 3, &vn);
     if (t->sleep_ns) {
@@ -92,6 +100,7 @@ static void rate_within_2pct(void **state)
     assert_int_equal(lg_run_traced(ph, n, duration, 2, exec_null, t, NULL, &res, t->issued, MAX_REQ), 0);
     assert_int_equal(res.issued, res.completed);
     assert_int_equal(res.completed, t->n);
+    assert_int_equal(t->odd_slack, 0); /* the workers' precise sleeps do not reach the engine */
     double expect_total = lg_expected_ops(ph, n, duration);
     fprintf(stderr, "# issued %llu (schedule: %.0f), max backlog %llu\n", (unsigned long long)res.issued,
             expect_total, (unsigned long long)res.max_backlog);
@@ -177,6 +186,95 @@ static void one_slow_request_delays_only_itself(void **state)
     free(t);
 }
 
+/* backlog_spans_phases -- 1 worker, 1000/s in two 100 ms phases (repeated),
+ * the first request takes 250 ms: when the worker comes back, ~250 requests
+ * are due, of three phases; max_backlog counts them all, not only the
+ * current phase's 100. */
+static void backlog_spans_phases(void **state)
+{
+    (void)state;
+    trace *t = open_null();
+    t->stall_ns = 250000000;
+    lg_phase ph[2] = {{1000, 0.1}, {1000, 0.1}};
+    lg_result res;
+    assert_int_equal(lg_run(ph, 2, 0.3, 1, exec_null, t, NULL, &res), 0);
+    fprintf(stderr, "# one 250 ms request at 1000/s, 100 ms phases: max backlog %llu\n",
+            (unsigned long long)res.max_backlog);
+    assert_int_equal(t->n, 300);
+    assert_true(res.max_backlog >= 240 && res.max_backlog <= 300);
+    t->ops->close(t->e);
+    free(t);
+}
+
+static volatile int stop_flag;
+static void *stop_after_200ms(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {0, 200000000};
+    nanosleep(&ts, NULL);
+    __atomic_store_n(&stop_flag, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* stop_while_waiting -- one request a second for 10 s, stopped after 200 ms:
+ * the worker sleeping towards the second request's due time gives it up and
+ * lg_run returns at once, with only the first request issued and run. */
+static void stop_while_waiting(void **state)
+{
+    (void)state;
+    trace *t = open_null();
+    lg_phase ph = {1, 10.0};
+    lg_result res;
+    stop_flag = 0;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, stop_after_200ms, NULL), 0);
+    uint64_t t0 = lg_now_ns();
+    assert_int_equal(lg_run(&ph, 1, 10.0, 2, exec_null, t, &stop_flag, &res), 0);
+    uint64_t took = lg_now_ns() - t0;
+    pthread_join(th, NULL);
+    fprintf(stderr, "# stopped after 200 ms: returned in %.0f ms, %llu issued\n", took / 1e6,
+            (unsigned long long)res.issued);
+    assert_true(took < 1000000000u); /* far from the 1 s due time of request 2, and the 10 s run */
+    assert_int_equal(res.issued, 1);
+    assert_int_equal(res.completed, 1);
+    assert_int_equal(t->n, 1);
+    t->ops->close(t->e);
+    free(t);
+}
+
+static int creates_left;
+static int failing_create(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+    if (creates_left-- <= 0) return 11; /* EAGAIN */
+    return pthread_create(th, a, fn, arg);
+}
+
+/* create_failure_ends_run -- the second of three workers cannot be created:
+ * lg_run returns -1 at once (not after the 10 s schedule), having joined the
+ * one that started; what it ran is counted. */
+static void create_failure_ends_run(void **state)
+{
+    (void)state;
+    trace *t = open_null();
+    lg_phase ph = {1000, 10.0};
+    lg_result res;
+    creates_left = 1;
+    lg_create_thread = failing_create;
+    uint64_t t0 = lg_now_ns();
+    int rc = lg_run(&ph, 1, 10.0, 3, exec_null, t, NULL, &res);
+    uint64_t took = lg_now_ns() - t0;
+    lg_create_thread = pthread_create;
+    fprintf(stderr, "# worker 2 of 3 not created: rc %d in %.1f ms, %llu issued\n", rc, took / 1e6,
+            (unsigned long long)res.issued);
+    assert_int_equal(rc, -1);
+    assert_true(took < 1000000000u);
+    assert_true(res.issued <= 100);
+    assert_int_equal(res.completed, res.issued);
+    assert_int_equal(t->n, res.completed);
+    t->ops->close(t->e);
+    free(t);
+}
+
 static void schedule_parser(void **state)
 {
     (void)state;
@@ -191,7 +289,8 @@ static void schedule_parser(void **state)
     assert_int_equal(lg_parse_schedule("500:250ms,1000:2m,7:3", &ph, &n, err, sizeof err), 0);
     assert_true(ph[0].seconds == 0.25 && ph[1].seconds == 120 && ph[2].seconds == 3);
     free(ph);
-    const char *bad[] = {"", "1000", "1000:", ":10s", "abc:1s", "100:1h", "100:-1s", "-5:1s", "100:0s", "100:1s,"};
+    const char *bad[] = {"", "1000", "1000:", ":10s", "abc:1s", "100:1h", "100:-1s", "-5:1s", "100:0s", "100:1s,",
+                         "100:0.5ms", "100:0.0001s", "100:1e8s", "2e9:1s"}; /* under 1 ms, over 1e7 s or 1e9/s */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ph = (lg_phase *)1;
         if (lg_parse_schedule(bad[i], &ph, &n, err, sizeof err) != -1) fail_msg("accepted \"%s\"", bad[i]);
@@ -203,11 +302,15 @@ static void schedule_parser(void **state)
 int main(void)
 {
     tu_seed();
+    own_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(schedule_parser),
         cmocka_unit_test(rate_within_2pct),
         cmocka_unit_test(slow_engine_charged_queueing),
         cmocka_unit_test(one_slow_request_delays_only_itself),
+        cmocka_unit_test(backlog_spans_phases),
+        cmocka_unit_test(stop_while_waiting),
+        cmocka_unit_test(create_failure_ends_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
