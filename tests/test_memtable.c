@@ -154,7 +154,7 @@ static void test_arena_spares(void **state)
     uint64_t reused, freed;
     arena_destroy(&a);
     assert_int_equal(live, 0);
-    arena_spares_get(&sp, &bytes, &reused, &freed);
+    arena_spares_get(&sp, &bytes, &reused, &freed, NULL);
     assert_int_equal(bytes, 6 * BLOCK);
     assert_int_equal(reused, 0);
     assert_int_equal(freed, 0);
@@ -175,14 +175,14 @@ static void test_arena_spares(void **state)
             }
     }
     assert_int_equal(found, 6);
-    arena_spares_get(&sp, &bytes, &reused, &freed);
+    arena_spares_get(&sp, &bytes, &reused, &freed, NULL);
     assert_int_equal(bytes, 0);
     assert_int_equal(reused, 6);
     /* the cap: with 5 blocks live elsewhere (the account), only 3 of b's 7 fit (5 + 3 = 8) */
     assert_non_null(arena_alloc(&b, PIECE)); /* a 7th block, from the heap */
     live += 5 * BLOCK; /* another arena's blocks on the same account */
     arena_destroy(&b);
-    arena_spares_get(&sp, &bytes, &reused, &freed);
+    arena_spares_get(&sp, &bytes, &reused, &freed, NULL);
     assert_int_equal(bytes, 3 * BLOCK);
     assert_int_equal(freed, 4);
     live -= 5 * BLOCK;
@@ -191,11 +191,36 @@ static void test_arena_spares(void **state)
     arena_init(&c, 2 * BLOCK);
     arena_set_spares(&c, &sp);
     assert_non_null(arena_alloc(&c, 10));
-    arena_spares_get(&sp, &bytes, &reused, NULL);
+    arena_spares_get(&sp, &bytes, &reused, NULL, NULL);
     assert_int_equal(bytes, 3 * BLOCK);
     assert_int_equal(reused, 6);
     arena_set_spares(&c, NULL);
     arena_destroy(&c);
+    /* reserve: tops the list up to `want`, within the cap beside live */
+    uint64_t reserved;
+    assert_int_equal(arena_spares_reserve(&sp, 3 * BLOCK), 0); /* 3 listed already */
+    live += 3 * BLOCK;                                           /* 3 live + 3 listed: room for 2 */
+    assert_int_equal(arena_spares_reserve(&sp, 10 * BLOCK), 2 * BLOCK);
+    arena_spares_get(&sp, &bytes, &reused, &freed, &reserved);
+    assert_int_equal(bytes, 5 * BLOCK);
+    assert_int_equal(reserved, 2);
+    assert_int_equal(arena_spares_reserve(&sp, 10 * BLOCK), 0); /* at the cap */
+    live -= 3 * BLOCK;
+    /* an arena takes the reserved blocks like any other: no block from the heap */
+    arena d;
+    arena_init(&d, BLOCK);
+    arena_set_account(&d, &live);
+    arena_set_spares(&d, &sp);
+    for (int i = 0; i < 20; i++) { /* five standard blocks */
+        uint8_t *p = arena_alloc(&d, PIECE);
+        assert_non_null(p);
+        memset(p, 0x5a, PIECE); /* reserved blocks are writable memory */
+    }
+    arena_spares_get(&sp, &bytes, &reused, NULL, NULL);
+    assert_int_equal(bytes, 0);
+    assert_int_equal(reused, 6 + 5);
+    assert_int_equal(live, 5 * BLOCK);
+    arena_destroy(&d);
     arena_spares_destroy(&sp);
     arena_spares_destroy(NULL);
 }
@@ -229,25 +254,35 @@ static void *spare_round(void *arg)
     return NULL;
 }
 
-/* Four threads share one list (TSan: make tsan): no block is handed to two
- * arenas at once, and the list ends within its cap. */
+/* spare_reserver -- tops the list up again and again beside the arenas. */
+static void *spare_reserver(void *arg)
+{
+    spare_worker *w = arg;
+    for (int r = 0; r < w->rounds; r++) (void)arena_spares_reserve(w->sp, 30 * 4096);
+    return NULL;
+}
+
+/* Four threads share one list (TSan: make tsan), and a fifth reserves blocks
+ * into it meanwhile: no block is handed to two arenas at once, and the list
+ * ends within its cap. */
 static void test_arena_spares_threads(void **state)
 {
     (void)state;
     size_t live = 0;
     arena_spares sp;
     assert_int_equal(arena_spares_init(&sp, 4096, 100 * 4096, &live), 0);
-    pthread_t t[4];
+    pthread_t t[5];
     spare_worker w = {&sp, &live, 200};
     for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&t[i], NULL, spare_round, &w), 0);
-    for (int i = 0; i < 4; i++) {
+    assert_int_equal(pthread_create(&t[4], NULL, spare_reserver, &w), 0);
+    for (int i = 0; i < 5; i++) {
         void *rc;
         pthread_join(t[i], &rc);
         assert_null(rc);
     }
     size_t bytes;
     uint64_t reused;
-    arena_spares_get(&sp, &bytes, &reused, NULL);
+    arena_spares_get(&sp, &bytes, &reused, NULL, NULL);
     print_message("spares: %zu bytes listed, %llu blocks reused\n", bytes, (unsigned long long)reused);
     assert_int_equal(__atomic_load_n(&live, __ATOMIC_RELAXED), 0);
     assert_true(bytes <= 100 * 4096 && bytes >= 10 * 4096);

@@ -75,7 +75,7 @@ static uint64_t dram_used(tkv_db *db, uint64_t used[BUDGET_NPARTS], cache_stats 
     table_cache_get_stats(db->tc, ts);
     io_ring_pool_get_stats(db->rings, rs);
     size_t spare;
-    arena_spares_get(&db->mem_spares, &spare, NULL, NULL);
+    arena_spares_get(&db->mem_spares, &spare, NULL, NULL, NULL);
     used[BUDGET_MEMTABLES] = __atomic_load_n(&db->mem_bytes, __ATOMIC_RELAXED) + spare;
     used[BUDGET_BLOCK_CACHE] = cs->usage;
     used[BUDGET_TABLES] = ts->bytes;
@@ -168,10 +168,10 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
             (unsigned long long)imm_entries, imm_bytes);
     buf_appendf(b, oom, "memtable.switches: %llu\n", (unsigned long long)ctr_get(&c->memtable_switches));
     size_t spare;
-    uint64_t reused, freed;
-    arena_spares_get(&db->mem_spares, &spare, &reused, &freed);
-    buf_appendf(b, oom, "memtable.spares: bytes=%zu reused=%llu freed=%llu\n", spare, (unsigned long long)reused,
-                (unsigned long long)freed);
+    uint64_t reused, freed, reserved;
+    arena_spares_get(&db->mem_spares, &spare, &reused, &freed, &reserved);
+    buf_appendf(b, oom, "memtable.spares: bytes=%zu reused=%llu freed=%llu reserved=%llu\n", spare,
+                (unsigned long long)reused, (unsigned long long)freed, (unsigned long long)reserved);
     buf_appendf(b, oom, "writes: puts=%llu deletes=%llu batches=%llu groups=%llu user_bytes=%llu\n",
             (unsigned long long)ctr_get(&c->user_puts), (unsigned long long)ctr_get(&c->user_deletes),
             (unsigned long long)ctr_get(&c->batches), (unsigned long long)ctr_get(&c->groups),

@@ -97,7 +97,7 @@ int arena_spares_init(arena_spares *s, size_t block_size, size_t cap, const size
     s->bytes = 0;
     s->cap = cap;
     s->live = live;
-    s->reused = s->freed = 0;
+    s->reused = s->freed = s->reserved = 0;
     return 0;
 }
 
@@ -110,13 +110,51 @@ void arena_spares_destroy(arena_spares *s)
     pthread_mutex_destroy(&s->mu);
 }
 
-void arena_spares_get(arena_spares *s, size_t *bytes, uint64_t *reused, uint64_t *freed)
+void arena_spares_get(arena_spares *s, size_t *bytes, uint64_t *reused, uint64_t *freed, uint64_t *reserved)
 {
     pthread_mutex_lock(&s->mu);
     if (bytes) *bytes = s->bytes;
     if (reused) *reused = s->reused;
     if (freed) *freed = s->freed;
+    if (reserved) *reserved = s->reserved;
     pthread_mutex_unlock(&s->mu);
+}
+
+/* spares_room -- under s->mu: one more block fits beside *live within the cap. */
+static int spares_room(const arena_spares *s)
+{
+    size_t live = s->live ? __atomic_load_n(s->live, __ATOMIC_RELAXED) : 0;
+    return live <= s->cap && s->bytes <= s->cap - live && s->block_size <= s->cap - live - s->bytes;
+}
+
+size_t arena_spares_reserve(arena_spares *s, size_t want)
+{
+    size_t added = 0;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        int more = s->bytes < want && spares_room(s);
+        pthread_mutex_unlock(&s->mu);
+        if (!more) break;
+        struct arena_block *b = malloc(s->block_size);
+        if (!b) break; /* an arena that needs a block will ask malloc itself (and report a failure) */
+        prefault((uint8_t *)b, s->block_size);
+        b->size = s->block_size;
+        pthread_mutex_lock(&s->mu);
+        int keep = spares_room(s); /* arenas may have grown meanwhile */
+        if (keep) {
+            b->next = s->list;
+            s->list = b;
+            s->bytes += b->size;
+            s->reserved++;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (!keep) {
+            free(b);
+            break;
+        }
+        added += s->block_size;
+    }
+    return added;
 }
 
 /* spares_take -- a spare block of s (NULL if none). */

@@ -54,6 +54,7 @@ typedef struct arena_spares {
     size_t cap;               /* *live + bytes stay <= cap */
     const size_t *live;       /* the account the cap is shared with (atomic), or NULL: bytes <= cap */
     uint64_t reused, freed;   /* blocks taken from the list; blocks handed back but freed (over the cap) */
+    uint64_t reserved;        /* blocks arena_spares_reserve obtained and pre-faulted */
 } arena_spares;
 
 typedef struct arena {
@@ -74,9 +75,16 @@ int arena_spares_init(arena_spares *s, size_t block_size, size_t cap, const size
  * uses s must be destroyed first. NULL is a no-op. */
 void arena_spares_destroy(arena_spares *s);
 /* arena_spares_get -- bytes on the list now, blocks taken from it so far,
- * and blocks handed back but freed because the cap was reached (any of the
- * pointers may be NULL). */
-void arena_spares_get(arena_spares *s, size_t *bytes, uint64_t *reused, uint64_t *freed);
+ * blocks handed back but freed because the cap was reached, and blocks
+ * arena_spares_reserve added (any of the pointers may be NULL). */
+void arena_spares_get(arena_spares *s, size_t *bytes, uint64_t *reused, uint64_t *freed, uint64_t *reserved);
+/* arena_spares_reserve -- tops the list up to `want` bytes with new standard
+ * blocks from malloc, pre-faulted, as far as the cap allows (*live + bytes <=
+ * cap), so that an arena taking from s does not fault fresh memory in on its
+ * writer's path (first-touch faults cost ~1 ms per MiB on the target VMs).
+ * The allocation and faulting happen outside s's mutex. Best effort: stops at
+ * the first malloc failure. Returns the bytes added. Any thread. */
+size_t arena_spares_reserve(arena_spares *s, size_t want);
 
 /* arena_init -- an empty arena (no block is allocated until the first
  * arena_alloc). block_size 0 means ARENA_DEFAULT_BLOCK; smaller sizes are
