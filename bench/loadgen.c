@@ -14,6 +14,8 @@
 
 #define SPIN_NS 3000u        /* sleep until this close to the intended time, then spin */
 
+unsigned long lg_timer_slack_ns;
+
 int (*lg_create_thread)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) = pthread_create;
 
 uint64_t lg_now_ns(void)
@@ -159,16 +161,16 @@ typedef struct worker {
 } worker;
 
 /* wait_until -- sleeps until SPIN_NS before t, then spins the rest; 0 if
- * *stop became nonzero first (checked every 10 ms of sleep). The sleep runs
- * with a 1 ns timer slack so it ends within a few microseconds of its target
- * (the short spin absorbs that); the thread's own slack (default_slack, read
- * at start) is restored before it returns, so the engine's sleeps on this
- * thread -- a write controller's pacing -- keep the slack any host thread has. */
+ * *stop became nonzero first (checked every 10 ms of sleep). With
+ * lg_timer_slack_ns set, the sleep runs with that timer slack and the
+ * thread's own (default_slack, read at start) is restored before it returns,
+ * so the engine's sleeps on this thread -- a write controller's pacing --
+ * keep the slack any host thread has. */
 static int wait_until(uint64_t t, const volatile int *stop, unsigned long default_slack)
 {
     uint64_t now = lg_now_ns();
     if (now + SPIN_NS < t) {
-        prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+        if (lg_timer_slack_ns) prctl(PR_SET_TIMERSLACK, lg_timer_slack_ns, 0, 0, 0);
         while (now + SPIN_NS < t) {
             if (stop && *stop) break;
             uint64_t d = t - SPIN_NS - now;
@@ -177,7 +179,7 @@ static int wait_until(uint64_t t, const volatile int *stop, unsigned long defaul
             nanosleep(&ts, NULL);
             now = lg_now_ns();
         }
-        prctl(PR_SET_TIMERSLACK, default_slack, 0, 0, 0);
+        if (lg_timer_slack_ns) prctl(PR_SET_TIMERSLACK, default_slack, 0, 0, 0);
     }
     while (!(stop && *stop) && lg_now_ns() < t) __builtin_ia32_pause();
     return !(stop && *stop);

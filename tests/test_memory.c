@@ -23,7 +23,8 @@
  *                       SSTs: writes, overwrites, deletes, gets and scans;
  *                       every measured part stays at its share and the
  *                       total within the budget; the data
- *                       matches a model, also after a reopen
+ *                       matches a model, also after a reopen; the flush
+ *                       thread reserved spare memtable blocks
  *  rows_wait            4M, matrix_trigger=100: the flush finds the
  *                       rows' share full and waits for columns (no_space)
  */
@@ -325,6 +326,9 @@ static void workload(const char *budget, const char *trigger, uint64_t n)
         if (i % 20000 == 0) check_parts(db, "during the writes");
     }
     check_parts(db, "after the writes");
+    /* the flush thread faulted spare memtable blocks in ahead of the writer
+     * (within the memtables' share, which check_parts holds it to) */
+    assert_true(prop_line_u64(db, "tkv.stats", "memtable.spares:", "reserved=") > 0);
     if (getenv("TKV_TEST_VERBOSE")) {
         char *p = tkv_property(db, "tkv.memory");
         printf("%s", p);
