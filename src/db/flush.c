@@ -112,6 +112,7 @@ static int flush_one_sst(tkv_db *db)
  * until the spares reach their high-water mark. */
 static void reserve_memtable_blocks(tkv_db *db)
 {
+    if (db->shutting_down) return; /* the last flushes: no memtable will fill again */
     size_t have;
     arena_spares_get(&db->mem_spares, &have, NULL, NULL, NULL);
     if (have >= db->opts.memtable_size) return;
