@@ -81,9 +81,12 @@ int lg_parse_schedule(const char *s, lg_phase **out, size_t *n, char *err, size_
             free(ph);
             return -1;
         }
-        if (ph[k].seconds < LG_MIN_PHASE_S || ph[k].seconds > LG_MAX_PHASE_S || rate > LG_MAX_RATE) {
-            snprintf(err, errlen, "rate phase \"%.*s\" out of range (a phase lasts 1 ms to %.0f s at up to %.0f ops/s)",
-                     (int)(end - p), p, LG_MAX_PHASE_S, LG_MAX_RATE);
+        /* written so that NaN fails every test */
+        if (!(ph[k].seconds >= LG_MIN_PHASE_S && ph[k].seconds <= LG_MAX_PHASE_S) ||
+            !(rate == 0 || (rate >= LG_MIN_RATE && rate <= LG_MAX_RATE))) {
+            snprintf(err, errlen,
+                     "rate phase \"%.*s\" out of range (a phase lasts 1 ms to %.0f s at 0 or %g to %.0f ops/s)",
+                     (int)(end - p), p, LG_MAX_PHASE_S, LG_MIN_RATE, LG_MAX_RATE);
             free(ph);
             return -1;
         }
@@ -135,7 +138,8 @@ double lg_expected_ops(const lg_phase *ph, size_t n, double duration_s)
  * whenever a worker gets to it, so queueing still counts in full.
  * Invariants (under mu): requests are handed out in due order, each once;
  * next_due() is the due time of request `k` of phase `i`, which starts at
- * phase_start; once phase_start >= end (or *stop) nothing more is handed out. */
+ * phase_start; once phase_start >= end (or *stop, or aborted) nothing more is
+ * handed out. */
 typedef struct lg_sched {
     pthread_mutex_t mu;
     const lg_phase *ph;
@@ -145,6 +149,8 @@ typedef struct lg_sched {
     uint64_t end;         /* of the whole run */
     uint64_t k;           /* the next request of phase i */
     const volatile int *stop;
+    int aborted;          /* atomic: a worker could not be created; the run ends */
+    double cyc_s, cyc_ops; /* one cycle of the phases: its length (s) and requests */
     lg_result *res;
     uint64_t *issue_ns;
     size_t trace_cap;
@@ -160,19 +166,25 @@ typedef struct worker {
     uint64_t last_ns;
 } worker;
 
-/* wait_until -- sleeps until SPIN_NS before t, then spins the rest; 0 if
- * *stop became nonzero first (checked every 10 ms of sleep). With
- * lg_timer_slack_ns set, the sleep runs with that timer slack and the
- * thread's own (default_slack, read at start) is restored before it returns,
- * so the engine's sleeps on this thread -- a write controller's pacing --
- * keep the slack any host thread has. */
-static int wait_until(uint64_t t, const volatile int *stop, unsigned long default_slack)
+/* stopped -- the caller's stop flag is set, or the run was aborted. */
+static int stopped(const lg_sched *s)
+{
+    return (s->stop && *s->stop) || __atomic_load_n(&s->aborted, __ATOMIC_ACQUIRE);
+}
+
+/* wait_until -- sleeps until SPIN_NS before t, then spins the rest; 0 if the
+ * run stopped first (checked every 10 ms of sleep). With lg_timer_slack_ns
+ * set, the sleep runs with that timer slack and the thread's own
+ * (default_slack, read at start) is restored before it returns, so the
+ * engine's sleeps on this thread -- a write controller's pacing -- keep the
+ * slack any host thread has. */
+static int wait_until(const lg_sched *s, uint64_t t, unsigned long default_slack)
 {
     uint64_t now = lg_now_ns();
     if (now + SPIN_NS < t) {
         if (lg_timer_slack_ns) prctl(PR_SET_TIMERSLACK, lg_timer_slack_ns, 0, 0, 0);
         while (now + SPIN_NS < t) {
-            if (stop && *stop) break;
+            if (stopped(s)) break;
             uint64_t d = t - SPIN_NS - now;
             if (d > 10000000u) d = 10000000u;
             struct timespec ts = {(time_t)(d / 1000000000u), (long)(d % 1000000000u)};
@@ -181,8 +193,8 @@ static int wait_until(uint64_t t, const volatile int *stop, unsigned long defaul
         }
         if (lg_timer_slack_ns) prctl(PR_SET_TIMERSLACK, default_slack, 0, 0, 0);
     }
-    while (!(stop && *stop) && lg_now_ns() < t) __builtin_ia32_pause();
-    return !(stop && *stop);
+    while (!stopped(s) && lg_now_ns() < t) __builtin_ia32_pause();
+    return !stopped(s);
 }
 
 /* due_between -- requests of the schedule due in [from, to), phase i
@@ -192,11 +204,7 @@ static double due_between(const lg_sched *s, uint64_t from, uint64_t to)
 {
     if (to > s->end) to = s->end;
     if (to <= from) return 0;
-    double cyc_s = 0, cyc_ops = 0;
-    for (size_t j = 0; j < s->nph; j++) {
-        cyc_s += s->ph[j].seconds;
-        cyc_ops += s->ph[j].seconds * s->ph[j].rate;
-    }
+    double cyc_s = s->cyc_s, cyc_ops = s->cyc_ops;
     double at = (double)(from - s->phase_start) / 1e9; /* seconds into phase i */
     double left = (double)(to - from) / 1e9, ops = 0;
     size_t j = s->i;
@@ -225,7 +233,7 @@ static double due_between(const lg_sched *s, uint64_t from, uint64_t to)
  * number into *seq; 0 when the schedule (or a stop) has ended it. */
 static int sched_take(lg_sched *s, uint64_t now, uint64_t *due, uint64_t *seq)
 {
-    while (s->phase_start < s->end && !(s->stop && *s->stop)) {
+    while (s->phase_start < s->end && !stopped(s)) {
         double rate = s->ph[s->i].rate;
         if (rate > 0) {
             uint64_t t = s->phase_start + (uint64_t)((double)s->k * 1e9 / rate);
@@ -267,7 +275,7 @@ static void *worker_main(void *p)
         end = s->end;
         pthread_mutex_unlock(&s->mu);
         if (!got) break;
-        if (!wait_until(due, s->stop, default_slack)) { /* stopped before it was due: not run */
+        if (!wait_until(s, due, default_slack)) { /* stopped before it was due: not run */
             pthread_mutex_lock(&s->mu);
             s->res->issued--;
             pthread_mutex_unlock(&s->mu);
@@ -279,10 +287,10 @@ static void *worker_main(void *p)
     }
     /* the run lasts its whole schedule, a trailing idle phase included
      * (unless stopped): throughput is per wall-clock second of it */
-    while (!(s->stop && *s->stop)) {
+    while (!stopped(s)) {
         uint64_t now = lg_now_ns();
         if (now >= end) break;
-        wait_until(end, s->stop, default_slack);
+        wait_until(s, end, default_slack);
     }
     w->last_ns = lg_now_ns();
     return NULL;
@@ -310,6 +318,10 @@ int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers,
     s->ph = ph;
     s->nph = n;
     s->stop = stop;
+    for (size_t j = 0; j < n; j++) {
+        s->cyc_s += ph[j].seconds;
+        s->cyc_ops += ph[j].seconds * ph[j].rate;
+    }
     s->res = res;
     s->issue_ns = issue_ns;
     s->trace_cap = issue_ns ? trace_cap : 0;
@@ -329,10 +341,12 @@ int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers,
         if (lg_create_thread(&w->thread, NULL, worker_main, w) != 0) break;
     }
     int rc = started == nworkers ? 0 : -1;
-    if (rc != 0) { /* end the schedule: the workers that did start take nothing more */
+    if (rc != 0) { /* end the run: the workers that did start take nothing more and give up
+                    * a request they are waiting for (as on a stop) */
         pthread_mutex_lock(&s->mu);
         s->end = 0;
         pthread_mutex_unlock(&s->mu);
+        __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE);
     }
     for (int i = 0; i < started; i++) {
         pthread_join(ws[i].thread, NULL);

@@ -33,9 +33,11 @@ typedef struct lg_phase {
 #define LG_MIN_PHASE_S 0.001 /* shorter phases are refused: ms is the schedule's unit */
 #define LG_MAX_PHASE_S 1e7   /* ~116 days: due times stay within 64-bit nanoseconds */
 #define LG_MAX_RATE 1e9      /* ops/s: one request per nanosecond */
+#define LG_MIN_RATE 1e-3     /* ops/s other than 0 (idle): due times stay within 64-bit nanoseconds */
 
 /* lg_parse_schedule -- parses s into a malloc'd array. 0, or -1 with a message in err
- * (also for a phase outside [LG_MIN_PHASE_S, LG_MAX_PHASE_S] or above LG_MAX_RATE). */
+ * (also for a phase outside [LG_MIN_PHASE_S, LG_MAX_PHASE_S], a rate other
+ * than 0 outside [LG_MIN_RATE, LG_MAX_RATE], or NaN). */
 int lg_parse_schedule(const char *s, lg_phase **out, size_t *n, char *err, size_t errlen);
 /* lg_schedule_describe -- "10000/s for 10s, 40000/s for 50s" into buf. */
 void lg_schedule_describe(const lg_phase *ph, size_t n, char *buf, size_t len);
@@ -50,7 +52,8 @@ uint64_t lg_now_ns(void);
 typedef void (*lg_exec_fn)(void *arg, int worker, uint64_t intended_ns);
 
 typedef struct lg_result {
-    uint64_t issued;      /* requests workers took */
+    uint64_t issued;      /* requests workers took and did not give up (a stop or an abort gives up a
+                           * request a worker waits for; in lg_run_traced's trace its slot stays 0) */
     uint64_t completed;   /* requests executed */
     uint64_t max_backlog; /* most requests due and not yet taken (of every phase), seen when one was taken */
     uint64_t start_ns, end_ns; /* schedule start; last completion */
@@ -60,8 +63,9 @@ typedef struct lg_result {
  * nonzero: a worker waiting for a request's due time then gives it up, and it
  * is not counted as issued) with nworkers worker threads calling fn, waits for
  * every issued request to complete, and returns. 0, or -1 when a worker
- * thread could not be created (the workers already started run nothing more
- * and are joined; res counts what they did). */
+ * thread could not be created (the workers already started take nothing
+ * more, give up a request they wait for, and are joined; res counts what
+ * they ran). */
 int lg_run(const lg_phase *ph, size_t n, double duration_s, int nworkers, lg_exec_fn fn, void *arg,
            const volatile int *stop, lg_result *res);
 /* lg_run_traced -- lg_run that also records, for the first trace_cap

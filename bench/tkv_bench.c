@@ -989,9 +989,11 @@ static void print_machine(FILE *f, int argc, char **argv)
         char err[128], d[512];
         if (lg_parse_schedule(F.rate, &ph, &n, err, sizeof err) == 0) {
             lg_schedule_describe(ph, n, d, sizeof d);
+            char slack[48];
+            if (lg_timer_slack_ns) snprintf(slack, sizeof slack, "%.3f us (--timer_slack_us)", lg_timer_slack_ns / 1e3);
+            else snprintf(slack, sizeof slack, "the thread's own");
             fprintf(f, "rate       %s for %.0f s, open loop for: %s; timer slack %s\n", d, F.duration,
-                    F.open_loop ? F.open_loop : "every benchmark except fill*",
-                    lg_timer_slack_ns ? "set by --timer_slack_us" : "the thread's own");
+                    F.open_loop ? F.open_loop : "every benchmark except fill*", slack);
             free(ph);
         }
     }

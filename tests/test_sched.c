@@ -1452,7 +1452,6 @@ static void test_wctl_deadline(void **state)
     assert_int_equal(pr.total_us, 0);
     pr = pace(wm, &in, 24 * KiB, &now); /* the same episode: 0.56 + 1.67 ms owed, a sleep */
     assert_true(pr.total_us >= 2000 && pr.total_us <= 2400);
-    in.active_room = 32 * MiB;
     in.active_room = 40 * MiB;
     in.flush_eta_known = 1; /* and once the ETA is known, the deadline decides as before */
     in.flush_eta_us = 4000000;

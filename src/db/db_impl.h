@@ -102,8 +102,9 @@ struct tkv_db {
     struct tkv_options opts;
     dram_split dram;             /* the DRAM budget's shares (budget.h), set at open */
     size_t mem_bytes;            /* atomic: arena bytes of every live memtable (mem/arena.h accounting) */
-    arena_spares mem_spares;     /* flushed memtables' arena blocks kept for the next ones: mem_bytes + these
-                                  * <= the memtables' DRAM share; made first at open, freed last at close */
+    arena_spares mem_spares;     /* flushed memtables' arena blocks kept for the next ones, and blocks the
+                                  * flush thread faulted in ahead (flush.c): mem_bytes + these <= the
+                                  * memtables' DRAM share; made first at open, freed last at close */
     int lock_fd;
     io_stats io;
     trash *trash;                /* obsolete files, deleted a chunk at a time (trash.h) */

@@ -109,7 +109,9 @@ static int flush_one_sst(tkv_db *db)
  * time the two memtables were full at once, a 4M x 1 KiB fill at 90k
  * writes/s spent ~0.3 s in madvise(MADV_POPULATE_WRITE) on the writer's
  * thread (writes up to 20 ms late). Here the flush thread pays it, and only
- * until the spares reach their high-water mark. */
+ * until the spares reach their high-water mark. It runs before the flush's
+ * bandwidth sample starts (the sample measures the flush), and a close that
+ * begins meanwhile waits for it (at most a memtable's worth of faults). */
 static void reserve_memtable_blocks(tkv_db *db)
 {
     if (db->shutting_down) return; /* the last flushes: no memtable will fill again */

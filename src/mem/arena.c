@@ -157,15 +157,23 @@ size_t arena_spares_reserve(arena_spares *s, size_t want)
     return added;
 }
 
-/* spares_take -- a spare block of s (NULL if none). */
-static struct arena_block *spares_take(arena_spares *s)
+/* spares_take -- a spare block of s (NULL if none). When account is s's
+ * live counter, the block is added to it here, under s->mu, in the same step
+ * that takes it off the list: a reserve (which reads live under s->mu) never
+ * sees the block in neither or both. *counted says whether it was. */
+static struct arena_block *spares_take(arena_spares *s, size_t *account, int *counted)
 {
+    *counted = 0;
     pthread_mutex_lock(&s->mu);
     struct arena_block *b = s->list;
     if (b) {
         s->list = b->next;
         s->bytes -= b->size;
         s->reused++;
+        if (account && account == s->live) {
+            __atomic_fetch_add(account, b->size, __ATOMIC_RELAXED);
+            *counted = 1;
+        }
     }
     pthread_mutex_unlock(&s->mu);
     return b;
@@ -220,10 +228,17 @@ static uint8_t *new_block(arena *a, size_t data)
         return NULL;
     }
     size_t size = ARENA_HDR + data;
-    struct arena_block *b = a->spares && size == a->spares->block_size ? spares_take(a->spares) : NULL;
+    int counted = 0;
+    struct arena_block *b =
+        a->spares && size == a->spares->block_size ? spares_take(a->spares, a->account, &counted) : NULL;
     if (!b) {
+        /* counted before malloc: a concurrent reserve sees this block as live
+         * while it is being faulted in (the cap holds) */
+        if (a->account) __atomic_fetch_add(a->account, size, __ATOMIC_RELAXED);
+        counted = 1;
         b = malloc(size);
         if (!b) {
+            if (a->account) __atomic_fetch_sub(a->account, size, __ATOMIC_RELAXED);
             tkv_err(TKV_NO_MEMORY, "arena: out of memory allocating a block of %zu bytes", size);
             return NULL;
         }
@@ -233,7 +248,7 @@ static uint8_t *new_block(arena *a, size_t data)
     b->size = size;
     a->blocks = b;
     __atomic_store_n(&a->usage, a->usage + size, __ATOMIC_RELAXED);
-    if (a->account) __atomic_fetch_add(a->account, size, __ATOMIC_RELAXED);
+    if (a->account && !counted) __atomic_fetch_add(a->account, size, __ATOMIC_RELAXED);
     return (uint8_t *)(b + 1);
 }
 

@@ -21,10 +21,14 @@
  * faults its pages in: both take the process's mmap lock for writing (the
  * heap grows by mprotect), which waits behind every other thread's page
  * faults and madvise calls -- seen as 4-10 ms writes in a fill. A spare
- * block stays resident (it was pre-faulted when first obtained). The spares
- * hold at most `cap` bytes together with the account they share it with
- * (the memtables' DRAM share: live blocks + spares <= cap); a block that
- * would go past that is freed.
+ * block stays resident (it was pre-faulted when first obtained). The list
+ * can also be topped up ahead of need (arena_spares_reserve: a database's
+ * flush thread does it before each flush). The spares hold at most `cap`
+ * bytes together with the account they share it with (the memtables' DRAM
+ * share: live blocks + spares <= cap); a block that would go past that is
+ * freed. An arena whose account is the spares' `live` adds a block to it
+ * under the spares' mutex when it takes one from the list, and before it
+ * asks malloc for one, so a reserve never counts a block twice.
  *
  * Thread safety: arena_alloc() is single-threaded (only the memtable's writer
  * allocates). arena_memory_usage() may be called from any thread at any time:
@@ -43,8 +47,8 @@
 
 struct arena_block;
 
-/* arena_spares -- standard blocks handed back by destroyed arenas (see the
- * header comment). Thread safety: its own mutex; arenas on any threads may
+/* arena_spares -- standard blocks handed back by destroyed arenas or added by
+ * arena_spares_reserve (see the header comment). Thread safety: its own mutex; arenas on any threads may
  * share it. */
 typedef struct arena_spares {
     pthread_mutex_t mu;
@@ -78,8 +82,8 @@ void arena_spares_destroy(arena_spares *s);
  * blocks handed back but freed because the cap was reached, and blocks
  * arena_spares_reserve added (any of the pointers may be NULL). */
 void arena_spares_get(arena_spares *s, size_t *bytes, uint64_t *reused, uint64_t *freed, uint64_t *reserved);
-/* arena_spares_reserve -- tops the list up to `want` bytes with new standard
- * blocks from malloc, pre-faulted, as far as the cap allows (*live + bytes <=
+/* arena_spares_reserve -- tops the list up to at least `want` bytes (whole
+ * blocks) with new standard blocks from malloc, pre-faulted, as far as the cap allows (*live + bytes <=
  * cap), so that an arena taking from s does not fault fresh memory in on its
  * writer's path (first-touch faults cost ~1 ms per MiB on the target VMs).
  * The allocation and faulting happen outside s's mutex. Best effort: stops at

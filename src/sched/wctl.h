@@ -109,8 +109,9 @@
  * followers wait while its leader sleeps, so the step is min_step_us (2 ms)
  * times the writes that wait with this one (1 + in->queued), at most 4x:
  * a sleep holds n writes, the debt needs 1/n as many sleeps. `slack` =
- * max_step_us lets writers that overslept catch up; entering SLOWDOWN from
- * another state starts vt at now.
+ * max_step_us lets writers that overslept catch up; a paced call after any
+ * call that did not pace (NORMAL, STOP, or a SLOWDOWN whose rate is 0, "not
+ * paced") starts vt at now.
  *
  * Protocol (one wctl_write ticket per write, e.g. on the writer's stack):
  *
