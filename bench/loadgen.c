@@ -267,12 +267,10 @@ static void *worker_main(void *p)
     pthread_setname_np(pthread_self(), name); /* for top and perf */
     int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     unsigned long default_slack = slack > 0 ? (unsigned long)slack : 50000u; /* the kernel's default */
-    uint64_t end;
     for (;;) {
         uint64_t due, seq;
         pthread_mutex_lock(&s->mu);
         int got = sched_take(s, lg_now_ns(), &due, &seq);
-        end = s->end;
         pthread_mutex_unlock(&s->mu);
         if (!got) break;
         if (!wait_until(s, due, default_slack)) { /* stopped before it was due: not run */
@@ -287,11 +285,7 @@ static void *worker_main(void *p)
     }
     /* the run lasts its whole schedule, a trailing idle phase included
      * (unless stopped): throughput is per wall-clock second of it */
-    while (!stopped(s)) {
-        uint64_t now = lg_now_ns();
-        if (now >= end) break;
-        wait_until(s, end, default_slack);
-    }
+    wait_until(s, s->end, default_slack); /* s->end is set before any worker starts */
     w->last_ns = lg_now_ns();
     return NULL;
 }
@@ -341,13 +335,9 @@ int lg_run_traced(const lg_phase *ph, size_t n, double duration_s, int nworkers,
         if (lg_create_thread(&w->thread, NULL, worker_main, w) != 0) break;
     }
     int rc = started == nworkers ? 0 : -1;
-    if (rc != 0) { /* end the run: the workers that did start take nothing more and give up
-                    * a request they are waiting for (as on a stop) */
-        pthread_mutex_lock(&s->mu);
-        s->end = 0;
-        pthread_mutex_unlock(&s->mu);
-        __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE);
-    }
+    /* end the run: the workers that did start take nothing more and give up
+     * a request they are waiting for (as on a stop) */
+    if (rc != 0) __atomic_store_n(&s->aborted, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < started; i++) {
         pthread_join(ws[i].thread, NULL);
         res->completed += ws[i].done;

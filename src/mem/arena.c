@@ -120,6 +120,14 @@ void arena_spares_get(arena_spares *s, size_t *bytes, uint64_t *reused, uint64_t
     pthread_mutex_unlock(&s->mu);
 }
 
+/* spares_push -- under s->mu: b onto the list. */
+static void spares_push(arena_spares *s, struct arena_block *b)
+{
+    b->next = s->list;
+    s->list = b;
+    s->bytes += b->size;
+}
+
 /* spares_room -- under s->mu: one more block fits beside *live within the cap. */
 static int spares_room(const arena_spares *s)
 {
@@ -142,9 +150,7 @@ size_t arena_spares_reserve(arena_spares *s, size_t want)
         pthread_mutex_lock(&s->mu);
         int keep = spares_room(s); /* arenas may have grown meanwhile */
         if (keep) {
-            b->next = s->list;
-            s->list = b;
-            s->bytes += b->size;
+            spares_push(s, b);
             s->reserved++;
         }
         pthread_mutex_unlock(&s->mu);
@@ -157,23 +163,19 @@ size_t arena_spares_reserve(arena_spares *s, size_t want)
     return added;
 }
 
-/* spares_take -- a spare block of s (NULL if none). When account is s's
- * live counter, the block is added to it here, under s->mu, in the same step
- * that takes it off the list: a reserve (which reads live under s->mu) never
- * sees the block in neither or both. *counted says whether it was. */
-static struct arena_block *spares_take(arena_spares *s, size_t *account, int *counted)
+/* spares_take -- a spare block of s (NULL if none), added to account (if
+ * any) here, under s->mu, in the same step that takes it off the list: a
+ * reserve (which reads live under s->mu) never sees the block in neither or
+ * both. */
+static struct arena_block *spares_take(arena_spares *s, size_t *account)
 {
-    *counted = 0;
     pthread_mutex_lock(&s->mu);
     struct arena_block *b = s->list;
     if (b) {
         s->list = b->next;
         s->bytes -= b->size;
         s->reused++;
-        if (account && account == s->live) {
-            __atomic_fetch_add(account, b->size, __ATOMIC_RELAXED);
-            *counted = 1;
-        }
+        if (account) __atomic_fetch_add(account, b->size, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&s->mu);
     return b;
@@ -190,9 +192,7 @@ static void spares_give(arena_spares *s, struct arena_block *b)
     while (b) {
         struct arena_block *next = b->next;
         if (b->size == s->block_size && live + s->bytes + b->size <= s->cap) {
-            b->next = s->list;
-            s->list = b;
-            s->bytes += b->size;
+            spares_push(s, b);
         } else {
             if (b->size == s->block_size) s->freed++;
             b->next = drop;
@@ -228,14 +228,11 @@ static uint8_t *new_block(arena *a, size_t data)
         return NULL;
     }
     size_t size = ARENA_HDR + data;
-    int counted = 0;
-    struct arena_block *b =
-        a->spares && size == a->spares->block_size ? spares_take(a->spares, a->account, &counted) : NULL;
+    struct arena_block *b = a->spares && size == a->spares->block_size ? spares_take(a->spares, a->account) : NULL;
     if (!b) {
         /* counted before malloc: a concurrent reserve sees this block as live
          * while it is being faulted in (the cap holds) */
         if (a->account) __atomic_fetch_add(a->account, size, __ATOMIC_RELAXED);
-        counted = 1;
         b = malloc(size);
         if (!b) {
             if (a->account) __atomic_fetch_sub(a->account, size, __ATOMIC_RELAXED);
@@ -248,7 +245,6 @@ static uint8_t *new_block(arena *a, size_t data)
     b->size = size;
     a->blocks = b;
     __atomic_store_n(&a->usage, a->usage + size, __ATOMIC_RELAXED);
-    if (a->account && !counted) __atomic_fetch_add(a->account, size, __ATOMIC_RELAXED);
     return (uint8_t *)(b + 1);
 }
 

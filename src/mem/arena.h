@@ -26,9 +26,9 @@
  * flush thread does it before each flush). The spares hold at most `cap`
  * bytes together with the account they share it with (the memtables' DRAM
  * share: live blocks + spares <= cap); a block that would go past that is
- * freed. An arena whose account is the spares' `live` adds a block to it
- * under the spares' mutex when it takes one from the list, and before it
- * asks malloc for one, so a reserve never counts a block twice.
+ * freed. An arena adds a block to its account under the spares' mutex when
+ * it takes one from the list, and before it asks malloc for one, so a
+ * reserve never counts a block twice.
  *
  * Thread safety: arena_alloc() is single-threaded (only the memtable's writer
  * allocates). arena_memory_usage() may be called from any thread at any time:
