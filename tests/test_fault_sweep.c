@@ -338,7 +338,57 @@ static void fs_doubt(tkv_db *db, fs_result *r, const char *what)
     }
 }
 
-/* fs_check_files -- the directory holds only the database's live files. */
+/* fs_leaked_file -- 1 with the name of the first file in dir that is not
+ * one of the database's live files in out (and the live MANIFEST and WAL
+ * numbers and SST count for the message), else 0 with *nsst the current
+ * version's SSTs found on disk and *nlive the number it lists. */
+static int fs_leaked_file(tkv_db *db, const char *dir, char *out, size_t outlen, size_t *nsst, size_t *nlive,
+                          uint64_t *manifest_out, uint64_t *wal_out)
+{
+    pthread_mutex_lock(&db->mu);
+    version *v = vset_current(db->vs);
+    uint64_t manifest = vset_manifest_number(db->vs), wal = db->wal_number;
+    uint64_t live[512];
+    size_t n = 0;
+    for (int l = 0; l < VERSION_LEVELS; l++)
+        for (size_t i = 0; i < v->nfiles[l] && n < 512; i++) live[n++] = v->files[l][i]->number;
+    pthread_mutex_unlock(&db->mu);
+    *manifest_out = manifest;
+    *wal_out = wal;
+    *nlive = n;
+    *nsst = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *f = e->d_name;
+        if (!strcmp(f, ".") || !strcmp(f, "..") || !strcmp(f, "CURRENT") || !strcmp(f, "LOCK") ||
+            !strcmp(f, "IDENTITY") || !strcmp(f, "POOL") || !strcmp(f, "matrix.pmem"))
+            continue;
+        char *end;
+        unsigned long long num = strtoull(f, &end, 10);
+        if (!strncmp(f, "MANIFEST-", 9) && strtoull(f + 9, NULL, 10) == manifest) continue;
+        if (end != f && !strcmp(end, ".wal") && num == wal) continue;
+        if (end != f && !strcmp(end, ".sst")) {
+            size_t i = 0;
+            while (i < n && live[i] != num) i++;
+            if (i < n) {
+                (*nsst)++;
+                continue;
+            }
+        }
+        snprintf(out, outlen, "%s", f);
+        closedir(d);
+        return 1;
+    }
+    closedir(d);
+    return 0;
+}
+
+/* fs_check_files -- the directory holds only the database's live files. A
+ * job that has just installed its version removes its inputs after it lets
+ * go of db->mu, so a file the current version no longer lists may still be
+ * on its way out: like the .trash files, it must be gone within 5 s. */
 static void fs_check_files(tkv_db *db, const char *dir, const char *what)
 {
     for (int tries = 0;; tries++) { /* the trash thread deletes renamed files in the background */
@@ -353,39 +403,15 @@ static void fs_check_files(tkv_db *db, const char *dir, const char *what)
         if (tries == 500) fail_msg("%s: %zu .trash files still there after 5 s", what, n);
         usleep(10000);
     }
-    pthread_mutex_lock(&db->mu);
-    version *v = vset_current(db->vs);
-    uint64_t manifest = vset_manifest_number(db->vs), wal = db->wal_number;
-    uint64_t live[512];
-    size_t nlive = 0;
-    for (int l = 0; l < VERSION_LEVELS; l++)
-        for (size_t i = 0; i < v->nfiles[l] && nlive < 512; i++) live[nlive++] = v->files[l][i]->number;
-    pthread_mutex_unlock(&db->mu);
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    size_t nsst = 0;
-    while ((e = readdir(d))) {
-        const char *f = e->d_name;
-        if (!strcmp(f, ".") || !strcmp(f, "..") || !strcmp(f, "CURRENT") || !strcmp(f, "LOCK") ||
-            !strcmp(f, "IDENTITY") || !strcmp(f, "POOL") || !strcmp(f, "matrix.pmem"))
-            continue;
-        char *end;
-        unsigned long long num = strtoull(f, &end, 10);
-        if (!strncmp(f, "MANIFEST-", 9) && strtoull(f + 9, NULL, 10) == manifest) continue;
-        if (end != f && !strcmp(end, ".wal") && num == wal) continue;
-        if (end != f && !strcmp(end, ".sst")) {
-            size_t i = 0;
-            while (i < nlive && live[i] != num) i++;
-            if (i < nlive) {
-                nsst++;
-                continue;
-            }
-        }
-        fail_msg("%s: leaked file %s (live: MANIFEST-%06llu, %06llu.wal, %zu SSTs)", what, f,
-                 (unsigned long long)manifest, (unsigned long long)wal, nlive);
+    char f[256];
+    size_t nsst, nlive;
+    uint64_t manifest, wal;
+    for (int tries = 0; fs_leaked_file(db, dir, f, sizeof f, &nsst, &nlive, &manifest, &wal); tries++) {
+        if (tries == 500)
+            fail_msg("%s: leaked file %s (live: MANIFEST-%06llu, %06llu.wal, %zu SSTs)", what, f,
+                     (unsigned long long)manifest, (unsigned long long)wal, nlive);
+        usleep(10000);
     }
-    closedir(d);
     if (nsst != nlive) fail_msg("%s: %zu of the version's %zu SSTs are on disk", what, nsst, nlive);
 }
 
