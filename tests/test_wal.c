@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1160,6 +1161,123 @@ static void test_mapped_round_trip(void **state)
     }
 }
 
+/* The helper's piece hook (io_wmap_set_piece_hook): pauses the helper once,
+ * at the `skip`+1-th call of the wanted kind, until released. */
+typedef struct piece_pause {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int want, skip, armed, paused, released;
+} piece_pause;
+
+static void piece_pause_hook(void *arg, int in_piece)
+{
+    piece_pause *pp = arg;
+    pthread_mutex_lock(&pp->mu);
+    if (pp->armed && in_piece == pp->want && pp->skip-- == 0) {
+        pp->armed = 0;
+        pp->paused = 1;
+        pthread_cond_broadcast(&pp->cv);
+        while (!pp->released) pthread_cond_wait(&pp->cv, &pp->mu);
+    }
+    pthread_mutex_unlock(&pp->mu);
+}
+
+typedef struct claim_arg {
+    io_wmap_file *m;
+    uint64_t end;
+    int done; /* atomic */
+} claim_arg;
+
+static void *claim_thread(void *arg)
+{
+    claim_arg *c = arg;
+    io_wmap_claim(c->m, c->end);
+    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* test_mapped_claim_overtakes_helper -- a writer that reaches the end of the
+ * made pages while the helper makes a step: between two of the step's pieces
+ * it takes the rest of the step at once (no wait) and the helper stops; while
+ * a piece is being written it waits for that piece only. Either way the
+ * writer's bytes are what the file holds afterwards (the helper never writes
+ * zeros over them), checked byte for byte. */
+static void test_mapped_claim_overtakes_helper(void **state)
+{
+    fixture *fx = *state;
+    if (no_mapping(fx, "test_mapped_claim_overtakes_helper")) return;
+    const uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE), len = 8u << 20, head = pg;
+    const uint64_t piece = IO_WMAP_PIECE, data_len = 200u << 10; /* past a piece, inside a step */
+    assert_true(IO_WMAP_STEP >= 3 * piece && data_len > 2 * piece && data_len < IO_WMAP_STEP);
+    uint8_t *data = malloc(data_len), *back = malloc(data_len);
+    assert_non_null(data);
+    assert_non_null(back);
+    for (int in_piece = 0; in_piece <= 1; in_piece++) {
+        char p[PATH_MAX];
+        fpath(fx, in_piece ? "claim-in-piece" : "claim-between", p);
+        int fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(fallocate(fd, 0, 0, (off_t)len), 0);
+        io_wmap *w = NULL;
+        assert_int_equal(io_wmap_start(&w), 0);
+        piece_pause pp = {.want = in_piece, .skip = in_piece, .armed = 1}; /* in a piece: the second one */
+        pthread_mutex_init(&pp.mu, NULL);
+        pthread_cond_init(&pp.cv, NULL);
+        io_wmap_set_piece_hook(piece_pause_hook, &pp);
+        io_wmap_file *m = NULL;
+        assert_int_equal(io_wmap_attach(w, fd, head, len, &m), 0); /* the helper starts its first step */
+        pthread_mutex_lock(&pp.mu);
+        while (!pp.paused) pthread_cond_wait(&pp.cv, &pp.mu);
+        pthread_mutex_unlock(&pp.mu);
+        /* paused: between pieces 1 and 2 (made = head + piece), or while
+         * piece 2 is in flight (made = head + piece, piece 2 up to head + 2 piece) */
+        claim_arg c = {.m = m, .end = head + data_len};
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, claim_thread, &c), 0);
+        for (uint64_t i = 0; i < data_len; i++) data[i] = (uint8_t)(0x41 + i % 23 + in_piece);
+        if (!in_piece) {
+            assert_int_equal(pthread_join(t, NULL), 0); /* returns while the helper stays paused */
+            /* the writer's own pwrite of what it claimed (as wal.c does past the
+             * made pages), before the helper goes on: it must not write there */
+            assert_int_equal(pwrite(fd, data, data_len, (off_t)head), (ssize_t)data_len);
+        } else {
+            struct timespec ts = {0, 50 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            assert_int_equal(__atomic_load_n(&c.done, __ATOMIC_SEQ_CST), 0); /* waits for the piece */
+        }
+        pthread_mutex_lock(&pp.mu);
+        pp.released = 1;
+        pthread_cond_broadcast(&pp.cv);
+        pthread_mutex_unlock(&pp.mu);
+        if (in_piece) {
+            assert_int_equal(pthread_join(t, NULL), 0);
+            assert_int_equal(pwrite(fd, data, data_len, (off_t)head), (ssize_t)data_len);
+        }
+        io_wmap_appended(m, head + data_len, data_len, 0);
+        io_wmap_drain(w); /* the helper goes on making pages past the writer's */
+        io_wmap_stats ms;
+        io_wmap_get_stats(w, &ms);
+        assert_int_equal(ms.writer_waits, in_piece ? 1 : 0);
+        /* between pieces: the rest of the step up to the claim was the writer's.
+         * In a piece: the helper stopped at that piece's end; if it began its
+         * next step before the woken writer got the mutex, the writer took what
+         * was left of it past that, but nothing of the piece it waited for */
+        if (in_piece) assert_true(ms.taken_bytes <= data_len - 2 * piece);
+        else assert_int_equal(ms.taken_bytes, data_len - piece);
+        assert_int_equal(ms.failures, 0);
+        io_wmap_detach(m);
+        io_wmap_set_piece_hook(NULL, NULL);
+        io_wmap_stop(w);
+        assert_int_equal(pread(fd, back, data_len, (off_t)head), (ssize_t)data_len);
+        assert_memory_equal(back, data, data_len);
+        close(fd);
+        pthread_cond_destroy(&pp.cv);
+        pthread_mutex_destroy(&pp.mu);
+    }
+    free(data);
+    free(back);
+}
+
 /* kill_len -- the length of record i of the killed writer's log. */
 static size_t kill_len(uint64_t seed, uint64_t i)
 {
@@ -1261,6 +1379,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reserve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mapped_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mapped_killed_writer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mapped_claim_overtakes_helper, setup, teardown),
     };
     return cmocka_run_group_tests_name("wal", tests, NULL, NULL);
 }

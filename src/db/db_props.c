@@ -143,10 +143,12 @@ static void wal_io_lines(tkv_db *db, tkv_buf *b, int *oom)
     if (db->io.wmap) {
         io_wmap_stats ms;
         io_wmap_get_stats(db->io.wmap, &ms);
-        buf_appendf(b, oom, "wal_mmap: files=%llu stored=%llu written=%llu made=%llu writer_waits=%llu errors=%llu\n",
+        buf_appendf(b, oom, "wal_mmap: files=%llu stored=%llu written=%llu made=%llu writer_waits=%llu taken=%llu "
+                   "errors=%llu\n",
                    (unsigned long long)ms.files, (unsigned long long)ms.mapped_bytes,
                    (unsigned long long)ms.written_bytes, (unsigned long long)ms.made_bytes,
-                   (unsigned long long)ms.writer_waits, (unsigned long long)ms.failures);
+                   (unsigned long long)ms.writer_waits, (unsigned long long)ms.taken_bytes,
+                   (unsigned long long)ms.failures);
     }
 }
 

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -25,7 +26,8 @@ struct io_wmap_file {
     uint8_t *base;
     uint64_t len;     /* mapped bytes = the file's size while mapped */
     uint64_t made;    /* atomic: pages below exist and are the writer's (wmap.h) */
-    uint64_t claim;   /* mu: the helper writes zeros in [made, claim) while busy */
+    uint64_t claim;   /* mu: while busy the helper means to write zeros in [made, claim), a piece at a time */
+    uint64_t piece;   /* mu: the end of the piece [made, piece) the helper is writing with mu released; 0 if none */
     uint64_t size;    /* atomic: the writer's appends end here */
     uint64_t clean;   /* atomic: the writer's page-table entries are dropped below this */
     int busy;         /* mu: the helper works on this file with mu released */
@@ -79,27 +81,66 @@ static int want_clean(const io_wmap_file *m)
     return t > c && (t >= c + IO_WMAP_STEP || t == m->len); /* the last, shorter piece once the mapping is done */
 }
 
+/* The test seam of wmap.h: called by the helper with mu released. */
+static void (*piece_hook)(void *arg, int in_piece);
+static void *piece_hook_arg;
+
+void io_wmap_set_piece_hook(void (*fn)(void *arg, int in_piece), void *arg)
+{
+    piece_hook_arg = arg;
+    __atomic_store_n(&piece_hook, fn, __ATOMIC_RELEASE);
+}
+
+static void call_piece_hook(int in_piece)
+{
+    void (*fn)(void *, int) = __atomic_load_n(&piece_hook, __ATOMIC_ACQUIRE);
+    if (fn) fn(piece_hook_arg, in_piece);
+}
+
 /* step -- one job on m with mu released (m->busy keeps detach away). */
 static void step(io_wmap *w, io_wmap_file *m, int pages)
 {
     if (pages) {
-        uint64_t from = __atomic_load_n(&m->made, __ATOMIC_RELAXED), to = m->claim;
-        static const uint8_t zeros[IO_WMAP_STEP];
-        pthread_mutex_unlock(&w->mu);
+        /* A piece at a time, mu released while it is written, the CPU offered
+         * back between pieces: this thread runs at the writer's priority,
+         * often on the writer's core (the writer woke it), and a whole step
+         * there held the writer off its core for 100-200 us
+         * (docs/bench/writer-preemption/). A writer that reaches the end of
+         * the made pages meanwhile waits for the piece in flight only and
+         * takes the rest of the step (io_wmap_claim): the helper stops when
+         * `made` is no longer where it left it, or at a lowered claim. */
+        static const uint8_t zeros[IO_WMAP_PIECE];
+        uint64_t off = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
         int err = 0;
-        for (uint64_t off = from; off < to && !err;) {
-            ssize_t k = pwrite(m->fd, zeros, (size_t)(to - off), (off_t)off);
-            if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) err = k < 0 ? errno : EIO;
-            else off += (uint64_t)k;
-        }
-        pthread_mutex_lock(&w->mu);
-        if (err) {
-            __atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED); /* the writer's own pwrite reports it */
-            w->st.failures++;
-        } else {
-            __atomic_store_n(&m->made, to, __ATOMIC_RELEASE);
-            w->st.made_bytes += to - from;
+        while (off < m->claim && off == __atomic_load_n(&m->made, __ATOMIC_RELAXED) &&
+               !__atomic_load_n(&m->failed, __ATOMIC_RELAXED)) {
+            uint64_t end = m->claim - off > IO_WMAP_PIECE ? off + IO_WMAP_PIECE : m->claim;
+            m->piece = end;
+            pthread_mutex_unlock(&w->mu);
+            call_piece_hook(1);
+            for (uint64_t at = off; at < end && !err;) {
+                ssize_t k = pwrite(m->fd, zeros, (size_t)(end - at), (off_t)at);
+                if (k < 0 && errno == EINTR) continue;
+                if (k <= 0) err = k < 0 ? errno : EIO;
+                else at += (uint64_t)k;
+            }
+            pthread_mutex_lock(&w->mu);
+            m->piece = 0;
+            pthread_cond_broadcast(&w->cv); /* a writer waiting for this piece */
+            if (err) {
+                __atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED); /* the writer's own pwrite reports it */
+                w->st.failures++;
+                break;
+            }
+            __atomic_store_n(&m->made, end, __ATOMIC_RELEASE);
+            w->st.made_bytes += end - off;
+            off = end;
+            if (off < m->claim) {
+                pthread_mutex_unlock(&w->mu);
+                sched_yield();
+                call_piece_hook(0);
+                pthread_mutex_lock(&w->mu);
+            }
         }
         m->claim = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
         return;
@@ -260,24 +301,27 @@ int io_wmap_store(io_wmap_file *m, uint64_t at, const void *p, size_t n)
     return 1;
 }
 
-/* zeroing_below -- the helper is writing zeros somewhere below `end` (mu held). */
-static int zeroing_below(const io_wmap_file *m, uint64_t end)
-{
-    uint64_t made = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
-    return m->busy && m->claim > made && end > made;
-}
-
 void io_wmap_claim(io_wmap_file *m, uint64_t end)
 {
     io_wmap *w = m->w;
     pthread_mutex_lock(&w->mu);
-    if (zeroing_below(m, end)) {
+    if (m->piece && end > __atomic_load_n(&m->made, __ATOMIC_RELAXED)) {
+        /* a piece of zeros is being written at [made, piece): wait for it
+         * (it may be part of what this pwrite covers), no longer for the
+         * rest of the helper's step */
         w->st.writer_waits++;
-        while (zeroing_below(m, end)) pthread_cond_wait(&w->cv, &w->mu);
+        do {
+            m->claim = m->piece; /* the helper stops after this piece (it may have begun another step) */
+            pthread_cond_wait(&w->cv, &w->mu);
+        } while (m->piece && end > __atomic_load_n(&m->made, __ATOMIC_RELAXED));
     }
+    /* no piece in flight now: a busy helper is between pieces and stops when
+     * it sees made moved */
     uint64_t to = round_up(end, page_size());
     if (to > m->len) to = m->len;
-    if (to > __atomic_load_n(&m->made, __ATOMIC_RELAXED)) {
+    uint64_t made = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
+    if (to > made) {
+        if (m->busy && m->claim > made) w->st.taken_bytes += (m->claim < to ? m->claim : to) - made;
         __atomic_store_n(&m->made, to, __ATOMIC_RELEASE);
         m->claim = to;
     }

@@ -17,8 +17,11 @@
  * Who owns which bytes (per mapped file, under the helper's mutex):
  *  - [0, made): pages that exist and that the helper never writes again. The
  *    writer stores into them (lock-free: `made` is read with acquire).
- *  - [made, claim): the helper is writing zeros there (busy); nobody else
- *    writes there until it is done and made = claim.
+ *  - [made, piece): the helper is writing zeros there with mu released (a
+ *    piece of IO_WMAP_PIECE at most); nobody else writes there until it is
+ *    done and made = piece. [piece, claim): the rest of the helper's step;
+ *    a writer may take it (io_wmap_claim moves made past it, and the helper
+ *    stops at its next piece when made is not where it left it).
  *  - past made (not busy): nobody's; the writer takes pages by moving made
  *    past them (io_wmap_claim) before it pwrites there.
  *  Invariant: made >= the file's size (the writer's appends), so the helper's
@@ -50,6 +53,8 @@
  * and drops page-table entries this far behind it. */
 #define IO_WMAP_AHEAD (2u << 20)
 #define IO_WMAP_STEP (256u << 10)
+/* ... writing a step's zeros this much at a time, yielding the CPU between. */
+#define IO_WMAP_PIECE (64u << 10)
 
 typedef struct io_wmap io_wmap;           /* the helper thread (one per database) */
 typedef struct io_wmap_file io_wmap_file; /* one mapped append file */
@@ -60,7 +65,8 @@ typedef struct io_wmap_stats {
     uint64_t made_bytes;    /* bytes of pages the helper made */
     uint64_t mapped_bytes;  /* bytes the writers stored through a mapping */
     uint64_t written_bytes; /* bytes the writers of mapped files wrote with pwrite (past the made pages) */
-    uint64_t writer_waits;  /* times a writer waited for the helper's step to finish */
+    uint64_t writer_waits;  /* times a writer waited for the helper's piece to finish */
+    uint64_t taken_bytes;   /* bytes of a helper's step a writer took over (wrote itself) */
     uint64_t failures;      /* pwrite or madvise errors of the helper (it stops making pages for that file) */
 } io_wmap_stats;
 
@@ -89,6 +95,11 @@ int io_wmap_store(io_wmap_file *m, uint64_t at, const void *p, size_t n);
 /* io_wmap_claim -- before a pwrite of bytes up to `end`: waits while the
  * helper writes zeros below `end`, then keeps it off the pages up to `end`. */
 void io_wmap_claim(io_wmap_file *m, uint64_t end);
+/* io_wmap_set_piece_hook -- tests only: fn(arg, 1) runs in the helper just
+ * before it writes a piece (the piece is in flight), fn(arg, 0) between two
+ * pieces of a step (none in flight), both without the helper's mutex. NULL:
+ * none (the default). Not for concurrent use with several databases. */
+void io_wmap_set_piece_hook(void (*fn)(void *arg, int in_piece), void *arg);
 /* io_wmap_appended -- the file's size after a pwrite of `bytes` (for the
  * helper); `failed`: the pwrite failed, and the pages io_wmap_claim took may
  * not exist, so no later append is a store (they all pwrite). */
