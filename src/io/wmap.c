@@ -43,6 +43,7 @@ struct io_wmap {
     pthread_cond_t cv; /* the helper waits for work; writers and detach wait for a step */
     io_wmap_file *files;
     int kicked;        /* atomic: a writer asked for work since the helper last looked */
+    int writer_cpu;    /* atomic: the CPU a writer last asked for work from (-1: not known) */
     int stopping;
     pthread_t thread;
     io_wmap_stats st;  /* mu; its mapped_bytes and written_bytes are kept in the two below */
@@ -102,10 +103,10 @@ static void step(io_wmap *w, io_wmap_file *m, int pages)
 {
     if (pages) {
         /* A piece at a time, mu released while it is written, the CPU offered
-         * back between pieces: this thread runs at the writer's priority,
-         * often on the writer's core (the writer woke it), and a whole step
-         * there held the writer off its core for 100-200 us
-         * (docs/bench/writer-preemption/). A writer that reaches the end of
+         * back between pieces when this thread runs on the core the writer
+         * asked from: it runs at the writer's priority, often on the writer's
+         * core (the writer woke it), and a whole step there held the writer
+         * off its core for 100-200 us (docs/bench/writer-preemption/). A writer that reaches the end of
          * the made pages meanwhile waits for the piece in flight only and
          * takes the rest of the step (io_wmap_claim): the helper stops when
          * `made` is no longer where it left it, or at a lowered claim. */
@@ -135,9 +136,12 @@ static void step(io_wmap *w, io_wmap_file *m, int pages)
             __atomic_store_n(&m->made, end, __ATOMIC_RELEASE);
             w->st.made_bytes += end - off;
             off = end;
-            if (off < m->claim) {
+            /* on the writer's core, let it run: the core offered back only
+             * there, so that on the other core the pages are made at full speed */
+            int yield = off < m->claim && sched_getcpu() == __atomic_load_n(&w->writer_cpu, __ATOMIC_RELAXED);
+            if (yield || (off < m->claim && __atomic_load_n(&piece_hook, __ATOMIC_RELAXED))) {
                 pthread_mutex_unlock(&w->mu);
-                sched_yield();
+                if (yield) sched_yield();
                 call_piece_hook(0);
                 pthread_mutex_lock(&w->mu);
             }
@@ -191,6 +195,7 @@ int io_wmap_start(io_wmap **out)
     *out = NULL;
     io_wmap *w = calloc(1, sizeof *w);
     if (!w) return tkv_err(TKV_NO_MEMORY, "out of memory starting the WAL mapping thread");
+    w->writer_cpu = -1;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     int rc = thread_create(&w->thread, wmap_main, w, "the WAL mapping thread");
@@ -276,6 +281,7 @@ static void kick(io_wmap_file *m, uint64_t size, uint64_t made)
                               : (made < m->len && made - size < IO_WMAP_AHEAD / 2) ||
                                     size >= clean + 3 * (uint64_t)IO_WMAP_STEP;
     if (!need) return;
+    __atomic_store_n(&w->writer_cpu, sched_getcpu(), __ATOMIC_RELAXED); /* step() yields on this core */
     if (__atomic_load_n(&w->kicked, __ATOMIC_SEQ_CST)) return;
     pthread_mutex_lock(&w->mu);
     __atomic_store_n(&w->kicked, 1, __ATOMIC_SEQ_CST);
