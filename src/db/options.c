@@ -76,7 +76,7 @@ static const opt_def OPTION_TABLE[] = {
     {"pmem_size", OPT_SIZE, OFF(pmem_size), 0, UINT64_C(1) << 40, "0", NULL},
     {"pmem_mode", OPT_ENUM, OFF(pmem_mode), 0, 4, "auto", PMEM_MODE_NAMES},
     {"emul_profile", OPT_ENUM, OFF(emul_profile), 0, 1, "none", PROFILE_NAMES},
-    {"pmem_writeback", OPT_SIZE, OFF(pmem_writeback), 0, UINT64_C(1) << 40, "128M", NULL},
+    {"pmem_writeback", OPT_SIZE, OFF(pmem_writeback), 0, UINT64_C(1) << 40, "256M", NULL},
     {"column_bytes", OPT_SIZE, OFF(column_bytes), 0, UINT64_C(1) << 40, "0", NULL},
     {"matrix_trigger", OPT_INT, OFF(matrix_trigger), 1, 100, "50", NULL},
     {"row_filter", OPT_BOOL, OFF(row_filter), 0, 1, "1", NULL},
