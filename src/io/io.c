@@ -580,6 +580,7 @@ int io_map_appends(io_file *f, uint64_t len)
     long pg = sysconf(_SC_PAGESIZE);
     uint64_t a = pg > 0 ? (uint64_t)pg : 4096, end = (f->size + len + a - 1) / a * a;
     if (end <= f->size) return 0;
+    if (IO_WMAP_PIECE % a != 0) return 0; /* the helper's pieces must be whole pages (wmap.c io_wmap_claim) */
     if (ftruncate(f->fd, (off_t)end) != 0) return tkv_err_errno(errno, "extend %s to map it", f->path);
     int e = io_wmap_attach(f->stats->wmap, f->fd, f->size, end, &f->map);
     if (e) {

@@ -28,6 +28,7 @@ struct io_wmap_file {
     uint64_t made;    /* atomic: pages below exist and are the writer's (wmap.h) */
     uint64_t claim;   /* mu: while busy the helper means to write zeros in [made, claim), a piece at a time */
     uint64_t piece;   /* mu: the end of the piece [made, piece) the helper is writing with mu released; 0 if none */
+    int claiming;     /* mu: writers waiting in io_wmap_claim for a piece: the helper starts no new step here */
     uint64_t size;    /* atomic: the writer's appends end here */
     uint64_t clean;   /* atomic: the writer's page-table entries are dropped below this */
     int busy;         /* mu: the helper works on this file with mu released */
@@ -62,7 +63,7 @@ static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 static int want_pages(const io_wmap_file *m)
 {
     uint64_t made = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
-    return !__atomic_load_n(&m->failed, __ATOMIC_RELAXED) && made < m->len &&
+    return !m->claiming && !__atomic_load_n(&m->failed, __ATOMIC_RELAXED) && made < m->len &&
            made < __atomic_load_n(&m->size, __ATOMIC_ACQUIRE) + IO_WMAP_AHEAD;
 }
 
@@ -88,14 +89,14 @@ static void *piece_hook_arg;
 
 void io_wmap_set_piece_hook(void (*fn)(void *arg, int in_piece), void *arg)
 {
-    piece_hook_arg = arg;
+    __atomic_store_n(&piece_hook_arg, arg, __ATOMIC_RELEASE);
     __atomic_store_n(&piece_hook, fn, __ATOMIC_RELEASE);
 }
 
 static void call_piece_hook(int in_piece)
 {
     void (*fn)(void *, int) = __atomic_load_n(&piece_hook, __ATOMIC_ACQUIRE);
-    if (fn) fn(piece_hook_arg, in_piece);
+    if (fn) fn(__atomic_load_n(&piece_hook_arg, __ATOMIC_ACQUIRE), in_piece);
 }
 
 /* step -- one job on m with mu released (m->busy keeps detach away). */
@@ -310,21 +311,27 @@ int io_wmap_store(io_wmap_file *m, uint64_t at, const void *p, size_t n)
 void io_wmap_claim(io_wmap_file *m, uint64_t end)
 {
     io_wmap *w = m->w;
+    /* the pages to take; made is page-aligned (or the mapping's end) because
+     * pieces are whole pages (io_map_appends maps no file when the page size
+     * does not divide IO_WMAP_PIECE), so waiting on `to` and on `end`
+     * is the same */
+    uint64_t to = round_up(end, page_size());
+    if (to > m->len) to = m->len;
     pthread_mutex_lock(&w->mu);
-    if (m->piece && end > __atomic_load_n(&m->made, __ATOMIC_RELAXED)) {
+    if (m->piece && to > __atomic_load_n(&m->made, __ATOMIC_RELAXED)) {
         /* a piece of zeros is being written at [made, piece): wait for it
-         * (it may be part of what this pwrite covers), no longer for the
-         * rest of the helper's step */
+         * (it may be part of what this pwrite covers), not for the rest of
+         * the helper's step, and keep the helper from starting another */
         w->st.writer_waits++;
+        m->claiming++;
         do {
-            m->claim = m->piece; /* the helper stops after this piece (it may have begun another step) */
+            m->claim = m->piece; /* the helper stops after this piece */
             pthread_cond_wait(&w->cv, &w->mu);
-        } while (m->piece && end > __atomic_load_n(&m->made, __ATOMIC_RELAXED));
+        } while (m->piece && to > __atomic_load_n(&m->made, __ATOMIC_RELAXED));
+        m->claiming--;
     }
     /* no piece in flight now: a busy helper is between pieces and stops when
      * it sees made moved */
-    uint64_t to = round_up(end, page_size());
-    if (to > m->len) to = m->len;
     uint64_t made = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
     if (to > made) {
         if (m->busy && m->claim > made) w->st.taken_bytes += (m->claim < to ? m->claim : to) - made;
