@@ -107,10 +107,11 @@ static void step(io_wmap *w, io_wmap_file *m, int pages)
          * back between pieces when this thread runs on the core the writer
          * asked from: it runs at the writer's priority, often on the writer's
          * core (the writer woke it), and a whole step there held the writer
-         * off its core for 100-200 us (docs/bench/writer-preemption/). A writer that reaches the end of
-         * the made pages meanwhile waits for the piece in flight only and
-         * takes the rest of the step (io_wmap_claim): the helper stops when
-         * `made` is no longer where it left it, or at a lowered claim. */
+         * off its core for 100-200 us (docs/bench/writer-preemption/). A
+         * writer that reaches the end of the made pages meanwhile waits for
+         * the piece in flight only and takes the rest of the step
+         * (io_wmap_claim): the helper stops when `made` is no longer where it
+         * left it, or at a lowered claim. */
         static const uint8_t zeros[IO_WMAP_PIECE];
         uint64_t off = __atomic_load_n(&m->made, __ATOMIC_RELAXED);
         int err = 0;
@@ -137,10 +138,11 @@ static void step(io_wmap *w, io_wmap_file *m, int pages)
             __atomic_store_n(&m->made, end, __ATOMIC_RELEASE);
             w->st.made_bytes += end - off;
             off = end;
+            if (off >= m->claim) break;
             /* on the writer's core, let it run: the core offered back only
              * there, so that on the other core the pages are made at full speed */
-            int yield = off < m->claim && sched_getcpu() == __atomic_load_n(&w->writer_cpu, __ATOMIC_RELAXED);
-            if (yield || (off < m->claim && __atomic_load_n(&piece_hook, __ATOMIC_RELAXED))) {
+            int yield = sched_getcpu() == __atomic_load_n(&w->writer_cpu, __ATOMIC_RELAXED);
+            if (yield || __atomic_load_n(&piece_hook, __ATOMIC_RELAXED)) {
                 pthread_mutex_unlock(&w->mu);
                 if (yield) sched_yield();
                 call_piece_hook(0);
@@ -282,7 +284,10 @@ static void kick(io_wmap_file *m, uint64_t size, uint64_t made)
                               : (made < m->len && made - size < IO_WMAP_AHEAD / 2) ||
                                     size >= clean + 3 * (uint64_t)IO_WMAP_STEP;
     if (!need) return;
-    __atomic_store_n(&w->writer_cpu, sched_getcpu(), __ATOMIC_RELAXED); /* step() yields on this core */
+    int cpu = sched_getcpu(); /* step() yields on this core; written only when it changed: the
+                               * line is the helper's too, and this runs on most stores of a step */
+    if (cpu != __atomic_load_n(&w->writer_cpu, __ATOMIC_RELAXED))
+        __atomic_store_n(&w->writer_cpu, cpu, __ATOMIC_RELAXED);
     if (__atomic_load_n(&w->kicked, __ATOMIC_SEQ_CST)) return;
     pthread_mutex_lock(&w->mu);
     __atomic_store_n(&w->kicked, 1, __ATOMIC_SEQ_CST);

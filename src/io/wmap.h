@@ -93,7 +93,8 @@ int io_wmap_attach(io_wmap *w, int fd, uint64_t size, uint64_t len, io_wmap_file
  * the kernel's copy.) */
 int io_wmap_store(io_wmap_file *m, uint64_t at, const void *p, size_t n);
 /* io_wmap_claim -- before a pwrite of bytes up to `end`: waits while the
- * helper writes zeros below `end`, then keeps it off the pages up to `end`. */
+ * helper's piece in flight lies below `end` (not for the rest of its step),
+ * then keeps it off the pages up to `end`. */
 void io_wmap_claim(io_wmap_file *m, uint64_t end);
 /* io_wmap_set_piece_hook -- tests only: fn(arg, 1) runs in the helper just
  * before it writes a piece (the piece is in flight), fn(arg, 0) between two
