@@ -7,8 +7,11 @@
  *                + sfence: the bytes survive power loss when it returns.
  *   PM_EMULATED  page-cache mapping; pm_persist = the same flush + fence. The
  *                stores already sit in the page cache, so they survive a
- *                process crash; only pm_close's msync makes them survive an OS
- *                crash.
+ *                process crash; pm_sync (an fdatasync of the pool file) makes
+ *                everything stored before it survive a power cut. The pool
+ *                calls it at its commit points (matrix/pool.h).
+ *   PM_VOLATILE  PM_EMULATED without sync points: only pm_close's msync makes
+ *                the stores survive an OS crash (opt-in).
  *   PM_MSYNC     page-cache mapping; pm_persist/pm_flush = msync of the pages
  *                touching the range: survives an OS crash when it returns.
  *   PM_CRASHSIM  the engine writes a private anonymous copy (the volatile
@@ -66,6 +69,7 @@ const char *pm_mode_name(pm_mode m)
     case PM_EMULATED: return "emulated";
     case PM_MSYNC: return "msync";
     case PM_CRASHSIM: return "crashsim";
+    case PM_VOLATILE: return "volatile";
     }
     return "unknown";
 }
@@ -427,7 +431,7 @@ static void pm_open_undo(pm_region *r, const char *path, int made)
  * allocates the page -- memory the pool has not reserved, pmem_space.c). */
 static void pm_open_start_helpers(pm_region *r, const char *path)
 {
-    if (r->mode == PM_EMULATED) pm_wb_open(r, path);
+    if (r->mode == PM_EMULATED || r->mode == PM_VOLATILE) pm_wb_open(r, path);
     if (r->mode != PM_CRASHSIM && !r->in_memory_fs) pm_prefault_start(r);
 }
 
@@ -441,7 +445,7 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
     if (out) *out = NULL;
     if (created) *created = 0;
     if (!path || !out) return tkv_err(TKV_INVALID, "pm_open: NULL argument");
-    if ((unsigned)mode > PM_CRASHSIM) return tkv_err(TKV_INVALID, "pool %s: unknown pmem_mode %d", path, (int)mode);
+    if ((unsigned)mode > PM_VOLATILE) return tkv_err(TKV_INVALID, "pool %s: unknown pmem_mode %d", path, (int)mode);
     if ((unsigned)profile > PM_PROFILE_OPTANE)
         return tkv_err(TKV_INVALID, "pool %s: unknown emul_profile %d", path, (int)profile);
 
@@ -453,7 +457,7 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
     if (rc == 0) rc = pm_open_resolve_mode(r, path, mode);
     if (rc == 0) rc = pm_open_space(r, path, made);
     if (rc == 0) rc = pm_open_engine_image(r, path);
-    if (rc == 0 && made && (r->mode == PM_MSYNC || r->mode == PM_PMEM)) rc = fsync_parent(path);
+    if (rc == 0 && made && r->mode != PM_VOLATILE && r->mode != PM_CRASHSIM) rc = fsync_parent(path);
     if (rc < 0) {
         pm_open_undo(r, path, made);
         return rc;
@@ -506,7 +510,7 @@ int pm_close(pm_region *r)
     if (r->mode == PM_CRASHSIM) {
         /* no final copy: what was not persisted is lost, like at a power cut */
         munmap(r->base, r->size);
-    } else if (r->mode == PM_EMULATED && !r->readonly) {
+    } else if ((r->mode == PM_EMULATED || r->mode == PM_VOLATILE) && !r->readonly) {
         pm_msync(r, r->base, r->size); /* a failure is the region's error, returned below */
     }
     int rc = pm_error(r);
@@ -545,7 +549,29 @@ void pm_flush(pm_region *r, const void *addr, size_t len)
 
 void pm_drain(pm_region *r)
 {
-    if (r->mode == PM_PMEM || r->mode == PM_EMULATED) pmem_drain();
+    if (r->mode == PM_PMEM || r->mode == PM_EMULATED || r->mode == PM_VOLATILE) pmem_drain();
+}
+
+int pm_needs_sync(const pm_region *r) { return r->mode == PM_EMULATED && !r->readonly; }
+
+/* pm_sync -- PM_EMULATED's durability point: an fdatasync of the pool file
+ * writes every dirty page of the mapping (and the blocks' metadata) to the
+ * device. A failure is sticky (after a failed fdatasync the dirty pages'
+ * state is unknown). */
+int pm_sync(pm_region *r)
+{
+    if (!pm_needs_sync(r)) return 0;
+    int e = pm_error(r);
+    if (e < 0) return e;
+    uint64_t t0 = now_ns();
+    e = io_fault_check(IO_OP_SYNC, r->path, 0);
+    if (e == 0 && fdatasync(r->fd) != 0) e = errno ? errno : EIO;
+    __atomic_fetch_add(&r->syncs, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&r->sync_ns, now_ns() - t0, __ATOMIC_RELAXED);
+    if (e == 0) return 0;
+    pm_fail(r, TKV_IO_ERROR, "fdatasync of the pool failed: %s; what was stored since the last sync may not be durable",
+            strerror(e));
+    return pm_error(r);
 }
 
 /* pm_persist -- flush then fence (pmem_persist is exactly pmem_flush +
@@ -631,6 +657,8 @@ void pm_get_stats(pm_region *r, pm_stats *out)
     out->persist_errors = __atomic_load_n(&r->persist_errors, __ATOMIC_RELAXED);
     out->reserve_failures = __atomic_load_n(&r->reserve_failures, __ATOMIC_RELAXED);
     out->discarded_bytes = __atomic_load_n(&r->discarded, __ATOMIC_RELAXED);
+    out->syncs = __atomic_load_n(&r->syncs, __ATOMIC_RELAXED);
+    out->sync_ns = __atomic_load_n(&r->sync_ns, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ crashsim control */

@@ -6,9 +6,18 @@
  * Modes (option pmem_mode):
  *   PM_PMEM      real DAX persistent memory (pmem_is_pmem): persist = CPU
  *                cache flush + fence; survives power loss.
- *   PM_EMULATED  a file mapped with libpmem on an ordinary filesystem, persist =
- *                CPU cache flush + fence (pmem_persist): the stores are in the
- *                page cache, so they survive a process crash, not an OS crash.
+ *   PM_EMULATED  a file mapped with libpmem on an ordinary file system: persist =
+ *                CPU cache flush + fence (pmem_persist) into the page cache,
+ *                and durability at the owner's sync points (pm_sync: an
+ *                fdatasync of the pool file). A persisted store survives a
+ *                process crash at once and a power cut once a pm_sync that
+ *                began after it has returned; before that, any subset of the
+ *                dirty pages may be on the device (the kernel writes pages
+ *                back in any order). The owner orders its commit points
+ *                around pm_sync (matrix/pool.h, docs/pmem.md).
+ *   PM_VOLATILE  the same mapping with no sync points (pm_sync does nothing):
+ *                survives a process crash, not an OS crash or power cut.
+ *                Opt-in only, for ablations and RAM-disk benchmarks.
  *   PM_MSYNC     the same mapping, persist = msync of the touched pages
  *                (pmem_msync): survives an OS crash; ~140 us per call here.
  *   PM_CRASHSIM  for tests: the engine works on a private volatile image; only
@@ -18,6 +27,8 @@
  *                copy nothing, so reopening the file shows exactly what a power
  *                failure at that point would leave.
  *   PM_AUTO      PM_PMEM if the mapping is real pmem, else PM_EMULATED.
+ * pm_sync is a no-op in PM_PMEM, PM_MSYNC and PM_CRASHSIM, where a persist is
+ * durable (or, in crashsim, counted as such) when it returns.
  *
  * Profile (option emul_profile): PM_PROFILE_OPTANE adds ~300 ns per
  * pm_read_delay() access and limits pm_memcpy_persist to ~2 GB/s, so
@@ -40,10 +51,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum pm_mode { PM_AUTO = 0, PM_PMEM, PM_EMULATED, PM_MSYNC, PM_CRASHSIM } pm_mode;
+typedef enum pm_mode { PM_AUTO = 0, PM_PMEM, PM_EMULATED, PM_MSYNC, PM_CRASHSIM, PM_VOLATILE } pm_mode;
 typedef enum pm_profile { PM_PROFILE_NONE = 0, PM_PROFILE_OPTANE } pm_profile;
 
-/* pm_mode_name -- "auto", "pmem", "emulated", "msync", "crashsim". */
+/* pm_mode_name -- "auto", "pmem", "emulated", "msync", "crashsim", "volatile". */
 const char *pm_mode_name(pm_mode m);
 
 typedef struct pm_region pm_region;
@@ -66,8 +77,8 @@ int pm_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile, p
  * Returns 0 and *out, or TKV_INVALID (not a regular file, empty), the error
  * of open or mmap (TKV_IO_ERROR, TKV_NO_MEMORY). */
 int pm_open_readonly(const char *path, pm_region **out);
-/* pm_close -- unmaps (after an msync in PM_EMULATED mode, so a clean close
- * survives an OS crash too) and frees r. Returns 0, or the region's error
+/* pm_close -- unmaps (after an msync in PM_EMULATED and PM_VOLATILE modes, so
+ * a clean close survives an OS crash too) and frees r. Returns 0, or the region's error
  * (pm_error: an earlier failed persist, or the msync of this close).
  * NULL is a no-op returning 0. */
 int pm_close(pm_region *r);
@@ -94,6 +105,16 @@ int pm_error(pm_region *r);
  * behind one fence (in PM_MSYNC each pm_flush is an msync, pm_drain a no-op). */
 void pm_flush(pm_region *r, const void *addr, size_t len);
 void pm_drain(pm_region *r);
+/* pm_sync -- PM_EMULATED: every store into the region made before the call
+ * is on the device when it returns 0 (fdatasync of the pool file; the I/O
+ * layer's fault hook sees it as IO_OP_SYNC). A failure records the region's
+ * sticky error (pm_error) and returns it. 0 at once in every other mode
+ * (PM_VOLATILE: nothing is ever made durable before pm_close).
+ * pm_needs_sync -- 1 if pm_sync does anything (PM_EMULATED, writable):
+ * the owner then must not reuse media whose release it has not synced.
+ * Thread-safe. */
+int pm_sync(pm_region *r);
+int pm_needs_sync(const pm_region *r);
 /* pm_memcpy_persist -- copies and persists (non-temporal stores where
  * possible); paced to the profile's write bandwidth. */
 void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n);
@@ -176,8 +197,8 @@ int pm_space(pm_region *r, uint64_t *allocated);
 void pm_read_delay(pm_region *r, unsigned accesses);
 
 /*
- * Paced write-back of emulated pmem (PM_EMULATED with the pool file on a
- * disk; elsewhere these are no-ops). The stores of PM_EMULATED sit dirty in
+ * Paced write-back of emulated pmem (PM_EMULATED or PM_VOLATILE with the pool
+ * file on a disk; elsewhere these are no-ops). The stores of those modes sit dirty in
  * the page cache; left alone, the kernel writes back every page the pool
  * dirtied in the last ~30 s in one burst (dirty_expire: ~200 MB in one
  * second was measured), and reads of the same disk wait behind it. A thread
@@ -192,8 +213,8 @@ void pm_read_delay(pm_region *r, unsigned accesses);
  * last flush; so many small flushes are better than the one large one the
  * engine's next MANIFEST or SST sync would otherwise pay (docs/bench/scheduler-history.md,
  * fifth and seventh runs). The engine passes its bytes_per_sync.
- * Durability is unchanged: PM_EMULATED survives a process crash either
- * way, not an OS crash.
+ * Durability is unchanged: the pages it writes ahead only make the next
+ * pm_sync shorter (PM_EMULATED); PM_VOLATILE stays volatile.
  *
  * pm_writeback_start -- starts the thread (once): 0 (also when the region
  *   has nothing to write back to: other modes, a tmpfs pool) or TKV_NO_MEMORY
@@ -207,6 +228,12 @@ void pm_read_delay(pm_region *r, unsigned accesses);
  * pm_close stops the thread first (queued ranges are dropped: the close
  * msyncs the whole pool anyway).
  */
+/* pm_writeout -- starts the write-back of [addr, addr+len) now, unpaced and
+ * without waiting (sync_file_range WRITE), after dropping the range's
+ * mapping entries in one batched TLB flush (as the paced thread does, so
+ * that cleaning the pages costs no IPI per page). For a range the owner
+ * syncs next (pm_sync). PM_EMULATED and PM_VOLATILE only; best effort. */
+void pm_writeout(pm_region *r, const void *addr, size_t len);
 typedef int (*pm_admit_fn)(void *arg, size_t n);
 int pm_writeback_start(pm_region *r, pm_admit_fn admit, void *arg, uint64_t rate, unsigned expire_ms,
                        uint64_t flush_every);
@@ -226,6 +253,7 @@ typedef struct pm_stats {
     uint64_t persist_errors;    /* persist calls that failed (the first is pm_error) */
     uint64_t reserve_failures;  /* pm_reserve calls refused (file system full, I/O error) */
     uint64_t discarded_bytes;   /* bytes given back to the file system (pm_discard) */
+    uint64_t syncs, sync_ns;    /* pm_sync calls that synced (PM_EMULATED) and their time */
 } pm_stats;
 void pm_get_stats(pm_region *r, pm_stats *out);
 

@@ -40,6 +40,7 @@ struct pm_region {
     char err_msg[256];
     uint64_t persist_errors;  /* failed persist calls (relaxed atomic) */
     uint64_t reserve_failures, discarded; /* relaxed atomics: pm_reserve refusals, bytes given back */
+    uint64_t syncs, sync_ns;              /* relaxed atomics: pm_sync's fdatasyncs and their time */
     /* crashsim: persists with an index >= cs_cut copy nothing; on_cut runs
      * at the first one (pm_crashsim_arm) */
     _Alignas(64) uint64_t cs_cut;

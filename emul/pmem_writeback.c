@@ -78,11 +78,20 @@ static void wb_wait_until(pm_region *r, uint64_t t)
  * PM_CRASHSIM the durable mapping is not what the engine stores to. */
 static void wb_unmap(pm_region *r, uint64_t off, uint64_t n)
 {
-    if (r->mode != PM_EMULATED || r->base != r->durable) return;
+    if ((r->mode != PM_EMULATED && r->mode != PM_VOLATILE) || r->base != r->durable) return;
     long pg = sysconf(_SC_PAGESIZE);
     if (pg <= 0) return;
     uint64_t m = (uint64_t)pg - 1, lo = (off + m) & ~m, hi = (off + n) & ~m;
     if (lo < hi) (void)madvise(r->durable + lo, hi - lo, MADV_DONTNEED); /* best effort */
+}
+
+void pm_writeout(pm_region *r, const void *addr, size_t len)
+{
+    if ((r->mode != PM_EMULATED && r->mode != PM_VOLATILE) || r->readonly || len == 0 || !pm_in_range(r, addr, len))
+        return;
+    uint64_t off = (uint64_t)((const uint8_t *)addr - r->base);
+    wb_unmap(r, off, len);
+    (void)sync_file_range(r->fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE); /* best effort: pm_sync waits */
 }
 
 /* writeback_main -- the paced write-back thread (pm_writeback_start). */

@@ -1075,11 +1075,14 @@ static void matrix_powercut(void **state)
     assert_true(cut_runs >= runs / 2);
 }
 
-/* matrix_pool_writeback -- pmem_writeback: every page of every flushed row
- * is written back by the pool's thread (the pool is emulated pmem in the
- * test directory, on a disk unless TMPDIR is tmpfs), counted as flush
+/* matrix_pool_writeback -- pmem_writeback with pmem_mode=volatile: every
+ * page of every flushed row is written back by the pool's thread (the pool
+ * in the test directory, on a disk unless TMPDIR is tmpfs), counted as flush
  * bytes in tkv.sched; the data reads back unchanged, also after a reopen.
- * With pmem_writeback=0 nothing is written back. */
+ * With pmem_writeback=0 nothing is written back. With the default mode
+ * (emulated: durable) the thread has nothing to do: each row's commit
+ * writes and syncs it (two syncs per row, docs/pmem.md "Persistence
+ * order"). */
 static void matrix_pool_writeback(void **state)
 {
     (void)state;
@@ -1087,10 +1090,12 @@ static void matrix_pool_writeback(void **state)
     struct statfs sf;
     assert_int_equal(statfs(dir, &sf), 0);
     int on_disk = sf.f_type != 0x01021994; /* not tmpfs */
-    for (int on = 0; on < 2; on++) {
+    for (int on = 0; on < 3; on++) { /* volatile without, volatile with the thread, emulated with it */
+        int durable = on == 2;
         tkv_options *o = matrix_options("16M");
         assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK); /* rows stay: no column */
         assert_int_equal(tkv_options_set(o, "pmem_writeback", on ? "64M" : "0"), TKV_OK);
+        assert_int_equal(tkv_options_set(o, "pmem_mode", durable ? "emulated" : "volatile"), TKV_OK);
         tkv_db *db = tu_open_ok(dir, o);
         tu_model *m = tu_model_new();
         for (uint64_t i = 0; i < 2000; i++) put_model(db, m, i, i);
@@ -1106,7 +1111,11 @@ static void matrix_pool_writeback(void **state)
         assert_int_equal(pending, 0);
         assert_int_equal(line_u64(db, "tkv.matrix", "writeback:", " errors="), 0);
         assert_int_equal(line_u64(db, "tkv.matrix", "writeback:", " dropped="), 0);
-        if (on && on_disk) {
+        if (durable) {
+            assert_true(prop_has(db, "tkv.pmem", "durable: yes"));
+            assert_true(line_u64(db, "tkv.pmem", "sync:", " calls=") >= 2 * rows);
+            assert_int_equal(written, 0);
+        } else if (on && on_disk) {
             /* at least the data of the rows, in whole pages */
             uint64_t data = line_u64(db, "tkv.matrix", "flush:", " data_bytes=");
             if (written < data) fail_msg("%llu bytes written back for %llu bytes of rows", (unsigned long long)written,

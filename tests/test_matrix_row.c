@@ -40,6 +40,7 @@
 
 #include <cmocka.h>
 
+#include "io/io.h"
 #include "matrix/column.h"
 #include "matrix/pool.h"
 #include "matrix/rowtable.h"
@@ -449,6 +450,7 @@ static void test_pool_prefault_ahead(void **state)
     assert_int_equal(pool_alloc_pages(p, 5, pg), 0); /* pages 2..6: window = the last allocation, 5 */
     WAIT_END(12 * ps);
     pool_free_page(p, 0);
+    assert_int_equal(pool_sync(p), 0); /* the free waits in limbo for a sync (pool.h invariant 8) */
     assert_int_equal(pool_alloc_page(p, pg), 0); /* reuses page 0: below the high-water mark */
     assert_int_equal(pg[0], 0);
     usleep(20000);
@@ -646,6 +648,127 @@ static void test_row_willneed(void **state)
     rowtable_close(r);
     free_row(&d);
     pool_close(p);
+    fx_free(&f);
+}
+
+/* ---------------------------------------------------------------- sync barriers */
+
+/* sync_fault -- the I/O layer's fault hook: fails the pool's fdatasync
+ * (IO_OP_SYNC on a *.pmem path) while g_sync_fail is set. */
+static int g_sync_fail;
+static int sync_fault(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    if (op == IO_OP_SYNC && strstr(path, ".pmem") && __atomic_load_n(&g_sync_fail, __ATOMIC_ACQUIRE)) return EIO;
+    return 0;
+}
+
+static uint64_t pool_syncs(pool *p)
+{
+    pm_stats st;
+    pm_get_stats(pool_region(p), &st);
+    return st.syncs;
+}
+
+/* pool.h invariant 8 on a file system: emulated pmem syncs a row's pages
+ * before its slot and the slot after, a given-back page waits in limbo
+ * (not handed out, not punched) until a sync that began after it, an
+ * allocation that needs limbo's pages syncs for them, and a row whose pages
+ * cannot be synced is never committed. pmem_mode=volatile does none of it. */
+static void test_pool_sync_barriers(void **state)
+{
+    (void)state;
+    tu_rng rng;
+    tu_rng_init(&rng, tu_seed());
+    fixture f = fx_new("pool-sync");
+    pool_options o = {.page_size = 4096, .dir_slots = 4};
+
+    /* volatile: no sync ever, a freed page is reused at once */
+    pool *p = open_pool(f.path, 1u << 20, PM_VOLATILE, &o);
+    assert_int_equal(pm_needs_sync(pool_region(p)), 0);
+    uint32_t a, b;
+    assert_int_equal(pool_alloc_page(p, &a), 0);
+    pool_free_page(p, a);
+    assert_int_equal(pool_alloc_page(p, &b), 0);
+    assert_int_equal(b, a);
+    assert_int_equal(pool_syncs(p), 0);
+    pool_close(p);
+    unlink(f.path);
+
+    /* emulated: creation is synced before pool_open returns */
+    p = open_pool(f.path, 1u << 20, PM_EMULATED, &o);
+    assert_int_equal(pm_needs_sync(pool_region(p)), 1);
+    assert_true(pool_syncs(p) >= 1);
+    pool_stats st;
+    pool_get_stats(p, &st);
+    uint32_t total = st.pages_total;
+    uint32_t *pg = malloc(total * sizeof *pg);
+    assert_non_null(pg);
+
+    /* limbo: a freed page is not handed out before a sync while others are free */
+    assert_int_equal(pool_alloc_pages(p, 4, pg), 0);
+    uint64_t s0 = pool_syncs(p);
+    pool_free_page(p, pg[1]);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.pages_limbo, 1);
+    assert_int_equal(st.pages_free, total - 3); /* counted as free: the next sync frees it */
+    assert_int_equal(pool_alloc_page(p, &b), 0);
+    assert_true(b != pg[1]);
+    assert_int_equal(pool_syncs(p), s0); /* there were free pages: no sync */
+    assert_int_equal(pool_sync(p), 0);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.pages_limbo, 0);
+    assert_int_equal(pool_alloc_page(p, &b), 0);
+    assert_int_equal(b, pg[1]); /* lowest free first: the synced page */
+
+    /* an allocation that needs limbo's pages syncs for them */
+    pool_get_stats(p, &st);
+    uint32_t left = st.pages_free;
+    assert_int_equal(pool_alloc_pages(p, left, pg + 4), 0);
+    pool_free_page(p, pg[0]);
+    pool_free_page(p, pg[2]);
+    s0 = pool_syncs(p);
+    assert_int_equal(pool_alloc_pages(p, 2, pg), 0);
+    assert_int_equal(pool_syncs(p), s0 + 1);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.pages_free, 0);
+    for (uint32_t i = 0; i < total; i++) pool_free_page(p, i);
+    assert_int_equal(pool_sync(p), 0);
+
+    /* a commit syncs the row before its slot and the slot after it */
+    uint64_t seq = 0;
+    row_data d = gen_row(&rng, 200, 5000, &seq, 40, 0);
+    s0 = pool_syncs(p);
+    rowtable *r = build_row(p, 1, &d, NULL, 1);
+    assert_int_equal(pool_syncs(p), s0 + 2);
+    rowtable_close(r);
+
+    /* a row whose pages cannot be synced is not committed, and the error sticks */
+    row_data d2 = gen_row(&rng, 200, 5000, &seq, 40, 0);
+    tkv_it *it = iter_of(&d2);
+    r = NULL;
+    assert_int_equal(rowtable_build(p, 2, it, NULL, &r), 0);
+    it_destroy(it);
+    __atomic_store_n(&g_sync_fail, 1, __ATOMIC_RELEASE);
+    io_set_fault_hook(sync_fault, NULL);
+    assert_int_equal(rowtable_commit(r), TKV_IO_ERROR);
+    assert_non_null(strstr(tkv_errmsg(), "fdatasync"));
+    io_set_fault_hook(NULL, NULL);
+    __atomic_store_n(&g_sync_fail, 0, __ATOMIC_RELEASE);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.rows, 1); /* only row 1 */
+    assert_int_equal(pool_error(p), TKV_IO_ERROR);
+    assert_int_equal(pool_sync(p), TKV_IO_ERROR); /* sticky: nothing is called durable after a failed sync */
+    rowtable_abandon(r);
+    assert_int_equal(pool_close(p), TKV_IO_ERROR);
+    p = open_pool(f.path, 0, PM_EMULATED, NULL);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.rows, 1);
+    pool_close(p);
+    free(pg);
+    free_row(&d);
+    free_row(&d2);
     fx_free(&f);
 }
 
@@ -2259,7 +2382,7 @@ int main(void)
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool_geometry),   cmocka_unit_test(test_pool_corrupt_header),
-        cmocka_unit_test(test_pool_pages),      cmocka_unit_test(test_rows_model),
+        cmocka_unit_test(test_pool_pages),      cmocka_unit_test(test_pool_sync_barriers), cmocka_unit_test(test_rows_model),
         cmocka_unit_test(test_comparison_bound), cmocka_unit_test(test_broken_chain),
         cmocka_unit_test(test_corruption),      cmocka_unit_test(test_crash),
         cmocka_unit_test(test_overlapping_rows), cmocka_unit_test(test_build_errors),

@@ -5,7 +5,9 @@
  *
  * Persist order of a flush (a crash at any point loses nothing):
  *   (1) data and metadata, (2) row header, (3) directory slot -- the row
- *       exists (rowtable_build_at + rowtable_commit);
+ *       exists (rowtable_build_at + rowtable_commit); on a file system the
+ *       commit syncs (1)-(2) before the slot's store and the slot after it
+ *       (pool.h invariant 8), so (4) never names a row the device lacks;
  *   (4) MANIFEST edit {row cursor 0, log number past the memtable's WAL},
  *       synced -- the commit point of the flush;
  *   (5) WAL files below the log number are deleted.
@@ -59,9 +61,12 @@ static int build_row(tkv_db *db, memtable *m, rowtable **out)
         if (rc == 0) silk_flush_built(db);
         else silk_flush_abandoned(db); /* no room (waits follow) or an error */
     }
-    /* emulated pmem: the row's pages go to the pool file from now on,
-     * paced (pmem.h), not in the kernel's next write-back burst */
-    if (rc == 0 && db->opts.pmem_writeback) rowtable_queue_writeback(r);
+    /* a pool on a file system (emulated pmem): the commit syncs the row
+     * (pool.h invariant 8), so its write-back starts now; volatile pmem:
+     * the row's pages go to the pool file from now on, paced (pmem.h), not
+     * in the kernel's next write-back burst */
+    if (rc == 0 && pm_needs_sync(pool_region(mx->pool))) rowtable_writeout(r);
+    else if (rc == 0 && db->opts.pmem_writeback) rowtable_queue_writeback(r);
     /* a persist of steps (1)-(2) failed (an msync): the row is not durable,
      * so it is not committed; its data stays in the memtable and the WAL */
     if (rc == 0) rc = pool_error(mx->pool);

@@ -58,11 +58,17 @@ static void pmem_report(struct mx_state *mx, tkv_buf *b, int *oom)
     pm_region *reg = pool_region(mx->pool);
     pm_stats ps;
     pm_get_stats(reg, &ps);
-    buf_appendf(b, oom, "mode: %s\n", pm_mode_name(pm_mode_in_use(reg)));
+    pm_mode mode = pm_mode_in_use(reg);
+    buf_appendf(b, oom, "mode: %s\n", pm_mode_name(mode));
+    buf_appendf(b, oom, "durable: %s\n",
+                mode == PM_VOLATILE ? "no (survives a process crash, not a power cut; opt-in)"
+                : mode == PM_EMULATED ? "yes (file system: rows synced at commit)"
+                                      : mode == PM_CRASHSIM ? "simulated (tests)" : "yes");
     buf_appendf(b, oom, "profile: %s\n", pm_profile_in_use(reg) == PM_PROFILE_OPTANE ? "optane" : "none");
     buf_appendf(b, oom, "path: %s\n", mx->path);
-    buf_appendf(b, oom, "pool: size=%llu page_size=%u pages=%u free=%u dir_slots=%u\n",
-                (unsigned long long)st.pool_size, st.page_size, st.pages_total, st.pages_free, st.dir_slots);
+    buf_appendf(b, oom, "pool: size=%llu page_size=%u pages=%u free=%u limbo=%u dir_slots=%u\n",
+                (unsigned long long)st.pool_size, st.page_size, st.pages_total, st.pages_free, st.pages_limbo,
+                st.dir_slots);
     pool_space_stats sp;
     if (pool_space(mx->pool, &sp) < 0) sp.allocated = 0; /* (fstat failed: reported as 0) */
     buf_appendf(b, oom, "space: allocated=%llu used=%llu discarded=%llu trimmed=%llu no_space=%llu\n",
@@ -70,6 +76,7 @@ static void pmem_report(struct mx_state *mx, tkv_buf *b, int *oom)
                 (unsigned long long)sp.trimmed, (unsigned long long)sp.reserve_failures);
     buf_appendf(b, oom, "persist: calls=%llu bytes=%llu errors=%llu\n", (unsigned long long)ps.persist_calls,
                 (unsigned long long)ps.bytes_persisted, (unsigned long long)ps.persist_errors);
+    buf_appendf(b, oom, "sync: calls=%llu ms=%.1f\n", (unsigned long long)ps.syncs, (double)ps.sync_ns / 1e6);
     writeback_line(&ps, b, oom);
 }
 

@@ -35,7 +35,7 @@ static const char *const COMPRESSION_NAMES[] = {"none", "lz4", NULL};
 static const char *const L0_NAMES[] = {"sst", "matrix", NULL};
 /* The order of emul/pmem.h's pm_mode and pm_profile. crashsim is for tests
  * (a power cut at the N-th persist, docs/pmem.md). */
-static const char *const PMEM_MODE_NAMES[] = {"auto", "pmem", "emulated", "msync", "crashsim", NULL};
+static const char *const PMEM_MODE_NAMES[] = {"auto", "pmem", "emulated", "msync", "crashsim", "volatile", NULL};
 static const char *const PROFILE_NAMES[] = {"none", "optane", NULL};
 static const char *const SCHED_NAMES[] = {"silk", "fifo", NULL};
 static const char *const COLUMN_GATE_NAMES[] = {"idle", "always", NULL};
@@ -74,7 +74,7 @@ static const opt_def OPTION_TABLE[] = {
     {"l0", OPT_ENUM, OFF(l0), 0, 1, "matrix", L0_NAMES},
     {"pmem_path", OPT_STRING, OFF(pmem_path), 0, sizeof(((struct tkv_options *)0)->pmem_path) - 1, "", NULL},
     {"pmem_size", OPT_SIZE, OFF(pmem_size), 0, UINT64_C(1) << 40, "0", NULL},
-    {"pmem_mode", OPT_ENUM, OFF(pmem_mode), 0, 4, "auto", PMEM_MODE_NAMES},
+    {"pmem_mode", OPT_ENUM, OFF(pmem_mode), 0, 5, "auto", PMEM_MODE_NAMES},
     {"emul_profile", OPT_ENUM, OFF(emul_profile), 0, 1, "none", PROFILE_NAMES},
     {"pmem_writeback", OPT_SIZE, OFF(pmem_writeback), 0, UINT64_C(1) << 40, "256M", NULL},
     {"column_bytes", OPT_SIZE, OFF(column_bytes), 0, UINT64_C(1) << 40, "0", NULL},

@@ -46,7 +46,7 @@ struct tkv_options {
     int l0;                     /* L0_SST or L0_MATRIX */
     char pmem_path[4096];       /* pool file; "" = <dir>/matrix.pmem */
     uint64_t pmem_size;         /* pool bytes at creation; 0 = 1G for a new pool, the pool's own size for an existing one */
-    int pmem_mode;              /* pm_mode (emul/pmem.h): auto, pmem, emulated, msync, crashsim */
+    int pmem_mode;              /* pm_mode (emul/pmem.h): auto, pmem, emulated, msync, crashsim, volatile */
     int emul_profile;           /* pm_profile: none, optane */
     uint64_t pmem_writeback;    /* bytes/s of paced write-back of flushed rows (emulated pmem on a disk), 0 = off */
     uint64_t column_bytes;      /* bytes of rows per column compaction; 0 = pool size / 16 */

@@ -101,7 +101,8 @@ void pool_get_stats(pool *p, pool_stats *out)
     out->pool_size = p->size;
     out->page_size = p->page_size;
     out->pages_total = p->page_count;
-    out->pages_free = p->free_count;
+    out->pages_free = p->free_count + (uint32_t)p->limbo_n; /* limbo: free at the next pool_sync */
+    out->pages_limbo = (uint32_t)p->limbo_n;
     out->rows = p->rows;
     out->dir_slots = p->dir_slots;
     out->pages_allocated = p->alloc_total;
@@ -347,6 +348,9 @@ int pool_commit_row(pool *p, uint32_t first_page, uint64_t row_id, uint32_t *slo
 {
     pool_row r;
     if (row_id == 0) return tkv_err(TKV_INVALID, "pool %s: row id 0 cannot be committed", p->path);
+    /* invariant 8 (a): the row's pages and header are on the device before
+     * its slot can be (nothing is stored yet if this fails) */
+    TKV_TRY(pool_sync(p));
     pthread_mutex_lock(&p->mu);
     int rc = row_parse(p, first_page, UINT32_MAX, row_id, &r);
     if (rc < 0) goto out;
@@ -376,6 +380,11 @@ int pool_commit_row(pool *p, uint32_t first_page, uint64_t row_id, uint32_t *slo
     *slot = free_slot;
 out:
     pthread_mutex_unlock(&p->mu);
+    /* invariant 8 (b): the slot is on the device before the caller names the
+     * row anywhere else (the MANIFEST). If this sync fails the slot is
+     * committed in the page cache, the pool's error is sticky, and the
+     * caller installs nothing: the row is dropped at the next open. */
+    if (rc == 0) rc = pool_sync(p);
     return rc;
 }
 
@@ -578,6 +587,9 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
     if (file_created || unformatted) {
         rc = set_geometry(p, o);
         if (rc == 0) rc = format(p);
+        /* the header (its uuid goes into the MANIFEST next) and the empty
+         * directory are on the device before pool_open returns */
+        if (rc == 0) rc = pm_sync(p->reg);
         if (rc < 0) goto fail;
         if (created) *created = 1;
     } else {
@@ -591,6 +603,11 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
      * CPU for tens of milliseconds per folio); rowtable_willneed reads ahead
      * where a reader walks a row */
     rc = rebuild(p);
+    /* After a process crash the page cache holds releases and removals the
+     * device may not have: sync them before punching the pages they freed
+     * (invariant 8). */
+    p->barriers = pm_needs_sync(p->reg);
+    if (rc == 0) rc = pm_sync(p->reg);
     if (rc < 0) goto fail;
     pool_discard_free(p);
     p->writable = 1;
@@ -664,13 +681,19 @@ int pool_close(pool *p)
          * written back for nothing. Their releases were persisted before
          * they went free (invariant 4), as for pool_trim. */
         pm_prefault_cancel(p->reg);
-        pool_discard_free(p);
+        if (pool_sync(p) == 0) { /* invariant 8: limbo's releases on the device, then punched */
+            pthread_mutex_lock(&p->mu);
+            pool_limbo_flush(p);
+            pthread_mutex_unlock(&p->mu);
+            pool_discard_free(p);
+        }
     }
     int rc = pm_close(p->reg);
     if (p->lock_fd >= 0) close(p->lock_fd); /* releases the flock */
     pthread_cond_destroy(&p->trim_cv);
     pthread_mutex_destroy(&p->mu);
     free(p->free_bits);
+    free(p->limbo);
     free(p->path);
     free(p);
     return rc;

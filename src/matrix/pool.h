@@ -13,7 +13,7 @@
  * owner-defined body (the RowTable fields), then the page list, a checksum,
  * and a release bitmap (one bit per listed page, outside the checksum).
  *
- * Invariants (the pool keeps 1-3 and 6-7, the caller keeps 4-5):
+ * Invariants (the pool keeps 1-3 and 6-8, the caller keeps 4-5):
  *  (1) A directory slot is 0 (empty) or (row_id_low32 << 32 | first_page + 1)
  *      naming the first page of a committed row whose header verifies. The
  *      8-byte persisted store of a slot is the commit point of a row (and
@@ -57,6 +57,29 @@
  *      thread's zero floor past every page it hands out (pm_prefault_claim,
  *      which waits for a zero write in flight below it) before it returns,
  *      so no zero lands on a page after the caller got it.
+ *  (8) Sync barriers (pm_needs_sync: emulated pmem on a file system, where
+ *      a persist reaches the page cache and the kernel writes pages back in
+ *      any order; a power cut keeps what a pool_sync -- fdatasync -- covered
+ *      and any subset of the rest). The pool keeps the DAX order with
+ *      syncs where DAX has fences that matter across pages:
+ *      (a) pool_commit_row syncs before the slot store: a slot on the device
+ *          names a row whose pages and header are on the device;
+ *      (b) and after it: the caller logs the MANIFEST edit that names the
+ *          row only once the slot is on the device;
+ *      (c) a page given back (a release bit, a removed row's pages, an
+ *          abandoned build) waits in *limbo* -- neither free nor handed out,
+ *          not punched -- until a pool_sync that began after the give-back
+ *          returned: a committed row that still lists the page on the
+ *          device finds its bytes unchanged after a power cut, so the row
+ *          verifies (and the MANIFEST cursor above it is honoured);
+ *          pool_alloc_pages syncs when it needs limbo's pages;
+ *      (d) a new pool's header and directory are synced (and the file's
+ *          directory entry) before pool_open returns, so the uuid the
+ *          MANIFEST records next is on the device; pool_open syncs once
+ *          more before it punches free pages (after a process crash the page
+ *          cache may hold releases the device has not seen).
+ *      Stores between syncs may reach the device in any order; every state
+ *      that mixes them is one the DAX order also allows (docs/pmem.md).
  *
  * Thread safety: page allocation, freeing, release, commit and removal are
  * serialized by a mutex inside the pool and may be called from any thread.
@@ -134,6 +157,12 @@ int pool_open_readonly(const char *path, pool **out);
  * region's error (pool_error, or the msync of the close); NULL is a no-op
  * returning 0. */
 int pool_close(pool *p);
+/* pool_sync -- invariant 8: everything stored into the pool before the call
+ * is on the device when it returns 0, and the pages in limbo before it go
+ * free. 0 at once where persists are durable by themselves (pmem, msync,
+ * crashsim) or never (volatile). A failure is the pool's sticky error
+ * (pool_error). Thread-safe; not under the pool's mutex (it takes it). */
+int pool_sync(pool *p);
 /* pool_error -- 0, or TKV_IO_ERROR once a persist into the pool has failed
  * (pm_error: sticky; tkv_errmsg() says which). The engine checks it before
  * each commit point that relies on the pool's earlier persists. */
@@ -177,7 +206,8 @@ typedef struct pool_stats {
     uint64_t pool_size;   /* bytes of the pool file */
     uint32_t page_size;
     uint32_t pages_total;
-    uint32_t pages_free;
+    uint32_t pages_free;  /* free pages, those in limbo included (invariant 8: free at the next pool_sync) */
+    uint32_t pages_limbo; /* of those, pages whose release waits for a sync */
     uint32_t rows;        /* committed rows (non-empty directory slots) */
     uint32_t dir_slots;
     uint64_t pages_allocated; /* pages pool_alloc_pages handed out since open (monotonic: a

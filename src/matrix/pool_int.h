@@ -31,6 +31,13 @@ struct pool {
     uint64_t alloc_total;  /* pages pool_alloc_pages handed out since open (pool_stats); mu */
     pthread_cond_t trim_cv; /* signalled when trim_page goes back to POOL_PAGE_NONE */
     uint64_t trimmed;      /* bytes pool_trim punched again (relaxed atomic) */
+    /* limbo (invariant 8): pages released while the release may not be on the
+     * device yet (pm_needs_sync); each {page, sync_begun at its release} waits
+     * for a pool_sync that began after it. mu. */
+    uint64_t (*limbo)[2];
+    size_t limbo_n, limbo_cap;
+    uint64_t sync_begun; /* pool_sync calls begun; mu */
+    int barriers;        /* pm_needs_sync(reg): releases go through limbo, commits sync (constant after open) */
     int lock_fd;         /* holds an exclusive flock on the pool file while open */
     int writable;        /* opened by pool_open (not pool_open_readonly) */
 };
@@ -48,9 +55,14 @@ static inline int page_is_free(const pool *p, uint32_t pg) { return (int)((p->fr
 static inline void page_set_free(pool *p, uint32_t pg) { p->free_bits[pg / 64] |= 1ull << (pg % 64); }
 static inline void page_set_used(pool *p, uint32_t pg) { p->free_bits[pg / 64] &= ~(1ull << (pg % 64)); }
 
-/* pool_give_back -- a page in use goes free; its blocks stay until
- * pool_trim (invariant 6). Called with mu held. (pool_pages.c) */
+/* pool_give_back -- a page in use goes free (or, with barriers, to limbo
+ * until the next pool_sync: invariant 8); its blocks stay until pool_trim
+ * (invariant 6). Called with mu held. (pool_pages.c) */
 void pool_give_back(pool *p, uint32_t page);
+
+/* pool_limbo_flush -- every page in limbo goes free (mu held; only after a
+ * pool_sync that began after the last release, i.e. at close). (pool_pages.c) */
+void pool_limbo_flush(pool *p);
 
 /* pool_discard_free -- at open: punches every free page and the file's
  * tail past the last page (pages freed by a crash, or a pool of a build

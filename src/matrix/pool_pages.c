@@ -17,6 +17,7 @@
 #include "matrix/pool.h"
 #include "matrix/pool_int.h"
 
+#include <stdlib.h>
 #include <time.h>
 
 #include "util/status.h"
@@ -102,9 +103,66 @@ static void mark_free(pool *p, const uint32_t *pages, uint32_t n)
     }
 }
 
+/* limbo_push -- page waits in limbo for a sync that begins after now (mu held). */
+static void limbo_push(pool *p, uint32_t page)
+{
+    for (size_t i = 0; i < p->limbo_n; i++)
+        if (p->limbo[i][0] == page) return; /* given back twice: a bug of the caller's, ignored */
+    if (p->limbo_n == p->limbo_cap) {
+        size_t cap = p->limbo_cap ? p->limbo_cap * 2 : 64;
+        uint64_t(*l)[2] = realloc(p->limbo, cap * sizeof *l);
+        if (!l) { /* no memory to wait with: keep the page from reuse for this open (never a torn row) */
+            return;
+        }
+        p->limbo = l;
+        p->limbo_cap = cap;
+    }
+    p->limbo[p->limbo_n][0] = page;
+    p->limbo[p->limbo_n][1] = p->sync_begun;
+    p->limbo_n++;
+}
+
+/* limbo_promote -- pages released before sync number s began go free (mu
+ * held). Entries are in release order, so tags only grow. */
+static void limbo_promote(pool *p, uint64_t s)
+{
+    size_t k = 0;
+    while (k < p->limbo_n && p->limbo[k][1] < s) {
+        uint32_t pg = (uint32_t)p->limbo[k][0];
+        mark_free(p, &pg, 1);
+        k++;
+    }
+    if (k == 0) return;
+    memmove(p->limbo, p->limbo + k, (p->limbo_n - k) * sizeof *p->limbo);
+    p->limbo_n -= k;
+}
+
+void pool_limbo_flush(pool *p) { limbo_promote(p, UINT64_MAX); }
+
+int pool_sync(pool *p)
+{
+    if (!p->barriers) return pm_error(p->reg);
+    pthread_mutex_lock(&p->mu);
+    uint64_t s = ++p->sync_begun; /* every release stored before this line is covered by the sync below */
+    pthread_mutex_unlock(&p->mu);
+    int rc = pm_sync(p->reg);
+    if (rc < 0) return rc;
+    pthread_mutex_lock(&p->mu);
+    limbo_promote(p, s);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
 int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
 {
     pthread_mutex_lock(&p->mu);
+    /* not enough free pages, but released ones wait for a sync: sync now */
+    if (n > p->free_count && p->limbo_n > 0) {
+        pthread_mutex_unlock(&p->mu);
+        int src = pool_sync(p);
+        if (src < 0) return src;
+        pthread_mutex_lock(&p->mu);
+    }
     /* the page pool_trim is punching is free but not to be had: wait for it if it is needed */
     while (p->trim_page != POOL_PAGE_NONE && n == p->free_count) pthread_cond_wait(&p->trim_cv, &p->mu);
     if (n > p->free_count) {
@@ -153,12 +211,17 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
 
 int pool_alloc_page(pool *p, uint32_t *page) { return pool_alloc_pages(p, 1, page); }
 
-void pool_give_back(pool *p, uint32_t page) { mark_free(p, &page, 1); /* its blocks stay until pool_trim */ }
+void pool_give_back(pool *p, uint32_t page)
+{
+    if (page >= p->page_count || page_is_free(p, page)) return; /* a bug of the caller's, ignored */
+    if (p->barriers) limbo_push(p, page); /* invariant 8 */
+    else mark_free(p, &page, 1);          /* its blocks stay until pool_trim */
+}
 
 void pool_free_page(pool *p, uint32_t page)
 {
     pthread_mutex_lock(&p->mu);
-    mark_free(p, &page, 1); /* a free or out-of-range page: a bug of the caller's, ignored */
+    pool_give_back(p, page);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -192,6 +255,11 @@ uint64_t pool_trim(pool *p, uint64_t idle_us)
     int busy = idle_us && mono_ns() - p->last_alloc_ns < idle_us * 1000u;
     pthread_mutex_unlock(&p->mu);
     if (busy) return UINT64_MAX;
+    /* pages in limbo go free (and so are punched below) once synced */
+    pthread_mutex_lock(&p->mu);
+    size_t in_limbo = p->limbo_n;
+    pthread_mutex_unlock(&p->mu);
+    if (in_limbo) (void)pool_sync(p); /* a failure is the pool's sticky error; the pages stay in limbo */
     /* The prefault thread populates pages ahead writable, which allocates
      * their blocks: stop it first, or a chunk it populates after the punch
      * below would take them again (a drained pool must shrink back). It

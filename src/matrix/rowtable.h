@@ -116,13 +116,18 @@ int rowtable_build(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older,
  * Raised to the older row's own cursor if below it. */
 int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, uint32_t older_cursor,
                       rowtable **out);
-/* rowtable_commit -- step (3): stores the row's directory slot (pool_commit_row).
+/* rowtable_commit -- step (3): stores the row's directory slot (pool_commit_row,
+ * which on a file system syncs the row's pages before the slot and the slot
+ * after it: pool.h invariant 8).
  * 0, TKV_NO_SPACE (directory full; the row stays uncommitted), TKV_INVALID
- * (already committed). */
+ * (already committed), TKV_IO_ERROR (a failed sync: the pool's sticky error). */
 int rowtable_commit(rowtable *r);
 /* rowtable_queue_writeback -- queues every page of the row for the pool's
  * paced write-back (pm_writeback_enqueue; a no-op unless it was started). */
 void rowtable_queue_writeback(const rowtable *r);
+/* rowtable_writeout -- starts writing every page of the row back now
+ * (pm_writeout), so that the commit's sync finds it under way. */
+void rowtable_writeout(const rowtable *r);
 /* rowtable_abandon -- for an uncommitted row: frees its pages and the
  * handle. (On a committed row it only closes the handle.) NULL ok. */
 void rowtable_abandon(rowtable *r);
