@@ -18,6 +18,11 @@
 #   make fuzz-corpus  regenerates the seed corpora from files the library writes
 #   make crashtest  kill -9 rounds with writer threads and the full fault-injection
 #                   sweep (ROUNDS, default 1000; THREADS, default 4; SEED; not part of `make test`)
+#   make crashtest-power  real power cuts: writer threads on ext4 over a loop device, the
+#                   device frozen at a random moment and its image copied, then the copy
+#                   mounted, reopened and checked (tests/powercut/; ROUNDS, default 200;
+#                   THREADS, default 4; SEED; EXTRA_OPTS, e.g. pmem_mode=msync; needs
+#                   root and loop devices, else it says SKIP; not part of `make test`)
 #   make bench      the headline benchmark
 #   make bench-silk the SILK-style open-loop experiment (~25 min; needs root for the drive cap)
 #   make install PREFIX=/usr/local   (the header, the libraries, tierkv.pc and bin/tkv)
@@ -96,13 +101,19 @@ TOOL_SRCS := $(sort $(wildcard tools/*.c))
 TOOL_OBJS := $(TOOL_SRCS:%.c=$(BUILD)/obj/%.o)
 # tests/soak/: the soak driver, $(BUILD)/tkv_soak (make soak).
 SOAK_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard tests/soak/*.c)))
+# tests/powercut/: the power-cut writer and checker, $(BUILD)/powercut/pc_* (make crashtest-power).
+PC_COMMON_OBJ := $(BUILD)/obj/tests/powercut/pc_common.o
+PC_BINS := $(BUILD)/powercut/pc_writer $(BUILD)/powercut/pc_check
+# What crashtest-power needs besides: mkfs.ext4, dmsetup (the device-mapper cut), mkfs.xfs (the
+# reflink cut, where the kernel has no device-mapper).
+POWERCUT_DEB_PACKAGES := dmsetup e2fsprogs xfsprogs
 DURATION ?= 10m
 
 DEB_PACKAGES := libpmem-dev liburing-dev libcmocka-dev libxxhash-dev liblz4-dev pkg-config \
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils \
-                openjdk-17-jdk-headless maven
+                openjdk-17-jdk-headless maven $(POWERCUT_DEB_PACKAGES)
 
-.PHONY: all lib tool tests test test-run check-structure tsan soak soak-model crashtest fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
+.PHONY: all lib tool tests test test-run check-structure tsan soak soak-model crashtest crashtest-power fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
         jni ycsb-build ycsb ycsb-test ycsb-cost
 .SECONDARY:
 all: lib tool
@@ -211,6 +222,20 @@ crashtest: $(BUILD)/tests/test_crash_threads $(BUILD)/tests/test_fault_sweep
 	    $(if $(SEED),TKV_TEST_SEED=$(SEED)) nice $(BUILD)/tests/test_crash_threads && \
 	  TKV_FAULT_SWEEP=full $(if $(SEED),TKV_TEST_SEED=$(SEED)) nice $(BUILD)/tests/test_fault_sweep; } 2>&1 | \
 	    tee $(BUILD)/crashtest.log
+
+# crashtest-power: real power cuts on ext4 over a loop device (tests/powercut/run.py,
+# tests/powercut/README.md). Prints a line per round and "N passed, M failed"; a
+# failure keeps its image copy and progress files (paths printed) under
+# $(BUILD)/powercut/work. Installs its Debian packages first when root.
+crashtest-power: $(PC_BINS)
+	@if [ "$$(id -u)" = 0 ]; then bash .ci/deps.sh $(POWERCUT_DEB_PACKAGES) || true; fi
+	@python3 tests/powercut/run.py --bin $(BUILD)/powercut --workdir $(BUILD)/powercut/work \
+	    --rounds $(or $(ROUNDS),200) --threads $(or $(THREADS),4) $(if $(SEED),--seed $(SEED)) \
+	    $(if $(EXTRA_OPTS),--extra-opts '$(EXTRA_OPTS)')
+
+$(BUILD)/powercut/%: $(BUILD)/obj/tests/powercut/%.o $(PC_COMMON_OBJ) $(BUILD)/libtierkv.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(PC_COMMON_OBJ) $(BUILD)/libtierkv.a $(EXE_LIBS)
 
 $(BUILD)/tkv_bench: $(BUILD)/obj/bench/tkv_bench.o $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a $(EXE_LIBS)
