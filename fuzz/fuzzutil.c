@@ -142,18 +142,35 @@ size_t fz_walk(tkv_it *it, tkv_slice extra, size_t max_seeks)
     return fwd;
 }
 
-void fz_fix_framing(uint8_t *buf, size_t n)
+/* fix_records -- each record from off on whose declared length fits gets its checksum recomputed. */
+static void fix_records(uint8_t *buf, size_t n, size_t off)
 {
-    if (n < WAL_HEADER_SIZE) return;
-    static const uint8_t magic[8] = {'T', 'K', 'V', 'W', 'A', 'L', 0x00, 0x01};
-    memcpy(buf, magic, sizeof magic);
-    enc_u32(buf + 8, WAL_VERSION);
-    enc_u32(buf + 12, tkv_checksum(buf, 12));
-    size_t off = WAL_HEADER_SIZE;
     while (n - off >= WAL_RECORD_HEADER) {
         size_t len = dec_u32(buf + off + 4);
         if (len > n - off - WAL_RECORD_HEADER) break;
         enc_u32(buf + off, tkv_checksum(buf + off + 4, 4 + len));
         off += WAL_RECORD_HEADER + len;
     }
+}
+
+static const uint8_t wal_magic[8] = {'T', 'K', 'V', 'W', 'A', 'L', 0x00, 0x01};
+
+void fz_fix_framing(uint8_t *buf, size_t n)
+{
+    if (n < WAL_HEADER_SIZE) return;
+    memcpy(buf, wal_magic, sizeof wal_magic);
+    enc_u32(buf + 8, WAL_V1);
+    enc_u32(buf + 12, tkv_checksum(buf, 12));
+    fix_records(buf, n, WAL_HEADER_SIZE);
+}
+
+void fz_fix_framing_v2(uint8_t *buf, size_t n, int fix_slot)
+{
+    if (n < WAL_V2_HEADER_SIZE) return;
+    memcpy(buf, wal_magic, sizeof wal_magic);
+    enc_u32(buf + 8, WAL_V2);
+    enc_u32(buf + 12, tkv_checksum(buf, 12));
+    enc_u32(buf + 40, tkv_checksum(buf, 40));
+    if (fix_slot) enc_u32(buf + WAL_V2_FRONTIER_OFF + 8, tkv_checksum(buf + WAL_V2_FRONTIER_OFF, 8));
+    fix_records(buf, n, WAL_V2_HEADER_SIZE);
 }

@@ -54,8 +54,13 @@ void fz_clear_dir(const char *dir);
 size_t fz_walk(tkv_it *it, tkv_slice extra, size_t max_seeks);
 
 /* fz_fix_framing -- the WAL record framing (docs/format-wal.md) in buf[0..n):
- * a valid file header and, for each record whose declared length fits, its
- * checksum recomputed. */
+ * a valid version-1 file header (the MANIFEST's) and, for each record whose
+ * declared length fits, its checksum recomputed. */
 void fz_fix_framing(uint8_t *buf, size_t n);
+/* fz_fix_framing_v2 -- the same with a version-2 header (the database's
+ * WALs): its chain fields and frontier (bytes 16..39, 48..55) kept as the
+ * input has them, its checksums recomputed (the frontier slot's only with
+ * fix_slot), the records from byte 64. */
+void fz_fix_framing_v2(uint8_t *buf, size_t n, int fix_slot);
 
 #endif

@@ -22,6 +22,7 @@
 #include "mem/wal.h"
 #include "sst/block.h"
 #include "tierkv.h"
+#include "util/checksum.h"
 #include "util/status.h"
 #include "util/vec_iter.h"
 
@@ -90,6 +91,38 @@ static void gen_sst(void)
 
 /* ---------------------------------------------------------------- databases: WAL, MANIFEST */
 
+/* gen_wal_variants -- from a real version-2 WAL (data[0..n)): the same log
+ * with its synced frontier at its 3rd record and a hole (zeros) over its
+ * 6th record, then with the hole before the frontier -- a torn hole and a
+ * corruption (docs/format-wal.md) -- and one cut to its header. */
+static void gen_wal_variants(const char *tag, const uint8_t *data, size_t n)
+{
+    if (n < WAL_V2_HEADER_SIZE || dec_u32(data + 8) != WAL_V2) die("the database's WAL is not version 2");
+    size_t off[8], k = 0;
+    for (size_t o = WAL_V2_HEADER_SIZE; k < 8 && n - o >= WAL_RECORD_HEADER;) {
+        size_t len = dec_u32(data + o + 4);
+        if (len > n - o - WAL_RECORD_HEADER) break;
+        off[k++] = o;
+        o += WAL_RECORD_HEADER + len;
+    }
+    if (k < 8) die("the database's WAL has fewer than 8 records");
+    uint8_t *b = malloc(n);
+    if (!b) die("malloc");
+    char name[256];
+    for (int before = 0; before <= 1; before++) {
+        memcpy(b, data, n);
+        uint8_t *slot = b + WAL_V2_FRONTIER_OFF;
+        enc_u64(slot, before ? off[7] : off[3]);
+        enc_u32(slot + 8, tkv_checksum(slot, 8));
+        memset(b + off[5], 0, off[6] - off[5]);
+        snprintf(name, sizeof name, "%s-v2-hole-%s", tag, before ? "before-frontier" : "after-frontier");
+        seed("wal", name, 0, b, n);
+    }
+    snprintf(name, sizeof name, "%s-v2-header-only", tag);
+    seed("wal", name, FZ_FIX | 2, data, WAL_V2_HEADER_SIZE);
+    free(b);
+}
+
 /* copy_named -- seeds every file of dir whose name starts with prefix or ends with suffix. */
 static void copy_named(const char *dir, const char *prefix, const char *suffix, const char *target, const char *tag,
                        uint8_t flags)
@@ -107,8 +140,12 @@ static void copy_named(const char *dir, const char *prefix, const char *suffix, 
         uint8_t *data;
         size_t n;
         if (io_read_file(path, IO_META, NULL, &data, &n) < 0) die(path);
+        wal_replay_stats st;
+        if (!strcmp(target, "wal") && wal_replay(path, NULL, NULL, NULL, &st) == 0 && st.end < n)
+            n = (size_t)st.end; /* not the zeros of a mapped log's reservation: the corpus stays small */
         snprintf(name, sizeof name, "%s-%s", tag, e->d_name);
         seed(target, name, flags, data, n);
+        if (!strcmp(target, "wal") && !flags) gen_wal_variants(tag, data, n);
         if (!strcmp(target, "manifest") && !flags) { /* each record is a version_edit seed */
             size_t off = WAL_HEADER_SIZE;
             for (int r = 0; n >= WAL_HEADER_SIZE && n - off >= WAL_RECORD_HEADER; r++) {
@@ -155,7 +192,7 @@ static void gen_db(const char *l0)
     tkv_batch_free(b);
     if (!strcmp(l0, "sst")) {
         copy_named(dir, NULL, ".wal", "wal", l0, 0);
-        copy_named(dir, NULL, ".wal", "wal", "fix", FZ_FIX);
+        copy_named(dir, NULL, ".wal", "wal", "fix", FZ_FIX | 2); /* 2: fuzz_wal.c FZ_V2 (the WALs are version 2) */
     }
     for (int round = 0; round < 2; round++) {
         for (int i = 0; i < 300; i++) {

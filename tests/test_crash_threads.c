@@ -44,14 +44,23 @@
  *             WALs lose everything). Acknowledged TKV_SYNC writes survive,
  *             and the writes before them; the others may be lost, but only
  *             as a suffix: lo = acked_sync (the round's start if none).
- * The first three rounds are one of each, then 60 % kill, 20 % pmemcut, 20 %
- * powercut. A fifth of the rounds kill the child 0..20 ms after the fork,
+ *   reorder   pmemcut, and the WALs lose unsynced pages in any order (write-
+ *             back out of order, across files and within one): each WAL the
+ *             child made keeps what its synced frontier covers, and past it
+ *             is kept whole, cut, or has a range zeroed with later bytes
+ *             kept (cr_reorder_wals). The same promise: lo = acked_sync.
+ * The first four rounds are one of each, then 55 % kill, 15 % pmemcut, 15 %
+ * powercut, 15 % reorder. A fifth of the rounds kill the child 0..20 ms after the fork,
  * mostly while it opens and recovers; the others 5..150 ms (sometimes up to
  * 600 ms) after its open returned.
  *
  * wal_switch_sync is the regression test of one finding: an OS crash right
  * after a TKV_SYNC write that followed a WAL switch must keep the writes
  * acknowledged before it (they sit in the switched-away WAL).
+ * wal_chain_* (the WAL chain, docs/format-wal.md): an OS crash whose
+ * write-back reached a newer WAL but not all of the older one's unsynced
+ * tail must not bring the newer one's writes back without the older ones --
+ * nor may an out-of-order hole in a WAL keep the database from opening.
  *
  * Knobs: TKV_CRASHTEST_ROUNDS (default 6), TKV_CRASHTEST_THREADS (default
  * 4, at most 16), TKV_TEST_SEED. A failure stops the run and keeps the
@@ -81,6 +90,7 @@
 #include <cmocka.h>
 
 #include "io/io.h"
+#include "mem/wal.h"
 #include "testutil.h"
 
 #define CR_MAX_THREADS 16
@@ -88,8 +98,8 @@
 #define CR_MAX_ITEMS 8
 #define CR_MAX_WALS 512
 
-enum { CR_KILL, CR_PMEMCUT, CR_POWERCUT, CR_NKINDS };
-static const char *const cr_kind_names[CR_NKINDS] = {"kill", "pmemcut", "powercut"};
+enum { CR_KILL, CR_PMEMCUT, CR_POWERCUT, CR_REORDER, CR_NKINDS };
+static const char *const cr_kind_names[CR_NKINDS] = {"kill", "pmemcut", "powercut", "reorder"};
 
 /* ---------------------------------------------------------------- shared with the child */
 
@@ -345,8 +355,7 @@ static void cr_wal_baseline(const cr_run *R)
  * files in order: one cut point in the WALs taken in turn (by number), at
  * or after the end of the last bytes an fdatasync covered (half the time
  * exactly there); the WAL holding it is cut there and the later ones lose
- * everything. (Write-back that reaches a newer WAL before an older one is
- * the limit docs/format-wal.md describes: not modelled.) */
+ * everything. (Write-back out of order: cr_reorder_wals.) */
 static void cr_cut_wals(cr_run *R, tu_rng *r)
 {
     uint64_t *nums;
@@ -384,6 +393,64 @@ static void cr_cut_wals(cr_run *R, tu_rng *r)
     free(nums);
 }
 
+static char *wc_wal(const char *dir, uint64_t number);
+static void wc_zero(const char *path, uint64_t from, uint64_t to);
+
+/* cr_reorder_wals -- (reorder) an OS crash whose write-back reached the
+ * WALs' unsynced pages in any order, across files and within one. A WAL
+ * present before the round was synced whole (the previous round's reopen
+ * and close) and stays. Each WAL the child made keeps what its fdatasyncs
+ * covered -- its synced frontier (the page cache holds the slot's last
+ * value: exactly the size the last wal_sync covered; 0: never synced, the
+ * header may go too) -- and of the rest, independently per WAL: all of it
+ * (a tenth of them); a cut at a random point; or a random range zeroed
+ * (pages not written back while later ones were), half the time also cut
+ * after it. Acknowledged
+ * TKV_SYNC writes survive, and everything before them (lo = acked_sync);
+ * the rest may be lost as a suffix only (the chain, docs/format-wal.md). */
+static void cr_reorder_wals(cr_run *R, tu_rng *r)
+{
+    uint64_t *nums;
+    size_t n = tu_list_numbered(R->dir, ".wal", &nums);
+    for (size_t i = 0; i < n; i++) {
+        int base = 0;
+        for (unsigned w = 0; w < g_sh->nwals; w++) base |= g_sh->wals[w].number == nums[i];
+        char *p = wc_wal(R->dir, nums[i]);
+        struct stat st;
+        wal_replay_stats h;
+        if (base || stat(p, &st) != 0 || tu_rng_chance(r, 100000)) { /* a tenth of them whole */
+            free(p);
+            continue;
+        }
+        uint64_t size = (uint64_t)st.st_size, synced = 0, end = size;
+        if (wal_replay(p, NULL, NULL, NULL, &h) == 0 && h.version == WAL_V2) {
+            synced = h.frontier < size ? h.frontier : size;
+            if (h.end > synced) end = h.end; /* a mapped log: zeros after its records */
+        }
+        if (end <= synced) {
+            free(p);
+            continue;
+        }
+        uint64_t keep = size;
+        if (tu_rng_chance(r, 333333)) {
+            keep = synced + tu_rng_below(r, end - synced + 1); /* (past `end` a mapped log's zeros) */
+        } else {
+            uint64_t room = end - synced, a = synced + tu_rng_below(r, room);
+            uint64_t b = a + 1 + tu_rng_below(r, end - a < 20000 ? end - a : 20000);
+            wc_zero(p, a, b);
+            R->wal_bytes_cut += b - a;
+            if (tu_rng_chance(r, 500000)) keep = b + tu_rng_below(r, size - b + 1);
+        }
+        if (keep < size) {
+            if (truncate(p, (off_t)keep) != 0) fail_msg("truncate %s: %s", p, strerror(errno));
+            R->wal_bytes_cut += size - keep;
+        }
+        R->wals_cut++;
+        free(p);
+    }
+    free(nums);
+}
+
 /* cr_run_child -- forks the child of one round and SIGKILLs it `delay_ms`
  * after its open (or after the fork when early). */
 static void cr_run_child(cr_run *R, unsigned round, int kind, int early, double delay_ms)
@@ -391,7 +458,7 @@ static void cr_run_child(cr_run *R, unsigned round, int kind, int early, double 
     memset(g_sh, 0, sizeof *g_sh);
     for (unsigned t = 0; t < R->nthreads; t++)
         g_sh->slot[t] = (cr_slot){R->next[t], R->next[t], R->next[t]};
-    if (kind == CR_POWERCUT) cr_wal_baseline(R);
+    if (kind == CR_POWERCUT || kind == CR_REORDER) cr_wal_baseline(R);
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -536,7 +603,7 @@ static void cr_verify(cr_run *R, unsigned round, int kind, tkv_db *db)
     cr_read_db(R, round, db, dbs);
     for (unsigned t = 0; t < R->nthreads; t++) {
         const cr_slot *s = &g_sh->slot[t];
-        uint64_t lo = kind == CR_POWERCUT ? s->acked_sync : s->acked;
+        uint64_t lo = kind == CR_POWERCUT || kind == CR_REORDER ? s->acked_sync : s->acked;
         uint64_t got = cr_survivor(R, round, t, lo, s->issued, dbs[t]);
         R->acked += s->acked - R->next[t];
         R->acked_sync += s->acked_sync - R->next[t];
@@ -598,7 +665,11 @@ static void cr_keep_copy(const cr_run *R)
 static void cr_round(cr_run *R, unsigned round, tu_rng *r)
 {
     uint64_t x = tu_rng_below(r, 100);
-    int kind = round < CR_NKINDS ? (int)round : x < 60 ? CR_KILL : x < 80 ? CR_PMEMCUT : CR_POWERCUT;
+    int kind = round < CR_NKINDS ? (int)round
+               : x < 55         ? CR_KILL
+               : x < 70         ? CR_PMEMCUT
+               : x < 85         ? CR_POWERCUT
+                                : CR_REORDER;
     int early = tu_rng_chance(r, 200000);
     double delay = early ? (double)tu_rng_range(r, 0, 20)
                          : tu_rng_chance(r, 100000) ? (double)tu_rng_range(r, 150, 600) : (double)tu_rng_range(r, 5, 150);
@@ -607,6 +678,7 @@ static void cr_round(cr_run *R, unsigned round, tu_rng *r)
     R->early += early;
     cr_run_child(R, round, kind, early, delay);
     if (kind == CR_POWERCUT) cr_cut_wals(R, r);
+    if (kind == CR_REORDER) cr_reorder_wals(R, r);
 
     cr_keep_copy(R);
     uint64_t *before, *after;
@@ -635,11 +707,13 @@ static void cr_round(cr_run *R, unsigned round, tu_rng *r)
 static void cr_report(const cr_run *R, unsigned rounds, double ms)
 {
     fprintf(stderr,
-            "# crash_threads: %u rounds (kill %u, pmemcut %u, powercut %u; %u killed 0-20 ms after the fork, %u "
+            "# crash_threads: %u rounds (kill %u, pmemcut %u, powercut %u, reorder %u; %u killed 0-20 ms after the "
+            "fork, %u "
             "before the open returned) in %.1f s, %u threads: %llu ops acknowledged (%llu up to a sync one), "
             "%llu in flight at the kill (%llu survived), %llu acknowledged non-sync ops lost to WAL cuts "
             "(%llu WAL cuts, %llu bytes); %llu SSTs of unfinished jobs removed by recovery; %u leak checks\n",
-            rounds, R->rounds[CR_KILL], R->rounds[CR_PMEMCUT], R->rounds[CR_POWERCUT], R->early, R->killed_in_open,
+            rounds, R->rounds[CR_KILL], R->rounds[CR_PMEMCUT], R->rounds[CR_POWERCUT], R->rounds[CR_REORDER], R->early,
+            R->killed_in_open,
             ms / 1000, R->nthreads, (unsigned long long)R->acked, (unsigned long long)R->acked_sync,
             (unsigned long long)R->inflight, (unsigned long long)R->inflight_survived,
             (unsigned long long)R->lost_unsynced, (unsigned long long)R->wals_cut,
@@ -757,11 +831,231 @@ static void wal_switch_sync(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* ---------------------------------------------------------------- the WAL chain */
+
+typedef struct wc_offs {
+    uint64_t off[8192];
+    size_t n;
+} wc_offs;
+
+/* wc_note -- wal_record_fn: each record's offset. */
+static int wc_note(void *arg, const uint8_t *payload, size_t n, uint64_t offset)
+{
+    (void)payload;
+    (void)n;
+    wc_offs *o = arg;
+    if (o->n < sizeof o->off / sizeof o->off[0]) o->off[o->n++] = offset;
+    return 0;
+}
+
+/* wc_put -- puts <prefix><i> = 200 bytes of i (into m too, if given). */
+static void wc_put(tkv_db *db, tu_model *m, const char *prefix, unsigned i, unsigned flags)
+{
+    char kb[32], vb[300];
+    size_t kn = (size_t)sprintf(kb, "%s%06u", prefix, i), vn = (size_t)sprintf(vb, "%0200u", i);
+    assert_int_equal(tkv_put(db, kb, kn, vb, vn, flags), TKV_OK);
+    if (m) tu_model_put(m, kb, kn, vb, vn);
+}
+
+/* wc_copy -- dst becomes a copy of src (an open database's directory: its
+ * files as the page cache holds them). */
+static void wc_copy(const char *src, const char *dst)
+{
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s' && cp -a '%s/.' '%s/'", dst, dst, src, dst);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* wc_wal -- dir's WAL `number` (malloc'd path). */
+static char *wc_wal(const char *dir, uint64_t number)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%06llu.wal", (unsigned long long)number);
+    return tu_path(dir, name);
+}
+
+/* wc_zero -- zeros bytes [from, to) of path (pages that never reached the disk). */
+static void wc_zero(const char *path, uint64_t from, uint64_t to)
+{
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    static const uint8_t z[4096];
+    for (uint64_t at = from; at < to;) {
+        size_t k = to - at < sizeof z ? (size_t)(to - at) : sizeof z;
+        assert_int_equal(pwrite(fd, z, k, (off_t)at), (ssize_t)k);
+        at += k;
+    }
+    close(fd);
+}
+
+/* wc_power_cut -- every WAL of dir cut back to the size its last fdatasync
+ * covered (g_sh, noted by ws_hook; 0 if never synced). */
+static void wc_power_cut(const char *dir)
+{
+    uint64_t *nums;
+    size_t n = tu_list_numbered(dir, ".wal", &nums);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t synced = 0;
+        for (unsigned w = 0; w < g_sh->nwals; w++)
+            if (g_sh->wals[w].number == nums[i]) synced = g_sh->wals[w].synced;
+        char *p = wc_wal(dir, nums[i]);
+        struct stat st;
+        assert_int_equal(stat(p, &st), 0);
+        if ((uint64_t)st.st_size > synced) assert_int_equal(truncate(p, (off_t)synced), 0);
+        free(p);
+    }
+    free(nums);
+}
+
+enum { WC_LOST_TAIL, WC_HOLE, WC_CORRUPT };
+static const char *const wc_names[] = {"lost tail", "hole past the frontier", "damage below the frontier"};
+
+/* wal_chain_case -- non-sync puts k0, k1, ... fill the first WAL (N) until
+ * a memtable switch starts WAL N+1 (the flush held back, so N stays the
+ * only copy of its memtable), 50 more go to N+1. The "crash" copies the
+ * directory and damages N from record `keep` on, N+1 left whole:
+ *   WC_LOST_TAIL  N cut inside record keep (its last pages never written back);
+ *   WC_HOLE       record keep zeroed, the records after it intact (pages
+ *                 written back out of order; a sync put at record 5 puts
+ *                 the frontier before the hole);
+ *   WC_CORRUPT    the same hole below N's frontier (every tenth put syncs),
+ *                 opened with paranoid_checks=0 (with 1, the open fails).
+ * Reopened, the database must hold exactly k0 .. k(keep-1): none of N+1's
+ * writes (their WAL names N at its full size, which N no longer reaches),
+ * and it opens. N+1 is deleted. Then sync puts s0..s19 into the reopened
+ * database's new WAL, and a power cut (every WAL cut to its last synced
+ * size: the log replayed at open was synced then): opened again, and once
+ * more, the same prefix and every sync put. */
+static void wal_chain_case(int mode)
+{
+    g_sh = mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(g_sh != MAP_FAILED);
+    memset(g_sh, 0, sizeof *g_sh);
+    char *dir = tu_tmpdir("wal-chain"), *copy = tu_tmpdir("wal-chain-copy"), *cut = tu_tmpdir("wal-chain-cut");
+    tkv_options *o = tu_small_options();
+    assert_int_equal(tkv_options_set(o, "l0", "sst"), TKV_OK);
+    __atomic_store_n(&g_hold, 1, __ATOMIC_RELEASE);
+    io_set_fault_hook(ws_hook, NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    unsigned n = 0;
+    while (tu_prop_u64(db, "tkv.num-immutable-mem", "") == 0) {
+        int sync = (mode == WC_HOLE && n == 5) || (mode == WC_CORRUPT && n % 10 == 9);
+        wc_put(db, NULL, "k", n++, sync ? TKV_SYNC : 0);
+        assert_true(n < 100000);
+    }
+    unsigned in_old = n - 1; /* the last put switched: it is N+1's first record */
+    for (int i = 0; i < 50; i++) wc_put(db, NULL, "k", n++, 0);
+    assert_int_equal(tu_prop_u64(db, "tkv.num-immutable-mem", ""), 1);
+    wc_copy(dir, copy);
+    __atomic_store_n(&g_hold, 0, __ATOMIC_RELEASE);
+    tu_close_ok(db);
+
+    uint64_t *nums;
+    assert_int_equal(tu_list_numbered(copy, ".wal", &nums), 2); /* N and N+1 */
+    char *old = wc_wal(copy, nums[0]), *newer = wc_wal(copy, nums[1]);
+    wc_offs *offs = calloc(1, sizeof *offs);
+    assert_non_null(offs);
+    wal_replay_stats rs;
+    assert_int_equal(wal_replay(old, NULL, wc_note, offs, &rs), 0);
+    assert_int_equal(offs->n, in_old);
+    uint64_t old_size = rs.end, frontier = rs.frontier;
+    assert_int_equal(wal_replay(newer, NULL, NULL, NULL, &rs), 0);
+    assert_int_equal(rs.records, 51);
+    assert_int_equal(rs.prev_number, nums[0]); /* the chain: N+1 names N at its size at the switch */
+    assert_int_equal(rs.prev_size, old_size);
+    size_t keep = in_old / 2;
+    assert_true(keep > 6 && keep + 1 < in_old);
+    if (mode == WC_LOST_TAIL) assert_int_equal(truncate(old, (off_t)(offs->off[keep] + 20)), 0);
+    else wc_zero(old, offs->off[keep] + 10, offs->off[keep + 1] + 10);
+    if (mode == WC_HOLE) assert_true(frontier == offs->off[6] && offs->off[keep] >= frontier);
+    if (mode == WC_CORRUPT) assert_true(offs->off[keep] < frontier);
+    tu_model *m = tu_model_new();
+    for (unsigned i = 0; i < keep; i++) {
+        char kb[32], vb[300];
+        size_t kn = (size_t)sprintf(kb, "k%06u", i), vn = (size_t)sprintf(vb, "%0200u", i);
+        tu_model_put(m, kb, kn, vb, vn);
+    }
+    if (mode == WC_CORRUPT) { /* paranoid_checks=1 (the default) refuses it */
+        tkv_db *x = NULL;
+        assert_int_equal(tkv_open(copy, o, &x), TKV_CORRUPTION);
+        assert_non_null(strstr(tkv_errmsg(), "frontier"));
+        assert_int_equal(tkv_options_set(o, "paranoid_checks", "0"), TKV_OK);
+    }
+
+    char *report = NULL; /* tkv_verify reads it as recovery will */
+    assert_int_equal(tkv_verify(copy, o, &report), mode == WC_CORRUPT ? TKV_CORRUPTION : TKV_OK);
+    assert_non_null(report);
+    if (mode != WC_CORRUPT) assert_non_null(strstr(report, "is not replayed: its predecessor's intact records end"));
+    if (mode == WC_HOLE) assert_non_null(strstr(report, "torn tail with a hole"));
+    tkv_free(report);
+
+    char what[160];
+    snprintf(what, sizeof what, "%s: the older WAL damaged, the newer one whole", wc_names[mode]);
+    memset(g_sh, 0, sizeof *g_sh); /* from here on, the syncs of the copy */
+    __atomic_store_n(&g_hold, 1, __ATOMIC_RELEASE);
+    db = tu_open_ok(copy, o);
+    tu_check_db(db, NULL, m, what);
+    assert_int_equal(tu_prop_u64(db, "tkv.stats", "dropped_logs="), 1);
+    assert_true(tu_prop_u64(db, "tkv.stats", "dropped_bytes=") >= rs.end);
+    struct stat sb;
+    assert_int_equal(stat(newer, &sb), -1); /* deleted: no later open can replay it */
+    assert_int_equal(stat(old, &sb), 0);
+    for (unsigned i = 0; i < 20; i++) wc_put(db, m, "s", i, TKV_SYNC);
+    wc_copy(copy, cut);
+    wc_power_cut(cut);
+    __atomic_store_n(&g_hold, 0, __ATOMIC_RELEASE);
+    tu_close_ok(db);
+    io_set_fault_hook(NULL, NULL);
+
+    snprintf(what, sizeof what, "%s: a power cut after sync writes that followed the recovery", wc_names[mode]);
+    db = tu_open_ok(cut, o);
+    tu_check_db(db, NULL, m, what);
+    assert_int_equal(tu_prop_u64(db, "tkv.stats", "dropped_logs="), 0);
+    tu_close_reopen_check(db, cut, o, m, what);
+    snprintf(what, sizeof what, "%s: opened again after a clean close", wc_names[mode]);
+    db = tu_open_ok(copy, o);
+    tu_check_db(db, NULL, m, what);
+    tu_close_ok(db);
+
+    tu_model_free(m);
+    free(offs);
+    free(old);
+    free(newer);
+    free(nums);
+    tkv_options_free(o);
+    munmap(g_sh, sizeof *g_sh);
+    tu_tmpdir_free(cut);
+    tu_tmpdir_free(copy);
+    tu_tmpdir_free(dir);
+}
+
+static void wal_chain_lost_tail(void **state)
+{
+    (void)state;
+    wal_chain_case(WC_LOST_TAIL);
+}
+
+static void wal_chain_hole(void **state)
+{
+    (void)state;
+    wal_chain_case(WC_HOLE);
+}
+
+static void wal_chain_corrupt(void **state)
+{
+    (void)state;
+    wal_chain_case(WC_CORRUPT);
+}
+
 int main(void)
 {
     tu_seed();
+    wal_set_frontier_step(0); /* each WAL's frontier is what its last wal_sync covered (cr_reorder_wals, wal_chain_*) */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(wal_switch_sync),
+        cmocka_unit_test(wal_chain_lost_tail),
+        cmocka_unit_test(wal_chain_hole),
+        cmocka_unit_test(wal_chain_corrupt),
         cmocka_unit_test(crash_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,11 @@
  * corruption, bad headers), callback errors, and I/O faults injected through
  * io_set_fault_hook; the same through a mapping (io/wmap.h): model round
  * trips past the mapped length, a writer killed with SIGKILL, faults.
+ * Every shared case runs in format version 1 (as the MANIFEST writes it, and
+ * database WALs before version 2: they must replay as they always did) and
+ * again in version 2 (the _v2 cases); version 2's own: its header bytes and
+ * fields, the synced frontier, the directory sync, torn holes past the
+ * frontier and corruption below it.
  *
  * Reproducing a failure: the test prints "seed=N"; rerun with TKV_TEST_SEED=N.
  */
@@ -29,6 +34,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include "db/recover.h"
 #include "io/io.h"
 #include "io/wb.h"
 #include "io/wmap.h"
@@ -38,6 +44,21 @@
 #include "util/status.h"
 
 /* ---------------------------------------------------------------- helpers */
+
+/* The format version the shared tests run in (the _v2 cases set it after
+ * setup): version 1 (the MANIFEST's, and every database WAL before version
+ * 2) or version 2 (the database's WALs). */
+static uint32_t g_ver = WAL_V1;
+
+/* open_log -- a writer on path in version g_ver; version 2 as log 7 after
+ * log 5 at 1234 bytes. */
+static int open_log(const char *path, io_stats *st, wal_writer **w)
+{
+    return g_ver == WAL_V2 ? wal_writer_open(path, st, 7, 5, 1234, w) : wal_writer_open_v1(path, st, w);
+}
+
+/* hdr_size -- where version g_ver's records start. */
+static uint64_t hdr_size(void) { return g_ver == WAL_V2 ? WAL_V2_HEADER_SIZE : WAL_HEADER_SIZE; }
 
 typedef struct fixture {
     char dir[64];
@@ -54,6 +75,7 @@ static int setup(void **state)
         return -1;
     }
     *state = fx;
+    g_ver = WAL_V1;
     return 0;
 }
 
@@ -158,6 +180,19 @@ static uint64_t file_size(const char *path)
     return (uint64_t)sb.st_size;
 }
 
+/* frontier_at -- the synced frontier stored in path's header slot (fails
+ * the test if the slot's checksum is wrong). */
+static uint64_t frontier_at(const char *path)
+{
+    size_t len;
+    uint8_t *b = read_all(path, &len);
+    assert_true(len >= WAL_V2_HEADER_SIZE);
+    assert_int_equal(dec_u32(b + 56), tkv_checksum(b + 48, 8));
+    uint64_t f = dec_u64(b + 48);
+    free(b);
+    return f;
+}
+
 /* What a file should replay to: records 0..n-1 with these lengths, payload ids
  * and offsets. The callback checks each record as it arrives. */
 typedef struct expect {
@@ -245,14 +280,20 @@ static void add_one(wal_writer *w, expect *e, size_t n, uint64_t id)
     assert_int_equal(wal_size(w), before + WAL_RECORD_HEADER + n);
 }
 
-/* write_file -- a complete, synced WAL at path holding records of these sizes
- * (ids 1000 + i); e describes it. */
+/* write_file -- a complete WAL at path holding records of these sizes (ids
+ * 1000 + i); e describes it. Version 1: synced at the end. Version 2:
+ * synced before the last record, which is then added and not synced, so the
+ * synced frontier is the last record's offset: damage to the last record is
+ * a torn tail as in version 1, damage to an earlier one corruption. */
 static void write_file(const char *path, expect *e, const size_t *sizes, size_t k)
 {
     wal_writer *w = NULL;
-    assert_int_equal(wal_writer_open(path, NULL, &w), 0);
-    for (size_t i = 0; i < k; i++) add_one(w, e, sizes[i], 1000 + i);
-    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(open_log(path, NULL, &w), 0);
+    for (size_t i = 0; i < k; i++) {
+        if (g_ver == WAL_V2 && i + 1 == k) assert_int_equal(wal_sync(w), 0);
+        add_one(w, e, sizes[i], 1000 + i);
+    }
+    if (g_ver == WAL_V1) assert_int_equal(wal_sync(w), 0);
     assert_int_equal(wal_writer_close(w), 0);
 }
 
@@ -324,7 +365,7 @@ static void test_format_bytes(void **state)
     io_stats st;
     memset(&st, 0, sizeof st);
     wal_writer *w = NULL;
-    assert_int_equal(wal_writer_open(p, &st, &w), 0);
+    assert_int_equal(wal_writer_open_v1(p, &st, &w), 0);
     assert_int_equal(wal_size(w), 16);
     assert_int_equal(wal_add_record(w, "abc", 3), 0);
     assert_int_equal(wal_add_record(w, NULL, 0), 0);
@@ -421,7 +462,7 @@ static void test_round_trip_sessions(void **state)
         fpath(fx, name, p[s]);
         e[s] = expect_new();
         wal_writer *w = NULL;
-        assert_int_equal(wal_writer_open(p[s], &st, &w), 0);
+        assert_int_equal(open_log(p[s], &st, &w), 0);
         size_t nrec = 40 + (size_t)(splitmix(&x) % 60);
         uint64_t payload = 0;
         for (size_t i = 0; i < nrec; i++) {
@@ -451,7 +492,7 @@ static void test_round_trip_sessions(void **state)
     /* reopening session 0's path starts a new, empty log */
     expect *fresh = expect_new();
     wal_writer *w = NULL;
-    assert_int_equal(wal_writer_open(p[0], &st, &w), 0);
+    assert_int_equal(open_log(p[0], &st, &w), 0);
     add_one(w, fresh, 5, 1);
     add_one(w, fresh, 0, 2);
     assert_int_equal(wal_writer_close(w), 0); /* no sync: still readable by this process */
@@ -500,7 +541,7 @@ static void test_torn_tail_every_offset(void **state)
     for (size_t c = (size_t)last; c < len; c++) check_cut(cut, raw, c, e, 4, last);
     check_cut(cut, raw, len, e, 5, len);
     /* cuts inside the file header: an empty log (crash right after create) */
-    for (size_t c = 0; c < 16; c++) {
+    for (size_t c = 0; c < hdr_size(); c++) {
         write_all(cut, raw, c);
         wal_replay_stats rs;
         assert_int_equal(wal_replay(cut, NULL, check_record, e, &rs), 0);
@@ -559,14 +600,26 @@ static void test_zero_tail(void **state)
     assert_int_equal(rs.torn_tail_records, 1);
     assert_int_equal(rs.torn_tail_bytes, 3 * (1 << 20) + 13);
 
-    /* ... but one non-zero byte after them is data after a bad record */
+    /* ... but one non-zero byte after them is data after a bad record:
+     * corruption in version 1; in version 2, past the synced frontier, a
+     * torn tail with a hole (pages written back out of order) */
     append_bytes(p, 0x5a, 1);
-    assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
-    assert_int_equal(rs.records, 3);
-    char off[64];
-    snprintf(off, sizeof off, "offset %llu", (unsigned long long)end);
-    assert_msg_has(off);
-    assert_msg_has(p);
+    if (g_ver == WAL_V1) {
+        assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
+        assert_int_equal(rs.records, 3);
+        char off[64];
+        snprintf(off, sizeof off, "offset %llu", (unsigned long long)end);
+        assert_msg_has(off);
+        assert_msg_has(p);
+    } else {
+        assert_int_equal(replay_check(p, e, &rs), 0);
+        assert_int_equal(rs.records, 3);
+        assert_int_equal(rs.torn_tail_records, 1);
+        assert_int_equal(rs.torn_hole, 1);
+        assert_int_equal(rs.torn_zero, 0);
+        assert_int_equal(rs.end, end);
+        assert_int_equal(rs.torn_tail_bytes, 3 * (1 << 20) + 13 + 1);
+    }
 
     /* the last record half written (payload tail zero-filled), then zeros */
     assert_int_equal(truncate(p, (off_t)end), 0);
@@ -691,8 +744,16 @@ static void test_impossible_length(void **state)
     assert_int_equal(replay_check(p, e, &rs), 0);
     assert_int_equal(rs.records, 1);
     assert_int_equal(rs.torn_tail_records, 1);
-    /* data after the declared end -> corruption */
+    /* data after the declared end -> corruption (version 2: past the
+     * frontier, a torn hole) */
     append_bytes(p, 1, 1);
+    if (g_ver == WAL_V2) {
+        assert_int_equal(replay_check(p, e, &rs), 0);
+        assert_int_equal(rs.records, 1);
+        assert_int_equal(rs.torn_hole, 1);
+        expect_free(e);
+        return;
+    }
     assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
     char off[64];
     snprintf(off, sizeof off, "offset %llu", (unsigned long long)end);
@@ -725,13 +786,21 @@ static void test_bad_header(void **state)
         assert_int_equal(e->seen, 0);
         assert_msg_has(p);
     }
-    /* version 2 with a correct checksum */
+    /* version 3 with a correct checksum */
+    memcpy(b, orig, len);
+    enc_u32(b + 8, 3);
+    enc_u32(b + 12, tkv_checksum(b, 12));
+    write_all(p, b, len);
+    assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
+    assert_msg_has("version 3");
+    /* version 2 on a version-1 file: the version-2 fields (record bytes) fail their checksum */
     memcpy(b, orig, len);
     enc_u32(b + 8, 2);
     enc_u32(b + 12, tkv_checksum(b, 12));
     write_all(p, b, len);
+    append_bytes(p, 0x33, 64); /* at least a version-2 header's length */
     assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
-    assert_msg_has("version 2");
+    assert_msg_has("version 2 header checksum");
     /* one non-zero byte in an otherwise zero header is not "all zero" */
     memset(b, 0, len);
     b[15] = 1;
@@ -773,9 +842,9 @@ static void test_empty_and_short(void **state)
 
     /* header only: opened, never written (synced or not) */
     wal_writer *w = NULL;
-    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    assert_int_equal(open_log(p, NULL, &w), 0);
     assert_int_equal(wal_writer_close(w), 0);
-    assert_int_equal(file_size(p), 16);
+    assert_int_equal(file_size(p), hdr_size());
     assert_int_equal(replay_check(p, e, &rs), 0);
     assert_int_equal(rs.records, 0);
     assert_int_equal(rs.torn_tail_bytes, 0);
@@ -797,19 +866,19 @@ static void test_invalid_args(void **state)
     char p[PATH_MAX];
     fpath(fx, "i.wal", p);
     wal_writer *w = (wal_writer *)1;
-    assert_int_equal(wal_writer_open(NULL, NULL, &w), TKV_INVALID);
+    assert_int_equal(open_log(NULL, NULL, &w), TKV_INVALID);
     assert_null(w);
-    assert_int_equal(wal_writer_open(p, NULL, NULL), TKV_INVALID);
-    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    assert_int_equal(open_log(p, NULL, NULL), TKV_INVALID);
+    assert_int_equal(open_log(p, NULL, &w), 0);
     static const uint8_t one = 1;
     /* the length check comes before the payload is touched */
     assert_int_equal(wal_add_record(w, &one, (size_t)WAL_MAX_PAYLOAD + 1), TKV_INVALID);
     assert_int_equal(wal_add_record(w, NULL, 5), TKV_INVALID);
     assert_int_equal(wal_add_record(NULL, &one, 1), TKV_INVALID);
     assert_int_equal(wal_sync(NULL), TKV_INVALID);
-    assert_int_equal(wal_size(w), 16);
+    assert_int_equal(wal_size(w), hdr_size());
     assert_int_equal(wal_add_record(w, &one, 1), 0); /* still usable */
-    assert_int_equal(wal_size(w), 16 + 9);
+    assert_int_equal(wal_size(w), hdr_size() + 9);
     assert_int_equal(wal_size(NULL), 0);
     assert_int_equal(wal_writer_close(w), 0);
     assert_int_equal(wal_writer_close(NULL), 0);
@@ -874,7 +943,7 @@ static int no_mapping(const fixture *fx, const char *test);
 /* fault_open -- a writer on p with stats st; mapped (a reservation) when st has a wmap. */
 static int fault_open(const char *p, io_stats *st, wal_writer **w)
 {
-    int rc = wal_writer_open(p, st, w);
+    int rc = open_log(p, st, w);
     if (rc == 0 && st) wal_writer_reserve(*w, 1u << 20);
     return rc;
 }
@@ -981,7 +1050,7 @@ static void test_reserve(void **state)
     fpath(fx, "r.wal", p);
     expect *e = expect_new();
     wal_writer *w = NULL;
-    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    assert_int_equal(open_log(p, NULL, &w), 0);
     add_one(w, e, 100, 1);
     uint64_t size = wal_size(w);
     const uint64_t reserve = 4u << 20;
@@ -1030,18 +1099,18 @@ static void test_fault_other(void **state)
 
     fault_plan f = {IO_OP_OPEN, "o.wal", 0, 1, ENOSPC, 0};
     io_set_fault_hook(fault_hook, &f);
-    assert_int_equal(wal_writer_open(p, NULL, &w), TKV_NO_SPACE);
+    assert_int_equal(open_log(p, NULL, &w), TKV_NO_SPACE);
     assert_null(w);
     /* the header write fails */
     fault_plan h = {IO_OP_WRITE, "o.wal", 0, 1, EIO, 0};
     io_set_fault_hook(fault_hook, &h);
-    assert_int_equal(wal_writer_open(p, NULL, &w), TKV_IO_ERROR);
+    assert_int_equal(open_log(p, NULL, &w), TKV_IO_ERROR);
     assert_null(w);
     assert_msg_has("o.wal");
     /* a sync failure poisons the writer */
     fault_plan s = {IO_OP_SYNC, "o.wal", 0, 1, EIO, 0};
     io_set_fault_hook(fault_hook, &s);
-    assert_int_equal(wal_writer_open(p, NULL, &w), 0);
+    assert_int_equal(open_log(p, NULL, &w), 0);
     assert_int_equal(wal_add_record(w, "x", 1), 0);
     assert_int_equal(wal_sync(w), TKV_IO_ERROR);
     assert_int_equal(s.hits, 1);
@@ -1117,15 +1186,19 @@ static void test_mapped_round_trip(void **state)
         fpath(fx, name, p[l]);
         e[l] = expect_new();
         wal_writer *w = NULL;
-        assert_int_equal(wal_writer_open(p[l], &st, &w), 0);
+        assert_int_equal(open_log(p[l], &st, &w), 0);
         wal_writer_reserve(w, reserve);
-        uint64_t mapped_len = (WAL_HEADER_SIZE + reserve + pg - 1) / pg * pg;
+        uint64_t mapped_len = (hdr_size() + reserve + pg - 1) / pg * pg;
         assert_int_equal(file_size(p[l]), mapped_len);
         for (uint64_t id = 1; wal_size(w) < mapped_len + (1u << 20); id++) {
             uint64_t r = splitmix(&x);
             size_t n = r % 16 == 0 ? 300u * 1024 + (size_t)(r >> 40) % 5000 : (size_t)(r >> 32) % 40000;
             add_one(w, e[l], n, ((uint64_t)l << 32) | id);
-            if (r % 13 == 0) assert_int_equal(wal_sync(w), 0);
+            if (r % 13 == 0) {
+                assert_int_equal(wal_sync(w), 0);
+                /* version 2: the slot's pwrite and the mapping's stores meet in one page cache */
+                if (g_ver == WAL_V2) assert_int_equal(frontier_at(p[l]), wal_size(w));
+            }
             if (wal_size(w) < mapped_len) assert_int_equal(file_size(p[l]), mapped_len);
         }
         /* past the mapping: once the helper has dropped all of its entries, the next append's
@@ -1136,7 +1209,7 @@ static void test_mapped_round_trip(void **state)
         add_one(w, e[l], 200u << 10, ((uint64_t)l << 32) | 0xffffffu); /* > 2 steps of 64 KiB past any sync */
         io_wb_get_stats(st.wb, &after);
         assert_true(after.queued + after.dropped > before.queued + before.dropped);
-        appended += wal_size(w) - WAL_HEADER_SIZE;
+        appended += wal_size(w) - hdr_size();
         if (prev) assert_int_equal(wal_writer_close(prev), 0);
         prev = w;
     }
@@ -1335,7 +1408,7 @@ static void test_mapped_killed_writer(void **state)
             st.bytes_per_sync = 64u << 10;
             wal_writer *w = NULL;
             if (io_wb_start(&st.wb, fx->dir) != 0 || io_wmap_start(&st.wmap) != 0 ||
-                wal_writer_open(p, &st, &w) != 0)
+                open_log(p, &st, &w) != 0)
                 _exit(2);
             wal_writer_reserve(w, 2u << 20);
             uint8_t buf[6000];
@@ -1366,9 +1439,501 @@ static void test_mapped_killed_writer(void **state)
     }
 }
 
+/* hdr2 -- the header fields of a version-2 log after log `prev` at `size`. */
+static wal_replay_stats hdr2(uint64_t number, uint64_t prev, uint64_t size)
+{
+    wal_replay_stats h;
+    memset(&h, 0, sizeof h);
+    h.version = WAL_V2;
+    h.log_number = number;
+    h.prev_number = prev;
+    h.prev_size = size;
+    return h;
+}
+
+/* replayed -- what wal_replay says of a log: its version, intact end and records; a torn tail (zero or not). */
+static wal_replay_stats replayed(uint32_t ver, uint64_t end, uint64_t records, int torn, int torn_zero)
+{
+    wal_replay_stats st;
+    memset(&st, 0, sizeof st);
+    st.version = ver;
+    st.end = end;
+    st.records = records;
+    st.torn_tail_records = torn != 0;
+    st.torn_zero = torn_zero;
+    return st;
+}
+
+/* test_chain_rule -- recovery's chain rule (db/recover.h, docs/format-wal.md
+ * C1-C3): a version-2 log is replayed only after its predecessor reached the
+ * size it names, with no record replayed after the predecessor; one naming
+ * none (or a flushed one) only before any record; a version-1 log only while
+ * nothing before it was dropped, skipped or cut short with non-zero bytes;
+ * an empty log always (it holds nothing), but it is no predecessor. */
+static void test_chain_rule(void **state)
+{
+    (void)state;
+    wal_chain c = {.log_number = 10};
+    wal_replay_stats h = hdr2(10, 8, 500), st;
+    assert_null(wal_chain_check(&c, &h)); /* 8 < 10: flushed; nothing replayed yet */
+    st = replayed(2, 700, 3, 0, 1);
+    assert_int_equal(wal_chain_add(&c, 10, &st, WAL_CHAIN_REPLAYED), 0);
+    h = hdr2(12, 10, 700);
+    assert_null(wal_chain_check(&c, &h)); /* 10 reached 700 */
+    h = hdr2(12, 10, 701);
+    assert_non_null(strstr(wal_chain_check(&c, &h), "end before the size")); /* 10 lost its tail */
+    h = hdr2(12, 11, 64);
+    assert_non_null(strstr(wal_chain_check(&c, &h), "missing"));
+    h = hdr2(12, 0, 0);
+    assert_non_null(strstr(wal_chain_check(&c, &h), "holds writes")); /* names none, after records */
+    h = hdr2(12, 9, 100);
+    assert_non_null(wal_chain_check(&c, &h)); /* names a flushed one, after records */
+    /* 12 dropped, 14 names it: dropped too; 16 names 10 at its end: fine (a later open's WAL) */
+    h = hdr2(12, 10, 900);
+    assert_non_null(wal_chain_check(&c, &h));
+    assert_int_equal(wal_chain_add(&c, 12, &h, WAL_CHAIN_DROPPED), 0);
+    h = hdr2(14, 12, 64);
+    assert_non_null(strstr(wal_chain_check(&c, &h), "not replayed"));
+    assert_int_equal(wal_chain_add(&c, 14, &h, WAL_CHAIN_DROPPED), 0);
+    h = hdr2(16, 10, 700);
+    assert_null(wal_chain_check(&c, &h));
+    st = replayed(2, 64, 0, 0, 1); /* 16: no record yet */
+    assert_int_equal(wal_chain_add(&c, 16, &st, WAL_CHAIN_REPLAYED), 0);
+    h = hdr2(18, 10, 700);
+    assert_null(wal_chain_check(&c, &h)); /* 16 after 10 holds no record */
+    st = replayed(0, 0, 0, 0, 0); /* 17: an empty log (no header) */
+    assert_null(wal_chain_check(&c, &st));
+    assert_int_equal(wal_chain_add(&c, 17, &st, WAL_CHAIN_REPLAYED), 0);
+    h = hdr2(18, 17, 64);
+    assert_non_null(wal_chain_check(&c, &h)); /* an empty log is no predecessor */
+    const wal_chain_log *tip = wal_chain_tip(&c);
+    assert_non_null(tip);
+    assert_int_equal(tip->number, 16); /* the last replayed log with a header */
+    /* 16 gets a record: 18 naming 10 would now skip it */
+    c.logs[c.n - 2].records = 1;
+    h = hdr2(18, 10, 700);
+    assert_non_null(strstr(wal_chain_check(&c, &h), "after its predecessor"));
+    /* a version-1 log after a drop */
+    st = replayed(1, 0, 0, 0, 0);
+    assert_non_null(wal_chain_check(&c, &st));
+    wal_chain_free(&c);
+
+    /* version 1: a zero tail lets the next log through, a non-zero one or a skipped corruption does not */
+    wal_chain v = {.log_number = 3};
+    wal_replay_stats v1 = replayed(1, 0, 0, 0, 0);
+    st = replayed(1, 1000, 5, 1, 1);
+    assert_null(wal_chain_check(&v, &v1));
+    assert_int_equal(wal_chain_add(&v, 3, &st, WAL_CHAIN_REPLAYED), 0);
+    assert_null(wal_chain_check(&v, &v1));
+    st = replayed(1, 1000, 5, 1, 0);
+    assert_int_equal(wal_chain_add(&v, 5, &st, WAL_CHAIN_REPLAYED), 0);
+    assert_non_null(wal_chain_check(&v, &v1));
+    h = hdr2(9, 5, 1000); /* the first version-2 log of an upgraded database names the version-1 tip */
+    assert_null(wal_chain_check(&v, &h));
+    wal_chain_free(&v);
+    wal_chain w = {.log_number = 3};
+    st = replayed(1, 400, 2, 0, 1);
+    assert_int_equal(wal_chain_add(&w, 3, &st, WAL_CHAIN_CUT), 0);
+    assert_non_null(wal_chain_check(&w, &v1));
+    h = hdr2(5, 3, 401);
+    assert_non_null(wal_chain_check(&w, &h)); /* the cut log ends before the size named */
+    wal_chain_free(&w);
+}
+
+/* ---------------------------------------------------------------- version 2 */
+
+/* The shared tests in version 2 (setup resets g_ver to 1). */
+#define V2_CASE(name)                                                                                                  \
+    static void name##_v2(void **state)                                                                                \
+    {                                                                                                                  \
+        g_ver = WAL_V2;                                                                                                \
+        name(state);                                                                                                   \
+    }
+V2_CASE(test_round_trip_sessions)
+V2_CASE(test_torn_tail_every_offset)
+V2_CASE(test_zero_tail)
+V2_CASE(test_flip_middle)
+V2_CASE(test_flip_last)
+V2_CASE(test_impossible_length)
+V2_CASE(test_empty_and_short)
+V2_CASE(test_invalid_args)
+V2_CASE(test_callback_error)
+V2_CASE(test_fault_enospc)
+V2_CASE(test_fault_enospc_mapped)
+V2_CASE(test_fault_other)
+V2_CASE(test_reserve)
+V2_CASE(test_mapped_round_trip)
+V2_CASE(test_mapped_killed_writer)
+
+/* test_v2_header_bytes -- the 64-byte header is what docs/format-wal.md
+ * describes (its first 16 bytes a version-1 reader rejects by version), the
+ * records start at 64, and replay and wal_read_header report its fields. */
+static void test_v2_header_bytes(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "000009.wal", p);
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(p, NULL, 9, 7, 0x123456789aull, &w), 0);
+    assert_int_equal(wal_size(w), 64);
+    assert_int_equal(wal_add_record(w, "abc", 3), 0);
+    assert_int_equal(wal_writer_close(w), 0);
+    size_t len;
+    uint8_t *raw = read_all(p, &len);
+    assert_int_equal(len, 64 + 8 + 3);
+    assert_memory_equal(raw, "TKVWAL\0\1", 8);
+    assert_int_equal(dec_u32(raw + 8), 2);
+    assert_int_equal(dec_u32(raw + 12), tkv_checksum(raw, 12));
+    assert_int_equal(dec_u64(raw + 16), 9);
+    assert_int_equal(dec_u64(raw + 24), 7);
+    assert_int_equal(dec_u64(raw + 32), 0x123456789aull);
+    assert_int_equal(dec_u32(raw + 40), tkv_checksum(raw, 40));
+    assert_int_equal(dec_u32(raw + 44), 0);
+    assert_int_equal(dec_u64(raw + 48), 0); /* nothing synced yet */
+    assert_int_equal(dec_u32(raw + 56), tkv_checksum(raw + 48, 8));
+    assert_int_equal(dec_u32(raw + 60), 0);
+    assert_int_equal(dec_u32(raw + 68), 3); /* the record at 64 */
+    assert_memory_equal(raw + 72, "abc", 3);
+    assert_int_equal(dec_u32(raw + 64), tkv_checksum(raw + 68, 7));
+    free(raw);
+
+    wal_replay_stats rs;
+    struct fmt_seen sn = {0, {0}, {0}, {0}};
+    assert_int_equal(wal_replay(p, NULL, fmt_record, &sn, &rs), 0);
+    assert_int_equal(sn.n, 1);
+    assert_int_equal(sn.offs[0], 64);
+    assert_int_equal(rs.version, 2);
+    assert_int_equal(rs.log_number, 9);
+    assert_int_equal(rs.prev_number, 7);
+    assert_int_equal(rs.prev_size, 0x123456789aull);
+    assert_int_equal(rs.frontier, 0);
+    assert_int_equal(rs.frontier_ok, 1);
+    assert_int_equal(rs.end, 64 + 11);
+    assert_int_equal(rs.file_size, 64 + 11);
+    assert_int_equal(rs.torn_tail_records, 0);
+    memset(&rs, 0xff, sizeof rs);
+    assert_int_equal(wal_read_header(p, NULL, &rs), 0);
+    assert_int_equal(rs.version, 2);
+    assert_int_equal(rs.log_number, 9);
+    assert_int_equal(rs.prev_number, 7);
+    assert_int_equal(rs.prev_size, 0x123456789aull);
+    assert_int_equal(rs.records, 0);
+    assert_int_equal(rs.end, 0);
+    assert_int_equal(rs.file_size, 64 + 11);
+    /* no predecessor: 0, 0 */
+    assert_int_equal(wal_writer_open(p, NULL, 11, 0, 0, &w), 0);
+    assert_int_equal(wal_writer_close(w), 0);
+    assert_int_equal(wal_replay(p, NULL, NULL, NULL, &rs), 0);
+    assert_int_equal(rs.version, 2);
+    assert_int_equal(rs.log_number, 11);
+    assert_int_equal(rs.prev_number, 0);
+    assert_int_equal(rs.prev_size, 0);
+    assert_int_equal(rs.end, 64);
+    /* a version-1 file reports version 1 and no chain */
+    assert_int_equal(wal_writer_open_v1(p, NULL, &w), 0);
+    assert_int_equal(wal_writer_close(w), 0);
+    assert_int_equal(wal_read_header(p, NULL, &rs), 0);
+    assert_int_equal(rs.version, 1);
+    assert_int_equal(rs.log_number, 0);
+    assert_int_equal(rs.prev_number, 0);
+}
+
+/* dir_sync_hook -- counts the syncs of the directory *arg names; fails them
+ * while dir_sync_fail is set. */
+static int dir_sync_count, dir_sync_fail;
+static int dir_sync_hook(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    if (op != IO_OP_SYNC || strcmp(path, (const char *)arg) != 0) return 0;
+    dir_sync_count++;
+    return dir_sync_fail ? EIO : 0;
+}
+
+/* test_v2_frontier_step -- with the default step the slot is rewritten only
+ * once the synced size is WAL_FRONTIER_STEP past it (each rewrite costs the
+ * next fdatasync a second place to write), and at close whenever it is
+ * behind the last sync at all; never ahead of a sync. */
+static void test_v2_frontier_step(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "fs.wal", p);
+    wal_set_frontier_step(WAL_FRONTIER_STEP);
+    wal_writer *w = NULL;
+    int rc = wal_writer_open(p, NULL, 3, 0, 0, &w);
+    wal_set_frontier_step(0);
+    assert_int_equal(rc, 0);
+    uint8_t *big = calloc(1, WAL_FRONTIER_STEP);
+    assert_non_null(big);
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(wal_add_record(w, big, 1000), 0);
+        assert_int_equal(wal_sync(w), 0);
+    }
+    assert_int_equal(frontier_at(p), 0); /* 10 KB synced: less than a step */
+    assert_int_equal(wal_add_record(w, big, WAL_FRONTIER_STEP - 8), 0);
+    assert_int_equal(wal_add_record(w, "x", 1), 0); /* appended, not synced */
+    uint64_t synced = wal_size(w) - 9;
+    assert_int_equal(frontier_at(p), 0);
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(frontier_at(p), synced + 9); /* a step past: rewritten */
+    synced = wal_size(w);
+    assert_int_equal(wal_add_record(w, "yz", 2), 0);
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(frontier_at(p), synced); /* lags: by less than a step */
+    assert_int_equal(wal_add_record(w, "unsynced", 8), 0);
+    uint64_t last_sync = wal_size(w) - 16;
+    assert_int_equal(wal_writer_close(w), 0);
+    assert_int_equal(frontier_at(p), last_sync); /* close: the last sync's size, not the unsynced record's */
+    free(big);
+}
+
+/* test_v2_dir_sync -- a version-2 log's first successful fdatasync also
+ * fsyncs its directory (a later log names it: its name must be durable
+ * before a later sync write is acknowledged), later ones do not; a failed
+ * directory sync fails the sync and poisons the writer. Version 1 (the
+ * MANIFEST, whose directory its writer syncs) does not. */
+static void test_v2_dir_sync(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "d.wal", p);
+    io_set_fault_hook(dir_sync_hook, fx->dir);
+    dir_sync_count = dir_sync_fail = 0;
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(p, NULL, 1, 0, 0, &w), 0);
+    assert_int_equal(wal_add_record(w, "a", 1), 0);
+    assert_int_equal(dir_sync_count, 0);
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(dir_sync_count, 1);
+    assert_int_equal(wal_add_record(w, "b", 1), 0);
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(dir_sync_count, 1);
+    assert_int_equal(wal_writer_close(w), 0);
+    dir_sync_fail = 1;
+    assert_int_equal(wal_writer_open(p, NULL, 2, 1, 100, &w), 0);
+    assert_int_equal(wal_sync(w), TKV_IO_ERROR);
+    assert_int_equal(wal_unsynced(w), 1);
+    assert_int_equal(wal_add_record(w, "c", 1), TKV_IO_ERROR); /* poisoned */
+    assert_int_equal(wal_writer_close(w), 0);
+    dir_sync_fail = 0;
+    dir_sync_count = 0;
+    assert_int_equal(wal_writer_open_v1(p, NULL, &w), 0);
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(dir_sync_count, 0);
+    assert_int_equal(wal_writer_close(w), 0);
+    io_set_fault_hook(NULL, NULL);
+}
+
+/* test_v2_frontier -- each successful wal_sync writes the size it covered
+ * into the header slot (only growing), appends do not; a never-synced log
+ * counts as unsynced; a failed slot write leaves the old frontier and the
+ * sync succeeds; version 1 has no slot. */
+static void test_v2_frontier(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "f2.wal", p);
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(p, NULL, 3, 2, 100, &w), 0);
+    assert_int_equal(wal_unsynced(w), 1); /* header only, never synced: a later log must not depend on it yet */
+    assert_int_equal(frontier_at(p), 0);
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(wal_unsynced(w), 0);
+    assert_int_equal(frontier_at(p), 64);
+    assert_int_equal(wal_add_record(w, "0123456789", 10), 0);
+    assert_int_equal(wal_unsynced(w), 1);
+    assert_int_equal(frontier_at(p), 64); /* appends do not move it */
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(frontier_at(p), 64 + 18);
+    assert_int_equal(wal_sync(w), 0); /* nothing new */
+    assert_int_equal(frontier_at(p), 64 + 18);
+    /* the slot write fails: the sync does not, the frontier stays */
+    assert_int_equal(wal_add_record(w, "abc", 3), 0);
+    fault_plan f = {IO_OP_WRITE, "f2.wal", 0, 1, EIO, 0};
+    io_set_fault_hook(fault_hook, &f);
+    tkv_err_clear();
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(f.hits, 1);
+    assert_string_equal(tkv_errmsg(), "");
+    io_set_fault_hook(NULL, NULL);
+    assert_int_equal(frontier_at(p), 64 + 18);
+    assert_int_equal(wal_add_record(w, "de", 2), 0);
+    assert_int_equal(wal_sync(w), 0); /* the next sync catches up */
+    assert_int_equal(frontier_at(p), 64 + 18 + 11 + 10);
+    assert_int_equal(wal_writer_close(w), 0);
+    wal_replay_stats rs;
+    assert_int_equal(wal_replay(p, NULL, NULL, NULL, &rs), 0);
+    assert_int_equal(rs.records, 3);
+    assert_int_equal(rs.frontier, 64 + 18 + 11 + 10);
+    assert_int_equal(rs.end, rs.frontier);
+    /* version 1: the header is never rewritten */
+    assert_int_equal(wal_writer_open_v1(p, NULL, &w), 0);
+    assert_int_equal(wal_add_record(w, "x", 1), 0);
+    assert_int_equal(wal_sync(w), 0);
+    assert_int_equal(wal_writer_close(w), 0);
+    size_t len;
+    uint8_t *raw = read_all(p, &len);
+    assert_int_equal(len, 16 + 9);
+    assert_int_equal(dec_u32(raw + 12), 0x6d6fb33a);
+    free(raw);
+}
+
+/* hole_file -- a version-2 log of ten records of 3000 bytes, synced after
+ * the first `synced` records (frontier = e->offs[synced]), then the bytes
+ * [e->offs[hole] + 100, e->offs[hole + 1] + 50) -- the end of record `hole`
+ * and the start of the next (for the last record: its bytes but the last
+ * ten) -- overwritten with `fill` (0: zeros; else
+ * pseudo-random bytes), as if those pages never reached the disk while
+ * later ones did. */
+static void hole_file(const char *p, expect *e, size_t synced, size_t hole, int fill)
+{
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(p, NULL, 4, 0, 0, &w), 0);
+    for (size_t i = 0; i < 10; i++) {
+        if (i == synced) assert_int_equal(wal_sync(w), 0);
+        add_one(w, e, 3000, 500 + i);
+    }
+    assert_int_equal(wal_writer_close(w), 0);
+    size_t len;
+    uint8_t *raw = read_all(p, &len);
+    uint64_t from = e->offs[hole] + 100, to = hole < 9 ? e->offs[hole + 1] + 50 : len - 10;
+    uint64_t x = 99;
+    for (uint64_t i = from; i < to; i++) raw[i] = fill ? (uint8_t)(splitmix(&x) | 1) : 0;
+    write_all(p, raw, len);
+    free(raw);
+}
+
+/* test_v2_hole_after_frontier -- a bad record at or past the synced frontier
+ * followed by intact records (out-of-order write-back of unsynced pages at a
+ * power cut) is a torn tail: the records before it come back, the ones
+ * after it do not, and replay succeeds. (Version 1 reports this as
+ * corruption, rule R5: the database would not open.) */
+static void test_v2_hole_after_frontier(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "hole.wal", p);
+    static const struct {
+        size_t synced, hole;
+        int fill;
+    } cases[] = {{5, 6, 0}, {5, 6, 1}, {5, 5, 0}, {5, 5, 1}, {0, 2, 1}, {9, 9, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        expect *e = expect_new();
+        hole_file(p, e, cases[c].synced, cases[c].hole, cases[c].fill);
+        wal_replay_stats rs;
+        int rc = replay_check(p, e, &rs);
+        if (rc != 0) fail_msg("case %zu: rc %d (%s)", c, rc, tkv_errmsg());
+        assert_int_equal(rs.records, cases[c].hole);
+        assert_int_equal(e->seen, cases[c].hole); /* nothing after the hole */
+        assert_int_equal(rs.torn_tail_records, 1);
+        assert_int_equal(rs.torn_hole, cases[c].hole < 9 ? 1 : 0); /* the last record: nothing follows */
+        assert_int_equal(rs.end, e->offs[cases[c].hole]);
+        assert_int_equal(rs.torn_tail_bytes, file_size(p) - e->offs[cases[c].hole]);
+        assert_int_equal(rs.frontier, cases[c].synced ? e->offs[cases[c].synced] : 64);
+        expect_free(e);
+    }
+}
+
+/* test_v2_hole_before_frontier -- the same damage below the synced
+ * frontier is synced data damaged: TKV_CORRUPTION naming the file, the
+ * record's offset and the frontier, the records before it delivered; a file
+ * that ends below its frontier likewise. A frontier slot that fails its
+ * checksum counts as nothing synced (a lagging frontier is only more
+ * lenient). */
+static void test_v2_hole_before_frontier(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "hole.wal", p);
+    for (int fill = 0; fill <= 1; fill++) {
+        expect *e = expect_new();
+        hole_file(p, e, 7, 3, fill);
+        wal_replay_stats rs;
+        tkv_err_clear();
+        assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
+        assert_int_equal(rs.records, 3);
+        assert_int_equal(e->seen, 3);
+        assert_int_equal(rs.end, e->offs[3]);
+        char off[64];
+        snprintf(off, sizeof off, "offset %llu", (unsigned long long)e->offs[3]);
+        assert_msg_has(off);
+        snprintf(off, sizeof off, "frontier %llu", (unsigned long long)e->offs[7]);
+        assert_msg_has(off);
+        assert_msg_has(p);
+        /* the slot damaged: nothing is known to be synced, the hole is a torn tail */
+        flip_bit(p, 50, 2);
+        assert_int_equal(replay_check(p, e, &rs), 0);
+        assert_int_equal(rs.frontier_ok, 0);
+        assert_int_equal(rs.frontier, 0);
+        assert_int_equal(rs.records, 3);
+        assert_int_equal(rs.torn_hole, 1);
+        expect_free(e);
+    }
+    /* cut below the frontier, at a record boundary and inside a record */
+    expect *e = expect_new();
+    hole_file(p, e, 7, 8, 0);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(truncate(p, (off_t)(e->offs[5] + (k ? 1000 : 0))), 0);
+        tkv_err_clear();
+        wal_replay_stats rs;
+        assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
+        assert_int_equal(rs.records, 5);
+        assert_msg_has("frontier");
+    }
+    expect_free(e);
+}
+
+/* test_v2_bad_header -- any flipped bit in the version-2 header's checked
+ * fields (bytes 0..43) is corruption; in the frontier slot it only makes
+ * the frontier unknown; a header cut by EOF is an empty log. */
+static void test_v2_bad_header(void **state)
+{
+    fixture *fx = *state;
+    char p[PATH_MAX];
+    fpath(fx, "h2.wal", p);
+    g_ver = WAL_V2;
+    static const size_t sizes[] = {10, 20};
+    expect *e = expect_new();
+    write_file(p, e, sizes, 2);
+    size_t len;
+    uint8_t *orig = read_all(p, &len);
+    uint8_t *b = malloc(len);
+    assert_non_null(b);
+    wal_replay_stats rs;
+    for (int byte = 0; byte < 64; byte++) {
+        memcpy(b, orig, len);
+        b[byte] ^= 0x04;
+        write_all(p, b, len);
+        tkv_err_clear();
+        int rc = replay_check(p, e, &rs);
+        if (byte < 44) {
+            if (rc != TKV_CORRUPTION) fail_msg("flip in header byte %d: rc %d", byte, rc);
+            assert_int_equal(e->seen, 0);
+            assert_msg_has(p);
+            assert_int_equal(wal_read_header(p, NULL, &rs), TKV_CORRUPTION);
+        } else {
+            if (rc != 0) fail_msg("flip in header byte %d: rc %d (%s)", byte, rc, tkv_errmsg());
+            assert_int_equal(rs.records, 2);
+            assert_int_equal(rs.frontier_ok, byte >= 48 && byte < 60 ? 0 : 1);
+        }
+    }
+    for (size_t c = 16; c < 64; c += 7) { /* the header's one write cut short */
+        write_all(p, orig, c);
+        assert_int_equal(replay_check(p, e, &rs), 0);
+        assert_int_equal(rs.version, 0);
+        assert_int_equal(rs.records, 0);
+        assert_int_equal(rs.torn_tail_bytes, c);
+    }
+    free(b);
+    free(orig);
+    expect_free(e);
+}
+
 int main(void)
 {
     test_seed();
+    /* the frontier after every sync: the cases place it exactly (test_v2_frontier_step: the default) */
+    wal_set_frontier_step(0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_format_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_round_trip_sessions, setup, teardown),
@@ -1388,6 +1953,29 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mapped_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mapped_killed_writer, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mapped_claim_overtakes_helper, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_round_trip_sessions_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torn_tail_every_offset_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zero_tail_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flip_middle_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flip_last_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_impossible_length_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_and_short_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid_args_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_callback_error_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_enospc_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_enospc_mapped_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_other_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reserve_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mapped_round_trip_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mapped_killed_writer_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_header_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_frontier, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_dir_sync, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_frontier_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_hole_after_frontier, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_hole_before_frontier, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_bad_header, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chain_rule, setup, teardown),
     };
     return cmocka_run_group_tests_name("wal", tests, NULL, NULL);
 }

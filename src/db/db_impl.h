@@ -91,6 +91,9 @@ typedef struct db_counters {
     uint64_t seek_parallel;
     uint64_t memtable_switches;
     uint64_t recovered_records, recovered_torn_records, recovered_torn_bytes;
+    /* WALs recovery did not replay at all (a broken predecessor chain, or a
+     * skipped bad header: recover.c) and their bytes */
+    uint64_t recovered_dropped_logs, recovered_dropped_bytes;
     uint64_t flushes, flush_bytes;
     uint64_t compactions[IO_NCLASSES], compaction_read_bytes[IO_NCLASSES], compaction_write_bytes[IO_NCLASSES];
     uint64_t trivial_moves;

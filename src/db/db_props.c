@@ -184,9 +184,12 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
             (unsigned long long)ctr_get(&c->gets_found), (unsigned long long)ctr_get(&c->multigets),
             (unsigned long long)ctr_get(&c->iterators_created));
     async_lines(db, b, oom);
-    buf_appendf(b, oom, "recovery: records=%llu torn_records=%llu torn_bytes=%llu\n",
+    buf_appendf(b, oom,
+            "recovery: records=%llu torn_records=%llu torn_bytes=%llu dropped_logs=%llu dropped_bytes=%llu\n",
             (unsigned long long)ctr_get(&c->recovered_records), (unsigned long long)ctr_get(&c->recovered_torn_records),
-            (unsigned long long)ctr_get(&c->recovered_torn_bytes));
+            (unsigned long long)ctr_get(&c->recovered_torn_bytes),
+            (unsigned long long)ctr_get(&c->recovered_dropped_logs),
+            (unsigned long long)ctr_get(&c->recovered_dropped_bytes));
     version *v = vset_current(db->vs); /* caller holds mu */
     for (int l = 0; l < VERSION_LEVELS; l++) {
         if (!v->nfiles[l] && l > 1) continue;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "db/recover.h"
 #include "mem/batch.h"
 #include "mem/wal.h"
 #include "sst/table.h"
@@ -138,6 +139,26 @@ static int wal_batch(void *arg, const uint8_t *payload, size_t n, uint64_t offse
     return 0;
 }
 
+/* wal_verdict -- the notes for one WAL replayed without a problem, and how
+ * recovery takes it (the chain rule, recover.h). */
+static int wal_verdict(verify_ctx *v, wal_chain *ch, uint64_t num, const wal_replay_stats *st)
+{
+    const char *why = wal_chain_check(ch, st);
+    if (why) {
+        verify_note(v, "%06llu.wal is not replayed: %s; recovery drops it (its writes were never synced)",
+                    (unsigned long long)num, why);
+        return wal_chain_add(ch, num, st, WAL_CHAIN_DROPPED);
+    }
+    if (st->torn_hole)
+        verify_note(v, "%06llu.wal ends in a torn tail with a hole at offset %llu (%llu bytes): pages written "
+                       "after its last sync reached the disk out of order; recovery drops them",
+                    (unsigned long long)num, (unsigned long long)st->end, (unsigned long long)st->torn_tail_bytes);
+    else if (st->torn_tail_records)
+        verify_note(v, "%06llu.wal ends in a torn record (%llu bytes): a crash during an append; recovery "
+                       "drops it", (unsigned long long)num, (unsigned long long)st->torn_tail_bytes);
+    return wal_chain_add(ch, num, st, WAL_CHAIN_REPLAYED);
+}
+
 int verify_wals(verify_ctx *v)
 {
     uint64_t *nums;
@@ -148,6 +169,7 @@ int verify_wals(verify_ctx *v)
         return rc == TKV_NO_MEMORY ? rc : 0;
     }
     uint64_t log_number = v->vs ? vset_log_number(v->vs) : 0;
+    wal_chain ch = {.log_number = log_number};
     for (size_t i = 0; i < n && rc != TKV_NO_MEMORY; i++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/%06llu.wal", v->dir, (unsigned long long)nums[i]);
@@ -163,11 +185,15 @@ int verify_wals(verify_ctx *v)
         v->wal_files++;
         v->wal_records += st.records;
         v->wal_bytes += st.payload_bytes;
-        if (rc < 0) verify_problem(v, rc, path);
-        else if (st.torn_tail_records)
-            verify_note(v, "%06llu.wal ends in a torn record (%llu bytes): a crash during an append; recovery "
-                           "drops it", (unsigned long long)nums[i], (unsigned long long)st.torn_tail_bytes);
+        if (rc < 0) {
+            verify_problem(v, rc, path);
+            int how = rc == TKV_CORRUPTION && st.version ? WAL_CHAIN_CUT : WAL_CHAIN_SKIPPED;
+            if (wal_chain_add(&ch, nums[i], &st, how) < 0) rc = TKV_NO_MEMORY;
+        } else {
+            rc = wal_verdict(v, &ch, nums[i], &st);
+        }
     }
+    wal_chain_free(&ch);
     free(nums);
     return rc == TKV_NO_MEMORY ? rc : 0;
 }

@@ -23,7 +23,19 @@
  *      WALs in order, so without this an OS crash could keep a sync write
  *      in the new WAL and lose earlier acknowledged writes in the old one. A
  *      kept WAL that a flush has made obsolete (below the log number) is
- *      closed unsynced: its data is in the next tier.
+ *      closed unsynced: its data is in the next tier. A WAL never synced at
+ *      all counts as unsynced even if it holds no record (wal_unsynced): its
+ *      header and name must be durable before a later WAL's sync write is
+ *      acknowledged, as (7) makes the later WAL depend on them.
+ *  (7) Each WAL's header names its predecessor: the WAL that was active
+ *      when it was started, and that WAL's size at that moment (the leader
+ *      holds mu and no append is in flight: only the leader appends, and it
+ *      switches before it writes). Recovery replays a WAL only when its
+ *      predecessor's intact records reach that size (recover.c), so an OS
+ *      crash that wrote a newer WAL's pages back but not an older WAL's
+ *      tail loses the newer WAL's writes (never synced, by (6)) instead of
+ *      bringing them back without the older ones: what survives is a
+ *      prefix of the acknowledged writes, across WAL files too.
  */
 #include "db/write.h"
 
@@ -129,16 +141,26 @@ uint64_t write_wal_reserve(const tkv_db *db)
     return db->opts.memtable_size + db->opts.memtable_size / 8;
 }
 
+int write_open_wal(tkv_db *db, uint64_t number, uint64_t prev_number, uint64_t prev_size, wal_writer **out)
+{
+    char path[4096];
+    files_wal_path(db, number, path, sizeof path);
+    TKV_TRY(wal_writer_open(path, &db->io, number, prev_number, prev_size, out));
+    wal_writer_reserve(*out, write_wal_reserve(db));
+    return 0;
+}
+
 int write_switch_memtable(tkv_db *db)
+{
+    /* (7): the new WAL follows the active one at its size now */
+    return write_switch_memtable_after(db, db->wal ? db->wal_number : 0, wal_size(db->wal));
+}
+
+int write_switch_memtable_after(tkv_db *db, uint64_t prev_number, uint64_t prev_size)
 {
     uint64_t number = vset_new_file_number(db->vs);
     wal_writer *w = NULL;
-    if (db->opts.wal) {
-        char path[4096];
-        files_wal_path(db, number, path, sizeof path);
-        TKV_TRY(wal_writer_open(path, &db->io, &w));
-        wal_writer_reserve(w, write_wal_reserve(db));
-    }
+    if (db->opts.wal) TKV_TRY(write_open_wal(db, number, prev_number, prev_size, &w));
     memtable *mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes, &db->mem_spares);
     superversion *old = db->sv, *sv = NULL;
     if (mem) sv = sv_new(mem, old->imm, old->imm_wal, old->nimm, old->mem, db->wal_number, old->rows);

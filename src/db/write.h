@@ -15,9 +15,21 @@
 int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags);
 
 /* write_switch_memtable -- makes the active memtable immutable and starts a
- * new one with a new WAL file. Caller holds mu and is the write leader (or
- * open). On failure nothing changes. */
+ * new one with a new WAL file, whose header names the active WAL and its
+ * size now as its predecessor (write.c invariant 7). Caller holds mu and is
+ * the write leader. On failure nothing changes. */
 int write_switch_memtable(tkv_db *db);
+
+/* write_switch_memtable_after -- the same, the new WAL naming log
+ * prev_number at prev_size bytes as its predecessor (0, 0: none). For
+ * recovery, which has no active WAL: the last log it replayed, at the size
+ * it replayed (recover.c). */
+int write_switch_memtable_after(tkv_db *db, uint64_t prev_number, uint64_t prev_size);
+
+/* write_open_wal -- creates WAL `number` (version 2, chained after
+ * prev_number at prev_size; 0, 0: none) in db's directory and reserves its
+ * blocks (write_wal_reserve). 0 and *out, or the error (*out = NULL). */
+int write_open_wal(tkv_db *db, uint64_t number, uint64_t prev_number, uint64_t prev_size, wal_writer **out);
 
 /* write_wal_reserve -- how many bytes a new WAL reserves on disk when it is
  * created (wal_writer_reserve): a memtable's worth and an eighth. */

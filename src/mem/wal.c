@@ -15,11 +15,20 @@
  *      a torn tail, not a bad record followed by data.
  *  (3) Nothing is durable before wal_sync; wal_sync makes the header and every
  *      record added before it durable (one fdatasync).
+ *  (4) Version 2: the header's frontier slot is rewritten only after an
+ *      fdatasync succeeded and only with the size that fdatasync covered, so
+ *      on disk it never claims more than was synced. It may claim less: it
+ *      is rewritten once it is WAL_FRONTIER_STEP behind (and at close), and
+ *      the slot itself becomes durable with the next sync. The frontier lies
+ *      on a record boundary and only grows.
  *
  * The reader classifies the first record that is not intact:
+ *  - version 2, at an offset below the synced frontier        -> TKV_CORRUPTION
  *  - header or payload extends past EOF                   -> torn tail (dropped)
  *  - checksum fails, only zero bytes after its declared end -> torn tail (dropped)
  *  - checksum fails, non-zero bytes after its declared end  -> TKV_CORRUPTION
+ *    (version 1), a torn tail with a hole (version 2: past the frontier,
+ *    unsynced pages that reached the disk out of order)
  * "Only zero bytes after its declared end" includes the record that ends
  * exactly at EOF, and an all-zero region from the record's start (an all-zero
  * record header never passes: tkv_checksum of four zero bytes is not 0, which
@@ -27,9 +36,11 @@
  */
 #include "mem/wal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util/checksum.h"
 #include "util/coding.h"
@@ -54,7 +65,16 @@ struct wal_writer {
     char errmsg[256]; /* the message of the failure that poisoned it */
     uint64_t synced; /* the file's size at the last successful wal_sync */
     uint64_t reserved_end; /* blocks are reserved up to this offset (wal_writer_reserve) */
+    uint32_t version;  /* WAL_V1 or WAL_V2 */
+    int ever_synced;   /* a wal_sync succeeded (the header is durable) */
+    uint64_t frontier; /* version 2: the frontier last written into the header slot */
+    uint64_t frontier_step; /* version 2: rewrite the slot once the synced size is this far past it */
 };
+
+/* The step new writers take (wal_set_frontier_step). */
+static uint64_t frontier_step = WAL_FRONTIER_STEP;
+
+void wal_set_frontier_step(uint64_t bytes) { __atomic_store_n(&frontier_step, bytes, __ATOMIC_RELAXED); }
 
 /* record_checksum -- tkv_checksum over the 4 length bytes followed by the
  * payload, without making them contiguous (XXH3 streaming gives the same value
@@ -68,12 +88,32 @@ static uint32_t record_checksum(const uint8_t *len4, const void *payload, size_t
     return (uint32_t)XXH3_64bits_digest(&s);
 }
 
-/* encode_header -- the 16-byte file header. */
-static void encode_header(uint8_t h[WAL_HEADER_SIZE])
+/* encode_header -- the first 16 bytes of either version's header. */
+static void encode_header(uint8_t h[WAL_HEADER_SIZE], uint32_t version)
 {
     memcpy(h, wal_magic, sizeof wal_magic);
-    enc_u32(h + 8, WAL_VERSION);
+    enc_u32(h + 8, version);
     enc_u32(h + 12, tkv_checksum(h, 12));
+}
+
+/* encode_frontier -- the 12-byte frontier slot: u64 frontier | u32 checksum of those 8 bytes. */
+static void encode_frontier(uint8_t slot[12], uint64_t frontier)
+{
+    enc_u64(slot, frontier);
+    enc_u32(slot + 8, tkv_checksum(slot, 8));
+}
+
+/* encode_header_v2 -- the 64-byte version-2 header, frontier 0. */
+static void encode_header_v2(uint8_t h[WAL_V2_HEADER_SIZE], uint64_t number, uint64_t prev_number,
+                             uint64_t prev_size)
+{
+    memset(h, 0, WAL_V2_HEADER_SIZE);
+    encode_header(h, WAL_V2);
+    enc_u64(h + 16, number);
+    enc_u64(h + 24, prev_number);
+    enc_u64(h + 32, prev_size);
+    enc_u32(h + 40, tkv_checksum(h, 40));
+    encode_frontier(h + WAL_V2_FRONTIER_OFF, 0);
 }
 
 /* close_keep_error -- closes f (NULL ok) on an error path without letting a
@@ -88,20 +128,19 @@ static void close_keep_error(io_file *f)
 
 /* ---------------------------------------------------------------- writer */
 
-/* wal_writer_open -- creates/truncates path and appends the header. */
-int wal_writer_open(const char *path, io_stats *st, wal_writer **out)
+/* writer_open -- creates/truncates path and appends the header h[0..n). */
+static int writer_open(const char *path, io_stats *st, const uint8_t *h, size_t n, uint32_t version,
+                       wal_writer **out)
 {
     if (!out) return tkv_err(TKV_INVALID, "wal_writer_open: NULL out");
     *out = NULL;
     if (!path) return tkv_err(TKV_INVALID, "wal_writer_open: NULL path");
     wal_writer *w = calloc(1, sizeof *w);
     if (!w) return tkv_err(TKV_NO_MEMORY, "out of memory opening WAL %s", path);
+    w->version = version;
+    w->frontier_step = __atomic_load_n(&frontier_step, __ATOMIC_RELAXED);
     int rc = io_open_append_ex(path, 0, st && st->wmap ? IO_MAPPED : 0, IO_WAL, st, &w->f);
-    if (rc == 0) {
-        uint8_t h[WAL_HEADER_SIZE];
-        encode_header(h);
-        rc = io_append(w->f, h, sizeof h);
-    }
+    if (rc == 0) rc = io_append(w->f, h, n);
     if (rc < 0) {
         /* A partial header is harmless: replay reads a short file as an empty
          * log. Keep the first error's message (close errors are ignored). */
@@ -111,6 +150,21 @@ int wal_writer_open(const char *path, io_stats *st, wal_writer **out)
     }
     *out = w;
     return 0;
+}
+
+int wal_writer_open(const char *path, io_stats *st, uint64_t number, uint64_t prev_number, uint64_t prev_size,
+                    wal_writer **out)
+{
+    uint8_t h[WAL_V2_HEADER_SIZE];
+    encode_header_v2(h, number, prev_number, prev_size);
+    return writer_open(path, st, h, sizeof h, WAL_V2, out);
+}
+
+int wal_writer_open_v1(const char *path, io_stats *st, wal_writer **out)
+{
+    uint8_t h[WAL_HEADER_SIZE];
+    encode_header(h, WAL_V1);
+    return writer_open(path, st, h, sizeof h, WAL_V1, out);
 }
 
 void wal_writer_reserve(wal_writer *w, uint64_t bytes)
@@ -176,24 +230,62 @@ int wal_add_record(wal_writer *w, const void *payload, size_t n)
     return rc;
 }
 
-/* wal_sync -- fdatasync; a failure poisons the writer. */
+/* write_frontier -- (version 2) the synced size into the header slot if it
+ * is at least `step` past the stored frontier; best effort, the caller's
+ * message kept (invariant 4; wal.h wal_sync). The fault hook may fail it. */
+static void write_frontier(wal_writer *w, uint64_t step)
+{
+    if (w->version != WAL_V2 || w->err || w->synced <= w->frontier || w->synced - w->frontier < step) return;
+    if (w->f->flags & IO_DIRECT) return; /* (WALs are buffered: a 12-byte pwrite could not be direct) */
+    uint8_t slot[12];
+    encode_frontier(slot, w->synced);
+    tkv_errmsg_saved saved;
+    tkv_errmsg_save(&saved);
+    if (io_fault_check(IO_OP_WRITE, w->f->path, sizeof slot) == 0) {
+        ssize_t k;
+        do
+            k = pwrite(w->f->fd, slot, sizeof slot, WAL_V2_FRONTIER_OFF);
+        while (k < 0 && errno == EINTR);
+        if (k == (ssize_t)sizeof slot) w->frontier = w->synced;
+    }
+    tkv_errmsg_restore(&saved);
+}
+
+/* sync_parent_dir -- fsync of the directory that holds path. */
+static int sync_parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return io_sync_dir(".");
+    if (slash == path) return io_sync_dir("/");
+    char *dir = strndup(path, (size_t)(slash - path));
+    if (!dir) return tkv_err(TKV_NO_MEMORY, "out of memory syncing the directory of %s", path);
+    int rc = io_sync_dir(dir);
+    free(dir);
+    return rc;
+}
+
+/* wal_sync -- fdatasync; a failure poisons the writer. Version 2: the
+ * first sync also makes the log's name durable, and every one moves the
+ * frontier. */
 int wal_sync(wal_writer *w)
 {
     if (!w) return tkv_err(TKV_INVALID, "wal_sync: NULL writer");
     if (w->err)
         return tkv_err(w->err, "WAL %s is unusable after an earlier failed write or sync: %s", w->f->path, w->errmsg);
     int rc = io_sync(w->f);
-    if (rc < 0) wal_poison(w, rc);
-    else w->synced = w->f->size;
-    return rc;
+    if (rc == 0 && w->version == WAL_V2 && !w->ever_synced) rc = sync_parent_dir(w->f->path);
+    if (rc < 0) {
+        wal_poison(w, rc);
+        return rc;
+    }
+    w->synced = w->f->size;
+    w->ever_synced = 1;
+    write_frontier(w, w->frontier_step ? w->frontier_step : 1);
+    return 0;
 }
 
-/* wal_unsynced -- records (not just the header) appended since the last sync. */
-int wal_unsynced(const wal_writer *w)
-{
-    uint64_t floor = w->synced > WAL_HEADER_SIZE ? w->synced : WAL_HEADER_SIZE;
-    return w->f->size > floor;
-}
+/* wal_unsynced -- never synced, or records appended since the last sync. */
+int wal_unsynced(const wal_writer *w) { return !w->ever_synced || w->f->size > w->synced; }
 
 uint64_t wal_size(const wal_writer *w) { return w ? w->f->size : 0; }
 
@@ -201,6 +293,7 @@ uint64_t wal_size(const wal_writer *w) { return w ? w->f->size : 0; }
 int wal_writer_close(wal_writer *w)
 {
     if (!w) return 0;
+    write_frontier(w, 1); /* whatever the step: the last sync's size */
     if (w->reserved_end > w->f->size) { /* what the log did not use goes back (best effort) */
         tkv_errmsg_saved saved;
         tkv_errmsg_save(&saved);
@@ -270,12 +363,12 @@ static int rd_get(wal_reader *r, uint64_t off, size_t n, const uint8_t **p)
 /* all_zero -- 1 if p[0..n) are all zero bytes. */
 static int all_zero(const uint8_t *p, size_t n) { return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0); }
 
-/* rd_first_nonzero -- *at = offset of the first non-zero byte in [off, EOF),
- * or fsize if there is none. Reads chunk by chunk. */
-static int rd_first_nonzero(wal_reader *r, uint64_t off, uint64_t *at)
+/* rd_first_nonzero -- *at = offset of the first non-zero byte in [off, limit)
+ * (limit <= fsize), or limit if there is none. Reads chunk by chunk. */
+static int rd_first_nonzero(wal_reader *r, uint64_t off, uint64_t limit, uint64_t *at)
 {
-    while (off < r->fsize) {
-        uint64_t left = r->fsize - off;
+    while (off < limit) {
+        uint64_t left = limit - off;
         size_t n = left < WAL_READ_CHUNK ? (size_t)left : WAL_READ_CHUNK;
         const uint8_t *p;
         TKV_TRY(rd_get(r, off, n, &p));
@@ -287,13 +380,14 @@ static int rd_first_nonzero(wal_reader *r, uint64_t off, uint64_t *at)
         }
         off += n;
     }
-    *at = r->fsize;
+    *at = limit;
     return 0;
 }
 
-/* check_header -- 1 if the file is an empty log (short or all-zero header),
- * 0 if the header is valid, or TKV_CORRUPTION. */
-static int check_header(wal_reader *r)
+/* check_header -- 1 if the file is an empty log (short or all-zero first 16
+ * bytes, or a version-2 header cut by EOF), 0 if the header is valid (its
+ * fields into s), or TKV_CORRUPTION. */
+static int check_header(wal_reader *r, wal_replay_stats *s)
 {
     if (r->fsize < WAL_HEADER_SIZE) return 1;
     const uint8_t *h;
@@ -306,75 +400,114 @@ static int check_header(wal_reader *r)
         return tkv_err(TKV_CORRUPTION, "WAL %s: file header checksum mismatch (stored %08x, computed %08x)", r->path,
                        want, got);
     uint32_t version = dec_u32(h + 8);
-    if (version != WAL_VERSION)
-        return tkv_err(TKV_CORRUPTION, "WAL %s: unsupported format version %u (this build reads %u)", r->path, version,
-                       WAL_VERSION);
+    if (version != WAL_V1 && version != WAL_V2)
+        return tkv_err(TKV_CORRUPTION, "WAL %s: unsupported format version %u (this build reads 1 and 2)", r->path,
+                       version);
+    if (version == WAL_V1) {
+        s->version = WAL_V1;
+        return 0;
+    }
+    if (r->fsize < WAL_V2_HEADER_SIZE) return 1; /* the create's one write cut short: nothing was synced */
+    TKV_TRY(rd_get(r, 0, WAL_V2_HEADER_SIZE, &h));
+    want = dec_u32(h + 40), got = tkv_checksum(h, 40);
+    if (want != got)
+        return tkv_err(TKV_CORRUPTION, "WAL %s: version 2 header checksum mismatch (stored %08x, computed %08x)",
+                       r->path, want, got);
+    s->version = WAL_V2;
+    s->log_number = dec_u64(h + 16);
+    s->prev_number = dec_u64(h + 24);
+    s->prev_size = dec_u64(h + 32);
+    const uint8_t *slot = h + WAL_V2_FRONTIER_OFF;
+    if (dec_u32(slot + 8) == tkv_checksum(slot, 8)) { /* a bad slot: nothing is known to be synced */
+        s->frontier = dec_u64(slot);
+        s->frontier_ok = 1;
+    }
+    return 0;
+}
+
+/* bad_record -- the record at off (declared payload length n) is not
+ * intact: why is NULL when it is cut by EOF (rules R1, R2), else what is
+ * wrong with it. Returns 0 for a torn tail (counted in s) or TKV_CORRUPTION
+ * (docs/format-wal.md: below a version-2 log's frontier; R5 in version 1). */
+static int bad_record(wal_reader *r, uint64_t off, size_t n, const char *why, wal_replay_stats *s)
+{
+    if (s->version == WAL_V2 && off < s->frontier)
+        return tkv_err(TKV_CORRUPTION,
+                       "WAL %s: record at offset %llu (length %zu) %s, below the synced frontier %llu (file size "
+                       "%llu): synced data is damaged",
+                       r->path, (unsigned long long)off, n, why ? why : "is cut short by the end of the file",
+                       (unsigned long long)s->frontier, (unsigned long long)r->fsize);
+    uint64_t end = why ? off + WAL_RECORD_HEADER + n : r->fsize, z = 0, nz = r->fsize;
+    TKV_TRY(rd_first_nonzero(r, off, end, &z)); /* the record itself (to EOF when cut by it) */
+    if (why) TKV_TRY(rd_first_nonzero(r, end, r->fsize, &nz)); /* what follows its declared end */
+    if (nz < r->fsize && s->version != WAL_V2)
+        return tkv_err(TKV_CORRUPTION,
+                       "WAL %s: record at offset %llu (length %zu) %s and is followed by non-zero data at offset "
+                       "%llu (file size %llu): corruption in the middle of the log",
+                       r->path, (unsigned long long)off, n, why, (unsigned long long)nz,
+                       (unsigned long long)r->fsize);
+    s->torn_hole = nz < r->fsize; /* version 2, past the frontier: written back out of order */
+    s->torn_zero = z == end && nz == r->fsize;
+    s->torn_tail_records = 1;
+    s->torn_tail_bytes = r->fsize - off;
     return 0;
 }
 
 /* replay_records -- the record loop of wal_replay; fills s as it goes. */
 static int replay_records(wal_reader *r, wal_record_fn fn, void *arg, wal_replay_stats *s)
 {
-    int rc = check_header(r);
+    int rc = check_header(r, s);
     if (rc < 0) return rc;
     if (rc == 1) {
         s->torn_tail_bytes = r->fsize; /* an empty log: whatever is there is ignored */
         return 0;
     }
-    uint64_t off = WAL_HEADER_SIZE;
+    uint64_t off = s->version == WAL_V2 ? WAL_V2_HEADER_SIZE : WAL_HEADER_SIZE;
+    s->end = off;
     while (off < r->fsize) {
         uint64_t left = r->fsize - off;
-        if (left < WAL_RECORD_HEADER) break; /* torn: record header cut by EOF */
+        if (left < WAL_RECORD_HEADER) return bad_record(r, off, 0, NULL, s); /* R1 */
         const uint8_t *p;
         TKV_TRY(rd_get(r, off, WAL_RECORD_HEADER, &p));
         uint32_t crc = dec_u32(p);
         size_t n = dec_u32(p + 4);
-        if (n > left - WAL_RECORD_HEADER) break; /* torn: payload cut by EOF */
-        const char *why = "fails its checksum";
-        if (n <= WAL_MAX_PAYLOAD) {
-            TKV_TRY(rd_get(r, off, WAL_RECORD_HEADER + n, &p));
-            if (tkv_checksum(p + 4, 4 + n) == crc) {
-                s->records++;
-                s->payload_bytes += n;
-                if (fn) {
-                    rc = fn(arg, p + WAL_RECORD_HEADER, n, off);
-                    if (rc != 0) return rc;
-                }
-                off += WAL_RECORD_HEADER + n;
-                continue;
-            }
-        } else {
-            why = "has an impossible length";
-        }
-        /* A bad record: torn tail if nothing but zeros follows its declared
-         * end (nothing after it could be a valid record), else corruption. */
-        uint64_t end = off + WAL_RECORD_HEADER + n, nz = 0;
-        TKV_TRY(rd_first_nonzero(r, end, &nz));
-        if (nz == r->fsize) break;
+        if (n > left - WAL_RECORD_HEADER) return bad_record(r, off, n, NULL, s); /* R2 */
+        if (n > WAL_MAX_PAYLOAD) return bad_record(r, off, n, "has an impossible length", s);
+        TKV_TRY(rd_get(r, off, WAL_RECORD_HEADER + n, &p));
+        if (tkv_checksum(p + 4, 4 + n) != crc) return bad_record(r, off, n, "fails its checksum", s);
+        s->records++;
+        s->payload_bytes += n;
+        s->end = off + WAL_RECORD_HEADER + n;
+        if (fn && (rc = fn(arg, p + WAL_RECORD_HEADER, n, off)) != 0) return rc;
+        off = s->end;
+    }
+    if (s->version == WAL_V2 && off < s->frontier)
         return tkv_err(TKV_CORRUPTION,
-                       "WAL %s: record at offset %llu (length %zu) %s and is followed by non-zero data at offset "
-                       "%llu (file size %llu): corruption in the middle of the log",
-                       r->path, (unsigned long long)off, n, why, (unsigned long long)nz,
-                       (unsigned long long)r->fsize);
-    }
-    if (off < r->fsize) {
-        s->torn_tail_records = 1;
-        s->torn_tail_bytes = r->fsize - off;
-    }
+                       "WAL %s ends at offset %llu, below its synced frontier %llu: synced data is lost",
+                       r->path, (unsigned long long)off, (unsigned long long)s->frontier);
+    s->torn_zero = 1; /* nothing ignored */
     return 0;
 }
 
-/* wal_replay -- opens path, checks the header and delivers every intact record. */
-int wal_replay(const char *path, io_stats *st, wal_record_fn fn, void *arg, wal_replay_stats *out)
+/* read_file -- opens path and reads its header (header_only) or replays it. */
+static int read_file(const char *path, io_stats *st, int header_only, wal_record_fn fn, void *arg,
+                     wal_replay_stats *out)
 {
-    wal_replay_stats s = {0, 0, 0, 0};
+    wal_replay_stats s;
+    memset(&s, 0, sizeof s);
     if (out) *out = s;
     if (!path) return tkv_err(TKV_INVALID, "wal_replay: NULL path");
     wal_reader r = {.path = path};
     int rc = io_open_read(path, IO_META, st, &r.f);
     if (rc < 0) return rc;
     rc = io_file_size(r.f, &r.fsize);
-    if (rc == 0) rc = replay_records(&r, fn, arg, &s);
+    s.file_size = r.fsize;
+    if (rc == 0 && header_only) {
+        rc = check_header(&r, &s);
+        if (rc == 1) rc = 0; /* an empty log: version 0 */
+    } else if (rc == 0) {
+        rc = replay_records(&r, fn, arg, &s);
+    }
     if (rc == 0)
         rc = io_close(r.f);
     else
@@ -382,4 +515,15 @@ int wal_replay(const char *path, io_stats *st, wal_record_fn fn, void *arg, wal_
     free(r.buf);
     if (out) *out = s;
     return rc;
+}
+
+/* wal_replay -- opens path, checks the header and delivers every intact record. */
+int wal_replay(const char *path, io_stats *st, wal_record_fn fn, void *arg, wal_replay_stats *out)
+{
+    return read_file(path, st, 0, fn, arg, out);
+}
+
+int wal_read_header(const char *path, io_stats *st, wal_replay_stats *out)
+{
+    return read_file(path, st, 1, NULL, NULL, out);
 }

@@ -160,7 +160,7 @@ static int vset_write_new_manifest(version_set *vs, uint64_t number, wal_writer 
     int rc = edit_encode(&e, &rec);
     edit_free(&e);
     wal_writer *w = NULL;
-    if (rc == 0) rc = wal_writer_open(path, NULL, &w);
+    if (rc == 0) rc = wal_writer_open_v1(path, NULL, &w); /* version 1: synced at every edit */
     if (rc == 0) rc = wal_add_record(w, rec.data, rec.len);
     if (rc == 0) rc = wal_sync(w);
     buf_free(&rec);
