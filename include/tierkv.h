@@ -41,6 +41,20 @@
  *  - tkv_verify: safe from any thread; it shares no state with handles, and
  *    several calls may check one closed database at once.
  *
+ * Durability (what a crash keeps; docs/pmem.md "Modes"):
+ *                          process crash     power cut / OS crash
+ *   write, no flag         kept              may be lost, but only as a suffix:
+ *                                            no write survives without every
+ *                                            write acknowledged before it
+ *   write with TKV_SYNC    kept              kept, with every write before it
+ *   write with TKV_NO_WAL  kept once flushed kept once flushed
+ * This holds with the defaults on any file system: pmem_mode=auto picks
+ * real pmem (DAX) or, on an ordinary file, `emulated`, which syncs each
+ * flushed row to the device before its WAL is released (two fdatasyncs of
+ * the pool per flushed memtable). pmem_mode=volatile drops those syncs: it
+ * keeps the process-crash column only, and after a power cut the database
+ * may not reopen. It is opt-in, for measuring what durability costs.
+ *
  * On-media formats: docs/format-wal.md (write-ahead log), docs/format-sst.md,
  * docs/format-manifest.md, docs/format-matrix.md (the persistent-memory pool of
  * the matrix container, L0 with the default l0=matrix; device modes in

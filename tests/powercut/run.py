@@ -498,7 +498,12 @@ def one_cut(args, host, totals, stage, r, run, seed, base_state, delay_ms, files
 
 def run_round(args, host, totals, r):
     rng = random.Random(mix64(args.seed ^ (r * 0x9e3779b9)))
-    bucket = BUCKETS[r] if r < 3 else rng.choices(BUCKETS, weights=[20, 30, 50])[0]
+    if args.cut_ms:  # one band for every round (long runs: a full default-sized pool)
+        lo, hi = (float(x) for x in args.cut_ms.split("-"))
+        bucket = ("%g-%gms" % (lo, hi), lo, hi)
+        totals.buckets.setdefault(bucket[0], 0)
+    else:
+        bucket = BUCKETS[r] if r < 3 else rng.choices(BUCKETS, weights=[20, 30, 50])[0]
     delay = rng.uniform(bucket[1], bucket[2])
     reopen = r == 3 or (r > 3 and rng.random() < args.reopen_share)
     delay2 = rng.uniform(0, 300)
@@ -648,6 +653,8 @@ def main():
     ap.add_argument("--dirty-centisecs", type=int, default=360000,
                     help="vm.dirty_expire_centisecs and vm.dirty_writeback_centisecs during the run")
     ap.add_argument("--check-timeout", type=int, default=300)
+    ap.add_argument("--cut-ms", default="", help="MIN-MAX: cut every round MIN..MAX ms after the writer's start "
+                    "instead of the three bands (e.g. 25000-30000 with --opts '' for a full 1 GiB pool)")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
     args.workdir = os.path.abspath(args.workdir)
