@@ -43,7 +43,11 @@ typedef struct pstream {
 } pstream;
 
 /* ps_finish -- step (1) for one page: persist its content range and record
- * its checksum. */
+ * its checksum. On a file system the page's write-back starts now
+ * (pm_writeout), so that the device writes the row while the build goes on
+ * and the commit's sync (pool.h invariant 8) waits for the last pages only:
+ * a sync of the whole row at the commit held the flush thread for as long
+ * again as the build. */
 static void ps_finish(pstream *s, uint32_t j)
 {
     rowtable *r = s->r;
@@ -52,6 +56,7 @@ static void ps_finish(pstream *s, uint32_t j)
     uint8_t *a = r->addr[s->base + j];
     if (hi > lo) pm_persist(r->reg, a + lo, hi - lo);
     s->crc[s->base + j] = tkv_checksum(a + lo, hi - lo);
+    if (hi > lo && pm_needs_sync(r->reg)) pm_writeout(r->reg, a + lo, hi - lo);
 }
 
 /* ps_write -- appends len bytes, finishing each page it fills. */

@@ -416,7 +416,16 @@ int main(int argc, char **argv)
     tkv_options_free(o);
     uint64_t entries = 0;
     if (rc != TKV_OK) failf(c, "tkv_open: %s: %s", tkv_strerror(rc), tkv_errmsg());
-    else check_db(c, db, &entries);
+    else {
+        /* what the open found: the pool's fill and the recovery counters, for the report */
+        const char *props[] = {"tkv.pmem", "tkv.stats"}, *lines[] = {"pool:", "recovery:"};
+        for (int i = 0; i < 2; i++) {
+            char *p = tkv_property(db, props[i]), *l = p ? strstr(p, lines[i]) : NULL;
+            if (l) printf("# after open: %.*s\n", (int)strcspn(l, "\n"), l);
+            tkv_free(p);
+        }
+        check_db(c, db, &entries);
+    }
 
     report(c, rc == TKV_OK, entries, problems, vrc, open_ms);
     if (!c->fails && pc_state_save(&c->st, argv[7]) != 0) return 64;
