@@ -120,10 +120,20 @@ void pm_discard(pm_region *r, uint64_t off, uint64_t len)
         __atomic_fetch_add(&r->discarded, len, __ATOMIC_RELAXED);
 }
 
+/* The kernel reads no more than the device's readahead window (read_ahead_kb,
+ * or max_sectors_kb if larger; 128 KiB by default) per WILLNEED call and
+ * silently drops the rest of the range, so a long range is asked for in
+ * pieces no larger than the smallest such window. Each call only submits
+ * the reads. */
+#define PM_WILLNEED_PIECE (128u << 10)
+
 void pm_willneed(pm_region *r, uint64_t off, uint64_t len)
 {
     if (r->mode == PM_PMEM || off > r->size || len > r->size - off || len == 0) return;
-    (void)posix_fadvise(r->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED); /* best effort */
+    for (uint64_t done = 0; done < len; done += PM_WILLNEED_PIECE) {
+        uint64_t n = len - done < PM_WILLNEED_PIECE ? len - done : PM_WILLNEED_PIECE;
+        (void)posix_fadvise(r->fd, (off_t)(off + done), (off_t)n, POSIX_FADV_WILLNEED); /* best effort */
+    }
 }
 
 uint64_t pm_data_after(pm_region *r, uint64_t off)

@@ -11,7 +11,8 @@
  * write-back of emulated pools (chunks, rate, refusal, close, tmpfs); the
  * prefault thread (the prefix it populates, writable: stores to it take no
  * fault; a start it keeps off; cancel; pages created by writing zeros only
- * past the floor, and never over a range claimed while it runs).
+ * past the floor, and never over a range claimed while it runs); pm_willneed
+ * of a range longer than the kernel's readahead window reads all of it.
  *
  * The crash-test pattern for the modules above (see cs_durable_after): run a
  * workload on a fresh PM_CRASHSIM pool with a cut after k persists, close,
@@ -953,6 +954,47 @@ static void prefault_prefix(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* willneed_long_range -- pm_willneed of a range many times the device's
+ * readahead window (read_ahead_kb: 128 KiB by default, 8 MiB on this VM's
+ * virtio disk) brings all of it into the page cache, not only the first
+ * window (the kernel drops the rest of a longer WILLNEED); the rest of the
+ * file stays out. */
+static void willneed_long_range(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("pm-willneed");
+    char *path = tu_path(dir, "pool");
+    if (on_tmpfs(dir)) { /* nothing can be evicted */
+        free(path);
+        tu_tmpdir_free(dir);
+        skip();
+    }
+    pm_region *r = open_ok(path, 128 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
+    assert_int_equal(pm_reserve(r, 0, 96 * MiB), 0);
+    for (uint64_t off = 0; off < 96 * MiB; off += 4096) pm_base(r)[off] = (uint8_t)(off >> 12 | 1);
+    pm_close(r);
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    assert_int_equal(fdatasync(fd), 0);
+    assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    close(fd);
+    r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
+    size_t before = resident_pages(r, 0, 128 * MiB);
+    assert_true(before <= 16); /* what the open read, at most */
+
+    pm_willneed(r, 8 * MiB, 64 * MiB);
+    size_t got = 0, want = 64 * MiB / 4096;
+    for (double t0 = tu_now_ms(); tu_now_ms() - t0 < 10000; usleep(2000))
+        if ((got = resident_pages(r, 8 * MiB, 64 * MiB)) >= want) break;
+    assert_int_equal(got, want);
+    /* nothing far past the range (the kernel may read ahead a window more) */
+    assert_true(resident_pages(r, 88 * MiB, 40 * MiB) <= before);
+    for (uint64_t off = 8 * MiB; off < 72 * MiB; off += 4096) assert_int_equal(pm_base(r)[off], (uint8_t)(off >> 12 | 1));
+    pm_close(r);
+    free(path);
+    tu_tmpdir_free(dir);
+}
+
 /* thread_faults -- page faults the calling thread has taken (minor and
  * major: a fault on a file hole that had to go through the page cache's
  * readahead counts as major). */
@@ -1157,7 +1199,7 @@ int main(void)
         cmocka_unit_test(crashsim_lines),   cmocka_unit_test(crashsim_cut),      cmocka_unit_test(crashsim_store8),
         cmocka_unit_test(crashsim_every_cut), cmocka_unit_test(crashsim_threads), cmocka_unit_test(optane_profile),
         cmocka_unit_test(stats_counters),   cmocka_unit_test(paced_writeback),   cmocka_unit_test(prefault_prefix),
-        cmocka_unit_test(prefault_writable),  cmocka_unit_test(prefault_zero),
+        cmocka_unit_test(prefault_writable),  cmocka_unit_test(prefault_zero),      cmocka_unit_test(willneed_long_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,7 +50,12 @@ void pool_prefault_ahead(pool *p, uint64_t bytes)
     p->ahead_pages = n > p->page_count ? p->page_count : (uint32_t)n;
     uint64_t end = prefault_end(p, 0), from = p->pages_off + ((uint64_t)p->high_water << p->page_shift);
     pthread_mutex_unlock(&p->mu);
-    pm_prefault_from(p->reg, p->pages_off); /* populating is allocating: not the header area's holes */
+    /* populating is allocating, and writable population dirties a page:
+     * only past the high-water mark. Not the header area's holes, nor free
+     * pages punched at open, nor -- after a reopen -- the rows' pages, which
+     * the thread would read in 4 KiB at a time and mark dirty (a full 1 GiB
+     * pool: 1 GiB read and written back again before the first row). */
+    pm_prefault_from(p->reg, from);
     /* past the high-water mark pages hold nothing (invariant 7): the thread
      * may create them by writing zeros, in pieces that stay inside a page */
     pm_prefault_claim(p->reg, from);
