@@ -8,8 +8,8 @@
 #          rocksdb-l0nvm (RocksDB with its WAL and first levels on the
 #          directory of tierkv's pool)
 #   16m    16M x 1 KiB (16x the pool: the steady state): tierkv, rocksdb
-#   1m     1M x 1 KiB (fits the pool): tierkv, rocksdb
-#   300k   300k x 1 KiB (a short fill): tierkv, leveldb
+#   1m     1M x 1 KiB (fits the pool): tierkv, tierkv-volatile, rocksdb
+#   300k   300k x 1 KiB (a short fill): tierkv, tierkv-volatile, leveldb
 #   20m    20M x 100 B (CPU per operation dominates): tierkv, rocksdb
 # One client thread, each engine in its own process on a fresh database,
 # READS random reads after each fill. REPEAT=N rounds, interleaved; one
@@ -18,7 +18,7 @@
 # device under DB (/proc/diskstats, after a sync before and after the run;
 # one engine per process, so the count is the engine's). About 14 minutes per
 # round on 2 cores.
-# Knobs: REPEAT, FILLS (the groups, default "4m 1m 300k 20m"), READS, DB.
+# Knobs: REPEAT, FILLS (the groups, default "4m 1m 300k 20m 16m"), READS, DB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -36,8 +36,8 @@ configs() {
     case "$1" in
     4m) echo "4m-tierkv 4m-volatile 4m-rocksdb 4m-rocksdb-l0nvm" ;;
     16m) echo "16m-tierkv 16m-rocksdb" ;;
-    1m) echo "1m-tierkv 1m-rocksdb" ;;
-    300k) echo "300k-tierkv 300k-leveldb" ;;
+    1m) echo "1m-tierkv 1m-volatile 1m-rocksdb" ;;
+    300k) echo "300k-tierkv 300k-volatile 300k-leveldb" ;;
     20m) echo "20m-tierkv 20m-rocksdb" ;;
     *) echo "run_fill.sh: unknown group $1" >&2; exit 2 ;;
     esac

@@ -8,6 +8,8 @@
 #   tierkv-fifo    scheduler=fifo: no SILK scheduler (no internal rate limit,
 #                  no pauses or aborts of deep compactions)
 #   tierkv-l0sst   l0=sst: no matrix container (L0 as SST files on the SSD)
+#   tierkv-volatile  pmem_mode=volatile: the pool without its sync points
+#                  (what durability costs; a power cut loses rows)
 # Benchmarks, each configuration in its own process and on a fresh database:
 #   fillrandom  NUM random 1 KiB writes (closed loop); the default 4M writes
 #               are 4x tierkv's 1 GiB pool, so the fill runs long past the
@@ -20,7 +22,7 @@
 # cache), WAL on without per-write sync, page cache allowed (DIRECT=1 for
 # O_DIRECT on both).
 # REPEAT=N runs every configuration N times, interleaved (configuration order
-# within a round), and the table gives the median of each figure: about 8
+# within a round), and the table gives the median of each figure: about 10
 # minutes per round on 2 cores. Writes table.md (the medians), each run's
 # output and CSV series, and PNG plots of the first round to
 # bench/results/<date>/ (and bench/results/latest).
@@ -34,7 +36,7 @@ RATE=${RATE:-10000:10s,50000:10s}
 DURATION=${DURATION:-90}
 REPEAT=${REPEAT:-1}
 DB=${DB:-/tmp/tkv_bench}
-CONFIGS=${CONFIGS:-tierkv rocksdb tierkv-fifo tierkv-l0sst}
+CONFIGS=${CONFIGS:-tierkv rocksdb tierkv-fifo tierkv-l0sst tierkv-volatile}
 rocks=rocksdb
 [ -f "$BUILD/deps/librocksdbjni-linux64.so" ] || rocks=rocksdb-deb
 stamp=$(date -u +%Y%m%d-%H%M%S)
@@ -50,6 +52,7 @@ for r in $(seq 1 "$REPEAT"); do
         rocksdb) args=(--engine="$rocks") ;;
         tierkv-fifo) args=(--engine=tierkv --opt scheduler=fifo) ;;
         tierkv-l0sst) args=(--engine=tierkv --opt l0=sst) ;;
+        tierkv-volatile) args=(--engine=tierkv --opt pmem_mode=volatile) ;;
         *) echo "run_headline.sh: unknown configuration $c" >&2; exit 2 ;;
         esac
         dir="$out/$c/run$r"
