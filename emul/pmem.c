@@ -554,6 +554,37 @@ void pm_drain(pm_region *r)
 
 int pm_needs_sync(const pm_region *r) { return r->mode == PM_EMULATED && !r->readonly; }
 
+int pm_write_through(const pm_region *r)
+{
+    return (r->mode == PM_EMULATED || r->mode == PM_VOLATILE) && !r->readonly && r->fd >= 0;
+}
+
+void pm_write_persist(pm_region *r, void *dst, const void *src, size_t n)
+{
+    if (!pm_write_through(r)) {
+        pm_memcpy_persist(r, dst, src, n);
+        return;
+    }
+    if (!persist_range_ok(r, dst, n)) return;
+    uint64_t off = (uint64_t)((uint8_t *)dst - r->base);
+    (void)count(r, n);
+    uint64_t end = pace_reserve(r, n);
+    int e = io_fault_check(IO_OP_WRITE, r->path, n);
+    if (e < 0) e = ENOSPC; /* the hook's short write: here, nothing is written */
+    const uint8_t *s = src;
+    for (size_t done = 0; e == 0 && done < n;) {
+        ssize_t w = pwrite(r->fd, s + done, n - done, (off_t)(off + done));
+        if (w > 0) done += (size_t)w;
+        else if (w == 0) e = ENOSPC; /* no progress: a full file system */
+        else if (errno != EINTR) e = errno;
+    }
+    if (end) spin_until(end);
+    if (e)
+        pm_fail(r, TKV_IO_ERROR, /* ENOSPC too: the owner reserved the range's blocks (pm_reserve) */
+                "write of %zu bytes at offset %llu of the pool failed: %s; they are not stored", n,
+                (unsigned long long)off, strerror(e));
+}
+
 /* pm_sync -- PM_EMULATED's durability point: an fdatasync of the pool file
  * writes every dirty page of the mapping (and the blocks' metadata) to the
  * device. A failure is sticky (after a failed fdatasync the dirty pages'

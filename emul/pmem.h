@@ -118,6 +118,20 @@ int pm_needs_sync(const pm_region *r);
 /* pm_memcpy_persist -- copies and persists (non-temporal stores where
  * possible); paced to the profile's write bandwidth. */
 void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n);
+/* pm_write_through -- 1 if pm_write_persist writes through the pool file
+ * (PM_EMULATED and PM_VOLATILE, writable: a page-cache mapping of a file).
+ * A writer that fills pages in DRAM and hands each to pm_write_persist
+ * then takes no page fault for them: the file's write path creates the
+ * page-cache pages in bulk, where the mapping's first store to each 4 KiB
+ * page faults (a 64 MiB row: 16,384 faults).
+ * pm_write_persist -- the bytes at dst (in the region) become src[0..n),
+ * persisted as pm_persist would leave them: where pm_write_through, a
+ * pwrite of the file (the I/O layer's fault hook sees IO_OP_WRITE); else
+ * pm_memcpy_persist. A failed or short write (EIO, ENOSPC, EDQUOT)
+ * records the region's sticky error (pm_error). Only for a range no other
+ * thread stores to meanwhile. */
+int pm_write_through(const pm_region *r);
+void pm_write_persist(pm_region *r, void *dst, const void *src, size_t n);
 /* pm_store8_persist -- an 8-byte aligned atomic store, persisted: the
  * commit-point primitive (a power cut leaves either the old or the new
  * value). A misaligned dst is refused (nothing stored; pm_error). */
@@ -157,6 +171,14 @@ void pm_prefault_from(pm_region *r, uint64_t start);
  * most). Populating (contents unchanged) goes on as asked. */
 void pm_prefault_zero(pm_region *r, uint32_t piece);
 void pm_prefault_claim(pm_region *r, uint64_t end);
+/* pm_prefault_clean -- from now on the thread populates readable only
+ * (MADV_POPULATE_READ) and writes no zeros (pm_prefault_zero is ignored):
+ * the pages it makes stay clean, so a pm_sync does not write them to the
+ * device. For an owner that syncs while pages ahead wait for their first
+ * store: a dirty page ahead would go to the device as zeros at each sync
+ * before it is written for real. The first store to such a page takes a
+ * write fault (page_mkwrite) but no allocation. */
+void pm_prefault_clean(pm_region *r);
 /* pm_prefault_cancel -- drops what is left of the requests so far and waits
  * for the chunk being populated, if any: when it returns, the thread
  * populates nothing more until a pm_prefault_upto past where it got to, and

@@ -78,6 +78,7 @@ struct pm_region {
     int pf_stop;
     uint64_t pf_bytes;  /* relaxed atomic: bytes the thread has populated */
     uint64_t pf_write_bytes; /* relaxed atomic: of those, populated writable (MADV_POPULATE_WRITE) */
+    int pf_clean;            /* pm_prefault_clean: populate readable only; pf_mu */
     uint32_t pf_zero_piece;  /* pm_prefault_zero: create pages by writing zeros in pieces of this size, 0 = no */
     uint64_t pf_zero_floor;  /* no zeros are written below it (pm_prefault_claim); pf_mu */
     uint64_t pf_zeroing;     /* start of the piece being written, UINT64_MAX: none; pf_mu */

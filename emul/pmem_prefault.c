@@ -116,10 +116,11 @@ static void *prefault_main(void *arg)
         if (r->pf_stop) break;
         uint64_t at = r->pf_done, len = r->pf_upto - at < PREFAULT_CHUNK ? r->pf_upto - at : PREFAULT_CHUNK;
         r->pf_busy = 1;
-        uint32_t piece = r->pf_zero_piece;
+        uint32_t piece = r->pf_clean ? 0 : r->pf_zero_piece;
+        int no_write = r->pf_clean;
         pthread_mutex_unlock(&r->pf_mu);
         if (piece && write_ok) zero_chunk(r, at, len, piece);
-        int got = populate_chunk(r->base + at, len, &write_ok);
+        int got = populate_chunk(r->base + at, len, no_write ? &(int){0} : &write_ok);
         if (got >= 0) __atomic_fetch_add(&r->pf_bytes, len, __ATOMIC_RELAXED);
         if (got > 0) __atomic_fetch_add(&r->pf_write_bytes, len, __ATOMIC_RELAXED);
         pthread_mutex_lock(&r->pf_mu);
@@ -179,6 +180,14 @@ void pm_prefault_zero(pm_region *r, uint32_t piece)
     if (piece < 4096 || (piece & (piece - 1))) piece = 0;
     pthread_mutex_lock(&r->pf_mu);
     r->pf_zero_piece = piece;
+    pthread_mutex_unlock(&r->pf_mu);
+}
+
+void pm_prefault_clean(pm_region *r)
+{
+    if (!r->prefault_started) return;
+    pthread_mutex_lock(&r->pf_mu);
+    r->pf_clean = 1;
     pthread_mutex_unlock(&r->pf_mu);
 }
 

@@ -12,7 +12,8 @@
  * prefault thread (the prefix it populates, writable: stores to it take no
  * fault; a start it keeps off; cancel; pages created by writing zeros only
  * past the floor, and never over a range claimed while it runs); pm_willneed
- * of a range longer than the kernel's readahead window reads all of it.
+ * of a range longer than the kernel's readahead window reads all of it;
+ * pm_write_persist in every mode, and its failure as the sticky error.
  *
  * The crash-test pattern for the modules above (see cs_durable_after): run a
  * workload on a fresh PM_CRASHSIM pool with a cut after k persists, close,
@@ -995,6 +996,72 @@ static void willneed_long_range(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* write_persist_modes -- pm_write_persist stores the bytes, seen through
+ * the mapping and by a reopen, in every mode: through the file where
+ * pm_write_through (emulated, volatile), through the mapping in msync and
+ * crashsim (where only a persisted range reaches the durable image). */
+static void write_persist_modes(void **state)
+{
+    (void)state;
+    const pm_mode modes[] = {PM_EMULATED, PM_VOLATILE, PM_MSYNC, PM_CRASHSIM};
+    uint8_t src[3 * 4096 + 100];
+    for (size_t i = 0; i < sizeof src; i++) src[i] = (uint8_t)(i * 7 + 3);
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        char *dir = tu_tmpdir("pm-write");
+        char *path = tu_path(dir, "pool");
+        pm_region *r = open_ok(path, 4 * MiB, modes[m], PM_PROFILE_NONE, NULL);
+        assert_int_equal(pm_write_through(r), modes[m] == PM_EMULATED || modes[m] == PM_VOLATILE);
+        uint64_t off = 1 * MiB + 40;
+        assert_int_equal(pm_reserve(r, 1 * MiB, 1 * MiB), 0);
+        pm_write_persist(r, pm_base(r) + off, src, sizeof src);
+        assert_int_equal(pm_error(r), 0);
+        assert_memory_equal(pm_base(r) + off, src, sizeof src);
+        pm_stats st;
+        pm_get_stats(r, &st);
+        assert_int_equal(st.persist_calls, 1);
+        pm_close(r);
+        r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
+        assert_memory_equal(pm_base(r) + off, src, sizeof src);
+        pm_close(r);
+        free(path);
+        tu_tmpdir_free(dir);
+    }
+}
+
+static int fail_pool_write(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    return op == IO_OP_WRITE && strstr(path, "pool") ? EIO : 0;
+}
+
+/* write_persist_error -- a write through the file that fails is the
+ * region's sticky error (TKV_IO_ERROR naming the write), not a crash or a
+ * silent loss; a range outside the region is refused the same way. */
+static void write_persist_error(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("pm-write-err");
+    char *path = tu_path(dir, "pool");
+    pm_region *r = open_ok(path, 4 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
+    uint8_t src[4096];
+    memset(src, 0x5a, sizeof src);
+    io_set_fault_hook(fail_pool_write, NULL);
+    pm_write_persist(r, pm_base(r) + 8192, src, sizeof src);
+    io_set_fault_hook(NULL, NULL);
+    assert_int_equal(pm_error(r), TKV_IO_ERROR);
+    assert_non_null(strstr(tkv_errmsg(), "write of 4096 bytes at offset 8192"));
+    assert_int_equal(pm_base(r)[8192], 0);
+    pm_close(r);
+
+    r = open_ok(path, 0, PM_EMULATED, PM_PROFILE_NONE, NULL);
+    pm_write_persist(r, pm_base(r) + 4 * MiB - 100, src, sizeof src); /* past the end */
+    assert_int_equal(pm_error(r), TKV_IO_ERROR);
+    pm_close(r);
+    free(path);
+    tu_tmpdir_free(dir);
+}
+
 /* thread_faults -- page faults the calling thread has taken (minor and
  * major: a fault on a file hole that had to go through the page cache's
  * readahead counts as major). */
@@ -1199,7 +1266,7 @@ int main(void)
         cmocka_unit_test(crashsim_lines),   cmocka_unit_test(crashsim_cut),      cmocka_unit_test(crashsim_store8),
         cmocka_unit_test(crashsim_every_cut), cmocka_unit_test(crashsim_threads), cmocka_unit_test(optane_profile),
         cmocka_unit_test(stats_counters),   cmocka_unit_test(paced_writeback),   cmocka_unit_test(prefault_prefix),
-        cmocka_unit_test(prefault_writable),  cmocka_unit_test(prefault_zero),      cmocka_unit_test(willneed_long_range),
+        cmocka_unit_test(prefault_writable),  cmocka_unit_test(prefault_zero),      cmocka_unit_test(willneed_long_range), cmocka_unit_test(write_persist_modes), cmocka_unit_test(write_persist_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

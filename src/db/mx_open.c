@@ -91,13 +91,8 @@ static int open_pool(tkv_db *db, struct mx_state *mx, size_t manifest_rows, int 
                        mx->path, (unsigned long long)usable, MX_MIN_MEMTABLES_PER_POOL,
                        (unsigned long long)db->opts.memtable_size);
     /* the next row (one memtable's worth of pages) made resident while the
-     * memtable it will come from fills -- not where the pool syncs at each
-     * commit (pool.h invariant 8): the fdatasync writes every dirty page of
-     * the file, and pages made ahead are dirty (zeros written, mapped
-     * writable), so each commit wrote the next row's pages as zeros and
-     * write-protected them one TLB flush at a time (docs/pmem.md,
-     * "Background prefault thread") */
-    if (!pm_needs_sync(pool_region(mx->pool))) pool_prefault_ahead(mx->pool, db->opts.memtable_size);
+     * memtable it will come from fills */
+    pool_prefault_ahead(mx->pool, db->opts.memtable_size);
     mx->column_bytes = db->opts.column_bytes ? db->opts.column_bytes : st.pool_size / 16;
     if (mx->column_bytes < st.page_size) mx->column_bytes = st.page_size;
     /* the scheduler's pmem tier: its bandwidth from the pool's device */

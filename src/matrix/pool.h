@@ -44,8 +44,8 @@
  *      file system full; pool_open and pool_close give back those of
  *      every free page.
  *      The prefault thread's writable population of the pages just past
- *      the highest handed out (pool_prefault_ahead) reserves their blocks
- *      too, one row's worth at most (delayed allocation; never a SIGBUS:
+ *      the highest handed out (pool_prefault_ahead; writable only where the
+ *      pool does not sync, (8)) reserves their blocks too, one row's worth at most (delayed allocation; never a SIGBUS:
  *      a full file system only makes it populate readable); pool_trim
  *      gives those back with the rest.
  *  (7) A page past the high-water mark (1 + the highest page in use at
@@ -255,7 +255,9 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages);
  * page up to `bytes` past the highest page handed out so far (or, if more,
  * as many pages past it as the last allocation took). Allocation is lowest
  * free index first, so a page above that high-water mark has never been
- * written in this open; pages below it were touched by earlier rows. 0 (the
+ * written in this open; pages below it were touched by earlier rows. Where
+ * the pool syncs (invariant 8) the pages are made clean and readable
+ * (pm_prefault_clean), else writable and created by writing zeros. 0 (the
  * default) asks for nothing. Thread-safe. */
 void pool_prefault_ahead(pool *p, uint64_t bytes);
 /* pool_alloc_page -- one page. 0 or TKV_NO_SPACE. */
