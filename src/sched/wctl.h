@@ -105,8 +105,8 @@
  * slowdown releases it at once). The sum of sleeps is ~ bytes / rate however
  * the writes are sized. The step sets how many writes wait at all: with
  * 100 us steps ~0.5 % of a paced 1 KiB fill's writes slept and that was its
- * p99.9; with 2 ms ~0.05 % do (docs/bench/pacing-step/). A group commit's
- * followers wait while its leader sleeps, so the step is min_step_us (2 ms)
+ * p99.9; with 2 ms ~0.05 % do. A group commit's followers wait while its
+ * leader sleeps, so the step is min_step_us (2 ms)
  * times the writes that wait with this one (1 + in->queued), at most 4x:
  * a sleep holds n writes, the debt needs 1/n as many sleeps. `slack` =
  * max_step_us lets writers that overslept catch up; a paced call after any
