@@ -16,6 +16,8 @@
  *                   back; L1's files average at least sst_size/4 (a
  *                   regression bound: unmerged they averaged ~sst_size/8
  *                   descending)
+ *  l1_compression_per_level  l1_compression for L1's SSTs, compression
+ *                   for L2's (table properties: blocks stored compressed)
  *
  * Replay a failure with the printed TKV_TEST_SEED.
  */
@@ -259,12 +261,74 @@ static void l1_files_other_orders(void **state)
     }
 }
 
+/* compressed_blocks -- the data blocks of the current version's level-`level`
+ * files, and how many of them are stored compressed (table properties). */
+static void compressed_blocks(tkv_db *db, int level, uint64_t *blocks, uint64_t *compressed)
+{
+    *blocks = *compressed = 0;
+    pthread_mutex_lock(&db->mu);
+    version *v = vset_current(db->vs);
+    version_ref(v);
+    pthread_mutex_unlock(&db->mu);
+    for (size_t i = 0; i < v->nfiles[level]; i++) {
+        cache_handle *h;
+        assert_int_equal(table_cache_find(db->tc, v->files[level][i], &h), 0);
+        const table_props *p = table_properties(table_cache_table(h));
+        *blocks += p->num_data_blocks;
+        *compressed += p->num_compressed_blocks;
+        table_cache_release(db->tc, h);
+    }
+    pthread_mutex_lock(&db->mu);
+    version_unref(v);
+    pthread_mutex_unlock(&db->mu);
+}
+
+/* l1_compression_per_level -- l1_compression applies to L1's SSTs and
+ * compression to L2's: with values that lz4 makes ~4x smaller, an L1 of
+ * `none` holds no compressed block while L2 (lz4) compresses nearly all,
+ * and the other way round; `same` follows compression. Every key reads
+ * back, also after a reopen. */
+static void l1_compression_per_level(void **state)
+{
+    (void)state;
+    static const char *const l1c[] = {"none", "lz4", "same"}, *const c[] = {"lz4", "none", "none"};
+    for (size_t i = 0; i < 3; i++) {
+        char *dir = tu_tmpdir("mx-l1comp");
+        tkv_options *o = l1_options("matrix", "8M", "2M"); /* L1 of 2M: most data moves on to L2 */
+        assert_int_equal(tkv_options_set(o, "sst_size", "1M"), TKV_OK);
+        assert_int_equal(tkv_options_set(o, "compression", c[i]), TKV_OK);
+        assert_int_equal(tkv_options_set(o, "l1_compression", l1c[i]), TKV_OK);
+        tkv_db *db = tu_open_ok(dir, o);
+        tu_model *m = tu_model_new();
+        fill(db, m, "random", 6000 * tu_scale()); /* waits until no background work runs */
+        uint64_t b1, c1, b2, c2;
+        compressed_blocks(db, 1, &b1, &c1);
+        compressed_blocks(db, 2, &b2, &c2);
+        print_message("l1_compression=%s compression=%s: L1 %llu of %llu blocks compressed, L2 %llu of %llu\n", l1c[i],
+                      c[i], (unsigned long long)c1, (unsigned long long)b1, (unsigned long long)c2,
+                      (unsigned long long)b2);
+        assert_true(b1 > 0 && b2 > 0);
+        int l1_lz4 = !strcmp(l1c[i], "lz4") || (!strcmp(l1c[i], "same") && !strcmp(c[i], "lz4"));
+        int l2_lz4 = !strcmp(c[i], "lz4");
+        if (l1_lz4) assert_true(c1 * 10 >= b1 * 9);
+        else assert_int_equal(c1, 0);
+        if (l2_lz4) assert_true(c2 * 10 >= b2 * 9);
+        else assert_int_equal(c2, 0);
+        tu_check_db(db, NULL, m, l1c[i]);
+        tu_close_reopen_check(db, dir, o, m, l1c[i]);
+        tu_model_free(m);
+        tkv_options_free(o);
+        tu_tmpdir_free(dir);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(l1_target_auto),
         cmocka_unit_test(l1_files_sequential),
         cmocka_unit_test(l1_files_other_orders),
+        cmocka_unit_test(l1_compression_per_level),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -144,7 +144,7 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
         }
         if (!have_out) {
             have_out = 1;
-            rc = output_open(db, &cur, cls);
+            rc = output_open(db, &cur, cls, out_level);
             if (rc < 0) break;
         }
         rc = output_add(&cur, key, val);

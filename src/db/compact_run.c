@@ -47,6 +47,7 @@
 
 #include "db/compact_merge.h"
 #include "db/files.h"
+#include "db/output.h"
 #include "db/silk.h"
 #include "util/status.h"
 
@@ -143,6 +144,15 @@ static int merge_segment(tkv_db *db, const compaction *c, const segment *sg, con
     return 0;
 }
 
+/* codec_kept -- a file may move from c's level to its output level
+ * unchanged only if both levels are written with the same compression:
+ * else an uncompressed L1 file (l1_compression=none) would sit in L2
+ * uncompressed for good (RocksDB's trivial moves have the same rule). */
+static int codec_kept(const tkv_db *db, const compaction *c)
+{
+    return output_codec(db, c->level) == output_codec(db, c->out_level);
+}
+
 /* run_segments -- merges (or moves, or leaves) c's segments in order, asking
  * at every cut point whether to go on (silk_job_cut). 0 when it stopped at a
  * cut or ran to the end; an error or SILK_ABORTED from the segment it was
@@ -162,7 +172,7 @@ static int run_segments(tkv_db *db, const compaction *c, cmp_job *j)
         if (j->reached > 0 && silk_job_cut(db)) break; /* asked to yield: stop at this cut */
         if (sg->a1 == sg->a0) {
             sg->state = SEG_LEFT; /* no file of the level: nothing to push down */
-        } else if (!c->manual && c->level > 0 && sg->a1 - sg->a0 == 1 && sg->b1 == sg->b0) {
+        } else if (!c->manual && c->level > 0 && sg->a1 - sg->a0 == 1 && sg->b1 == sg->b0 && codec_kept(db, c)) {
             sg->state = SEG_MOVED;
         } else {
             rc = merge_segment(db, c, sg, v, snap, j);
@@ -243,7 +253,7 @@ int cmp_run(tkv_db *db, compaction *c)
     version_edit e;
     edit_init(&e);
     int rc = 0;
-    if (c->trivial_move) {
+    if (c->trivial_move && codec_kept(db, c)) {
         rc = trivial_move(db, c, &e);
         goto done_locked;
     }

@@ -28,7 +28,7 @@ static int flush_sst(tkv_db *db, memtable *m, file_meta **out)
     tkv_it *it = silk_flush_meter(db, memtable_iter(m), 1, m); /* progress for the writers' deadline */
     if (!it) return tkv_err(TKV_NO_MEMORY, "out of memory flushing");
     output o;
-    int rc = output_open(db, &o, IO_FLUSH);
+    int rc = output_open(db, &o, IO_FLUSH, 0);
     for (it_seek_first(it); rc == 0 && it_valid(it); it_next(it)) rc = output_add(&o, it_key(it), it_value(it));
     if (rc == 0) rc = it_status(it);
     it_destroy(it);

@@ -32,6 +32,8 @@ typedef struct opt_def {
 } opt_def;
 
 static const char *const COMPRESSION_NAMES[] = {"none", "lz4", NULL};
+/* l1_compression: a codec, or "same" (index 2): what `compression` says */
+static const char *const L1_COMPRESSION_NAMES[] = {"none", "lz4", "same", NULL};
 static const char *const L0_NAMES[] = {"sst", "matrix", NULL};
 /* The order of emul/pmem.h's pm_mode and pm_profile. crashsim is for tests
  * (a power cut at the N-th persist, docs/pmem.md). */
@@ -58,6 +60,7 @@ static const opt_def OPTION_TABLE[] = {
     {"block_cache_size", OPT_SIZE, OFF(block_cache_size), 0, UINT64_C(1) << 40, "256M", NULL},
     {"bloom_bits_per_key", OPT_INT, OFF(bloom_bits_per_key), 0, 64, "10", NULL},
     {"compression", OPT_ENUM, OFF(compression), 0, 1, "lz4", COMPRESSION_NAMES},
+    {"l1_compression", OPT_ENUM, OFF(l1_compression), 0, 2, "same", L1_COMPRESSION_NAMES},
     {"sst_size", OPT_SIZE, OFF(sst_size), 64u << 10, UINT64_C(4) << 30, "64M", NULL},
     {"l1_size", OPT_SIZE_AUTO, OFF(l1_size), 64u << 10, UINT64_C(1) << 44, "0", NULL},
     {"level_multiplier", OPT_INT, OFF(level_multiplier), 2, 100, "10", NULL},

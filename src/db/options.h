@@ -28,7 +28,8 @@ struct tkv_options {
     uint64_t block_size;        /* target uncompressed data block size */
     uint64_t block_cache_size;  /* bytes of uncompressed blocks cached (sharded LRU) */
     int bloom_bits_per_key;     /* bloom filter bits per key; 0 = no filter */
-    int compression;            /* 0 none, 1 lz4 (per block, only when it saves space) */
+    int compression;            /* 0 none, 1 lz4 (per block, only when it saves space): L2 and below */
+    int l1_compression;         /* the same for the SSTs of L0 and L1 (output_open); 2: as `compression` */
     uint64_t sst_size;          /* target SST file size */
     uint64_t l1_size;           /* target bytes of L1; 0 = automatic, resolved by tkv_open (options_resolve_at_open) */
     int level_multiplier;       /* each level below L1 is this many times larger */

@@ -8,7 +8,7 @@
 #include "db/files.h"
 #include "util/status.h"
 
-int output_open(tkv_db *db, output *o, io_class cls)
+int output_open(tkv_db *db, output *o, io_class cls, int level)
 {
     memset(o, 0, sizeof *o);
     pthread_mutex_lock(&db->mu);
@@ -32,8 +32,13 @@ int output_open(tkv_db *db, output *o, io_class cls)
     table_options_default(&to);
     to.block_size = db->opts.block_size;
     to.bloom_bits_per_key = db->opts.bloom_bits_per_key;
-    to.compression = db->opts.compression;
+    to.compression = output_codec(db, level);
     return table_builder_new(o->file, &to, &o->tb);
+}
+
+int output_codec(const tkv_db *db, int level)
+{
+    return level <= 1 && db->opts.l1_compression != 2 ? db->opts.l1_compression : db->opts.compression;
 }
 
 int output_add(output *o, tkv_slice k, tkv_slice v)

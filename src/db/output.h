@@ -16,10 +16,16 @@ typedef struct output {
     char path[4096];
 } output;
 
-/* output_open -- a new SST with a fresh file number (added to the pending
- * set, under mu, which it takes), written with I/O class cls. On error the
- * caller still calls output_discard. mu NOT held. */
-int output_open(tkv_db *db, output *o, io_class cls);
+/* output_open -- a new SST of level `level` with a fresh file number
+ * (added to the pending set, under mu, which it takes), written with I/O
+ * class cls and compressed as the level's option says (l1_compression for
+ * L0 and L1, compression below). On error the caller still calls
+ * output_discard. mu NOT held. */
+int output_open(tkv_db *db, output *o, io_class cls, int level);
+/* output_codec -- the compression SSTs of `level` are written with
+ * (SST_COMPRESS_NONE or SST_COMPRESS_LZ4): l1_compression for L0 and L1
+ * unless it is `same`, compression below. */
+int output_codec(const tkv_db *db, int level);
 /* output_add -- appends an entry (internal keys in order) and tracks the
  * file's key and sequence range. */
 int output_add(output *o, tkv_slice k, tkv_slice v);
