@@ -873,6 +873,19 @@ static void paced_writeback(void **state)
     }
 }
 
+/* disk_tmpdir -- a fresh temporary directory for a test that needs a pool
+ * on a disk file system (page cache that can be evicted, a prefault
+ * thread); on tmpfs the directory is removed and the test skipped. */
+static char *disk_tmpdir(const char *tag)
+{
+    char *dir = tu_tmpdir(tag);
+    if (on_tmpfs(dir)) {
+        tu_tmpdir_free(dir);
+        skip();
+    }
+    return dir;
+}
+
 /* ------------------------------------------------------------------ prefault */
 
 /* resident_pages -- how many of the 4 KiB pages of [off, off+len) of r's
@@ -909,13 +922,8 @@ static uint64_t wait_prefaulted(pm_region *r, uint64_t want)
 static void prefault_prefix(void **state)
 {
     (void)state;
-    char *dir = tu_tmpdir("pm-prefault");
+    char *dir = disk_tmpdir("pm-prefault"); /* on tmpfs: every page of the file is resident */
     char *path = tu_path(dir, "pool");
-    if (on_tmpfs(dir)) { /* every page of the file is resident */
-        free(path);
-        tu_tmpdir_free(dir);
-        skip();
-    }
     pm_region *r = open_ok(path, 128 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
     usleep(50000); /* a thread that populated on its own would have started by now */
     pm_stats st;
@@ -963,13 +971,8 @@ static void prefault_prefix(void **state)
 static void willneed_long_range(void **state)
 {
     (void)state;
-    char *dir = tu_tmpdir("pm-willneed");
+    char *dir = disk_tmpdir("pm-willneed"); /* on tmpfs: nothing can be evicted */
     char *path = tu_path(dir, "pool");
-    if (on_tmpfs(dir)) { /* nothing can be evicted */
-        free(path);
-        tu_tmpdir_free(dir);
-        skip();
-    }
     pm_region *r = open_ok(path, 128 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
     assert_int_equal(pm_reserve(r, 0, 96 * MiB), 0);
     for (uint64_t off = 0; off < 96 * MiB; off += 4096) pm_base(r)[off] = (uint8_t)(off >> 12 | 1);
@@ -1096,13 +1099,8 @@ static long touch_pages(pm_region *r, uint64_t off, uint64_t len)
 static void prefault_writable(void **state)
 {
     (void)state;
-    char *dir = tu_tmpdir("pm-prefault-w");
+    char *dir = disk_tmpdir("pm-prefault-w"); /* on tmpfs: no prefault thread there */
     char *path = tu_path(dir, "pool");
-    if (on_tmpfs(dir)) { /* no prefault thread there */
-        free(path);
-        tu_tmpdir_free(dir);
-        skip();
-    }
     /* does this kernel have MADV_POPULATE_WRITE (Linux 5.14)? */
     void *probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     assert_true(probe != MAP_FAILED);
@@ -1180,13 +1178,8 @@ static int hold_zero_write(io_op op, const char *path, size_t len, void *arg)
 static void prefault_zero(void **state)
 {
     (void)state;
-    char *dir = tu_tmpdir("pm-prefault-z");
+    char *dir = disk_tmpdir("pm-prefault-z"); /* on tmpfs: no prefault thread there */
     char *path = tu_path(dir, "pool");
-    if (on_tmpfs(dir)) { /* no prefault thread there */
-        free(path);
-        tu_tmpdir_free(dir);
-        skip();
-    }
     pm_region *r = open_ok(path, 64 * MiB, PM_EMULATED, PM_PROFILE_NONE, NULL);
     uint8_t *b = pm_base(r);
     for (size_t i = 0; i < 8 * MiB; i++) b[i] = (uint8_t)(i % 251 + 1);
