@@ -43,6 +43,7 @@ typedef struct flags {
     uint64_t num;        /* records (key space) and default op count */
     uint64_t reads;      /* ops for read benchmarks (0 = num) */
     size_t key_size, value_size;
+    unsigned value_random; /* percent of each value that is random (wl_fill_value_r) */
     int threads;
     double duration;     /* seconds; 0 = until num/reads ops (closed loop) */
     uint64_t seed;
@@ -73,6 +74,7 @@ static flags F = {
     .num = 1000000,
     .key_size = 16,
     .value_size = 1024,
+    .value_random = 50,
     .threads = 1,
     .seed = 42,
     .dram = 256u << 20,
@@ -97,6 +99,8 @@ static void usage(FILE *f)
             "  --num=N             records in the key space, and operations per benchmark (1000000)\n"
             "  --reads=N           operations of read benchmarks (default --num)\n"
             "  --key_size=B (16)  --value_size=B (1024)  --threads=N (1)  --seed=N (42)\n"
+            "  --value_random=PCT  the random share of each value, the rest repeats it (50: lz4 keeps\n"
+            "                      about half; 12 makes values that compress ~8x)\n"
             "  --duration=SEC      run each non-fill benchmark this long instead of a fixed op count\n"
             "  --rate=SCHEDULE     open loop: OPS:DUR[,OPS:DUR...] repeated, e.g. 10000:10s,40000:50s;\n"
             "                      needs --duration; latency from the intended send time\n"
@@ -253,7 +257,7 @@ static void parse_flags(int argc, char **argv)
         } else if (!strcmp(name, "dram") || !strcmp(name, "memtable") || !strcmp(name, "num") ||
                    !strcmp(name, "reads") || !strcmp(name, "key_size") || !strcmp(name, "value_size") ||
                    !strcmp(name, "threads") || !strcmp(name, "seed") || !strcmp(name, "memtables") ||
-                   !strcmp(name, "batch") || !strcmp(name, "seek_nexts")) {
+                   !strcmp(name, "batch") || !strcmp(name, "seek_nexts") || !strcmp(name, "value_random")) {
             if (parse_size(val, &u) != 0) die("bad --%s %s", name, val);
             if (!strcmp(name, "dram")) F.dram = u;
             else if (!strcmp(name, "memtable")) F.memtable = u;
@@ -265,6 +269,10 @@ static void parse_flags(int argc, char **argv)
             else if (!strcmp(name, "seed")) F.seed = u;
             else if (!strcmp(name, "memtables")) F.memtables = (int)u;
             else if (!strcmp(name, "batch")) F.batch = (int)u;
+            else if (!strcmp(name, "value_random")) {
+                if (u < 1 || u > 100) die("--value_random must be 1..100");
+                F.value_random = (unsigned)u;
+            }
             else F.seek_nexts = (int)u;
         } else {
             die("unknown flag --%s (see --help)", name);
@@ -431,7 +439,7 @@ static void op_error(run *r, tstate *t, const char *what)
 static void do_put(run *r, tstate *t, int op, uint64_t k, uint64_t version, uint64_t start)
 {
     wl_format_key(t->key, F.key_size, k);
-    wl_fill_value(t->val, F.value_size, k, version);
+    wl_fill_value_r(t->val, F.value_size, k, version, F.value_random);
     int rc = r->ops->put(r->e, t->key, F.key_size, t->val, F.value_size);
     record(t, op, lg_now_ns() - start, 1);
     if (rc < 0) op_error(r, t, "put");

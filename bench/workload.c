@@ -107,14 +107,19 @@ void wl_format_key(char *out, size_t key_size, uint64_t i)
     if (p > out) memset(out, '0', (size_t)(p - out));
 }
 
-/* wl_fill_value -- the first ceil(size/2) bytes come from a splitmix64 stream
- * seeded by a hash of (key, version), 8 bytes per step; the rest repeats them
- * from the start, so an LZ-style compressor finds one long match. */
-void wl_fill_value(char *out, size_t value_size, uint64_t key, uint64_t version)
+/* wl_fill_value_r -- the first ceil(size * random_pct / 100) bytes (at
+ * least 1) come from a splitmix64 stream seeded by a hash of (key,
+ * version), 8 bytes per step; the rest repeats them from the start, so an
+ * LZ-style compressor finds long matches and keeps about random_pct % of
+ * the value. */
+void wl_fill_value_r(char *out, size_t value_size, uint64_t key, uint64_t version, unsigned random_pct)
 {
+    if (value_size == 0) return;
+    if (random_pct == 0) random_pct = 1;
+    if (random_pct > 100) random_pct = 100;
     uint64_t x = key * UINT64_C(0xd6e8feb86659fd93);
     x ^= splitmix64(&(uint64_t){version ^ UINT64_C(0x6a09e667f3bcc909)});
-    size_t half = (value_size + 1) / 2, i = 0;
+    size_t half = (value_size * random_pct + 99) / 100, i = 0;
     for (; i + 8 <= half; i += 8) {
         uint64_t w = splitmix64(&x);
         memcpy(out + i, &w, 8);
@@ -123,7 +128,16 @@ void wl_fill_value(char *out, size_t value_size, uint64_t key, uint64_t version)
         uint64_t w = splitmix64(&x);
         memcpy(out + i, &w, half - i);
     }
-    memcpy(out + half, out, value_size - half);
+    for (size_t at = half; at < value_size;) { /* the random part again, as often as it fits */
+        size_t n = value_size - at < half ? value_size - at : half;
+        memcpy(out + at, out, n);
+        at += n;
+    }
+}
+
+void wl_fill_value(char *out, size_t value_size, uint64_t key, uint64_t version)
+{
+    wl_fill_value_r(out, value_size, key, version, 50);
 }
 
 /* ---------------------------------------------------------------- names */

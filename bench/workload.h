@@ -47,6 +47,9 @@ void wl_format_key(char *out, size_t key_size, uint64_t i);
 /* wl_fill_value -- value_size bytes for (key, version): half random, half
  * repeated (compresses ~2:1, as db_bench's default compression ratio 0.5). */
 void wl_fill_value(char *out, size_t value_size, uint64_t key, uint64_t version);
+/* wl_fill_value_r -- the same with random_pct % of the bytes random (1..100;
+ * wl_fill_value is 50): lower values compress better. */
+void wl_fill_value_r(char *out, size_t value_size, uint64_t key, uint64_t version, unsigned random_pct);
 
 typedef enum wl_dist { WL_UNIFORM, WL_ZIPFIAN, WL_LATEST } wl_dist;
 /* wl_dist_parse -- "uniform" | "zipfian" | "latest"; -1 if unknown. */

@@ -206,6 +206,24 @@ static void test_fill_value(void **state)
         double ratio = (double)cn / n;
         if (ratio < 0.45 || ratio > 0.56) fail_msg("value %d bytes compresses to %d (%.3f)", n, cn, ratio);
     }
+    /* wl_fill_value_r: 50 is wl_fill_value; lz4 keeps about random_pct % of a
+     * value (the random part, then matches), nothing past value_size */
+    static const unsigned pcts[] = {12, 25, 100};
+    for (size_t s = 0; s < sizeof csizes / sizeof csizes[0]; s++) {
+        int n = csizes[s];
+        wl_fill_value_r(b, (size_t)n, 123456789, 9, 50);
+        wl_fill_value(a, (size_t)n, 123456789, 9);
+        assert_memory_equal(a, b, (size_t)n);
+        for (size_t q = 0; q < sizeof pcts / sizeof pcts[0]; q++) {
+            memset(a, '#', MAXV + 16);
+            wl_fill_value_r(a, (size_t)n, 123456789, 9, pcts[q]);
+            assert_int_equal(a[n], '#');
+            int cn = LZ4_compress_default(a, c, n, LZ4_compressBound(MAXV));
+            double ratio = (double)cn / n, want = pcts[q] / 100.0;
+            if (ratio < want - 0.03 || ratio > want + 0.06)
+                fail_msg("value %d bytes, %u %% random, compresses to %d (%.3f)", n, pcts[q], cn, ratio);
+        }
+    }
     free(c);
     free(a);
     free(b);
