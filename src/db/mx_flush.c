@@ -62,10 +62,11 @@ static int build_row(tkv_db *db, memtable *m, rowtable **out)
         else silk_flush_abandoned(db); /* no room (waits follow) or an error */
     }
     /* a pool on a file system (emulated pmem): the commit syncs the row
-     * (pool.h invariant 8), so its write-back starts now; volatile pmem:
+     * (pool.h invariant 8); the build started each page's write-back as it
+     * finished it, and the header's starts now; volatile pmem:
      * the row's pages go to the pool file from now on, paced (pmem.h), not
      * in the kernel's next write-back burst */
-    if (rc == 0 && pm_needs_sync(pool_region(mx->pool))) rowtable_writeout(r);
+    if (rc == 0 && pm_needs_sync(pool_region(mx->pool))) rowtable_writeout_header(r);
     else if (rc == 0 && db->opts.pmem_writeback) rowtable_queue_writeback(r);
     /* a persist of steps (1)-(2) failed (an msync): the row is not durable,
      * so it is not committed; its data stays in the memtable and the WAL */

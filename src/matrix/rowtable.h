@@ -125,9 +125,11 @@ int rowtable_commit(rowtable *r);
 /* rowtable_queue_writeback -- queues every page of the row for the pool's
  * paced write-back (pm_writeback_enqueue; a no-op unless it was started). */
 void rowtable_queue_writeback(const rowtable *r);
-/* rowtable_writeout -- starts writing every page of the row back now
- * (pm_writeout), so that the commit's sync finds it under way. */
-void rowtable_writeout(const rowtable *r);
+/* rowtable_writeout_header -- starts writing the row header back now
+ * (pm_writeout), so that the commit's sync finds it under way. Where the
+ * pool syncs, the build already started each data and metadata page as it
+ * finished it; the header is written last. */
+void rowtable_writeout_header(const rowtable *r);
 /* rowtable_abandon -- for an uncommitted row: frees its pages and the
  * handle. (On a committed row it only closes the handle.) NULL ok. */
 void rowtable_abandon(rowtable *r);

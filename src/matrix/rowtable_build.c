@@ -386,12 +386,11 @@ void rowtable_queue_writeback(const rowtable *r)
         if (!r->released[j]) pm_writeback_enqueue(r->reg, r->addr[j], r->page_size);
 }
 
-/* rowtable_writeout -- every page not released, written back now (pm_writeout), for
- * the commit's sync (pool.h invariant 8). */
-void rowtable_writeout(const rowtable *r)
+/* rowtable_writeout_header -- the header area of page 0 ([0, meta_off)),
+ * written back now (pm_writeout), for the commit's sync (pool.h invariant 8). */
+void rowtable_writeout_header(const rowtable *r)
 {
-    for (uint32_t j = 0; j < r->npages; j++)
-        if (!r->released[j]) pm_writeout(r->reg, r->addr[j], r->page_size);
+    pm_writeout(r->reg, r->addr[0], r->meta_off);
 }
 
 /* rowtable_abandon -- frees an uncommitted row's pages, then the handle (of
