@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # tierkv -- top-level build.
 #   make            build/libtierkv.so (+ soname links), build/libtierkv.a and build/tkv,
 #                   the command-line tool (tools/; docs/tkv.md)
@@ -5,7 +6,8 @@
 #                   twice: a normal build and an ASan+UBSan build; then make ycsb-test
 #   make check-structure  the library's shape: src/db's one-way order (src/db/LAYERS),
 #                   folders one way, no file over 800 lines, no function over 80
-#                   without a written reason (tests/check_structure.py; part of make test)
+#                   without a written reason; every source file's SPDX line and job
+#                   comment (tests/check_structure.py; part of make test)
 #   make tsan       the concurrency tests under ThreadSanitizer
 #   make soak       DURATION (10m; s/m/h suffixes) of mixed load on one database with
 #                   reopens, every read checked against a model; logs RSS, open fds, pool

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine.c -- the engine registry (engine_find, engine_names) and the helpers
  * the engine_*.c files share (see engine_impl.h): thread-local error messages,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine.h -- the one small interface tkv_bench drives every storage engine
  * through: tierkv (its C API), RocksDB and LevelDB (their C APIs, loaded with

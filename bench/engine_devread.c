@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_devread.c -- the "devread" engine: the device floor. It stores the
  * prepopulation's values in one flat file and then, for every get, reads one

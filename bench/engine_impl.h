@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_impl.h -- private to the engine_*.c files: the per-engine operation
  * tables that engine.c registers, and the helpers they share (thread-local

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_leveldb.c -- the "leveldb" engine: LevelDB's C API (<leveldb/c.h>)
  * from Debian's libleveldb.so.1d, loaded with dlopen ($TKV_LEVELDB_LIB

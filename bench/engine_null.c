@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_null.c -- the "null" engine: every call succeeds at once and stores
  * nothing (get finds nothing, iterators are never valid). It measures the

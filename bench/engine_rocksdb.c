@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_rocksdb.c -- the "rocksdb", "rocksdb-l0nvm" and "rocksdb-deb"
  * engines: RocksDB's C API (<rocksdb/c.h>) from a library loaded at run time

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * engine_tierkv.c -- the "tierkv" engine: tierkv through its public C API
  * (include/tierkv.h), linked in (build/libtierkv.a).

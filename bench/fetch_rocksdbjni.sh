@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fetch_rocksdbjni.sh -- puts RocksDB's release build where tkv_bench's "rocksdb"
 # engine looks for it: BUILD_DIR/deps/librocksdbjni-linux64.so, taken from the
 # Maven jar org.rocksdb:rocksdbjni:10.10.1 (classifier linux64). That shared

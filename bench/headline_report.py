@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """headline_report.py -- the table of `make bench` (bench/run_headline.sh).
 
 Usage: headline_report.py OUT CONFIG...

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * hist.c -- log-linear latency histogram for tkv_bench (see hist.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * hist.h -- latency histogram for tkv_bench (HdrHistogram-style log-linear
  * buckets over nanoseconds).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * hostmon.c -- per-interval host counters for tkv_bench (see hostmon.h).
  * Reads /proc/stat, /proc/diskstats and /proc/meminfo; a file that is

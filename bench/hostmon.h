@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * hostmon.h -- what the host did in each reporting interval of a benchmark,
  * next to the engine's per-second latency: CPU busy / iowait / steal time

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * loadgen.c -- the open-loop schedule and its workers (see loadgen.h).
  */

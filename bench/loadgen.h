@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * loadgen.h -- open-loop load for tkv_bench: requests are issued at intended
  * times from a rate schedule, independent of how fast the engine answers, so

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """plot.py -- PNG timelines from tkv_bench --csv DIR.
 
 For every benchmark in DIR/timeline.csv, draws DIR/<benchmark>.png with two

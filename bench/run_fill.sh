@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_fill.sh -- `make bench-fill`: random-write fills of several sizes, each
 # followed by random reads, tierkv (defaults) against the stores it must beat
 # there, with direct I/O (reads and background writes reach the device):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_headline.sh -- `make bench`: the headline comparison on the embedded
 # default configuration, tierkv against RocksDB (the release build from the
 # rocksdbjni jar; Debian's build if that is missing), with the two ablations

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_silk.sh -- `make bench-silk`: the SILK-style experiment (SILK, ATC'19,
 # Fig. 1/8) on the embedded default configuration.
 #

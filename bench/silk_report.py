@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """silk_report.py -- the SILK-style experiment's table and plot (bench/run_silk.sh).
 
 Reads OUT/<label>/timeline.csv and summary.csv, one directory per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * throttle.c -- the block-I/O cgroup throttle of throttle.h (cgroup v1
  * blkio: blkio.throttle.{read,write}_bps_device).

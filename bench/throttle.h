@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * throttle.h -- a slower "drive" for every engine alike: tkv_bench moves
  * itself into a block-I/O cgroup whose limits cap the device that holds the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tkv_bench.c -- db_bench-style benchmarks run side by side on tierkv, RocksDB
  * and LevelDB (bench/engine.h), closed loop or open loop (bench/loadgen.h),

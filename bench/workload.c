@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * workload.c -- keys, values and YCSB key/operation choosers for tkv_bench
  * (see workload.h).

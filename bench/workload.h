@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * workload.h -- key formats and key/operation choosers for tkv_bench:
  * db_bench-style sequential/random keys and YCSB core workloads A-F.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pmem.c -- the persistent-memory device (emul/pmem.h): one pool file mapped
  * with libpmem, and persist primitives whose meaning depends on the mode.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pmem.h -- the persistent-memory device under the matrix container: one
  * file mapped into memory, and the persist primitives whose meaning depends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pmem_int.h -- the inside of a pm_region (emul/pmem.h), shared by the files
  * of the pmem device: pmem.c (open, close, persist primitives, crash

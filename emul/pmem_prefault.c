@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pmem_prefault.c -- the prefault thread of a pool mapping (contract:
  * pm_prefault_upto in emul/pmem.h): makes the prefix of the mapping its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pmem_space.c -- the pool file's blocks (contract: pm_reserve, pm_discard,
  * pm_space in emul/pmem.h): a pool on a file system is a sparse file whose

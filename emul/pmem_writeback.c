@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pmem_writeback.c -- the paced write-back of an emulated pool (contract:
  * pm_writeback_start in emul/pmem.h): one thread per region writes queued

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* hello.c -- tierkv's C API in one page: open, put (with and without TKV_SYNC), get, iterate, close. */
 #include <stdio.h>
 #include <tierkv.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_manifest.c -- fuzz target: the MANIFEST reader. A database directory
  * holds CURRENT naming MANIFEST-000001, whose bytes the fuzzer gives, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_options.c -- fuzz target: the options parser. The input is text,
  * "name=value" lines (as tkv_bench --opt and the bindings pass them); each

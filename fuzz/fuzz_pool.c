@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_pool.c -- fuzz target: the pmem pool file's header and row
  * directory, opened as tkv_open opens the pool (pool_open: the header's

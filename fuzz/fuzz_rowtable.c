@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_rowtable.c -- fuzz target: RowTables, the rows of the pmem pool. The
  * pool is opened (pool_open) and every committed row is opened as the

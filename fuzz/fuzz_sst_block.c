@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_sst_block.c -- fuzz target: one SSTable block as a read finds it on
  * disk (contents, then the 5-byte trailer: compression type and checksum),

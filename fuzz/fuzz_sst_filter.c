@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_sst_filter.c -- fuzz target: the SSTable filter block (the bloom
  * filter). First the filter decoder on its own (bloom_filter_valid, then

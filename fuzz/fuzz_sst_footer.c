@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_sst_footer.c -- fuzz target: the SSTable footer. A real table's data
  * and metadata blocks (fuzzsst.h) end with the 64 footer bytes given by the

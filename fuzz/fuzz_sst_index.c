@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_sst_index.c -- fuzz target: the SSTable index block. A real table's
  * data blocks, filter and properties get the index block given by the

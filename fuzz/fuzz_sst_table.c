@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_sst_table.c -- fuzz target: a whole SSTable file, as table_open and
  * every later read see it: footer, filter, properties and index blocks at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_version_edit.c -- fuzz target: one MANIFEST record, the version edit
  * codec (edit_decode, as MANIFEST replay calls it on each record). Property:

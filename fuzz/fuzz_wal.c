@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzz_wal.c -- fuzz target: a write-ahead log file, replayed as recovery
  * does (wal_replay: header, record framing and checksums, the torn-tail

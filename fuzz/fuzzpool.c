@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* fuzzpool.c -- pool helpers of the fuzz targets (fuzzpool.h). */
 #include "fuzz/fuzzpool.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzzpool.h -- pool helpers of the fuzz targets: turning the fuzzer's bytes
  * into a pool file (zero-extended to the size its header names) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* fuzzsst.c -- SSTable helpers of the fuzz targets (fuzzsst.h). */
 #include "fuzz/fuzzsst.h"
 

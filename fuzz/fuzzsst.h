@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzzsst.h -- SSTable helpers of the fuzz targets: a real table written by
  * the table builder (built once per process), tables spliced from its data

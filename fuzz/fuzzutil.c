@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* fuzzutil.c -- the fuzz targets' shared helpers (fuzzutil.h). */
 #include "fuzz/fuzzutil.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * fuzzutil.h -- what the fuzz targets share: a scratch directory on tmpfs for
  * the decoders that read files, the flags byte that opens every input, and

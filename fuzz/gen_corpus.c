@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * gen_corpus.c -- writes the seed corpora of the fuzz targets
  * (fuzz/corpus/<target>/) from files the library itself writes: tables from

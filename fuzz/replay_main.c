@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * replay_main.c -- runs a fuzz target without libFuzzer: calls
  * LLVMFuzzerTestOneInput once on each file named on the command line, or

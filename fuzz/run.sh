@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh -- runs libFuzzer targets one after another (make fuzz): each
 # build/fuzz/fuzz/fuzz_<name> for FUZZ_SECONDS seconds under nice 19, from its
 # checked-in corpus fuzz/corpus/<name>/ plus build/fuzz/work/<name>/ (where

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tierkv.h -- the public C API of tierkv, an embedded key-value store whose LSM
  * tree is tiered across DRAM, persistent memory and SSD.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_exports.py -- fails when libtierkv.so exports more, or less, than the public API.
 
   1. Every defined dynamic symbol of the library (nm -D --defined-only) is a

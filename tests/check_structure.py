@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_structure.py -- fails when the library's shape breaks its rules.
 
   1. src/db/: every file is listed once in src/db/LAYERS, and every
@@ -10,12 +11,17 @@
   3. No library source file over MAX_FILE_LINES lines; no function over
      MAX_FUNC_LINES lines unless the comment just above it says
      "Long because" (the reason).
+  4. Every source file of ours (HEAD_DIRS: C, headers, shell, Python, Java)
+     starts with its SPDX line (after the #! line of a script), and, but for
+     Java, the comment just after it names the file and its job
+     ("name.c -- what it does").
 
 Usage: check_structure.py [--layers FILE] OBJDIR   (OBJDIR: build/obj of a library build)
        check_structure.py --self-test OBJDIR
---self-test checks the checker: the real LAYERS must pass, and LAYERS files
+--self-test checks the checker: the real LAYERS must pass, LAYERS files
 with one module moved against its dependencies must fail on the include
-or the call that the move breaks.
+or the call that the move breaks, and files without their SPDX line or
+their job comment must fail.
 """
 import os
 import re
@@ -26,6 +32,12 @@ DIR_ORDER = ["util", "sched", "io", "emul", "mem", "sst", "matrix", "db"]
 MAX_FILE_LINES = 800
 MAX_FUNC_LINES = 80
 INCLUDE = re.compile(r'^\s*#\s*include\s+"(\w+)/([\w.]+)"', re.M)
+# Rule 4: the folders whose sources carry the SPDX line (bindings/go is its
+# own module, with its own rules), and what is not source under them.
+HEAD_DIRS = ["src", "include", "emul", "tools", "tests", "bench", "fuzz", "examples", "bindings/ycsb"]
+HEAD_SKIP = {os.path.join("fuzz", "corpus"), os.path.join("bench", "results")}
+HEAD_EXT = (".c", ".h", ".sh", ".py", ".java")
+SPDX = "SPDX-License-Identifier: Apache-2.0"
 
 
 def read_layers(path):
@@ -50,6 +62,36 @@ def lib_files():
         for root, _, names in os.walk(top):
             out += [os.path.join(root, n) for n in sorted(names) if n.endswith((".c", ".h"))]
     return out
+
+
+def head_files():
+    out = []
+    for top in HEAD_DIRS:
+        for root, dirs, names in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if os.path.join(root, d) not in HEAD_SKIP
+                             and d not in ("target", "__pycache__"))
+            out += [os.path.join(root, n) for n in sorted(names) if n.endswith(HEAD_EXT)]
+    return out
+
+
+def check_heads(files):
+    """Rule 4: the SPDX line first (after a #! line), then the job comment."""
+    errors = []
+    for f in files:
+        lines = open(f, errors="replace").read().split("\n")
+        i = 1 if lines[0].startswith("#!") else 0
+        want = ("// " if f.endswith((".c", ".h", ".java")) else "# ") + SPDX
+        if lines[i] != want:
+            errors.append(f"{f}:{i + 1}: the first line must be '{want}'")
+            continue
+        name = os.path.basename(f)
+        if f.endswith(".java"):
+            continue
+        opens = ("/*", "//") if f.endswith((".c", ".h")) else ("#", '"""')
+        if not lines[i + 1].startswith(opens) or not any(name + " --" in l for l in lines[i + 1:i + 4]):
+            errors.append(f"{f}:{i + 2}: the comment after the SPDX line must name the file and its job "
+                          f"('{name} -- ...')")
+    return errors
 
 
 def folder(path):
@@ -153,6 +195,7 @@ def check(objdir, layers):
             errors.append(f"{f}: {n} lines (at most {MAX_FILE_LINES})")
         for line, name, n in long_functions(f):
             errors.append(f"{f}:{line}: {name} is {n} lines (at most {MAX_FUNC_LINES} without 'Long because' in its head comment)")
+    errors += check_heads(head_files())
     return errors, len(syms), len(module_of), len(rank)
 
 
@@ -187,7 +230,33 @@ def self_test(objdir):
         print(f"self-test: {name} moved {'last' if to_end else 'first'}: {len(errors)} problem(s), "
               f"{len(hit)} with '{want}'{'' if hit else ' -- NOT DETECTED'}")
         bad += not hit
+    bad += self_test_heads()
     return 1 if bad else 0
+
+
+def self_test_heads():
+    """Files that break rule 4 must fail it; the ones that keep it must pass."""
+    import tempfile
+    cases = [  # (file name, text, text the failure must show, or None to pass)
+        ("a.c", f"// {SPDX}\n/*\n * a.c -- a job.\n */\n", None),
+        ("b.py", f"#!/usr/bin/env python3\n# {SPDX}\n\"\"\"b.py -- a job.\"\"\"\n", None),
+        ("C.java", f"// {SPDX}\npackage x;\n", None),
+        ("d.c", "/*\n * d.c -- a job.\n */\n", "the first line must be"),
+        ("e.sh", f"#!/bin/sh\n# e.sh -- a job.\n# {SPDX}\n", "the first line must be"),  # SPDX after the job
+        ("f.h", f"# {SPDX}\n/* f.h -- a job. */\n", "the first line must be"),  # a C file's SPDX is //
+        ("g.c", f"// {SPDX}\n#include <stdio.h>\n/* g.c -- a job. */\n", "must name the file"),
+    ]
+    bad = 0
+    with tempfile.TemporaryDirectory() as d:
+        for name, text, want in cases:
+            path = os.path.join(d, name)
+            with open(path, "w") as out:
+                out.write(text)
+            errors = check_heads([path])
+            ok = not errors if want is None else any(want in e for e in errors)
+            print(f"self-test: head of {name}: {len(errors)} problem(s){'' if ok else ' -- NOT AS EXPECTED'}")
+            bad += not ok
+    return bad
 
 
 def main():

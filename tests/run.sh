@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh -- runs test binaries, each under a time limit, JOBS at a time, and
 # prints one line per binary as it ends and one closing line "tests: N
 # passed, N failed" (N counts binaries; each binary is a cmocka group and

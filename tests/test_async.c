@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_async.c -- the async read path of a database (async_io, io/uring.h):
  * the batched tkv_multi_get and the iterators' readahead and parallel seek.

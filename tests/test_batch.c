@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_batch.c -- write-batch encoding: round trip, sequence assignment,
  * appending batches (group commit), limits, and malformed encodings.

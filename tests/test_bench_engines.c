@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_bench_engines.c -- the storage engines behind tkv_bench (bench/engine.h)
  * checked against an in-memory model, through the engine interface only.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_bench_hist.c -- the tkv_bench latency histogram (bench/hist.c):
  * bucket layout (every value maps into its bucket's range, ranges contiguous,

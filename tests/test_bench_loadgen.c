@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_bench_loadgen.c -- the open-loop schedule issues its rate.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_bench_workload.c -- the tkv_bench key/value formats and YCSB choosers
  * (bench/workload.c): key format and order, value determinism and ~2:1 lz4

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_bgerror.c -- failures the library must survive and report instead of
  * ending its host (issue 23, "no aborts in library paths"):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_block.c -- SSTable blocks (src/sst/block.c) and the bloom filter
  * (src/sst/bloom.c): round trips with several restart intervals, every kind of

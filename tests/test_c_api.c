@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_c_api.c -- every function of include/tierkv.h called from C with its
  * documented behaviour checked, in the manner of LevelDB's db/c_test.c:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_cache.c -- the sharded LRU block cache (src/sst/cache.c): hits and
  * misses, LRU eviction by charge, pinning, replace/erase semantics with exact

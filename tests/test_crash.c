@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_crash.c -- kill -9 and verify. A forked child opens the database and
  * writes (single puts and small batches with deletes; keys "k%08llu", values

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_crash_threads.c -- kill -9 rounds with several writer threads: the
  * driver behind `make crashtest` (a few rounds of it run in make test).

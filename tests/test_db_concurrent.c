@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_db_concurrent.c -- the database under concurrent writers and readers:
  * group commit loses nothing, batches are atomic to concurrent readers

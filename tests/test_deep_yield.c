@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_deep_yield.c -- deep compactions that yield to L0->L1 work
  * (src/db/compact_run.c, compact_pick.c, silk.c): a deep job asked to give

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_embed_rocksdb.c -- tierkv as a host program sees it: this test is
  * linked against the shared library (build/libtierkv.so, not the static

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_fault_sweep.c -- every injection point of a fixed workload, failed in
  * turn (the I/O layer's fault hook, io_set_fault_hook).

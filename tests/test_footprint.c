@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_footprint.c -- the pmem pool's disk footprint follows its data
  * (issue 23): on a file system the pool file is sparse, a page's blocks are

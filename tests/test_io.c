@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_io.c -- the I/O layer's direct (O_DIRECT) path and the direct_io option.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_iter.c -- the iterator stack: vec_iter, the merging iterator against a
  * sorted reference, and db_iter against a brute-force multi-version model

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_matrix_db.c -- the matrix container inside the database (l0=matrix):
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_matrix_l1.c -- L1 under the matrix container (l0=matrix):
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_matrix_row.c -- the persistent-memory pool (src/matrix/pool.c) and
  * the RowTable format (src/matrix/rowtable_*.c), standalone:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_matrix_seek.c -- hinted seeks over the matrix container's rows
  * (rowtable_iters_at, src/matrix/rowtable_seek.c) and through the DB

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_memory.c -- the DRAM budget (dram_budget, src/db/budget.h) and the
  * tkv.memory property.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_memtable.c -- the arena (alignment, separate blocks for big allocations,
  * usage accounting) and the memtable's point reads: visibility by sequence,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_misuse.c -- API misuse must give TKV_INVALID/TKV_BUSY (never a crash)
  * and leave the database working: NULL handles, keys and out pointers; empty

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_model.c -- randomized operations on tierkv compared with an in-memory
  * ordered model (testutil.h): puts, deletes, batches, gets, multi_gets, scans in

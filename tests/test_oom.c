@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_oom.c -- allocation failures become errors, never a crash (issue 23):
  * this test defines malloc, calloc, realloc, free and the aligned

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_options.c -- option parsing: sizes with suffixes, booleans, ranges,
  * unknown names and bad values (clear TKV_INVALID, options unchanged).

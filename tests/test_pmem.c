@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_pmem.c -- the persistent-memory device layer (emul/pmem.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_sched.c -- the scheduler primitives of src/sched/: the fake clock, the
  * SILK control law (monitor), the two-priority token bucket (ratelimit) and

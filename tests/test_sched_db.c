@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_sched_db.c -- the SILK scheduler inside the engine (src/db/silk.c),
  * end to end:

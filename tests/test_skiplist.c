@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_skiplist.c -- the memtable's skiplist seen through its iterator:
  * ordering against a sorted model, forward/backward iteration, seeks at and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_soak_judge.c -- the soak driver's verdict (tests/soak/soak.c,
  * `tkv_soak --judge LOG`) on made-up logs, so that `make soak` keeps

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_sst_faults.c -- database-level fault and corruption tests of the SSD
  * tier (SSTables, MANIFEST, flush, compaction), through the public API plus

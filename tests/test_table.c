@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_table.c -- SSTables (src/sst/table_builder.c, table_reader.c): tables of
  * 0..200k entries (many versions of one user key across block boundaries,

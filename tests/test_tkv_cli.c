@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_tkv_cli.c -- the tkv command-line tool ($TKV_BUILD/tkv, default
  * build/tkv), run as a user runs it: every command on a small database,

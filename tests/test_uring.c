@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_uring.c -- the io_uring read path (io/uring.h) against pread.
  *

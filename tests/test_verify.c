@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_verify.c -- tkv_verify: a database with WALs, a MANIFEST, SSTs and
  * rows in the pool verifies clean; one byte flipped in a copy of each kind

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_version.c -- versions, the version set and the MANIFEST: the edit codec
  * (exact bytes, round trips, every truncation and bad tag rejected), level

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test_wal.c -- the write-ahead log: exact on-media bytes, round trips across
  * writer sessions, and every recovery rule of docs/format-wal.md (empty and

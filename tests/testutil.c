@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * testutil.c -- temporary directories, PRNG, scale, options helpers, the
  * ordered in-memory model and the model-vs-database check (see testutil.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * testutil.h -- helpers shared by the API-level tests: temporary directories,
  * a seeded deterministic PRNG, the TKV_TEST_SCALE factor, small-memory options,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tkv.c -- the tkv command-line tool: main, the command table and every
  * command's manual, and the helpers the commands share (tkv.h). The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tkv.h -- what the files of the tkv command-line tool share (docs/tkv.md):
  * the command table, option parsing, opening a database, and the encoding

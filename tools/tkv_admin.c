@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tkv_admin.c -- the commands that look at a database as a whole through
  * the public API: tkv stats (tkv_property) and tkv check (tkv_verify)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tkv_data.c -- the commands that read and write data through the public
  * API: tkv get, put, delete and scan (tkv.h; manuals in tkv.c).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tkv_dump.c -- tkv dump-sst and tkv dump-matrix: the files of a database
  * as they are, read with the library's internal readers (table_open and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * flushlat.c -- how a writer's device-cache flushes hold up reads of the same
  * disk (the measurement behind the bytes_per_sync default: beside 30 MB/s of

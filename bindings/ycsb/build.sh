@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # build.sh -- builds the YCSB binding's Maven project (bindings/ycsb/pom.xml)
 # into build/ycsb/: compiles, runs its JUnit tests (the codec, the tierkv
 # binding, both bindings in one JVM), packages tierkv-ycsb.jar and copies the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_ycsb.sh -- tierkv and RocksDB under the YCSB client (site.ycsb:core 0.17.0):
 # for each engine, a fresh database loaded with RECORDS records, then the
 # workloads in WORKLOADS (OPS operations each) on it, each phase in its own JVM;

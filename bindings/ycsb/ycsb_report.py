@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """ycsb_report.py -- the table of a run_ycsb.sh run, and its checks.
 
 Reads OUT/round<N>/<engine>-<phase>.txt (YCSB's text export: "[SECTION], metric,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * budget.c -- splitting dram_budget into the shares of the parts that hold
  * the engine's DRAM, at tkv_open (budget.h).

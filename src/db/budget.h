@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * budget.h -- the DRAM budget: how `dram_budget` is split into the parts
  * that hold the engine's sizeable DRAM, and the parts' names and shares.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * compact_merge.c -- the merge shared by every compaction: input iterators,
  * the merge loop that writes output SSTs (dropping hidden versions and

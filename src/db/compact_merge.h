@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * compact_merge.h -- the merge shared by every compaction (leveled, and the
  * matrix container's columns): reading inputs, writing output SSTs, and

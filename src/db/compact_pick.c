@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * compact_pick.c -- choosing compactions of the leveled SSD tree: level
  * scores, a pick's input files closed under overlap, round-robin cursors per

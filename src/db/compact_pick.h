@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * compact_pick.h -- choosing the next compaction of the leveled SSD tree:
  * scores per level, the files of a pick, and manual range picks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * compact_run.c -- running one leveled compaction: a trivial move, or a
  * merge of its inputs into new files of the level below, segment by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * compact_run.h -- running one leveled compaction: merge, commit, install.
  */

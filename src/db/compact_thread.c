@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * compact_thread.c -- the compaction pools: the L0 worker and the deep
  * workers, each picking and running leveled compactions (compact_thread.h).

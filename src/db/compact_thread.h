@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * compact_thread.h -- the compaction pools: the high pool's L0 worker (L0
  * SST -> L1 compactions; with l0=matrix the matrix container's column

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * db_impl.c -- the helpers every engine module shares: the sticky
  * background error, shutting down, and timed waits on bg_cv (db_impl.h).

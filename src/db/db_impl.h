@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * db_impl.h -- the tkv_db handle: the state that the engine's modules share,
  * its locking rules, and the few helpers every module needs (the sticky

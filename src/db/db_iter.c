@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * db_iter.c -- user-visible iteration over an internal iterator (LevelDB's
  * DBIter): collapses the versions of each user key to the newest one visible at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * db_iter.h -- the user-visible iterator logic (LevelDB's DBIter) on top of one
  * internal iterator: each user key once, at its newest version with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * db_manual.c -- the public maintenance API: tkv_flush (every memtable to
  * L0) and tkv_compact_range (a key range pushed down to the deepest level

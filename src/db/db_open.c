@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * db_open.c -- the public lifecycle API: tkv_open (directory, lock, the
  * tiers, recovery, background threads, in that order), tkv_close,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * db_props.c -- the public property API: tkv_property and the text of every
  * property (tkv.stats, tkv.levels, tkv.memory, tkv.options; tkv.matrix and tkv.pmem

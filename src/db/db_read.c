@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * db_read.c -- the public read API: tkv_get, tkv_multi_get, snapshots and
  * iterators.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * db_verify.c -- the public verification API: tkv_verify checks a closed
  * database without changing it (the checks themselves: verify.h) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * db_write.c -- the public write API: tkv_write, tkv_put, tkv_delete
  * (argument checks; the write path itself is write.c).

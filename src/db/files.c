@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * files.c -- the database's files: WAL names, pending outputs, the snapshot
  * floor, committing version edits, obsolete-file deletion (files.h, which

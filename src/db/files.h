@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * files.h -- the database's files: WAL names, output files being written
  * (pending), the oldest sequence a reader may ask for, committing a version

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * flush.c -- the flush thread: immutable memtables become rows of the
  * matrix container (mx_flush.c) or L0 SSTs, oldest first (flush.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * flush.h -- the flush thread (the high-priority background work): the
  * oldest immutable memtable becomes a row of the matrix container

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * mx.h -- the matrix container inside the database (l0=matrix): the pool and
  * its rows as L0, between the memtables and the SSD tree.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * mx_column.c -- the column-compaction threads of the matrix container:
  * the compactor (the oldest rows) drains into L1 column by column, each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * mx_flush.c -- flushing into the matrix container: the oldest immutable
  * memtable becomes one RowTable in the pool, committed by the MANIFEST

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * mx_int.h -- private to the matrix container's files (mx_*.c): its state,
  * its constants, the registry of row handles, and the rules that keep it

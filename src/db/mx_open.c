@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * mx_open.c -- opening the matrix container: the pool, reconciling its rows
  * with the MANIFEST, the registry of open row handles, closing (mx.h;

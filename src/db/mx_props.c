@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * mx_props.c -- the matrix container's property text: tkv.matrix, tkv.pmem
  * and its lines in tkv.stats (mx.h; fields in docs/options.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * mx_read.c -- reads over the matrix container's rows: point lookups and
  * iterator seeks, both with cross-row hint search, at the cursors of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * mx_reclaim.c -- giving the pool's space back: raising rows' own cursors to
  * the release floor of the live versions, releasing dead pages, dropping

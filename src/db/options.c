@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * options.c -- the option table, tkv_options_new/set/free, value parsers,
  * and values derived from options (level targets, the pool's path).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * options.h -- the engine's option set behind the opaque tkv_options.
  *

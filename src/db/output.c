@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * output.c -- one SST being written by a flush or a compaction (output.h).
  */

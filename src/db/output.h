@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * output.h -- one SST being written by a flush or a compaction: a new file
  * number (pending, files.h), the table builder, and the file's key and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * recover.c -- WAL recovery at open: replaying the WALs the MANIFEST does not
  * cover into memtables, in order, as a chain (recover.h; format and rules:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * recover.h -- WAL recovery at open, and the chain rule it replays the logs
  * by (also tkv_verify's).

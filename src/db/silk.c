@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * silk.c -- the SILK scheduler inside the engine: the monitor thread, the
  * I/O gate (internal rate limiter + emulated SSD throttle + deep-compaction

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * silk.h -- the SILK scheduler inside the engine (docs/scheduler.md): the
  * glue between the primitives of src/sched/ and the engine's threads.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * silk_pmem.c -- the SILK scheduler's pmem tier (silk_pmem.h): the pool's
  * reads and writes counted by class, a monitor and (scheduler=silk) a

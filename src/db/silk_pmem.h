@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * silk_pmem.h -- the SILK scheduler's pmem tier: the matrix container's
  * reads and writes of the pool, counted by class and metered against the

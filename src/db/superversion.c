@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * superversion.c -- views: superversions and pinning them with the current
  * version (superversion.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * superversion.h -- views: the refcounted superversion (memtables and the
  * matrix container's rows, db_impl.h) and pinning it together with the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trash.c -- the chunked background deleter (see trash.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * trash.h -- deletes obsolete files (compaction inputs, old WALs) a chunk at
  * a time in the background, so that removing a 64 MiB file does not stall

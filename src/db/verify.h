@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * verify.h -- the checks behind tkv_verify (db_verify.c): every file of a
  * closed database, read without changing anything, and whether the files

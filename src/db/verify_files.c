@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * verify_files.c -- tkv_verify's checks of the files in the database
  * directory (verify.h): recording problems and notes, CURRENT and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * verify_pool.c -- tkv_verify's check of the pmem pool (verify.h): the
  * header, the directory, every committed row (pool_open_readonly verifies

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * write.c -- the write path: group commit (one leader writes the WAL record
  * of a whole group of queued writers), making room in the memtables

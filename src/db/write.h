@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * write.h -- the write path: group commit, room in the memtables (the write
  * controller's pacing and stops), memtable switches.

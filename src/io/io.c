@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * io.c -- POSIX implementation of the I/O layer with accounting and fault hooks.
  */

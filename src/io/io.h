@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * io.h -- the single I/O layer for every byte tierkv reads or writes on files.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * io_int.h -- what the I/O layer's own files share (io.c, uring.c): the
  * fault hook, the scheduler's gate and the read accounting, so that a read

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * uring.c -- the io_uring read path: a pool of rings lent to one reader at a
  * time, each with its slots and its buffer arena (model and invariants in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * uring.h -- asynchronous reads through io_uring, for the read paths that can
  * keep many reads in flight: tkv_multi_get (every key's block at once) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * wb.c -- the background write-back thread for buffered client files (wb.h).
  *

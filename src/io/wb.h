@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * wb.h -- background write-back starts for buffered files written on client
  * threads (the WAL).

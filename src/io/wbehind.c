@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * wbehind.c -- write-behind for a direct append file through a private
  * io_uring ring (wbehind.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * wbehind.h -- write-behind for a direct append file (io.h, IO_WRITE_BEHIND):
  * a full staging buffer goes to the device through a private io_uring ring

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * wmap.c -- appends through a shared file mapping and the helper thread that
  * makes their pages (wmap.h: why, and who owns which bytes).

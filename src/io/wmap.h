@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * wmap.h -- appends through a shared file mapping, and the thread that makes
  * the mapping's pages ahead of the writer (the WAL, io.h io_map_appends).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * column.c -- column picking for column compaction (interface and the rules:
  * column.h).

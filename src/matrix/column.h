@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * column.h -- picking the next column of a column compaction (MatrixKV's
  * fine-grained L0 -> L1 compaction).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pool.c -- the persistent-memory pool: header, row directory, row headers,
  * open and close (interface and invariants: pool.h; byte layout:

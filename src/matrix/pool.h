@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pool.h -- the persistent-memory pool under the matrix container: one
  * pm_region (emul/pmem.h) cut into fixed-size pages, plus a directory of

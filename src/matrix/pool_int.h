@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pool_int.h -- the inside of a pool (matrix/pool.h), shared by its two
  * files: pool.c (header, directory, row headers, open and close) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pool_pages.c -- the pool's pages (matrix/pool.h): the free bitmap,
  * allocation and freeing, and the pages' disk blocks -- reserved before a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowset.c -- refcounted lists of rows read by one view (see rowset.h).
  */

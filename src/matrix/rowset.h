@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowset.h -- an immutable, refcounted list of the matrix container's rows
  * that one view reads, newest first.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowtable.h -- a RowTable: one immutable memtable stored as one row of the
  * matrix container, in pages of a pool (matrix/pool.h). MatrixKV's L0 row,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowtable_build.c -- writing a row: two passes over a sorted source (check
  * and measure, then write data, metadata and forward pointers page by

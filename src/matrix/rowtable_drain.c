@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowtable_drain.c -- a row drained by column compaction: the drain cursor
  * (moves forward only, never between two versions of one user key), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowtable_handle.c -- a row's DRAM side: the handle (allocation, close,
  * getters and properties) and the key filter built over its user keys

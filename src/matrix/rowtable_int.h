@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowtable_int.h -- private to the RowTable files (src/matrix/rowtable_*.c;
  * never included anywhere else, the interface is rowtable.h): the byte layout

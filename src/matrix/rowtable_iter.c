@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowtable_iter.c -- iterators over a row's live entries in ikey order (the
  * merging iterator's rowtable_iter, a view's rowtable_iter_at, one row of

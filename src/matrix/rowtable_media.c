@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowtable_media.c -- reading a row's bytes in the pool: data-stream access
  * across page ends, bounds-checked entry decoding (invariant (3) of

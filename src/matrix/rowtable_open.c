@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowtable_open.c -- opening a committed row at recovery: the header fields
  * against each other and the pool geometry, the checksum of every page not

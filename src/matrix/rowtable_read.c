@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowtable_read.c -- point lookups: one row searched inside the window the
  * next-newer row's forward pointers give (the window's edges verified, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rowtable_seek.c -- hinted seeks over a view's rows: the seek plan the
  * iterators of k rows share (rowtable_iters_at). A merging iterator seeks its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * arena.c -- bump allocation over pre-faulted blocks (see arena.h).
  *

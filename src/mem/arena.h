@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * arena.h -- a bump allocator over large pre-faulted blocks, freed all at once.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * batch.c -- tkv_batch API and the batch record codec.
  */

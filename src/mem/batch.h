@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * batch.h -- the write batch: the unit of atomicity, of group commit and of a
  * WAL record's payload.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * memtable.c -- the memtable: a LevelDB-style concurrent skiplist over two arenas.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * memtable.h -- the DRAM write buffer: a concurrent skiplist of internal keys
  * (util/ikey.h order) whose nodes and values live in two arenas

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * wal.c -- the write-ahead log writer and its crash-recovery reader
  * (format and recovery rules: docs/format-wal.md).

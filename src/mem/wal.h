@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * wal.h -- the write-ahead log: an append-only file of checksummed records, one
  * record per group-commit batch (the payload is opaque to the WAL).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * clock.c -- the real monotonic clock, the fake test clock, and the
  * CLOCK_MONOTONIC condition-variable waits the blocking wrappers use.

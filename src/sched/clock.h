@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * clock.h -- the scheduler's time source: the real monotonic clock, or a fake
  * clock that tests set and advance by hand.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cpuload.c -- the process's idle CPUs over a window (cpuload.h), from
  * CLOCK_PROCESS_CPUTIME_ID (every thread of the process) and the CPUs of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cpuload.h -- how much CPU the process leaves idle: the share of the
  * machine's CPUs (those the process may run on) that the whole process --

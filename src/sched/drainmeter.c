@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * drainmeter.c -- the pool's drain rate from column samples (drainmeter.h).
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * drainmeter.h -- the rate at which column compaction drains the pool, from
  * the columns that committed and the one running: the write controller's

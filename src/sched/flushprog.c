@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * flushprog.c -- the running flush's progress and ETA (flushprog.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * flushprog.h -- the running flush's progress and its time to finish: the
  * write controller's deadline input (sched/wctl.h, wctl_input.flush_eta_us).

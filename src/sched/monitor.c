@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * monitor.c -- the control law of monitor.h and the optional ticker thread.
  *

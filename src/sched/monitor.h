@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * monitor.h -- SILK's control law: from the client bandwidth C, the internal
  * I/O budget I that the rate limiter (ratelimit.h) is set to.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ratelimit.c -- the three-priority token bucket (policy in ratelimit.h).
  *

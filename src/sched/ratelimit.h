@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ratelimit.h -- SILK's token bucket for internal I/O, with three priorities.
  *

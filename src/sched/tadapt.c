@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tadapt.c -- the adaptation of T to the device's observed throughput
  * (control law and reasons in tadapt.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tadapt.h -- adapting T, the device bandwidth the monitor (monitor.h)
  * divides up, to the throughput the device is observed to deliver.

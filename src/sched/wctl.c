@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * wctl.c -- the write controller of wctl.h.
  *

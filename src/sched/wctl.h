@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * wctl.h -- the write controller: how long a client write waits so that the
  * memtables never all fill up while a flush can still drain them (after the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * block.c -- SSTable block builder and in-place block iterator (format in
  * block.h and docs/format-sst.md).

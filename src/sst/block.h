@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * block.h -- the sorted key/value block of SSTables (data and index blocks):
  * a builder, and an iterator that reads a block in place.

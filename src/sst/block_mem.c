@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * block_mem.c -- memory for blocks (cached_block): each thread keeps the
  * small block buffers it frees and takes its next ones from them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bloom.c -- whole-table bloom filter with double hashing over tkv_hash64
  * (layout in bloom.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * bloom.h -- the whole-table bloom filter over user keys (docs/format-sst.md,
  * "Filter block").

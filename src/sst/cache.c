@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cache.c -- sharded LRU block cache charged by bytes (see cache.h).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * cache.h -- the block cache of the SSD tier: a sharded LRU cache whose
  * capacity is counted in bytes ("charge"), after LevelDB's ShardedLRUCache.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * format.h -- on-disk constants of the SSTable format: block handles, the block
  * trailer and the fixed-size footer. The format is documented byte by byte in

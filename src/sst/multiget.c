@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * multiget.c -- the batched lookup of multiget.h: a state per key (where it
  * is in the tree, the read it waits for), a table of the reads in flight

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * multiget.h -- point lookups of many keys in the SSD tree of one version,
  * with their block reads in flight at once on an io_uring ring (io/uring.h).

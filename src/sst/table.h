@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * table.h -- SSTables of the SSD tier: an immutable sorted file of internal keys
  * and values, written once by a table_builder and read by a table.

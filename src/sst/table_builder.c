@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * table_builder.c -- writes an SSTable: data blocks as keys arrive, then the
  * filter, properties and index blocks and the footer (docs/format-sst.md).

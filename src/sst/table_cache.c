@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * table_cache.c -- open tables by file number, table-pinning iterators, and the
  * level (concatenating) iterator.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * table_cache.h -- open SST tables by file number, bounded by a count, or
  * by bytes of DRAM and a count.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * table_check.c -- walking a whole SSTable block by block, for verification
  * and dumps (table_check, table_get_layout in table.h): every data block's

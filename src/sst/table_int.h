@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * table_int.h -- the inside of an open SSTable, shared by the files that
  * implement sst/table.h: table_reader.c (open, blocks, point lookups),

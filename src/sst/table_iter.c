@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * table_iter.c -- the iterator over one SSTable: a two-level iterator whose
  * in-memory index block positions the data block, and, on an io_uring ring,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * table_reader.c -- opens an SSTable (footer, index, filter, properties are
  * read, verified and kept in memory) and serves point lookups over its data

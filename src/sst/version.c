@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * version.c -- the immutable version object: refs, level queries (bytes,
  * file search, overlapping files), row cursors, and building the next

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * version.h -- versions of the SSD tree and the MANIFEST that records them.
  *

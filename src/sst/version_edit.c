@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * version_edit.c -- file_meta refcounting and the version_edit: building an
  * edit and its MANIFEST record codec (format: docs/format-manifest.md).

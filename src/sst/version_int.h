@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * version_int.h -- the private interface between version.c (the immutable
  * version object) and version_set.c (the set that owns the live-version list,

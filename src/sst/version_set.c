@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * version_set.c -- the version set: the current version and the list of live
  * ones, the MANIFEST and CURRENT (open, recovery, logging an edit), file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * appendf.c -- printf into a growing tkv_buf (see appendf.h).
  */

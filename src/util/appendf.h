@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * appendf.h -- printf into a growing tkv_buf (the text of property reports).
  */

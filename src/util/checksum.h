@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * checksum.h -- the one checksum of every tierkv on-media structure: the low
  * 32 bits of XXH3-64 over the covered bytes, optionally seeded.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * coding.h -- little-endian fixed-width and varint encoding helpers, plus a
  * growable byte buffer. All on-media integers in tierkv are little-endian.

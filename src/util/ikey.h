@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * ikey.h -- internal keys: the user key followed by an 8-byte little-endian
  * trailer (sequence << 8 | type).

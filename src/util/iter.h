@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * iter.h -- the internal iterator interface shared by every sorted source
  * (memtables, SST blocks and tables, matrix rows, merging iterators).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * merge_iter.c -- the merging iterator: the union of n child iterators in
  * ikey_cmp order, forward and reverse (LevelDB's MergingIterator semantics).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * meter_iter.c -- the metering iterator of meter_iter.h.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * meter_iter.h -- an internal iterator (util/iter.h) that passes another
  * through and reports the bytes (key + value) of the entries it is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * rng.h -- the xoshiro256** step (Blackman and Vigna), shared by the test
  * harness (tests/testutil.c) and tkv_bench (bench/workload.c). Each caller

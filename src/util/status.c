@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * status.c -- tkv_strerror, tkv_errmsg and the thread-local message buffer.
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * thread.c -- starting background threads, their name and CPU priority
  * (see thread.h).

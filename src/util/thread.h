@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * thread.h -- the engine's background threads: starting them (with a
  * failure hook for tests), their name and CPU priority.

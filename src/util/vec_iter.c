@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * vec_iter.c -- an internal iterator over a sorted in-memory array of
  * (internal key, value) pairs; used by tests and by modules that need to feed a

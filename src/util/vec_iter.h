@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * vec_iter.h -- an internal iterator (util/iter.h) over an in-memory array of
  * (internal key, value) pairs, with error injection for tests.

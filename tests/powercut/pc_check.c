@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pc_check.c -- the checker of the power-cut test (make crashtest-power;
  * tests/powercut/README.md). Run on the mounted copy of a cut image, it

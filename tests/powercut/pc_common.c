@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pc_common.c -- the power-cut test's shared parts (see pc_common.h): the
  * operation generator, keys and values, the progress and state files, the

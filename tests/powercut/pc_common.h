@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pc_common.h -- what the power-cut writer (pc_writer.c) and checker
  * (pc_check.c) of `make crashtest-power` share: the operations of a writer

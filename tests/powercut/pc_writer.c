@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * pc_writer.c -- the writer of the power-cut test (make crashtest-power;
  * tests/powercut/README.md). It opens the database in DIR with the options

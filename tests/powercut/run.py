@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """run.py -- the driver of `make crashtest-power`: real power cuts on a real
 file system (tests/powercut/README.md).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * soak.c -- the soak driver (make soak DURATION=...): worker threads mix
  * writes, reads, scans, batches, deletes and snapshot reads on one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * soak.h -- the soak driver's shared declarations: the per-thread model of
  * its key range, the checkable value encoding, and the worker's loop

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * soak_work.c -- the soak driver's worker: random puts, deletes, batches,
  * gets, multi_gets, scans (forward and reverse), snapshot reads and the

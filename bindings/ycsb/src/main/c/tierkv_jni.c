@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tierkv_jni.c -- the JNI glue of the YCSB binding: the native methods of
  * site.ycsb.db.Tierkv over tierkv's public C API (include/tierkv.h).

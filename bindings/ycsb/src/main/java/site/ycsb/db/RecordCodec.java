@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 package site.ycsb.db;
 
 import java.nio.charset.StandardCharsets;
