@@ -1,0 +1,3 @@
+module github.com/tierkv/tierkv/bindings/go
+
+go 1.22
