@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package tierkv is a Go binding of tierkv, an embedded LSM key-value store
 // whose tree is tiered across DRAM, persistent memory and SSD. It is a thin
 // cgo layer over the C API in include/tierkv.h: the semantics (durability,

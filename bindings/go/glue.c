@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* glue.c -- see glue.h. */
 #include "glue.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * glue.h -- the C side of the Go binding: one small function per tierkv call
  * that also copies tkv_errmsg() into the caller's gtkv_err when the call

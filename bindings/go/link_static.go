@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build !tierkv_pkgconfig
 
 package tierkv

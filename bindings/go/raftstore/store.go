@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package raftstore keeps a hashicorp/raft node's log and stable state in one
 // tierkv database: it implements raft.LogStore, raft.StableStore and
 // raft.CommitTrackingLogStore.
