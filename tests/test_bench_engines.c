@@ -444,13 +444,6 @@ static void test_null(void **state)
     ops->close(e);
 }
 
-/* file_size -- st_size of path, or -1. */
-static long long file_size(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
-}
-
 /* test_devread -- the devread engine appends the prepopulation, finds
  * nothing before wait_idle, then reads a 4 KiB block per get; puts after the
  * seal are ignored; a reopen reads what the file holds; a file it cannot
@@ -479,7 +472,7 @@ static void test_devread(void **state)
     }
     assert_int_equal(vn, 0);
     assert_int_equal(ops->wait_idle(e), 0);
-    assert_int_equal(file_size(data), 3000 * 1000); /* buffer written and synced */
+    assert_int_equal(tu_file_size(data), 3000 * 1000); /* buffer written and synced */
     engine_stats st;
     assert_int_equal(ops->stats(e, &st), 0);
     assert_int_equal(st.device_bytes_written, 3000 * 1000);
@@ -503,7 +496,7 @@ static void test_devread(void **state)
     assert_int_equal(ops->stats(e, &st), 0);
     assert_non_null(strstr(st.detail, "reads=202 ignored_writes=1"));
     ops->close(e);
-    assert_int_equal(file_size(data), 3000 * 1000);
+    assert_int_equal(tu_file_size(data), 3000 * 1000);
 
     e = open_or_fail(ops, &cfg); /* a reopen is sealed at once */
     assert_int_equal(ops->get(e, "k000001", 7, &vn), 0);

@@ -53,12 +53,6 @@ static uint64_t to_ns(double x)
     return (uint64_t)llround(x);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* ---------------------------------------------------------------- (a) buckets */
 
 static void test_bucket_layout(void **state)
@@ -122,7 +116,7 @@ static void check_percentiles(const char *name, uint64_t *v, size_t n)
         hist_add(h, v[i]);
         sum += v[i];
     }
-    qsort(v, n, sizeof *v, cmp_u64);
+    qsort(v, n, sizeof *v, tu_cmp_u64);
     assert_int_equal(h->count, n);
     assert_int_equal(h->min, v[0]);
     assert_int_equal(h->max, v[n - 1]);

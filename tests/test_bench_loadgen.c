@@ -79,12 +79,6 @@ static trace *open_null(void)
     return t;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* rate_within_2pct -- 20k/s for 1 s, 60k/s for 1 s, idle 0.5 s, 5k/s for
  * 1 s: completions per phase window within 2 %. */
 static void rate_within_2pct(void **state)
@@ -132,7 +126,7 @@ static void rate_within_2pct(void **state)
     uint64_t *lat = malloc(t->n * sizeof *lat);
     assert_non_null(lat);
     for (uint64_t i = 0; i < t->n; i++) lat[i] = t->done[i] - t->intended[i];
-    qsort(lat, t->n, sizeof *lat, cmp_u64);
+    qsort(lat, t->n, sizeof *lat, tu_cmp_u64);
     fprintf(stderr, "# null-engine latency from intended time: p50 %.1f us p99 %.1f us\n", lat[t->n / 2] / 1e3,
             lat[t->n * 99 / 100] / 1e3);
     assert_true(lat[t->n / 2] < 1000000u);

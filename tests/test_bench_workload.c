@@ -47,12 +47,6 @@ static double zeta_direct(uint64_t n)
     return s;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* ---------------------------------------------------------------- rng, names */
 
 static void test_rng_and_names(void **state)
@@ -189,7 +183,7 @@ static void test_fill_value(void **state)
             wl_fill_value(a, 32, key, ver);
             memcpy(heads[key * NVER + ver], a, 16);
         }
-    qsort(heads, NK * NVER, sizeof *heads, cmp_u64); /* orders by the first word */
+    qsort(heads, NK * NVER, sizeof *heads, tu_cmp_u64); /* orders by the first word */
     for (size_t i = 1; i < NK * NVER; i++)
         assert_false(heads[i][0] == heads[i - 1][0] && heads[i][1] == heads[i - 1][1]);
     free(heads);
@@ -343,7 +337,7 @@ static void test_scrambled_zipfian(void **state)
         }
         cnt[best] = 0;
     }
-    qsort(hot, 10, sizeof hot[0], cmp_u64);
+    qsort(hot, 10, sizeof hot[0], tu_cmp_u64);
     /* spread: not all in one 1 % range, and (hash-placed, so ~uniform) at most
      * one adjacent pair (expected number of adjacent pairs ~ 90/RECS) */
     assert_true(hot[9] - hot[0] > RECS / 100);
@@ -384,7 +378,7 @@ static void test_latest(void **state)
         dist[i] = newest - k;
         at_newest += k == newest;
     }
-    qsort(dist, DRAWS, sizeof *dist, cmp_u64);
+    qsort(dist, DRAWS, sizeof *dist, tu_cmp_u64);
     /* theory: median rank ~ 400 of 150000 (0.27 %) */
     if (dist[DRAWS / 2] >= n / 100) fail_msg("median distance from the newest: %" PRIu64, dist[DRAWS / 2]);
     /* the newest key has probability 1/zeta(n) = 7.8 %; relative sd 0.77 %:
@@ -550,7 +544,7 @@ static void test_concurrent_insert_keys(void **state)
     /* each thread's claims increase */
     for (int t = 0; t < NTHREADS; t++)
         for (int i = 1; i < PER_THREAD; i++) assert_true(args[t].out[i] > args[t].out[i - 1]);
-    qsort(keys, NTHREADS * PER_THREAD, sizeof *keys, cmp_u64);
+    qsort(keys, NTHREADS * PER_THREAD, sizeof *keys, tu_cmp_u64);
     for (uint64_t i = 0; i < NTHREADS * PER_THREAD; i++) assert_int_equal(keys[i], RECS + i);
     assert_int_equal(w.next_insert, RECS + NTHREADS * PER_THREAD);
     free(keys);

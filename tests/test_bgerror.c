@@ -46,39 +46,15 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-/* The fault hook: fails the next `count` operations `op` on paths containing
- * `needle` with `err` (all fields atomic or set while no hook runs). */
-static struct {
-    io_op op;
-    const char *needle;
-    int count;
-    int err;
-    int hits;
-} g_fault;
-
-static int fault_hook(io_op op, const char *path, size_t len, void *arg)
-{
-    (void)len;
-    (void)arg;
-    if (op != g_fault.op || !strstr(path, g_fault.needle)) return 0;
-    int left = __atomic_load_n(&g_fault.count, __ATOMIC_ACQUIRE);
-    while (left > 0)
-        if (__atomic_compare_exchange_n(&g_fault.count, &left, left - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            __atomic_fetch_add(&g_fault.hits, 1, __ATOMIC_RELAXED);
-            return g_fault.err;
-        }
-    return 0;
-}
+/* The fault plan of fault_arm: fails the next `count` operations `op` on
+ * paths containing `needle` with `err` (set while no hook runs). */
+static tu_fault g_fault;
 
 static void fault_arm(io_op op, const char *needle, int count, int err)
 {
     io_set_fault_hook(NULL, NULL);
-    g_fault.op = op;
-    g_fault.needle = needle;
-    g_fault.err = err;
-    __atomic_store_n(&g_fault.hits, 0, __ATOMIC_RELEASE);
-    __atomic_store_n(&g_fault.count, count, __ATOMIC_RELEASE);
-    io_set_fault_hook(fault_hook, NULL);
+    g_fault = (tu_fault){op, needle, 0, count, err, 0};
+    io_set_fault_hook(tu_fault_hook, &g_fault);
 }
 
 static void fault_disarm(void) { io_set_fault_hook(NULL, NULL); }
@@ -99,9 +75,7 @@ static int put_model(tkv_db *db, tu_model *m, uint64_t i, uint64_t r, unsigned f
     int kl = snprintf(k, sizeof k, "key%08llu", (unsigned long long)i);
     int vl = snprintf(v, sizeof v, "value-%llu-%llu-%0120llu", (unsigned long long)i, (unsigned long long)r,
                       (unsigned long long)(i * 7919 + r));
-    int rc = tkv_put(db, k, (size_t)kl, v, (size_t)vl, flags);
-    if (rc == TKV_OK) tu_model_put(m, k, (size_t)kl, v, (size_t)vl);
-    return rc;
+    return tu_put_model(db, m, k, (size_t)kl, v, (size_t)vl, flags);
 }
 
 /* wait_bg_error -- polls tkv.stats until it reports a background error (10 s). */

@@ -87,9 +87,7 @@ static int put_model(tkv_db *db, tu_model *m, uint64_t i, uint64_t r)
     tu_rng g;
     tu_rng_init(&g, i * 1000003u + r);
     while (vl < 1000) v[vl++] = (char)('a' + tu_rng_below(&g, 26)); /* barely compressible */
-    int rc = tkv_put(db, k, (size_t)kl, v, (size_t)vl, 0);
-    if (rc == TKV_OK) tu_model_put(m, k, (size_t)kl, v, (size_t)vl);
-    return rc;
+    return tu_put_model(db, m, k, (size_t)kl, v, (size_t)vl, 0);
 }
 
 /* punch_works -- 1 if the file system of dir gives a punched hole's blocks back. */

@@ -20,6 +20,7 @@
 
 #include "db/db_iter.h"
 #include "util/iter.h"
+#include "testutil.h"
 #include "util/status.h"
 #include "util/vec_iter.h"
 
@@ -27,13 +28,7 @@
 
 static uint64_t rng_state;
 
-static uint64_t rnd(void) /* splitmix64 */
-{
-    uint64_t z = (rng_state += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return tu_splitmix64(&rng_state); }
 
 static size_t rndn(size_t n) { return n ? (size_t)(rnd() % n) : 0; }
 

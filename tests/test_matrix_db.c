@@ -127,9 +127,8 @@ static void put_model(tkv_db *db, tu_model *m, uint64_t k, uint64_t ver)
 {
     char kb[32], vb[700];
     size_t kn = key_of(k, kb), vn = value_of(k, ver, vb);
-    int rc = tkv_put(db, kb, kn, vb, vn, 0);
+    int rc = tu_put_model(db, m, kb, kn, vb, vn, 0);
     if (rc != TKV_OK) fail_msg("put %s: %s: %s", kb, tkv_strerror(rc), tkv_errmsg());
-    tu_model_put(m, kb, kn, vb, vn);
 }
 
 static void del_model(tkv_db *db, tu_model *m, uint64_t k)

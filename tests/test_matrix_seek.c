@@ -48,7 +48,7 @@
 #include "util/vec_iter.h"
 
 /* The c of the bound log2(n) + c*k on the comparisons of one seek over k
- * rows (the same c test_matrix_row asserts for lookups). */
+ * rows (the same c test_matrix_rowtable asserts for lookups). */
 #define C_PER_ROW 5
 /* Where a metadata entry keeps its forward pointer (docs/format-matrix.md 5.1). */
 #define META_FWD 24

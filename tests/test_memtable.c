@@ -18,15 +18,8 @@
 #include "mem/arena.h"
 #include "util/ikey.h"
 #include "mem/memtable.h"
+#include "testutil.h"
 #include "util/iter.h"
-
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
 
 static void assert_slice_eq(tkv_slice s, const void *p, size_t n)
 {
@@ -55,7 +48,7 @@ static void test_arena_alloc(void **state)
     uint64_t seed = 3;
     size_t total = 0;
     for (int i = 0; i < N; i++) {
-        len[i] = splitmix64(&seed) % 20000; /* some exceed a quarter block: own block */
+        len[i] = tu_splitmix64(&seed) % 20000; /* some exceed a quarter block: own block */
         total += len[i];
         ptr[i] = arena_alloc(&a, len[i]);
         assert_non_null(ptr[i]);
@@ -397,7 +390,7 @@ static void test_large_values(void **state)
     assert_non_null(big);
     uint64_t seed = 9;
     for (size_t i = 0; i < n; i += 8) {
-        uint64_t r = splitmix64(&seed);
+        uint64_t r = tu_splitmix64(&seed);
         memcpy(big + i, &r, 8);
     }
     for (uint64_t s = 2; s <= 4; s++) {
@@ -512,8 +505,8 @@ static void test_get_vs_model(void **state)
     uint64_t seed = 77;
     char kbuf[16], vbuf[32];
     for (int i = 0; i < NOPS; i++) {
-        ops[i].key = (int)(splitmix64(&seed) % NKEYS);
-        ops[i].t = splitmix64(&seed) % 4 == 0 ? IKEY_DELETION : IKEY_VALUE;
+        ops[i].key = (int)(tu_splitmix64(&seed) % NKEYS);
+        ops[i].t = tu_splitmix64(&seed) % 4 == 0 ? IKEY_DELETION : IKEY_VALUE;
         ops[i].seq = 2 * (uint64_t)i + 1; /* odd sequences: gaps to read between */
         int kl = snprintf(kbuf, sizeof kbuf, "k%d", ops[i].key);
         int vl = snprintf(vbuf, sizeof vbuf, "val-%llu", (unsigned long long)ops[i].seq);
@@ -522,8 +515,8 @@ static void test_get_vs_model(void **state)
                          0);
     }
     for (int q = 0; q < 20000; q++) {
-        int key = (int)(splitmix64(&seed) % (NKEYS + 5)); /* some never written */
-        uint64_t seq = splitmix64(&seed) % (2 * NOPS + 4);
+        int key = (int)(tu_splitmix64(&seed) % (NKEYS + 5)); /* some never written */
+        uint64_t seq = tu_splitmix64(&seed) % (2 * NOPS + 4);
         int want = -1;
         for (int i = 0; i < NOPS && ops[i].seq <= seq; i++)
             if (ops[i].key == key) want = i;

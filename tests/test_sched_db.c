@@ -70,9 +70,8 @@ static void put_model(tkv_db *db, tu_model *m, tu_rng *r, uint64_t k, size_t vle
     char key[32], val[2048];
     size_t kn = (size_t)sprintf(key, "key%08llu", (unsigned long long)k);
     tu_rng_fill(r, val, vlen);
-    int rc = tkv_put(db, key, kn, val, vlen, 0);
+    int rc = tu_put_model(db, m, key, kn, val, vlen, 0);
     if (rc != TKV_OK) fail_msg("put: %s: %s", tkv_strerror(rc), tkv_errmsg());
-    tu_model_put(m, key, kn, val, vlen);
 }
 
 /* wait_quiet -- flush, then wait (<= 60 s) until no deep job runs and the
@@ -371,7 +370,7 @@ static void sched_no_stop_while_flushing(void **state)
 /* ---- the pacing step grows with the writer threads: a leader's sleep
  * holds every writer queued behind it, so with two threads writing flat out
  * against a flush held to 4 MB/s (as above) the step tkv.sched reports is
- * 4 ms, with one 2 ms (wctl.h; the step's effect on sleeps is test_sched's
+ * 4 ms, with one 2 ms (wctl.h; the step's effect on sleeps is test_sched_wctl's
  * test_wctl_step). */
 
 typedef struct step_writer {
@@ -646,7 +645,7 @@ static void sched_pmem_tier(void **state)
 }
 
 /* sched_adapt_wiring -- T's adaptation (sched/tadapt.h, tested on synthetic
- * input in test_sched.c) is on with adapt_bandwidth=1 unless device_bandwidth
+ * input in test_sched_tadapt.c) is on with adapt_bandwidth=1 unless device_bandwidth
  * is set, off by default, and is reported; it sees the engine's device bytes
  * and busy time. */
 static void sched_adapt_wiring(void **state)
@@ -750,7 +749,7 @@ static uint64_t field(const char *s, const char *name)
 /* sched_latency_wiring -- the read-latency cap is on by default with
  * direct_io and then judges 100 ms intervals of the engine's own client
  * reads; sched_latency=off, buffered reads (auto) and scheduler=fifo leave
- * it off. The cap's control law is tested in test_sched.c. */
+ * it off. The cap's control law is tested in test_sched_monitor.c. */
 static void sched_latency_wiring(void **state)
 {
     (void)state;

@@ -21,22 +21,12 @@
 
 #include "util/ikey.h"
 #include "mem/memtable.h"
+#include "testutil.h"
 #include "util/iter.h"
 
 static int g_scale = 1;
 
 /* ---------------------------------------------------------------- helpers */
-
-/* splitmix64 -- a small deterministic PRNG / hash. */
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-static uint64_t mix(uint64_t x) { return splitmix64(&x); }
 
 /* An entry of the model: its internal key and value, owned. */
 typedef struct model_ent {
@@ -76,10 +66,10 @@ static void test_ukey_cmp(void **state)
     uint64_t s = 7;
     uint8_t a[100], b[100];
     for (int i = 0; i < 200000; i++) {
-        size_t an = splitmix64(&s) % 101, bn = splitmix64(&s) % 101;
-        size_t common = splitmix64(&s) % 101;
-        for (size_t j = 0; j < 100; j++) a[j] = b[j] = (uint8_t)splitmix64(&s);
-        uint64_t r = splitmix64(&s);
+        size_t an = tu_splitmix64(&s) % 101, bn = tu_splitmix64(&s) % 101;
+        size_t common = tu_splitmix64(&s) % 101;
+        for (size_t j = 0; j < 100; j++) a[j] = b[j] = (uint8_t)tu_splitmix64(&s);
+        uint64_t r = tu_splitmix64(&s);
         if (common < 100 && (r & 3)) {
             /* first difference at `common`, 0x00..0xff on either side */
             a[common] = (uint8_t)(r >> 8);
@@ -135,18 +125,18 @@ static model_ent *build_random(memtable *m, size_t n, size_t npool, uint64_t see
     model_ent *e = calloc(n, sizeof *e);
     assert_true(pool && plen && e);
     for (size_t i = 0; i < npool; i++) {
-        plen[i] = splitmix64(&seed) % 13;
+        plen[i] = tu_splitmix64(&seed) % 13;
         for (size_t j = 0; j < plen[i]; j++) {
-            uint64_t r = splitmix64(&seed) % 4;
-            pool[i][j] = r == 0 ? 0x00 : r == 1 ? 0xff : (uint8_t)splitmix64(&seed);
+            uint64_t r = tu_splitmix64(&seed) % 4;
+            pool[i][j] = r == 0 ? 0x00 : r == 1 ? 0xff : (uint8_t)tu_splitmix64(&seed);
         }
     }
     size_t cnt = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t p = splitmix64(&seed) % npool;
+        size_t p = tu_splitmix64(&seed) % npool;
         /* unique sequence numbers in random order: a bijection of i */
         uint64_t seq = 1 + ((i * 7919) % n);
-        ikey_type t = splitmix64(&seed) % 5 == 0 ? IKEY_DELETION : IKEY_VALUE;
+        ikey_type t = tu_splitmix64(&seed) % 5 == 0 ? IKEY_DELETION : IKEY_VALUE;
         char val[32];
         int vlen = t == IKEY_VALUE ? snprintf(val, sizeof val, "v%zu-%llu", p, (unsigned long long)seq) : 0;
         add_model(m, e, &cnt, pool[p], plen[p], seq, t, val, (size_t)vlen);
@@ -389,7 +379,7 @@ typedef struct conc {
 static void conc_key(uint64_t u, char out[16])
 {
     static const char hex[] = "0123456789abcdef";
-    uint64_t h = mix(u);
+    uint64_t h = tu_mix64(u);
     for (int i = 0; i < 16; i++) out[i] = hex[(h >> (60 - 4 * i)) & 15];
 }
 
@@ -500,7 +490,7 @@ static void *conc_reader(void *arg)
         /* 3. Random seeks to (published key, p): each lands on a version of
          * that key <= p, and a short walk from there is strictly increasing. */
         for (int i = 0; i < 500 && p > 0; i++) {
-            uint64_t s = 1 + splitmix64(&rnd) % p;
+            uint64_t s = 1 + tu_splitmix64(&rnd) % p;
             uint8_t target[16 + IKEY_TRAILER];
             conc_key(s % c->nuser, (char *)target);
             enc_u64(target + 16, ikey_pack(p, IKEY_SEEK_TYPE));
@@ -525,7 +515,7 @@ static void *conc_reader(void *arg)
         /* 4. Gets of published keys at sequence p find exactly the newest
          * version <= p: seq s2 = the largest s + j*nuser <= p. */
         for (int i = 0; i < 2000 && p > 0; i++) {
-            uint64_t s = 1 + splitmix64(&rnd) % p;
+            uint64_t s = 1 + tu_splitmix64(&rnd) % p;
             uint64_t s2 = s + (p - s) / c->nuser * c->nuser;
             char key[16];
             conc_key(s % c->nuser, key);

@@ -49,12 +49,6 @@ typedef struct numlist {
     size_t n;
 } numlist;
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* list_files -- sorted numbers of the "<digits><suffix>" files of dir. */
 static void list_files(const char *dir, const char *suffix, numlist *out)
 {
@@ -70,7 +64,7 @@ static void list_files(const char *dir, const char *suffix, numlist *out)
         out->v[out->n++] = num;
     }
     closedir(d);
-    qsort(out->v, out->n, sizeof out->v[0], cmp_u64);
+    qsort(out->v, out->n, sizeof out->v[0], tu_cmp_u64);
 }
 
 static void list_ssts(const char *dir, numlist *out) { list_files(dir, ".sst", out); }
@@ -121,16 +115,9 @@ static char *the_manifest(const char *dir, char *name, size_t len)
     return tu_path(dir, name);
 }
 
-static uint64_t file_size(const char *path)
-{
-    struct stat sb;
-    assert_int_equal(stat(path, &sb), 0);
-    return (uint64_t)sb.st_size;
-}
-
 static uint8_t *read_all(const char *path, size_t *n)
 {
-    *n = (size_t)file_size(path);
+    *n = (size_t)tu_file_size(path);
     uint8_t *b = malloc(*n ? *n : 1);
     assert_non_null(b);
     int fd = open(path, O_RDONLY);
@@ -550,7 +537,7 @@ static void test_flip_sweep(void **state)
     flips[nf++] = (flip){num0, 100};
     for (size_t f = 0; f < files.n; f++) {
         char *pf = sst_file_path(dir, files.v[f]);
-        uint64_t sz = file_size(pf);
+        uint64_t sz = tu_file_size(pf);
         free(pf);
         for (int k = 0; k < 6; k++) flips[nf++] = (flip){files.v[f], tu_rng_below(&rng, sz)};
     }
@@ -801,7 +788,7 @@ static void test_manifest_torn_tail(void **state)
 
     char mname[64];
     char *mpath = the_manifest(dir, mname, sizeof mname);
-    uint64_t n = file_size(mpath);
+    uint64_t n = tu_file_size(mpath);
     assert_int_equal(truncate(mpath, (off_t)(n - 3)), 0);
     tkv_db *db = NULL;
     int rc = tkv_open(dir, o, &db);
@@ -864,27 +851,16 @@ static void test_manifest_torn_tail(void **state)
 
 /* ---------------------------------------------------------------- fault hook */
 
+/* A named fault: the plan (tu_fault; op, a substring of the path, the errno
+ * or -n for a short write), inactive until armed, and what the database
+ * must report. */
 typedef struct fault_cfg {
     const char *name;
-    io_op op;
-    const char *match; /* substring of the path */
-    int ret;           /* errno, or -n for a short write */
-    int expect;        /* TKV_* the database must report */
-    int armed;         /* atomic */
-    int hits;          /* atomic */
+    tu_fault plan; /* times: 0 disarmed, -1 armed (every match fails) */
+    int expect;    /* TKV_* the database must report */
 } fault_cfg;
 
-static int fault_hook(io_op op, const char *path, size_t len, void *arg)
-{
-    (void)len;
-    fault_cfg *f = arg;
-    if (!__atomic_load_n(&f->armed, __ATOMIC_ACQUIRE)) return 0;
-    if (op != f->op || !path || !strstr(path, f->match)) return 0;
-    __atomic_fetch_add(&f->hits, 1, __ATOMIC_RELAXED);
-    return f->ret;
-}
-
-static void arm(fault_cfg *f, int on) { __atomic_store_n(&f->armed, on, __ATOMIC_RELEASE); }
+static void arm(fault_cfg *f, int on) { __atomic_store_n(&f->plan.times, on ? -1 : 0, __ATOMIC_RELEASE); }
 
 /* unhook -- teardown: a failed test must not leave its hook behind. */
 static int unhook(void **state)
@@ -915,8 +891,8 @@ static void test_flush_fault(void **state)
     list_ssts(dir, &s0);
     assert_int_equal(s0.n, 1);
 
-    f->hits = 0;
-    io_set_fault_hook(fault_hook, f);
+    f->plan.hits = 0;
+    io_set_fault_hook(tu_fault_hook, &f->plan);
     arm(f, 1);
     /* Write until the automatic flush fails and writes are refused. */
     uint8_t v[100];
@@ -936,8 +912,8 @@ static void test_flush_fault(void **state)
         fail_msg("%s: put after the failed flush = %d (%s), expected %s: %s", f->name, rc, tkv_strerror(rc),
                  tkv_strerror(f->expect), tkv_errmsg());
     assert_true(acked > 300); /* at least one memtable's worth */
-    assert_true(__atomic_load_n(&f->hits, __ATOMIC_RELAXED) > 0);
-    if (!strstr(tkv_errmsg(), f->match)) fail_msg("%s: message does not name the file: %s", f->name, tkv_errmsg());
+    assert_true(__atomic_load_n(&f->plan.hits, __ATOMIC_RELAXED) > 0);
+    if (!strstr(tkv_errmsg(), f->plan.match)) fail_msg("%s: message does not name the file: %s", f->name, tkv_errmsg());
     /* Sticky: the database stays read-only. */
     for (int i = 0; i < 3; i++) {
         assert_int_equal(tkv_put(db, "c", 1, "v", 1, 0), f->expect);
@@ -949,7 +925,7 @@ static void test_flush_fault(void **state)
     tu_check_db(db, NULL, m, f->name);
     /* No partial or orphan output was left behind (except, when the MANIFEST
      * append/sync failed, the output that edit may still describe). */
-    int manifest_fault = strstr(f->match, "MANIFEST") != NULL;
+    int manifest_fault = strstr(f->plan.match, "MANIFEST") != NULL;
     list_ssts(dir, &now);
     assert_superset(&s0, &now, manifest_fault, "after the failed flush");
 
@@ -1018,23 +994,23 @@ static void test_compaction_fault(void **state)
     numlist s0, now;
     list_ssts(dir, &s0);
 
-    f->hits = 0;
-    io_set_fault_hook(fault_hook, f);
+    f->plan.hits = 0;
+    io_set_fault_hook(tu_fault_hook, &f->plan);
     arm(f, 1);
     int rc = tkv_compact_range(db, NULL, 0, NULL, 0);
     arm(f, 0);
     if (rc != f->expect)
         fail_msg("%s: compact_range = %d (%s), expected %s: %s", f->name, rc, tkv_strerror(rc),
                  tkv_strerror(f->expect), tkv_errmsg());
-    assert_true(__atomic_load_n(&f->hits, __ATOMIC_RELAXED) > 0);
-    if (!strstr(tkv_errmsg(), f->match)) fail_msg("%s: message does not name the file: %s", f->name, tkv_errmsg());
+    assert_true(__atomic_load_n(&f->plan.hits, __ATOMIC_RELAXED) > 0);
+    if (!strstr(tkv_errmsg(), f->plan.match)) fail_msg("%s: message does not name the file: %s", f->name, tkv_errmsg());
     /* Reads still return every value; writes are refused. */
     tu_check_db(db, NULL, m, f->name);
     assert_int_equal(tkv_put(db, "x", 1, "v", 1, 0), f->expect);
     assert_int_equal(tkv_flush(db), f->expect);
     assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), f->expect);
     list_ssts(dir, &now);
-    assert_superset(&s0, &now, strstr(f->match, "MANIFEST") != NULL, "after the failed compaction");
+    assert_superset(&s0, &now, strstr(f->plan.match, "MANIFEST") != NULL, "after the failed compaction");
     io_set_fault_hook(NULL, NULL);
     rc = tkv_close(db);
     assert_true(rc == TKV_OK || rc == f->expect);
@@ -1102,7 +1078,7 @@ static size_t expect_read_error(tkv_db *db, const tu_model *m, int code1, int co
 static void test_sst_read_eio(void **state)
 {
     (void)state;
-    static fault_cfg f = {"sst read EIO", IO_OP_READ, ".sst", EIO, TKV_IO_ERROR, 0, 0};
+    static fault_cfg f = {"sst read EIO", {IO_OP_READ, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
     uint64_t seed = tu_seed();
     char *dir = tu_tmpdir("sstf-readeio");
     tkv_options *o = make_opts(NULL);
@@ -1110,7 +1086,7 @@ static void test_sst_read_eio(void **state)
     numlist files;
     build_l1_db(dir, o, m, 1500, 80, seed, 0, &files);
     tkv_db *db = open_ok(dir, o);
-    io_set_fault_hook(fault_hook, &f);
+    io_set_fault_hook(tu_fault_hook, &f.plan);
     arm(&f, 1);
     /* Tables not yet open (footer read fails), then open tables (data block
      * reads fail): both are I/O errors. */
@@ -1136,7 +1112,7 @@ static void test_sst_read_eio(void **state)
 static void test_sst_open_eio(void **state)
 {
     (void)state;
-    static fault_cfg f = {"sst open EIO", IO_OP_OPEN, ".sst", EIO, TKV_IO_ERROR, 0, 0};
+    static fault_cfg f = {"sst open EIO", {IO_OP_OPEN, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
     uint64_t seed = tu_seed();
     char *dir = tu_tmpdir("sstf-openeio");
     /* reads open the tables here (test_preload_tables covers opens ahead of them) */
@@ -1145,7 +1121,7 @@ static void test_sst_open_eio(void **state)
     numlist files;
     build_l1_db(dir, o, m, 1500, 80, seed, 0, &files);
     tkv_db *db = open_ok(dir, o);
-    io_set_fault_hook(fault_hook, &f);
+    io_set_fault_hook(tu_fault_hook, &f.plan);
     arm(&f, 1);
     /* TKV_IO_ERROR is what tierkv.h documents for an OS-reported error; the
      * library currently maps it to TKV_CORRUPTION ("listed in the MANIFEST"),
@@ -1190,7 +1166,7 @@ static uint64_t table_cache_counter(tkv_db *db, const char *name)
 static void test_preload_tables(void **state)
 {
     (void)state;
-    static fault_cfg f = {"sst open EIO at preload", IO_OP_OPEN, ".sst", EIO, TKV_IO_ERROR, 0, 0};
+    static fault_cfg f = {"sst open EIO at preload", {IO_OP_OPEN, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
     uint64_t seed = tu_seed();
     char *dir = tu_tmpdir("sstf-preload");
     tkv_options *off = make_opts("preload_tables", "0", NULL);
@@ -1229,11 +1205,11 @@ static void test_preload_tables(void **state)
 
     /* 4. every open fails while tkv_open preloads: the open succeeds, reads
      * fail naming the file, and succeed once the device is back */
-    io_set_fault_hook(fault_hook, &f);
+    io_set_fault_hook(tu_fault_hook, &f.plan);
     arm(&f, 1);
     db = open_ok(dir, on);
     assert_int_equal(table_cache_counter(db, "preloads"), 0);
-    assert_true(__atomic_load_n(&f.hits, __ATOMIC_RELAXED) > 0);
+    assert_true(__atomic_load_n(&f.plan.hits, __ATOMIC_RELAXED) > 0);
     assert_true(expect_read_error(db, m, TKV_IO_ERROR, TKV_CORRUPTION, 0, "open EIO at preload") > 0);
     arm(&f, 0);
     io_set_fault_hook(NULL, NULL);
@@ -1686,8 +1662,8 @@ static void test_kept_outputs_after_manifest_failure(void **state)
     compact_ok(db);
     fill_unique(db, m, "b", 0, 300, 100, seed, 0);
     flush_ok(db);
-    f->hits = 0;
-    io_set_fault_hook(fault_hook, f);
+    f->plan.hits = 0;
+    io_set_fault_hook(tu_fault_hook, &f->plan);
     arm(f, 1);
     int rc = tkv_compact_range(db, NULL, 0, NULL, 0);
     arm(f, 0);
@@ -1734,18 +1710,18 @@ static void test_idle_reopen_wals(void **state)
 
 /* ---------------------------------------------------------------- main */
 
-static fault_cfg flush_enospc = {"flush: .sst write ENOSPC", IO_OP_WRITE, ".sst", ENOSPC, TKV_NO_SPACE, 0, 0};
-static fault_cfg flush_eio = {"flush: .sst write EIO", IO_OP_WRITE, ".sst", EIO, TKV_IO_ERROR, 0, 0};
-static fault_cfg flush_short = {"flush: .sst short write", IO_OP_WRITE, ".sst", -100, TKV_NO_SPACE, 0, 0};
-static fault_cfg flush_sync = {"flush: .sst fdatasync EIO", IO_OP_SYNC, ".sst", EIO, TKV_IO_ERROR, 0, 0};
-static fault_cfg flush_mf_write = {"flush: MANIFEST write ENOSPC", IO_OP_WRITE, "/MANIFEST-", ENOSPC, TKV_NO_SPACE, 0, 0};
-static fault_cfg flush_mf_torn = {"flush: MANIFEST torn write", IO_OP_WRITE, "/MANIFEST-", -5, TKV_NO_SPACE, 0, 0};
-static fault_cfg flush_mf_sync = {"flush: MANIFEST fdatasync EIO", IO_OP_SYNC, "/MANIFEST-", EIO, TKV_IO_ERROR, 0, 0};
-static fault_cfg comp_enospc = {"compaction: .sst write ENOSPC", IO_OP_WRITE, ".sst", ENOSPC, TKV_NO_SPACE, 0, 0};
-static fault_cfg comp_eio = {"compaction: .sst write EIO", IO_OP_WRITE, ".sst", EIO, TKV_IO_ERROR, 0, 0};
-static fault_cfg comp_sync = {"compaction: .sst fdatasync EIO", IO_OP_SYNC, ".sst", EIO, TKV_IO_ERROR, 0, 0};
-static fault_cfg comp_mf_write = {"compaction: MANIFEST write ENOSPC", IO_OP_WRITE, "/MANIFEST-", ENOSPC, TKV_NO_SPACE, 0, 0};
-static fault_cfg comp_mf_sync = {"compaction: MANIFEST fdatasync EIO", IO_OP_SYNC, "/MANIFEST-", EIO, TKV_IO_ERROR, 0, 0};
+static fault_cfg flush_enospc = {"flush: .sst write ENOSPC", {IO_OP_WRITE, ".sst", 0, 0, ENOSPC, 0}, TKV_NO_SPACE};
+static fault_cfg flush_eio = {"flush: .sst write EIO", {IO_OP_WRITE, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
+static fault_cfg flush_short = {"flush: .sst short write", {IO_OP_WRITE, ".sst", 0, 0, -100, 0}, TKV_NO_SPACE};
+static fault_cfg flush_sync = {"flush: .sst fdatasync EIO", {IO_OP_SYNC, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
+static fault_cfg flush_mf_write = {"flush: MANIFEST write ENOSPC", {IO_OP_WRITE, "/MANIFEST-", 0, 0, ENOSPC, 0}, TKV_NO_SPACE};
+static fault_cfg flush_mf_torn = {"flush: MANIFEST torn write", {IO_OP_WRITE, "/MANIFEST-", 0, 0, -5, 0}, TKV_NO_SPACE};
+static fault_cfg flush_mf_sync = {"flush: MANIFEST fdatasync EIO", {IO_OP_SYNC, "/MANIFEST-", 0, 0, EIO, 0}, TKV_IO_ERROR};
+static fault_cfg comp_enospc = {"compaction: .sst write ENOSPC", {IO_OP_WRITE, ".sst", 0, 0, ENOSPC, 0}, TKV_NO_SPACE};
+static fault_cfg comp_eio = {"compaction: .sst write EIO", {IO_OP_WRITE, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
+static fault_cfg comp_sync = {"compaction: .sst fdatasync EIO", {IO_OP_SYNC, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
+static fault_cfg comp_mf_write = {"compaction: MANIFEST write ENOSPC", {IO_OP_WRITE, "/MANIFEST-", 0, 0, ENOSPC, 0}, TKV_NO_SPACE};
+static fault_cfg comp_mf_sync = {"compaction: MANIFEST fdatasync EIO", {IO_OP_SYNC, "/MANIFEST-", 0, 0, EIO, 0}, TKV_IO_ERROR};
 
 int main(void)
 {

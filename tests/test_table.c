@@ -760,17 +760,6 @@ static void test_block_mem(void **state)
 
 /* ---------------------------------------------------------------- builder errors */
 
-static const char *g_fault_path;
-static int g_fault_after; /* writes allowed before ENOSPC */
-
-static int fault_hook(io_op op, const char *path, size_t len, void *arg)
-{
-    (void)len;
-    (void)arg;
-    if (op != IO_OP_WRITE || !g_fault_path || strcmp(path, g_fault_path) != 0) return 0;
-    return g_fault_after-- > 0 ? 0 : ENOSPC;
-}
-
 static void test_table_builder_errors(void **state)
 {
     (void)state;
@@ -830,9 +819,8 @@ static void test_table_builder_errors(void **state)
     /* ENOSPC while writing: the error is returned and sticks */
     for (int after = 0; after < 4; after++) {
         assert_int_equal(io_open_append(path, 0, IO_FLUSH, NULL, &f), 0);
-        g_fault_path = path;
-        g_fault_after = after;
-        io_set_fault_hook(fault_hook, NULL);
+        tu_fault plan = {IO_OP_WRITE, path, after, -1, ENOSPC, 0}; /* `after` writes, then ENOSPC */
+        io_set_fault_hook(tu_fault_hook, &plan);
         table_options_default(&o);
         o.block_size = 64;
         assert_int_equal(table_builder_new(f, &o, &b), 0);
@@ -850,7 +838,6 @@ static void test_table_builder_errors(void **state)
         assert_int_equal(table_builder_add(b, slice(k1, 12), slice("", 0)), TKV_NO_SPACE);
         assert_int_equal(table_builder_finish(b), TKV_NO_SPACE);
         io_set_fault_hook(NULL, NULL);
-        g_fault_path = NULL;
         table_builder_abandon(b);
         io_close(f);
     }

@@ -110,13 +110,13 @@ static void flip(const char *dir, const char *name, uint64_t off)
     free(p);
 }
 
-static uint64_t file_size(const char *dir, const char *name)
+/* size_in -- tu_file_size of dir/name. */
+static uint64_t size_in(const char *dir, const char *name)
 {
     char *p = tu_path(dir, name);
-    struct stat sb;
-    assert_int_equal(stat(p, &sb), 0);
+    uint64_t n = tu_file_size(p);
     free(p);
-    return (uint64_t)sb.st_size;
+    return n;
 }
 
 /* ---------------------------------------------------------------- the report */
@@ -245,7 +245,7 @@ static void corrupt_wal(void **state)
     (void)state;
     char *dir = copy_db("wal");
     char *wal = file_with(dir, ".wal", 1);
-    assert_true(file_size(dir, wal) > 1000);
+    assert_true(size_in(dir, wal) > 1000);
     flip(dir, wal, 16 + 8 + 3); /* the first record's payload: not the last record */
     expect_one_problem(dir, wal, "checksum");
     free(wal);
@@ -274,7 +274,7 @@ static void sst_layout(const char *dir, const char *name, table_layout *lay)
     io_file *f;
     assert_int_equal(io_open_read(p, IO_META, NULL, &f), 0);
     table *t;
-    assert_int_equal(table_open(f, file_size(dir, name), NULL, &t), 0);
+    assert_int_equal(table_open(f, size_in(dir, name), NULL, &t), 0);
     table_get_layout(t, lay);
     table_close(t);
     free(p);
@@ -297,7 +297,7 @@ static void corrupt_sst(void **state)
         {"sst-filter", "filter block", lay.filter.offset + 1},
         {"sst-props", "properties block", lay.props.offset + 1},
         {"sst-index", "index block", lay.index.offset + 1},
-        {"sst-footer", "footer", file_size(g_base, name) - 20},
+        {"sst-footer", "footer", size_in(g_base, name) - 20},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char *dir = copy_db(parts[i].tag);

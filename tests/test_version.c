@@ -1146,24 +1146,6 @@ static void test_missing_sst(void **state)
 
 /* ---------------------------------------------------------------- faults */
 
-typedef struct hook_cfg {
-    io_op op;
-    int err;
-    const char *match;
-    int hits;
-} hook_cfg;
-
-static int fault_hook(io_op op, const char *path, size_t len, void *arg)
-{
-    (void)len;
-    hook_cfg *h = arg;
-    if (op == h->op && strstr(path, h->match)) {
-        h->hits++;
-        return h->err;
-    }
-    return 0;
-}
-
 static void test_fault_injection(void **state)
 {
     fixture *fx = *state;
@@ -1175,8 +1157,8 @@ static void test_fault_injection(void **state)
     version *v0 = vset_current(vs);
 
     /* A failing MANIFEST sync: error returned, nothing installed, set poisoned. */
-    hook_cfg h = {IO_OP_SYNC, EIO, "MANIFEST", 0};
-    io_set_fault_hook(fault_hook, &h);
+    tu_fault h = {IO_OP_SYNC, "MANIFEST", 0, -1, EIO, 0}; /* every MANIFEST sync fails */
+    io_set_fault_hook(tu_fault_hook, &h);
     version_edit e;
     edit_init(&e);
     uint64_t added = vset_new_file_number(vs);
@@ -1210,8 +1192,8 @@ static void test_fault_injection(void **state)
     dump_state(vs, &s0);
 
     /* A failing MANIFEST write (ENOSPC): TKV_NO_SPACE, nothing installed, poisoned. */
-    h = (hook_cfg){IO_OP_WRITE, ENOSPC, "MANIFEST", 0};
-    io_set_fault_hook(fault_hook, &h);
+    h = (tu_fault){IO_OP_WRITE, "MANIFEST", 0, -1, ENOSPC, 0};
+    io_set_fault_hook(tu_fault_hook, &h);
     edit_init(&e);
     add_new(fx->dir, &e, 3, mkfile(vset_new_file_number(vs), "c", "d", 2, 2, 55));
     assert_int_equal(vset_log_and_apply(vs, &e), TKV_NO_SPACE);
@@ -1224,15 +1206,15 @@ static void test_fault_injection(void **state)
 
     /* Faults during open: the new MANIFEST's sync, then the CURRENT rename.
      * The open fails; CURRENT still names the old MANIFEST, which recovers. */
-    static const hook_cfg open_faults[] = {
-        {IO_OP_SYNC, EIO, "MANIFEST", 0},
-        {IO_OP_WRITE, ENOSPC, "MANIFEST", 0},
-        {IO_OP_RENAME, EIO, "CURRENT", 0},
-        {IO_OP_OPEN, EIO, "CURRENT.tmp", 0},
+    static const tu_fault open_faults[] = {
+        {IO_OP_SYNC, "MANIFEST", 0, -1, EIO, 0},
+        {IO_OP_WRITE, "MANIFEST", 0, -1, ENOSPC, 0},
+        {IO_OP_RENAME, "CURRENT", 0, -1, EIO, 0},
+        {IO_OP_OPEN, "CURRENT.tmp", 0, -1, EIO, 0},
     };
     for (size_t i = 0; i < sizeof open_faults / sizeof open_faults[0]; i++) {
         h = open_faults[i];
-        io_set_fault_hook(fault_hook, &h);
+        io_set_fault_hook(tu_fault_hook, &h);
         vs = (version_set *)1;
         int rc = vset_open(fx->dir, NULL, &vs);
         io_set_fault_hook(NULL, NULL);

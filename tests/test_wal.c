@@ -41,6 +41,7 @@
 #include "io/wmap.h"
 #include "mem/wal.h"
 #include "util/checksum.h"
+#include "testutil.h"
 #include "util/coding.h"
 #include "util/status.h"
 
@@ -108,14 +109,6 @@ static const char *fpath(const fixture *fx, const char *name, char *buf)
     return buf;
 }
 
-static uint64_t splitmix(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* test_seed -- TKV_TEST_SEED or a time-based seed, printed once. */
 static uint64_t test_seed(void)
 {
@@ -135,7 +128,7 @@ static void fill_payload(uint8_t *p, size_t n, uint64_t id)
 {
     uint64_t x = id * 0x2545f4914f6cdd1dull + 7;
     for (size_t i = 0; i < n; i += 8) {
-        uint64_t v = splitmix(&x);
+        uint64_t v = tu_splitmix64(&x);
         memcpy(p + i, &v, n - i < 8 ? n - i : 8);
     }
 }
@@ -172,13 +165,6 @@ static void append_bytes(const char *path, int c, size_t n)
     assert_non_null(f);
     for (size_t i = 0; i < n; i++) assert_int_not_equal(fputc(c, f), EOF);
     assert_int_equal(fclose(f), 0);
-}
-
-static uint64_t file_size(const char *path)
-{
-    struct stat sb;
-    assert_int_equal(stat(path, &sb), 0);
-    return (uint64_t)sb.st_size;
 }
 
 /* frontier_at -- the synced frontier stored in path's header slot (fails
@@ -434,14 +420,14 @@ static void test_format_bytes(void **state)
 /* random_size -- mostly small, sometimes up to 1 MiB, sometimes a boundary. */
 static size_t random_size(uint64_t *x)
 {
-    uint64_t r = splitmix(x) % 100;
+    uint64_t r = tu_splitmix64(x) % 100;
     if (r < 5) {
         static const size_t edge[] = {0, 1, 7, 8, 4096, 256 * 1024, 256 * 1024 + 1, 1 << 20};
-        return edge[splitmix(x) % (sizeof edge / sizeof edge[0])];
+        return edge[tu_splitmix64(x) % (sizeof edge / sizeof edge[0])];
     }
-    if (r < 60) return (size_t)(splitmix(x) % 257);
-    if (r < 90) return (size_t)(splitmix(x) % (64 * 1024 + 1));
-    return (size_t)(splitmix(x) % ((1 << 20) + 1));
+    if (r < 60) return (size_t)(tu_splitmix64(x) % 257);
+    if (r < 90) return (size_t)(tu_splitmix64(x) % (64 * 1024 + 1));
+    return (size_t)(tu_splitmix64(x) % ((1 << 20) + 1));
 }
 
 /* test_round_trip_sessions -- several writer sessions (one file each, as the db
@@ -464,18 +450,18 @@ static void test_round_trip_sessions(void **state)
         e[s] = expect_new();
         wal_writer *w = NULL;
         assert_int_equal(open_log(p[s], &st, &w), 0);
-        size_t nrec = 40 + (size_t)(splitmix(&x) % 60);
+        size_t nrec = 40 + (size_t)(tu_splitmix64(&x) % 60);
         uint64_t payload = 0;
         for (size_t i = 0; i < nrec; i++) {
             size_t n = random_size(&x);
             add_one(w, e[s], n, ((uint64_t)s << 32) | i);
             payload += n;
-            if (splitmix(&x) % 8 == 0) assert_int_equal(wal_sync(w), 0);
+            if (tu_splitmix64(&x) % 8 == 0) assert_int_equal(wal_sync(w), 0);
         }
         assert_int_equal(wal_sync(w), 0);
         uint64_t sz = wal_size(w);
         assert_int_equal(wal_writer_close(w), 0);
-        assert_int_equal(file_size(p[s]), sz);
+        assert_int_equal(tu_file_size(p[s]), sz);
         total_written += sz;
         assert_int_equal(st.write_bytes[IO_WAL], total_written);
 
@@ -579,7 +565,7 @@ static void test_zero_tail(void **state)
     static const size_t sizes[] = {100, 0, 5000};
     expect *e = expect_new();
     write_file(p, e, sizes, 3);
-    uint64_t end = file_size(p);
+    uint64_t end = tu_file_size(p);
     wal_replay_stats rs;
 
     append_bytes(p, 0, 4096);
@@ -726,7 +712,7 @@ static void test_impossible_length(void **state)
     static const size_t sizes[] = {10};
     expect *e = expect_new();
     write_file(p, e, sizes, 1);
-    uint64_t end = file_size(p);
+    uint64_t end = tu_file_size(p);
     uint8_t hdr[8];
     enc_u32(hdr, 0x12345678);
     enc_u32(hdr + 4, WAL_MAX_PAYLOAD + 1);
@@ -845,7 +831,7 @@ static void test_empty_and_short(void **state)
     wal_writer *w = NULL;
     assert_int_equal(open_log(p, NULL, &w), 0);
     assert_int_equal(wal_writer_close(w), 0);
-    assert_int_equal(file_size(p), hdr_size());
+    assert_int_equal(tu_file_size(p), hdr_size());
     assert_int_equal(replay_check(p, e, &rs), 0);
     assert_int_equal(rs.records, 0);
     assert_int_equal(rs.torn_tail_bytes, 0);
@@ -913,32 +899,6 @@ static void test_callback_error(void **state)
 
 /* ---------------------------------------------------------------- faults */
 
-/* A fault plan: let `skip` matching operations through, then answer `ret` to
- * the next `times` ones. Matching = op and a path containing `match`. */
-typedef struct fault_plan {
-    io_op op;
-    const char *match;
-    int skip;
-    int times;
-    int ret;
-    int hits;
-} fault_plan;
-
-static int fault_hook(io_op op, const char *path, size_t len, void *arg)
-{
-    (void)len;
-    fault_plan *f = arg;
-    if (op != f->op || !strstr(path, f->match)) return 0;
-    if (f->skip > 0) {
-        f->skip--;
-        return 0;
-    }
-    if (f->times <= 0) return 0;
-    f->times--;
-    f->hits++;
-    return f->ret;
-}
-
 static int no_mapping(const fixture *fx, const char *test);
 
 /* fault_open -- a writer on p with stats st; mapped (a reservation) when st has a wmap. */
@@ -961,8 +921,8 @@ static void fault_enospc(fixture *fx, io_stats *st)
     add_one(w, e, 100, 1);
     add_one(w, e, 200, 2);
 
-    fault_plan f = {IO_OP_WRITE, "f.wal", 0, 1, ENOSPC, 0};
-    io_set_fault_hook(fault_hook, &f);
+    tu_fault f = {IO_OP_WRITE, "f.wal", 0, 1, ENOSPC, 0};
+    io_set_fault_hook(tu_fault_hook, &f);
     uint64_t before = wal_size(w);
     uint8_t buf[300];
     fill_payload(buf, sizeof buf, 3);
@@ -977,8 +937,8 @@ static void fault_enospc(fixture *fx, io_stats *st)
     assert_int_equal(wal_sync(w), 0);
 
     /* short write of 5 bytes, then ENOSPC: poisoned */
-    fault_plan s = {IO_OP_WRITE, "f.wal", 0, 1, -5, 0};
-    io_set_fault_hook(fault_hook, &s);
+    tu_fault s = {IO_OP_WRITE, "f.wal", 0, 1, -5, 0};
+    io_set_fault_hook(tu_fault_hook, &s);
     before = wal_size(w);
     assert_int_equal(wal_add_record(w, buf, 50), TKV_NO_SPACE);
     assert_int_equal(wal_size(w), before + 5);
@@ -1005,8 +965,8 @@ static void fault_enospc(fixture *fx, io_stats *st)
     uint8_t *bp = malloc(big);
     assert_non_null(bp);
     fill_payload(bp, big, 9);
-    fault_plan g = {IO_OP_WRITE, "f.wal", 1, 1, ENOSPC, 0};
-    io_set_fault_hook(fault_hook, &g);
+    tu_fault g = {IO_OP_WRITE, "f.wal", 1, 1, ENOSPC, 0};
+    io_set_fault_hook(tu_fault_hook, &g);
     before = wal_size(w);
     assert_int_equal(wal_add_record(w, bp, big), TKV_NO_SPACE);
     assert_int_equal(g.hits, 1);
@@ -1067,8 +1027,8 @@ static void test_reserve(void **state)
     else fprintf(stderr, "# test_reserve: the file system has no fallocate; only the ignoring is checked\n");
     close(fd);
     /* a reservation that fails: ignored, message kept */
-    fault_plan f = {IO_OP_FALLOCATE, "r.wal", 0, 1, ENOSPC, 0};
-    io_set_fault_hook(fault_hook, &f);
+    tu_fault f = {IO_OP_FALLOCATE, "r.wal", 0, 1, ENOSPC, 0};
+    io_set_fault_hook(tu_fault_hook, &f);
     tkv_err(TKV_INVALID, "the caller's message");
     wal_writer_reserve(w, reserve);
     assert_int_equal(f.hits, 1);
@@ -1098,19 +1058,19 @@ static void test_fault_other(void **state)
     fpath(fx, "o.wal", p);
     wal_writer *w = (wal_writer *)1;
 
-    fault_plan f = {IO_OP_OPEN, "o.wal", 0, 1, ENOSPC, 0};
-    io_set_fault_hook(fault_hook, &f);
+    tu_fault f = {IO_OP_OPEN, "o.wal", 0, 1, ENOSPC, 0};
+    io_set_fault_hook(tu_fault_hook, &f);
     assert_int_equal(open_log(p, NULL, &w), TKV_NO_SPACE);
     assert_null(w);
     /* the header write fails */
-    fault_plan h = {IO_OP_WRITE, "o.wal", 0, 1, EIO, 0};
-    io_set_fault_hook(fault_hook, &h);
+    tu_fault h = {IO_OP_WRITE, "o.wal", 0, 1, EIO, 0};
+    io_set_fault_hook(tu_fault_hook, &h);
     assert_int_equal(open_log(p, NULL, &w), TKV_IO_ERROR);
     assert_null(w);
     assert_msg_has("o.wal");
     /* a sync failure poisons the writer */
-    fault_plan s = {IO_OP_SYNC, "o.wal", 0, 1, EIO, 0};
-    io_set_fault_hook(fault_hook, &s);
+    tu_fault s = {IO_OP_SYNC, "o.wal", 0, 1, EIO, 0};
+    io_set_fault_hook(tu_fault_hook, &s);
     assert_int_equal(open_log(p, NULL, &w), 0);
     assert_int_equal(wal_add_record(w, "x", 1), 0);
     assert_int_equal(wal_sync(w), TKV_IO_ERROR);
@@ -1120,8 +1080,8 @@ static void test_fault_other(void **state)
     assert_int_equal(s.hits, 1); /* the file was not touched again */
     assert_int_equal(wal_writer_close(w), 0);
     /* a read failure during replay */
-    fault_plan r = {IO_OP_READ, "o.wal", 0, 1, EIO, 0};
-    io_set_fault_hook(fault_hook, &r);
+    tu_fault r = {IO_OP_READ, "o.wal", 0, 1, EIO, 0};
+    io_set_fault_hook(tu_fault_hook, &r);
     wal_replay_stats rs;
     assert_int_equal(wal_replay(p, NULL, NULL, NULL, &rs), TKV_IO_ERROR);
     assert_msg_has("o.wal");
@@ -1190,9 +1150,9 @@ static void test_mapped_round_trip(void **state)
         assert_int_equal(open_log(p[l], &st, &w), 0);
         wal_writer_reserve(w, reserve);
         uint64_t mapped_len = (hdr_size() + reserve + pg - 1) / pg * pg;
-        assert_int_equal(file_size(p[l]), mapped_len);
+        assert_int_equal(tu_file_size(p[l]), mapped_len);
         for (uint64_t id = 1; wal_size(w) < mapped_len + (1u << 20); id++) {
-            uint64_t r = splitmix(&x);
+            uint64_t r = tu_splitmix64(&x);
             size_t n = r % 16 == 0 ? 300u * 1024 + (size_t)(r >> 40) % 5000 : (size_t)(r >> 32) % 40000;
             add_one(w, e[l], n, ((uint64_t)l << 32) | id);
             if (r % 13 == 0) {
@@ -1200,7 +1160,7 @@ static void test_mapped_round_trip(void **state)
                 /* version 2: the slot's pwrite and the mapping's stores meet in one page cache */
                 if (g_ver == WAL_V2) assert_int_equal(frontier_at(p[l]), wal_size(w));
             }
-            if (wal_size(w) < mapped_len) assert_int_equal(file_size(p[l]), mapped_len);
+            if (wal_size(w) < mapped_len) assert_int_equal(tu_file_size(p[l]), mapped_len);
         }
         /* past the mapping: once the helper has dropped all of its entries, the next append's
          * write-back step is no longer held below them */
@@ -1230,7 +1190,7 @@ static void test_mapped_round_trip(void **state)
         assert_int_equal(e[l]->seen, e[l]->n);
         assert_int_equal(rs.torn_tail_records, 0);
         assert_int_equal(rs.torn_tail_bytes, 0);
-        assert_int_equal(file_size(p[l]), e[l]->offs[e[l]->n - 1] + 8 + e[l]->lens[e[l]->n - 1]);
+        assert_int_equal(tu_file_size(p[l]), e[l]->offs[e[l]->n - 1] + 8 + e[l]->lens[e[l]->n - 1]);
         expect_free(e[l]);
     }
 }
@@ -1364,7 +1324,7 @@ static void test_mapped_claim_overtakes_helper(void **state)
 static size_t kill_len(uint64_t seed, uint64_t i)
 {
     uint64_t x = seed ^ (i * 0x9e3779b97f4a7c15ull);
-    return (size_t)(splitmix(&x) % 6000);
+    return (size_t)(tu_splitmix64(&x) % 6000);
 }
 
 typedef struct kill_check {
@@ -1421,7 +1381,7 @@ static void test_mapped_killed_writer(void **state)
             }
         }
         close(fds[1]);
-        uint64_t x = seed + (uint64_t)round, target = 100 + splitmix(&x) % 1400, acked = 0, i;
+        uint64_t x = seed + (uint64_t)round, target = 100 + tu_splitmix64(&x) % 1400, acked = 0, i;
         while (acked < target && read(fds[0], &i, sizeof i) == (ssize_t)sizeof i) acked = i + 1;
         assert_int_equal(kill(pid, SIGKILL), 0);
         int status;
@@ -1750,8 +1710,8 @@ static void test_v2_frontier(void **state)
     assert_int_equal(frontier_at(p), 64 + 18);
     /* the slot write fails: the sync does not, the frontier stays */
     assert_int_equal(wal_add_record(w, "abc", 3), 0);
-    fault_plan f = {IO_OP_WRITE, "f2.wal", 0, 1, EIO, 0};
-    io_set_fault_hook(fault_hook, &f);
+    tu_fault f = {IO_OP_WRITE, "f2.wal", 0, 1, EIO, 0};
+    io_set_fault_hook(tu_fault_hook, &f);
     tkv_err_clear();
     assert_int_equal(wal_sync(w), 0);
     assert_int_equal(f.hits, 1);
@@ -1799,7 +1759,7 @@ static void hole_file(const char *p, expect *e, size_t synced, size_t hole, int 
     uint8_t *raw = read_all(p, &len);
     uint64_t from = e->offs[hole] + 100, to = hole < 9 ? e->offs[hole + 1] + 50 : len - 10;
     uint64_t x = 99;
-    for (uint64_t i = from; i < to; i++) raw[i] = fill ? (uint8_t)(splitmix(&x) | 1) : 0;
+    for (uint64_t i = from; i < to; i++) raw[i] = fill ? (uint8_t)(tu_splitmix64(&x) | 1) : 0;
     write_all(p, raw, len);
     free(raw);
 }
@@ -1829,7 +1789,7 @@ static void test_v2_hole_after_frontier(void **state)
         assert_int_equal(rs.torn_tail_records, 1);
         assert_int_equal(rs.torn_hole, cases[c].hole < 9 ? 1 : 0); /* the last record: nothing follows */
         assert_int_equal(rs.end, e->offs[cases[c].hole]);
-        assert_int_equal(rs.torn_tail_bytes, file_size(p) - e->offs[cases[c].hole]);
+        assert_int_equal(rs.torn_tail_bytes, tu_file_size(p) - e->offs[cases[c].hole]);
         assert_int_equal(rs.frontier, cases[c].synced ? e->offs[cases[c].synced] : 64);
         expect_free(e);
     }

@@ -119,7 +119,21 @@ void tu_rng_init(tu_rng *r, uint64_t seed)
     }
 }
 
+uint64_t tu_splitmix64(uint64_t *x)
+{
+    uint64_t out = tu_mix64(*x);
+    *x += UINT64_C(0x9e3779b97f4a7c15); /* the golden-ratio step of splitmix64 */
+    return out;
+}
+
+void tu_rng_init_splitmix(tu_rng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++) r->s[i] = tu_splitmix64(&seed);
+}
+
 uint64_t tu_rng_next(tu_rng *r) { return xoshiro256ss_next(r->s); }
+
+double tu_rng_signed_unit(tu_rng *r) { return (double)(tu_rng_next(r) >> 11) / (double)(1ull << 52) - 1.0; }
 
 uint64_t tu_rng_below(tu_rng *r, uint64_t n)
 {
@@ -216,10 +230,37 @@ tkv_options *tu_small_options(void)
     return o;
 }
 
-static int cmp_u64(const void *a, const void *b)
+int tu_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
+}
+
+int tu_fault_hook(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    tu_fault *f = arg;
+    if (op != f->op || (f->match && (!path || !strstr(path, f->match)))) return 0;
+    int skip = __atomic_load_n(&f->skip, __ATOMIC_ACQUIRE);
+    while (skip > 0)
+        if (__atomic_compare_exchange_n(&f->skip, &skip, skip - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return 0;
+    int left = __atomic_load_n(&f->times, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (left == 0) return 0;
+        if (left < 0) break; /* every one */
+        if (__atomic_compare_exchange_n(&f->times, &left, left - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) break;
+    }
+    __atomic_fetch_add(&f->hits, 1, __ATOMIC_RELAXED);
+    return f->ret;
+}
+
+uint64_t tu_absdiff(uint64_t a, uint64_t b) { return a > b ? a - b : b - a; }
+
+uint64_t tu_file_size(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) fail_msg("stat %s: %s", path, strerror(errno));
+    return (uint64_t)sb.st_size;
 }
 
 size_t tu_list_numbered(const char *dir, const char *suffix, uint64_t **out)
@@ -241,7 +282,7 @@ size_t tu_list_numbered(const char *dir, const char *suffix, uint64_t **out)
         v[n++] = num;
     }
     closedir(d);
-    if (n) qsort(v, n, sizeof *v, cmp_u64);
+    if (n) qsort(v, n, sizeof *v, tu_cmp_u64);
     *out = v;
     return n;
 }
@@ -538,6 +579,13 @@ void tu_check_db(tkv_db *db, const tkv_snapshot *snap, const tu_model *m, const 
                      tu_hex(mv, mvn));
         tkv_free(v);
     }
+}
+
+int tu_put_model(tkv_db *db, tu_model *m, const void *k, size_t kn, const void *v, size_t vn, unsigned flags)
+{
+    int rc = tkv_put(db, k, kn, v, vn, flags);
+    if (rc == TKV_OK) tu_model_put(m, k, kn, v, vn);
+    return rc;
 }
 
 tkv_db *tu_open_ok(const char *dir, const tkv_options *o)

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/io.h"
 #include "tierkv.h"
 
 /* ---------------------------------------------------------------- directories */
@@ -53,6 +54,15 @@ int tu_rng_chance(tu_rng *r, uint32_t per_million);
 void tu_rng_fill(tu_rng *r, void *p, size_t n);
 /* tu_mix64 -- a stateless 64-bit mixer (splitmix64 finaliser). */
 uint64_t tu_mix64(uint64_t x);
+/* tu_splitmix64 -- the splitmix64 generator: the next output of the state *x,
+ * which it advances (the output is tu_mix64 of the state before the step). */
+uint64_t tu_splitmix64(uint64_t *x);
+/* tu_rng_init_splitmix -- seeds r with four successive tu_splitmix64 outputs
+ * from seed, the usual xoshiro256** seeding. tu_rng_init seeds differently;
+ * tests whose expected numbers were tuned on this sequence keep it. */
+void tu_rng_init_splitmix(tu_rng *r, uint64_t seed);
+/* tu_rng_signed_unit -- uniform in [-1, 1) (53 bits). */
+double tu_rng_signed_unit(tu_rng *r);
 
 /* tu_scale -- TKV_TEST_SCALE (>= 1, default 1). */
 unsigned tu_scale(void);
@@ -103,6 +113,33 @@ int tu_wait_quiet(tkv_db *db, double timeout_ms);
 void tu_check_pool_pages(tkv_db *db, const char *what);
 /* tu_keycmp -- the documented key order (memcmp, shorter first on a prefix). */
 int tu_keycmp(const void *a, size_t an, const void *b, size_t bn);
+/* tu_cmp_u64 -- qsort comparator of uint64_t, ascending. */
+int tu_cmp_u64(const void *a, const void *b);
+/* tu_absdiff -- |a - b| of two unsigned numbers. */
+uint64_t tu_absdiff(uint64_t a, uint64_t b);
+/* tu_file_size -- st_size of path; fails the test if it cannot be stat'ed. */
+uint64_t tu_file_size(const char *path);
+
+/* ---------------------------------------------------------------- faults */
+
+/* tu_fault -- a fault plan for the I/O layer's hook:
+ * io_set_fault_hook(tu_fault_hook, &plan). Of the operations `op` on a path
+ * containing `match` (NULL: any path), the first `skip` go through, the next
+ * `times` fail with `ret` (an errno, or -n for a short write of n bytes;
+ * times < 0: every one from then on), the rest go through; `hits` counts the
+ * failures. The counters change atomically, so a plan may serve the
+ * engine's threads; set them before installing the hook. */
+typedef struct tu_fault {
+    io_op op;
+    const char *match;
+    int skip;
+    int times;
+    int ret;
+    int hits;
+} tu_fault;
+
+/* tu_fault_hook -- the io_fault_hook of a tu_fault plan (arg). */
+int tu_fault_hook(io_op op, const char *path, size_t len, void *arg);
 
 /* ---------------------------------------------------------------- model */
 
@@ -123,6 +160,9 @@ int tu_model_get(const tu_model *m, const void *k, size_t kn, const void **v, si
 size_t tu_model_lower_bound(const tu_model *m, const void *k, size_t kn);
 /* tu_model_at -- entry i (0 <= i < count); any out pointer may be NULL. */
 void tu_model_at(const tu_model *m, size_t i, const void **k, size_t *kn, const void **v, size_t *vn);
+/* tu_put_model -- tkv_put(db, k, v, flags) and, when it returns TKV_OK, the
+ * same put into the model m; returns tkv_put's result. */
+int tu_put_model(tkv_db *db, tu_model *m, const void *k, size_t kn, const void *v, size_t vn, unsigned flags);
 
 /* ---------------------------------------------------------------- checks */
 

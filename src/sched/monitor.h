@@ -19,7 +19,7 @@
  *   5. publish: if |cand - I| > D then I = cand, `changes`++ and
  *              monitor_sample returns 1 (the caller then calls rl_set_rate).
  *
- * Properties (tested in tests/test_sched.c):
+ * Properties (tested in tests/test_sched_monitor.c):
  *   - Step response: after a step in client load, C reaches the new level
  *     after `smooth_windows` windows, so I settles (is within D of its
  *     target, and stays there) within smooth_windows periods (2 by default). A step larger
