@@ -1097,7 +1097,7 @@ static void test_fault_other(void **state)
 static void mapped_stats(io_stats *st, const char *dir)
 {
     memset(st, 0, sizeof *st);
-    st->bytes_per_sync = 64u << 10;
+    st->wal_bytes_per_sync = 64u << 10;
     assert_int_equal(io_wb_start(&st->wb, dir), 0);
     assert_int_equal(io_wmap_start(&st->wmap), 0);
 }
@@ -1366,7 +1366,7 @@ static void test_mapped_killed_writer(void **state)
             close(fds[0]);
             io_stats st;
             memset(&st, 0, sizeof st);
-            st.bytes_per_sync = 64u << 10;
+            st.wal_bytes_per_sync = 64u << 10;
             wal_writer *w = NULL;
             if (io_wb_start(&st.wb, fx->dir) != 0 || io_wmap_start(&st.wmap) != 0 ||
                 open_log(p, &st, &w) != 0)

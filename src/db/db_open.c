@@ -127,6 +127,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     db->dram = dram;
     db->lock_fd = -1;
     db->io.bytes_per_sync = o.bytes_per_sync; /* before any file is opened (io.h) */
+    db->io.wal_bytes_per_sync = o.wal_bytes_per_sync;
     db->snapshots.next = db->snapshots.prev = &db->snapshots;
     pthread_mutex_init(&db->mu, NULL);
     int rc = arena_spares_init(&db->mem_spares, memtable_block_size(o.memtable_size), dram.share[BUDGET_MEMTABLES],
@@ -138,7 +139,8 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
         rc = io_write_file_atomic(dir, IDENTITY_FILE, identity, sizeof identity - 1, &db->io);
     }
     sched_cond_init(&db->bg_cv); /* CLOCK_MONOTONIC: db_wait_us */
-    if (rc == 0 && o.wal && o.bytes_per_sync) rc = io_wb_start(&db->io.wb, dir); /* before the first WAL (io.h) */
+    /* before the first WAL (io.h); also gives back retired WALs' reserved blocks (wb.h) */
+    if (rc == 0 && o.wal && (o.wal_bytes_per_sync || o.bytes_per_sync)) rc = io_wb_start(&db->io.wb, dir);
     /* before the first WAL (io.h); not with sync=1: every fdatasync would also write the zero pages made ahead */
     if (rc == 0 && o.wal && o.wal_mmap && !o.sync) rc = io_wmap_start(&db->io.wmap);
     if (rc == 0 && trash_new(o.delete_chunk, o.delete_rate, &db->trash) < 0)

@@ -71,6 +71,7 @@ static const opt_def OPTION_TABLE[] = {
     {"max_open_files", OPT_INT, OFF(max_open_files), 16, 1000000, "1000", NULL},
     {"preload_tables", OPT_BOOL, OFF(preload_tables), 0, 1, "1", NULL},
     {"bytes_per_sync", OPT_SIZE, OFF(bytes_per_sync), 0, UINT64_C(1) << 40, "1M", NULL},
+    {"wal_bytes_per_sync", OPT_SIZE, OFF(wal_bytes_per_sync), 0, UINT64_C(1) << 40, "0", NULL},
     {"delete_chunk", OPT_SIZE, OFF(delete_chunk), 0, UINT64_C(1) << 40, "4M", NULL},
     {"delete_rate", OPT_SIZE, OFF(delete_rate), 0, UINT64_C(1) << 40, "256M", NULL},
     {"direct_io", OPT_BOOL, OFF(direct_io), 0, 1, "0", NULL},

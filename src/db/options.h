@@ -38,7 +38,8 @@ struct tkv_options {
     int l0_slowdown_trigger;    /* l0=sst: L0 files at which the write controller slows writers */
     int l0_stop_trigger;        /* L0 files at which writes wait for compaction */
     int max_open_files;         /* SST tables kept open */
-    uint64_t bytes_per_sync;    /* incremental syncs of SSTs, WALs, MANIFEST (io_stats.bytes_per_sync) */
+    uint64_t bytes_per_sync;    /* incremental syncs of SSTs and the MANIFEST (io_stats.bytes_per_sync) */
+    uint64_t wal_bytes_per_sync; /* the same for WALs (io_stats.wal_bytes_per_sync); 0 = only when synced */
     int preload_tables;         /* 1: open tables into the table cache at open and when installed */
     uint64_t delete_chunk;      /* obsolete files are truncated this much at a time (0: unlinked at once) */
     uint64_t delete_rate;       /* bytes/s of obsolete files released at most (0: no pause) */

@@ -206,6 +206,13 @@ static int direct_flush_tail(io_file *f)
     return 0;
 }
 
+/* sync_step -- the file's incremental sync step (io_stats): 0 = none. */
+static uint64_t sync_step(const io_file *f)
+{
+    if (!f->stats) return 0;
+    return f->cls == IO_WAL ? f->stats->wal_bytes_per_sync : f->stats->bytes_per_sync;
+}
+
 /* sync_incremental -- bytes_per_sync (io.h): after a write that took the
  * file past synced_upto + bytes_per_sync, syncs what was written so far:
  * fdatasync for a direct file (its data is on the device already; this
@@ -215,7 +222,7 @@ static int direct_flush_tail(io_file *f)
  * client thread waits while the range is submitted. */
 static int sync_incremental(io_file *f, uint64_t written_upto)
 {
-    uint64_t every = f->stats ? f->stats->bytes_per_sync : 0;
+    uint64_t every = sync_step(f);
     if (f->map) { /* not past the mapped pages the writer may still hold (wmap.h) */
         uint64_t clean = io_wmap_clean_upto(f->map);
         if (written_upto > clean) written_upto = clean;
@@ -267,7 +274,7 @@ static int stage_write(io_file *f)
 {
     if (f->wbh) {
         TKV_TRY(behind_settle(f));
-        uint64_t every = f->stats ? f->stats->bytes_per_sync : 0;
+        uint64_t every = sync_step(f);
         uint64_t end = f->dbuf_off + IO_DIRECT_STAGE;
         int sync = every && end >= f->synced_upto + every;
         if (io_wbehind_submit(f->wbh, f->fd, f->dbuf, IO_DIRECT_STAGE, f->dbuf_off, sync) == 0) {

@@ -3,8 +3,8 @@
  * wb.h -- background write-back starts for buffered files written on client
  * threads (the WAL).
  *
- * bytes_per_sync (io.h) makes a buffered append file start the write-back of
- * every bytes_per_sync new bytes with sync_file_range(WRITE), so the kernel
+ * wal_bytes_per_sync (io.h, off by default) makes a WAL start the write-back
+ * of every that many new bytes with sync_file_range(WRITE), so the kernel
  * does not write a large dirty backlog in one burst later. That call is
  * "asynchronous" only in that it does not wait for the device: it submits the
  * whole range, and submitting 8 MiB to a busy or throttled disk took 8-20 ms
@@ -24,7 +24,7 @@
  * flush. Left unflushed until the next MANIFEST sync,
  * the write-back made that sync stall all reads for 30-150 ms. Beside a
  * 6 MB/s WAL, reads had a per-second p99 of 14 ms with a flush every 8 MiB
- * and 2 ms with one every 1 MiB, the default bytes_per_sync. It is not an
+ * and 2 ms with one every 1 MiB. It is not an
  * acknowledgement: a write is durable only when wal_sync (sync=1, TKV_SYNC)
  * says so. The fdatasync is of the directory given to io_wb_start (the
  * database's), not of the WAL: an fdatasync of the WAL writes back every
@@ -39,7 +39,7 @@
  * be closed or unlinked meanwhile (the range is then written back or skipped,
  * never applied to a reused descriptor number). A full queue drops the range
  * (counted): the kernel writes those pages back on its own, as with
- * bytes_per_sync = 0. Thread-safe.
+ * wal_bytes_per_sync = 0. Thread-safe.
  */
 #ifndef TKV_IO_WB_H
 #define TKV_IO_WB_H
