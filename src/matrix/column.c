@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/ikey.h"
+#include "util/num.h"
 #include "util/status.h"
 
 /* Candidate end keys sampled per row: the column's size is found to within
@@ -192,7 +193,17 @@ static double l1_per_entry(const column_input *in)
     return entries ? (double)bytes / (double)entries : 0.0;
 }
 
-static uint64_t to_u64(double x) { return x >= 1.8e19 ? UINT64_MAX / 4 : (uint64_t)x; }
+/* COLUMN_EST_MAX -- an estimate too large for a uint64_t: still huge, with
+ * room for the sums it goes into (start_merge adds the L1 overlap). */
+#define COLUMN_EST_MAX (UINT64_MAX / 4)
+
+/* to_u64 -- an estimate x (>= 0) as a byte count; COLUMN_EST_MAX when it
+ * does not fit (sat_u64 returns UINT64_MAX only then). */
+static uint64_t to_u64(double x)
+{
+    uint64_t u = sat_u64(x);
+    return u == UINT64_MAX ? COLUMN_EST_MAX : u;
+}
 
 /* start_merge -- step 5's out (the column's estimated output: the L1 files
  * it overlaps plus its row entries at L1's bytes per entry, or its raw row

@@ -3,12 +3,12 @@
  * drainmeter.c -- the pool's drain rate from column samples (drainmeter.h).
  */
 #include "sched/drainmeter.h"
+#include "util/num.h"
 
 static uint64_t rate_of(double bytes, double us)
 {
     double r = bytes * 1e6 / (us > 0 ? us : 1);
-    if (r >= 1.8e19) return UINT64_MAX;
-    return r >= 1 ? (uint64_t)r : 1;
+    return r >= 1 ? sat_u64(r) : 1;
 }
 
 void dm_note(drainmeter *m, uint64_t bytes, uint64_t us)

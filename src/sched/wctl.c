@@ -19,6 +19,7 @@
 #include <stdlib.h>
 
 #include "tierkv.h"
+#include "util/num.h"
 
 enum {
     WT_STARTED = 1u, /* the ticket belongs to a write in progress */
@@ -39,6 +40,19 @@ struct wctl {
                             * paced call after one that was not resets vt */
     wctl_stats st;
 };
+
+/* WCTL_FLOOR_DIV -- the ramp, the debt and the flush deadline never pace
+ * below min_rate / WCTL_FLOOR_DIV: far below min_rate, because a drain
+ * slower than min_rate must still hold writers below it (wctl.h). */
+#define WCTL_FLOOR_DIV 16
+
+/* rate_floor -- min_rate / WCTL_FLOOR_DIV, and at least 1 B/s (a rate of 0
+ * would read as "not paced"). */
+static uint64_t rate_floor(const wctl *w)
+{
+    uint64_t f = w->o.min_rate / WCTL_FLOOR_DIV;
+    return f ? f : 1;
+}
 
 /* wctl_options_default -- see wctl.h. */
 void wctl_options_default(wctl_options *o)
@@ -129,7 +143,7 @@ int wctl_flush_sample(wctl *w, uint64_t bytes, uint64_t duration_us)
     if (bytes == 0 || bytes < w->o.min_sample_bytes) return 0;
     if (duration_us == 0) duration_us = 1;
     double bw = (double)bytes * 1e6 / (double)duration_us;
-    uint64_t b = bw >= 1.8e19 ? UINT64_MAX : (uint64_t)bw;
+    uint64_t b = sat_u64(bw);
     if (b == 0) b = 1;
     pthread_mutex_lock(&w->mu);
     w->samples[w->pos] = b;
@@ -165,7 +179,7 @@ static uint64_t ramp_rate(const wctl *w, const wctl_input *in)
         k = 1.0 - (past > 1.0 ? 1.0 : past);
     }
     double r = (double)ramp_drain(w, in) * k;
-    return r >= 1.8e19 ? UINT64_MAX : (uint64_t)r;
+    return sat_u64(r);
 }
 
 /* debt_on -- 1 if the deep-compaction debt paces this input (any mode but
@@ -207,9 +221,8 @@ static uint64_t deadline_rate(const wctl *w, const wctl_input *in)
 {
     if (in->flush_eta_us == 0) return UINT64_MAX;
     double r = (double)in->active_room * 1e6 / (double)in->flush_eta_us * (1.0 - w->o.pace_margin);
-    uint64_t floor = w->o.min_rate / 16 ? w->o.min_rate / 16 : 1;
-    if (r >= 1.8e19) return UINT64_MAX;
-    return r < (double)floor ? floor : (uint64_t)r;
+    uint64_t floor = rate_floor(w);
+    return r < (double)floor ? floor : sat_u64(r);
 }
 
 /* stage_rate_locked -- the pace of the memtable and container stages of a
@@ -248,7 +261,7 @@ static uint64_t stage_rate_locked(const wctl *w, const wctl_input *in, uint64_t 
     if (in->mutable_left == 1 && mem < *ramp) return mem;
     /* the ramp's own floor is far lower: a drain slower than min_rate must
      * still hold writers below it, or they overrun the container */
-    uint64_t floor = w->o.min_rate / 16 ? w->o.min_rate / 16 : 1;
+    uint64_t floor = rate_floor(w);
     return *ramp < floor ? floor : *ramp;
 }
 
@@ -263,7 +276,7 @@ static uint64_t target_rate_locked(const wctl *w, const wctl_input *in, wctl_sta
     uint64_t r = stage_rate_locked(w, in, ramp, deadline);
     if (r == 0) return 0;
     if (debt_on(w, in)) {
-        uint64_t floor = w->o.min_rate / 16 ? w->o.min_rate / 16 : 1;
+        uint64_t floor = rate_floor(w);
         *debt = debt_rate(w, in, pace_rate_locked(w));
         if (*debt < floor) *debt = floor;
         if (*debt < r) r = *debt;
