@@ -122,6 +122,7 @@ DEB_PACKAGES := libpmem-dev liburing-dev libcmocka-dev libxxhash-dev liblz4-dev 
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils \
                 openjdk-17-jdk-headless maven $(POWERCUT_DEB_PACKAGES)
 
+.PHONY: bench-raft
 .PHONY: all lib tool tests test test-run check-structure tsan soak soak-model crashtest crashtest-power fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
         jni ycsb-build ycsb ycsb-test ycsb-cost
 .SECONDARY:
@@ -261,6 +262,13 @@ bench-fill: deps lib $(BUILD)/tkv_bench
 # bench-silk: SILK-style peaks and valleys on a capped drive (bench/run_silk.sh).
 bench-silk: deps lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_silk.sh
+
+# bench-raft: hashicorp/raft's ten store benchmarks and a synced append of 64 x
+# 1 KiB entries on raft-tierkv, raft-wal and raft-boltdb, medians of COUNT (3)
+# runs of BENCHTIME (1s) each, one table (bench/raft/run_raft.sh; results in
+# bench/results/raft-<date>/).
+bench-raft: lib
+	@bash bench/raft/run_raft.sh
 
 # jni: the YCSB binding's JNI glue, $(BUILD)/libtierkvjni.so:
 # tierkv_jni.c and $(BUILD)/libtierkv.a in one shared object that exports only

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package boltbench runs make bench-raft's benchmarks on raft-boltdb v2 (the same
+// names as bindings/go/raftstore's bench_test.go, for one table).
+package boltbench
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	raftbench "github.com/hashicorp/raft/bench"
+)
+
+func benchStore(b *testing.B) *raftboltdb.BoltStore {
+	b.Helper()
+	w, err := raftboltdb.NewBoltStore(filepath.Join(b.TempDir(), "raft.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close() })
+	return w
+}
+
+func BenchmarkFirstIndex(b *testing.B)  { raftbench.FirstIndex(b, benchStore(b)) }
+func BenchmarkLastIndex(b *testing.B)   { raftbench.LastIndex(b, benchStore(b)) }
+func BenchmarkGetLog(b *testing.B)      { raftbench.GetLog(b, benchStore(b)) }
+func BenchmarkStoreLog(b *testing.B)    { raftbench.StoreLog(b, benchStore(b)) }
+func BenchmarkStoreLogs(b *testing.B)   { raftbench.StoreLogs(b, benchStore(b)) }
+func BenchmarkDeleteRange(b *testing.B) { raftbench.DeleteRange(b, benchStore(b)) }
+func BenchmarkSet(b *testing.B)         { raftbench.Set(b, benchStore(b)) }
+func BenchmarkGet(b *testing.B)         { raftbench.Get(b, benchStore(b)) }
+func BenchmarkSetUint64(b *testing.B)   { raftbench.SetUint64(b, benchStore(b)) }
+func BenchmarkGetUint64(b *testing.B)   { raftbench.GetUint64(b, benchStore(b)) }
+
+// BenchmarkAppend64x1KiB: each op is one StoreLogs of 64 new 1 KiB entries.
+func BenchmarkAppend64x1KiB(b *testing.B) {
+	appendBatches(b, benchStore(b), 64, 1024)
+}
+
+func appendBatches(b *testing.B, store raft.LogStore, batch, size int) {
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	logs := make([]*raft.Log, batch)
+	for i := range logs {
+		logs[i] = &raft.Log{Term: 1, Type: raft.LogCommand, Data: data}
+	}
+	b.SetBytes(int64(batch * size))
+	b.ResetTimer()
+	next := uint64(1)
+	for n := 0; n < b.N; n++ {
+		for _, l := range logs {
+			l.Index = next
+			next++
+		}
+		if err := store.StoreLogs(logs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "entries/s")
+}
