@@ -122,7 +122,7 @@ DEB_PACKAGES := libpmem-dev liburing-dev libcmocka-dev libxxhash-dev liblz4-dev 
                 librocksdb-dev libleveldb-dev python3-matplotlib unzip python3 binutils \
                 openjdk-17-jdk-headless maven $(POWERCUT_DEB_PACKAGES)
 
-.PHONY: bench-raft
+.PHONY: go-test bench-raft
 .PHONY: all lib tool tests test test-run check-structure tsan soak soak-model crashtest crashtest-power fuzz fuzz-corpus bench bench-fill bench-silk deps install clean \
         jni ycsb-build ycsb ycsb-test ycsb-cost
 .SECONDARY:
@@ -262,6 +262,19 @@ bench-fill: deps lib $(BUILD)/tkv_bench
 # bench-silk: SILK-style peaks and valleys on a capped drive (bench/run_silk.sh).
 bench-silk: deps lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_silk.sh
+
+# go-test: the Go binding (bindings/go) and its raft store
+# (bindings/go/raftstore): go vet and go test -race in each, against
+# build/libtierkv.a. Skipped, saying so, when Go is missing (go on PATH, else
+# /usr/local/go/bin/go). Go modules come from the Go module proxy.
+GO_CMD ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go))
+GO_MODULES := bindings/go bindings/go/raftstore
+go-test: lib
+	@if [ -z "$(GO_CMD)" ]; then echo "go-test: SKIP: no go on PATH or at /usr/local/go/bin/go"; exit 0; fi; \
+	set -e; for m in $(GO_MODULES); do \
+	    echo "go-test: $$m: go vet, go test -race"; \
+	    (cd $$m && $(GO_CMD) vet ./... && $(GO_CMD) test -race -count=1 ./...); \
+	done
 
 # bench-raft: hashicorp/raft's ten store benchmarks and a synced append of 64 x
 # 1 KiB entries on raft-tierkv, raft-wal and raft-boltdb, medians of COUNT (3)
