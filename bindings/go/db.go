@@ -24,6 +24,7 @@ import "C"
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -56,6 +57,9 @@ func (o Options) cOptions() (*C.tkv_options, error) {
 	sort.Strings(names)
 	var packed []byte
 	for _, k := range names {
+		if strings.IndexByte(k, 0) >= 0 || strings.IndexByte(o[k], 0) >= 0 {
+			return nil, &Error{Code: CodeInvalid, Msg: fmt.Sprintf("option %q contains a NUL byte", k)}
+		}
 		packed = append(append(packed, k...), 0)
 		packed = append(append(packed, o[k]...), 0)
 	}
@@ -105,7 +109,14 @@ func bytesPtr(b []byte) unsafe.Pointer {
 	return unsafe.Pointer(unsafe.SliceData(b))
 }
 
-func cString(s string) *C.char { return C.CString(s) }
+// cString copies s into C memory (freed by the caller with C.free). A NUL
+// byte inside s would cut the C string short, so it is refused.
+func cString(what, s string) (*C.char, error) {
+	if strings.IndexByte(s, 0) >= 0 {
+		return nil, &Error{Code: CodeInvalid, Msg: what + " contains a NUL byte"}
+	}
+	return C.CString(s), nil
+}
 
 // Open opens, or (by default) creates, the database in directory dir.
 func Open(dir string, opts Options) (*DB, error) {
@@ -114,7 +125,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	defer C.tkv_options_free(copts)
-	cdir := cString(dir)
+	cdir, err := cString("directory name", dir)
+	if err != nil {
+		return nil, err
+	}
 	defer C.free(unsafe.Pointer(cdir))
 	var e C.gtkv_err
 	var c *C.tkv_db
@@ -127,7 +141,10 @@ func Open(dir string, opts Options) (*DB, error) {
 // Destroy removes the database in dir and its pmem pool; ErrBusy while it is
 // open, nil if dir does not exist.
 func Destroy(dir string) error {
-	cdir := cString(dir)
+	cdir, err := cString("directory name", dir)
+	if err != nil {
+		return err
+	}
 	defer C.free(unsafe.Pointer(cdir))
 	var e C.gtkv_err
 	return newError(C.gtkv_destroy(cdir, &e), &e)
@@ -144,7 +161,10 @@ func Verify(dir string, opts Options) (string, error) {
 		return "", err
 	}
 	defer C.tkv_options_free(copts)
-	cdir := cString(dir)
+	cdir, err := cString("directory name", dir)
+	if err != nil {
+		return "", err
+	}
 	defer C.free(unsafe.Pointer(cdir))
 	var e C.gtkv_err
 	var rep *C.char
@@ -345,7 +365,10 @@ func (db *DB) Property(name string) (string, error) {
 		return "", err
 	}
 	defer db.release()
-	cname := cString(name)
+	cname, err := cString("property name", name)
+	if err != nil {
+		return "", err
+	}
 	defer C.free(unsafe.Pointer(cname))
 	var e C.gtkv_err
 	var out *C.char

@@ -109,11 +109,22 @@ func TestOpenErrors(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("missing dir without create: %v", err)
 	}
+	for _, bad := range []struct {
+		dir  string
+		opts Options
+	}{{dir + "\x00x", nil}, {dir, Options{"memtable_size\x00": "1M"}}, {dir, Options{"memtable_size": "1M\x00"}}} {
+		if _, err := Open(bad.dir, bad.opts); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "NUL") {
+			t.Fatalf("NUL byte in %q %q: %v", bad.dir, bad.opts, err)
+		}
+	}
 	db, err := Open(dir, testOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	if _, err := db.Property("tkv.stats\x00"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("NUL byte in a property name: %v", err)
+	}
 	_, err = Open(dir, testOptions)
 	if !errors.Is(err, ErrBusy) {
 		t.Fatalf("second open: %v, want ErrBusy", err)
