@@ -19,6 +19,46 @@
 package tierkv
 
 // #include "glue.h"
+//
+// /* The glue functions keep no pointer they are given and never call into
+//  * Go: so their arguments (the error buffer, out-values) may stay on the
+//  * Go stack instead of taking a heap allocation each per call. */
+// #cgo noescape gtkv_batch_delete
+// #cgo nocallback gtkv_batch_delete
+// #cgo noescape gtkv_batch_new
+// #cgo nocallback gtkv_batch_new
+// #cgo noescape gtkv_batch_put
+// #cgo nocallback gtkv_batch_put
+// #cgo noescape gtkv_close
+// #cgo nocallback gtkv_close
+// #cgo noescape gtkv_delete
+// #cgo nocallback gtkv_delete
+// #cgo noescape gtkv_destroy
+// #cgo nocallback gtkv_destroy
+// #cgo noescape gtkv_flush
+// #cgo nocallback gtkv_flush
+// #cgo noescape gtkv_get
+// #cgo nocallback gtkv_get
+// #cgo noescape gtkv_iter_move
+// #cgo nocallback gtkv_iter_move
+// #cgo noescape gtkv_iter_new
+// #cgo nocallback gtkv_iter_new
+// #cgo noescape gtkv_multi_get
+// #cgo nocallback gtkv_multi_get
+// #cgo noescape gtkv_open
+// #cgo nocallback gtkv_open
+// #cgo noescape gtkv_options
+// #cgo nocallback gtkv_options
+// #cgo noescape gtkv_property
+// #cgo nocallback gtkv_property
+// #cgo noescape gtkv_put
+// #cgo nocallback gtkv_put
+// #cgo noescape gtkv_snapshot_new
+// #cgo nocallback gtkv_snapshot_new
+// #cgo noescape gtkv_verify
+// #cgo nocallback gtkv_verify
+// #cgo noescape gtkv_write
+// #cgo nocallback gtkv_write
 import "C"
 
 import (

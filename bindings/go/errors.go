@@ -5,6 +5,11 @@ package tierkv
 // #include "glue.h"
 import "C"
 
+import (
+	"bytes"
+	"unsafe"
+)
+
 // Code is a tierkv status code (the TKV_* values of tierkv.h).
 type Code int
 
@@ -72,5 +77,15 @@ func newError(rc C.int, e *C.gtkv_err) error {
 	case rc == C.TKV_NOT_FOUND:
 		return ErrNotFound
 	}
-	return &Error{Code: Code(rc), Msg: C.GoString(&e.msg[0])}
+	return &Error{Code: Code(rc), Msg: msgString(e)}
+}
+
+// msgString is the NUL-terminated message in e, copied in Go (C.GoString
+// would make every caller's gtkv_err escape to the heap).
+func msgString(e *C.gtkv_err) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&e.msg[0])), len(e.msg))
+	if n := bytes.IndexByte(b, 0); n >= 0 {
+		b = b[:n]
+	}
+	return string(b)
 }

@@ -1,3 +1,3 @@
 module github.com/tierkv/tierkv/bindings/go
 
-go 1.22
+go 1.24
