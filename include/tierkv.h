@@ -4,11 +4,13 @@
  * tree is tiered across DRAM, persistent memory and SSD.
  *
  * Conventions (kept true; tests/test_c_api.c exercises each one):
- *  1. Handles (tkv_db, tkv_options, tkv_batch, tkv_iter, tkv_snapshot) are opaque.
+ *  1. Handles (tkv_db, tkv_options, tkv_read_options, tkv_batch, tkv_iter,
+ *     tkv_snapshot) are opaque.
  *     Every _new or _open function has a matching _free or _close; every free function
  *     accepts NULL and does nothing.
  *  2. Functions that can fail return an int status: TKV_OK (0), TKV_NOT_FOUND (1,
- *     not an error) or a negative TKV_* error. tkv_strerror() names a status;
+ *     not an error), TKV_TRUNCATED (2, tkv_get_into only, not an error) or a
+ *     negative TKV_* error. tkv_strerror() names a status;
  *     tkv_errmsg() returns the calling thread's detailed message for its most
  *     recent error (file names, offsets, option names). The message stays valid
  *     until the same thread's next failing tierkv call.
@@ -35,6 +37,8 @@
  *    must not race with other calls on the same handle.
  *  - tkv_options: not synchronized; build it in one thread, then it may be
  *    passed to tkv_open() (which copies it) from any thread.
+ *  - tkv_read_options: not synchronized while being changed; once set up,
+ *    any number of threads may read through it at once.
  *  - tkv_batch and tkv_iter: belong to one thread at a time. Using one handle
  *    from two threads at once needs the caller's own lock.
  *  - tkv_snapshot: immutable; may be shared between threads until freed.
@@ -94,6 +98,7 @@ TKV_API int tkv_version(void);
 /* Status codes. */
 #define TKV_OK 0
 #define TKV_NOT_FOUND 1 /* key absent (or deleted) at the read's sequence */
+#define TKV_TRUNCATED 2 /* tkv_get_into: the value is larger than the caller's buffer */
 #define TKV_INVALID (-1) /* bad argument, option, or API misuse */
 #define TKV_IO_ERROR (-2) /* the operating system reported an I/O error */
 #define TKV_CORRUPTION (-3) /* a checksum or structural check failed on media */
@@ -114,6 +119,7 @@ typedef struct tkv_options tkv_options;
 typedef struct tkv_batch tkv_batch;
 typedef struct tkv_iter tkv_iter;
 typedef struct tkv_snapshot tkv_snapshot;
+typedef struct tkv_read_options tkv_read_options;
 
 /* tkv_strerror -- a constant string naming status `status` ("OK", "not found",
  * "invalid argument", ...). Unknown codes give "unknown status". */
@@ -240,6 +246,18 @@ TKV_API int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_
 TKV_API int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *const *keys, const size_t *klens,
                   void **vals, size_t *vlens, int *statuses);
 
+/* tkv_get_into -- tkv_get into the caller's buffer, with read options ro
+ * (NULL: the latest state, the defaults). A value of up to `cap` bytes is
+ * copied into buf and *vlen set to its length: TKV_OK, and no memory is
+ * allocated for it on any tier. A larger value: TKV_TRUNCATED, buf holds its
+ * first cap bytes and *vlen its whole length (call again with a buffer that
+ * large; at the same snapshot the answer is the same). buf may be NULL when
+ * cap is 0. Otherwise as tkv_get: TKV_NOT_FOUND (*vlen = 0), TKV_INVALID,
+ * TKV_CORRUPTION, TKV_IO_ERROR, TKV_NO_MEMORY. Iterator bounds in ro do not
+ * apply to it. */
+TKV_API int tkv_get_into(tkv_db *db, const tkv_read_options *ro, const void *key, size_t klen, void *buf, size_t cap,
+                         size_t *vlen);
+
 /* tkv_free -- frees memory returned by tierkv (values, property strings). */
 TKV_API void tkv_free(void *p);
 
@@ -250,17 +268,60 @@ TKV_API const tkv_snapshot *tkv_snapshot_new(tkv_db *db);
 /* tkv_snapshot_free -- releases a snapshot; NULL is a no-op. */
 TKV_API void tkv_snapshot_free(tkv_db *db, const tkv_snapshot *snap);
 
+/* ---------------------------------------------------------------- read options */
+
+/* tkv_read_options -- how one read or iterator reads, for tkv_get_into and
+ * tkv_iter_new_opt. Defaults: the latest state, no bounds, fill_cache=1,
+ * verify_checksums=1. The functions that take one copy what they need, so it
+ * may be reused, changed or freed after the call. Not thread-safe while being
+ * changed; reading through it from several threads at once is fine. */
+/* tkv_read_options_new -- the defaults, or NULL when out of memory. */
+TKV_API tkv_read_options *tkv_read_options_new(void);
+/* tkv_read_options_free -- NULL is a no-op. */
+TKV_API void tkv_read_options_free(tkv_read_options *ro);
+/* tkv_read_options_set_snapshot -- read at snap (NULL: the latest state at
+ * each call). The snapshot must outlive the reads and iterators made with it. */
+TKV_API void tkv_read_options_set_snapshot(tkv_read_options *ro, const tkv_snapshot *snap);
+/* tkv_read_options_set_bounds -- iterators see only keys k with
+ * lower <= k < upper (memcmp order); a NULL pointer (with length 0) means no
+ * bound on that side, an empty key with a non-NULL pointer is a bound. Seeks
+ * outside the bounds are brought inside them, and a scan stops at the first
+ * key past a bound without reading on into the next range. The bounds are
+ * copied. TKV_OK, or TKV_INVALID (lower > upper, a bound longer than
+ * TKV_MAX_KEY_SIZE, NULL with a length), TKV_NO_MEMORY; on an error neither
+ * bound is set. */
+TKV_API int tkv_read_options_set_bounds(tkv_read_options *ro, const void *lower, size_t llen, const void *upper,
+                                        size_t ulen);
+/* tkv_read_options_set -- a flag by name, value "0"/"1" (or false/true,
+ * off/on, no/yes):
+ *   fill_cache        SST blocks read from the device go into the block
+ *                     cache (default 1); 0 for scans that should not evict
+ *                     the working set. Blocks already cached are used either way.
+ *   verify_checksums  SST data blocks read from the device have their
+ *                     checksum checked (default 1). With 0 a corrupt block
+ *                     can be returned as data; blocks read so are not cached.
+ *                     Index and filter blocks, WAL records and the pool's
+ *                     rows are checked regardless.
+ * TKV_OK or TKV_INVALID (unknown name, not a boolean). */
+TKV_API int tkv_read_options_set(tkv_read_options *ro, const char *name, const char *value);
+
 /* ---------------------------------------------------------------- iterators */
 
 /* tkv_iter_new -- an iterator over a consistent view (snap, or the latest state
  * at this call when NULL). It starts unpositioned (not valid); call a seek.
  * Returns TKV_OK, TKV_INVALID or TKV_NO_MEMORY. */
 TKV_API int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out);
+/* tkv_iter_new_opt -- tkv_iter_new with read options ro (NULL: as
+ * tkv_iter_new): its snapshot, bounds and flags. */
+TKV_API int tkv_iter_new_opt(tkv_db *db, const tkv_read_options *ro, tkv_iter **out);
 /* tkv_iter_free -- frees an iterator; NULL is a no-op. */
 TKV_API void tkv_iter_free(tkv_iter *it);
 /* tkv_iter_seek -- positions at the first key >= key. */
 TKV_API void tkv_iter_seek(tkv_iter *it, const void *key, size_t klen);
-/* tkv_iter_seek_first / seek_last -- positions at the smallest / largest key. */
+/* tkv_iter_seek_for_prev -- positions at the last key <= key. */
+TKV_API void tkv_iter_seek_for_prev(tkv_iter *it, const void *key, size_t klen);
+/* tkv_iter_seek_first / seek_last -- positions at the smallest / largest key
+ * (within the bounds, if the iterator has them). */
 TKV_API void tkv_iter_seek_first(tkv_iter *it);
 TKV_API void tkv_iter_seek_last(tkv_iter *it);
 /* tkv_iter_valid -- 1 if positioned on an entry, else 0 (end, or an error:

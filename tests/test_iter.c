@@ -665,6 +665,186 @@ static void test_db_iter_model(void **state)
     }
 }
 
+/* vis_key -- the user key of model entry i. */
+static tkv_slice vis_key(const dcase *c, long i) { return slice(c->keys[c->vis[i]->key], c->klen[c->vis[i]->key]); }
+
+/* A random bound: absent (NULL) a third of the time, else a key of the case
+ * or a random string (possibly empty). */
+static const uint8_t *pick_bound(const dcase *c, uint8_t buf[8], size_t *n)
+{
+    size_t r = rndn(3);
+    if (r == 0) {
+        *n = 0;
+        return NULL;
+    }
+    if (r == 1) {
+        size_t k = rndn(c->nkeys);
+        *n = c->klen[k];
+        memcpy(buf, c->keys[k], *n);
+    } else {
+        *n = rand_bytes(buf, 7, 0);
+    }
+    return buf;
+}
+
+/* bounds_filter -- keeps the model entries inside [lo, hi) (NULL: open). */
+static void bounds_filter(dcase *c, const uint8_t *lo, size_t ln, const uint8_t *hi, size_t hn)
+{
+    long m = 0;
+    for (long i = 0; i < c->nvis; i++) {
+        tkv_slice k = vis_key(c, i);
+        if (lo && ukey_cmp(k, slice(lo, ln)) < 0) continue;
+        if (hi && ukey_cmp(k, slice(hi, hn)) >= 0) continue;
+        c->vis[m++] = c->vis[i];
+    }
+    c->nvis = m;
+}
+
+/* model_floor -- the last model entry with key <= t, or -1. */
+static long model_floor(const dcase *c, const uint8_t *t, size_t tn)
+{
+    long r = -1;
+    for (long i = 0; i < c->nvis; i++)
+        if (ukey_cmp(vis_key(c, i), slice(t, tn)) <= 0) r = i;
+    return r;
+}
+
+/* db_iter with bounds, against the model restricted to them: every seek
+ * (seek_first, seek_last, seek, seek_for_prev, targets inside and outside the
+ * bounds) and random walks in both directions, at random snapshots. */
+static void test_db_iter_bounds_model(void **state)
+{
+    (void)state;
+    seed_rng(__func__);
+    int rounds = 1500 * scale();
+    for (int round = 0; round < rounds; round++) {
+        dcase c;
+        dcase_gen(&c);
+        for (int s = 0; s < 4; s++) {
+            uint64_t snap = pick_snapshot(&c);
+            dcase_snapshot(&c, snap);
+            uint8_t lb[8], hb[8];
+            size_t ln, hn;
+            const uint8_t *lo = pick_bound(&c, lb, &ln), *hi = pick_bound(&c, hb, &hn);
+            if (lo && hi && ukey_cmp(slice(lo, ln), slice(hi, hn)) > 0) { /* keep lo <= hi */
+                const uint8_t *t = lo;
+                size_t tn = ln;
+                lo = hi, ln = hn, hi = t, hn = tn;
+            }
+            db_iter *it = dcase_iter(&c, snap, NULL, NULL);
+            assert_int_equal(db_iter_set_bounds(it, lo, ln, hi, hn), 0);
+            bounds_filter(&c, lo, ln, hi, hn);
+            long n = c.nvis;
+
+            db_iter_seek_first(it);
+            for (long i = 0; i < n; i++, db_iter_next(it)) dcheck(it, &c, i);
+            dcheck(it, &c, -1);
+            db_iter_seek_last(it);
+            for (long i = n - 1; i >= 0; i--, db_iter_prev(it)) dcheck(it, &c, i);
+            dcheck(it, &c, -1);
+
+            for (int walk = 0; walk < 12; walk++) {
+                long pos;
+                size_t op = rndn(8);
+                if (op == 0) {
+                    db_iter_seek_first(it);
+                    pos = n ? 0 : -1;
+                } else if (op == 1) {
+                    db_iter_seek_last(it);
+                    pos = n - 1;
+                } else {
+                    uint8_t t[8];
+                    size_t tn;
+                    if (rndn(2)) {
+                        size_t k = rndn(c.nkeys);
+                        tn = c.klen[k];
+                        memcpy(t, c.keys[k], tn);
+                    } else {
+                        tn = rand_bytes(t, 7, 0);
+                    }
+                    if (op & 1) {
+                        db_iter_seek_for_prev(it, t, tn);
+                        pos = model_floor(&c, t, tn);
+                    } else {
+                        db_iter_seek(it, t, tn);
+                        pos = model_lower_bound(&c, t, tn);
+                    }
+                }
+                dcheck(it, &c, pos);
+                size_t steps = rndn(25);
+                for (size_t st = 0; st < steps; st++) {
+                    if (rndn(2)) {
+                        db_iter_next(it);
+                        if (pos >= 0) pos = pos + 1 < n ? pos + 1 : -1;
+                    } else {
+                        db_iter_prev(it);
+                        if (pos >= 0) pos--;
+                    }
+                    dcheck(it, &c, pos);
+                }
+            }
+            assert_int_equal(db_iter_status(it), 0);
+            db_iter_free(it);
+        }
+        dcase_free(&c);
+    }
+}
+
+/* append_key -- appends the iterator's (short) key to s. */
+static void append_key(char *s, const db_iter *it)
+{
+    size_t kl;
+    const char *k = db_iter_key(it, &kl);
+    strncat(s, k, kl);
+}
+
+/* A scan stops at the first entry past a bound and reads no further: the
+ * entries beyond the bounds have an unknown type, which db_iter reports as
+ * TKV_CORRUPTION if it parses them (as the unbounded iterator does). */
+static void test_db_iter_bounds_stop(void **state)
+{
+    (void)state;
+    const char *keys[] = {"a", "b", "c", "d", "e", "f"};
+    tkv_slice ks[6], vs[6];
+    for (size_t i = 0; i < 6; i++) {
+        int outside = i == 0 || i >= 4; /* a, e, f: outside [b, e) */
+        ks[i] = mk_ikey(keys[i], 1, 1, IKEY_VALUE);
+        if (outside) ((uint8_t *)ks[i].p)[1] = 0x7f; /* the trailer's type byte */
+        vs[i] = slice("v", 1);
+    }
+    size_t kl;
+    for (int bounded = 0; bounded < 2; bounded++) {
+        db_iter *it = db_iter_new(vec_iter_new(ks, vs, 6), 10);
+        assert_non_null(it);
+        if (bounded) assert_int_equal(db_iter_set_bounds(it, "b", 1, "e", 1), 0);
+        char got[16] = "";
+        for (db_iter_seek_first(it); db_iter_valid(it); db_iter_next(it)) append_key(got, it);
+        if (!bounded) { /* the unbounded scan meets "a" first and fails */
+            assert_string_equal(got, "");
+            assert_int_equal(db_iter_status(it), TKV_CORRUPTION);
+            db_iter_free(it);
+            continue;
+        }
+        assert_string_equal(got, "bcd");
+        assert_int_equal(db_iter_status(it), 0);
+        got[0] = '\0';
+        for (db_iter_seek_last(it); db_iter_valid(it); db_iter_prev(it)) append_key(got, it);
+        assert_string_equal(got, "dcb");
+        assert_int_equal(db_iter_status(it), 0);
+        db_iter_seek_for_prev(it, "z", 1); /* above the upper bound: the last key below it */
+        assert_true(db_iter_valid(it));
+        assert_memory_equal(db_iter_key(it, &kl), "d", 1);
+        db_iter_seek(it, "", 0); /* below the lower bound: the first key at it */
+        assert_true(db_iter_valid(it));
+        assert_memory_equal(db_iter_key(it, &kl), "b", 1);
+        db_iter_seek_for_prev(it, "a", 1); /* below the lower bound: nothing */
+        assert_false(db_iter_valid(it));
+        assert_int_equal(db_iter_status(it), 0);
+        db_iter_free(it);
+    }
+    for (size_t i = 0; i < 6; i++) free((void *)ks[i].p);
+}
+
 /* A fixed case with hand-computed answers. */
 static void test_db_iter_fixed(void **state)
 {
@@ -815,6 +995,8 @@ int main(void)
         cmocka_unit_test(test_merge_error),
         cmocka_unit_test(test_db_iter_fixed),
         cmocka_unit_test(test_db_iter_model),
+        cmocka_unit_test(test_db_iter_bounds_model),
+        cmocka_unit_test(test_db_iter_bounds_stop),
         cmocka_unit_test(test_db_iter_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

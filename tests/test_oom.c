@@ -14,6 +14,10 @@
  *             crashes; then, without faults, the database reopens and holds
  *             every acknowledged write.
  *
+ *  get_into_no_alloc  tkv_get_into of a value that fits the caller's buffer
+ *             allocates nothing on the calling thread, from a memtable, a
+ *             row or an SST (blocks cached), where tkv_get allocates.
+ *
  * The workload keeps its expectations in static arrays: nothing of the test
  * allocates while a failure is armed. Sanitizer builds replace malloc
  * themselves: there the test is skipped with a message.
@@ -41,6 +45,7 @@
 
 static int g_countdown = -1; /* allocations left before the armed failure; -1: none armed */
 static uint64_t g_allocs;    /* allocations since the last oom_arm (relaxed) */
+static _Thread_local uint64_t t_allocs; /* allocations by this thread, ever */
 
 #if OOM_INTERPOSE
 void *__libc_malloc(size_t n);
@@ -53,6 +58,7 @@ void *__libc_memalign(size_t align, size_t n);
 static int fail_now(void)
 {
     __atomic_fetch_add(&g_allocs, 1, __ATOMIC_RELAXED);
+    t_allocs++;
     int left = __atomic_load_n(&g_countdown, __ATOMIC_ACQUIRE);
     while (left >= 0)
         if (__atomic_compare_exchange_n(&g_countdown, &left, left - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -233,9 +239,53 @@ static void oom_sweep(void **state)
     tu_tmpdir_free(dir);
 }
 
+static void get_into_no_alloc(void **state)
+{
+    (void)state;
+    if (!OOM_INTERPOSE) {
+        print_message("skipped: the sanitizer runtime owns malloc in this build\n");
+        skip();
+    }
+    char *dir = tu_tmpdir("oom-get-into");
+    tkv_options *o = tu_small_options();
+    tkv_db *db = tu_open_ok(dir, o);
+    static char val[3000];
+    memset(val, 'v', sizeof val);
+    const char *keys[] = {"in-sst", "in-row", "in-mem"};
+    for (int t = 0; t < 3; t++) {
+        assert_int_equal(tkv_put(db, keys[t], strlen(keys[t]), val, sizeof val, 0), TKV_OK);
+        if (t == 0) assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+        if (t == 1) assert_int_equal(tkv_flush(db), TKV_OK);
+    }
+    static char buf[4096];
+    for (int t = 0; t < 3; t++) {
+        size_t vl;
+        assert_int_equal(tkv_get_into(db, NULL, keys[t], strlen(keys[t]), buf, sizeof buf, &vl), TKV_OK); /* warm */
+        uint64_t before = t_allocs;
+        for (int i = 0; i < 10; i++) {
+            assert_int_equal(tkv_get_into(db, NULL, keys[t], strlen(keys[t]), buf, sizeof buf, &vl), TKV_OK);
+            assert_int_equal(vl, sizeof val);
+        }
+        uint64_t into = t_allocs - before;
+        void *v;
+        before = t_allocs;
+        assert_int_equal(tkv_get(db, NULL, keys[t], strlen(keys[t]), &v, &vl), TKV_OK);
+        uint64_t get = t_allocs - before;
+        tkv_free(v);
+        print_message("%s: %llu allocations in 10 tkv_get_into, %llu in one tkv_get\n", keys[t],
+                      (unsigned long long)into, (unsigned long long)get);
+        assert_int_equal(into, 0);
+        assert_true(get >= 1); /* the counter counts */
+    }
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(get_into_no_alloc),
         cmocka_unit_test(oom_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

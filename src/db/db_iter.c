@@ -12,6 +12,12 @@
  *    entry of the current user key, or not valid if there is nothing before.
  *    The current user key and value are copies in saved_key / saved_val.
  *  - status != 0: not valid, every call but free/status/valid/key/value is a no-op.
+ *
+ * Bounds (db_iter_set_bounds): every entry is tested against them as it is
+ * met, visible or not, so a scan stops at the first entry past a bound and
+ * never reads on into the next range: forward at the first user key >=
+ * upper, backward at the first user key < lower. Seeks are clamped into
+ * [lower, upper) before they reach the internal iterator.
  */
 #include "db/db_iter.h"
 
@@ -33,6 +39,9 @@ struct db_iter {
     int status;
     tkv_buf saved_key; /* DIR_FWD: user key to skip past (or seek target); DIR_REV: current user key */
     tkv_buf saved_val; /* DIR_REV: current value */
+    tkv_buf lower;     /* inclusive lower bound of user keys, if has_lower */
+    tkv_buf upper;     /* exclusive upper bound, if has_upper */
+    int has_lower, has_upper;
 };
 
 /* db_iter_new -- an unpositioned iterator owning `internal`. */
@@ -57,6 +66,8 @@ void db_iter_free(db_iter *it)
     it_destroy(it->in);
     buf_free(&it->saved_key);
     buf_free(&it->saved_val);
+    buf_free(&it->lower);
+    buf_free(&it->upper);
     free(it);
 }
 
@@ -68,6 +79,32 @@ static int set_buf(tkv_buf *b, tkv_slice s)
 }
 
 static tkv_slice buf_slice(const tkv_buf *b) { return slice(b->data, b->len); }
+
+/* buf_bytes -- b's bytes, never NULL (an empty bound has no storage). */
+static const uint8_t *buf_bytes(const tkv_buf *b) { return b->data ? b->data : (const uint8_t *)""; }
+
+/* past_upper / before_lower -- user key uk is outside the bounds. */
+static int past_upper(const db_iter *it, tkv_slice uk) { return it->has_upper && ukey_cmp(uk, buf_slice(&it->upper)) >= 0; }
+static int before_lower(const db_iter *it, tkv_slice uk) { return it->has_lower && ukey_cmp(uk, buf_slice(&it->lower)) < 0; }
+
+int db_iter_set_bounds(db_iter *it, const void *lower, size_t llen, const void *upper, size_t ulen)
+{
+    it->lower.len = it->upper.len = 0;
+    it->has_lower = lower != NULL;
+    it->has_upper = upper != NULL;
+    if (lower && buf_append(&it->lower, lower, llen)) return TKV_NO_MEMORY;
+    if (upper && buf_append(&it->upper, upper, ulen)) return TKV_NO_MEMORY;
+    return 0;
+}
+
+const void *db_iter_seek_target(const db_iter *it, const void *ukey, size_t *klen)
+{
+    if (before_lower(it, slice(ukey, *klen))) {
+        *klen = it->lower.len;
+        return buf_bytes(&it->lower);
+    }
+    return ukey;
+}
 
 /* clear_saved -- empties the saved key and value, releasing an oversized value buffer. */
 static void clear_saved(db_iter *it)
@@ -116,6 +153,7 @@ static void find_next_user_entry(db_iter *it, int skipping)
 {
     do {
         tkv_slice ik = it_key(it->in);
+        if (ik.n >= IKEY_TRAILER && past_upper(it, ikey_user(ik))) break; /* so is every later entry: not read */
         ikey_type type;
         uint64_t seq;
         int rc = parse(ik, &type, &seq);
@@ -156,6 +194,7 @@ static void find_prev_user_entry(db_iter *it)
     ikey_type value_type = IKEY_DELETION; /* of the newest visible version seen for saved_key */
     while (it_valid(it->in)) {
         tkv_slice ik = it_key(it->in);
+        if (ik.n >= IKEY_TRAILER && before_lower(it, ikey_user(ik))) break; /* so is every earlier entry */
         ikey_type type;
         uint64_t seq;
         int rc = parse(ik, &type, &seq);
@@ -196,6 +235,10 @@ static void find_prev_user_entry(db_iter *it)
 void db_iter_seek_first(db_iter *it)
 {
     if (it->status) return;
+    if (it->has_lower) {
+        db_iter_seek(it, buf_bytes(&it->lower), it->lower.len);
+        return;
+    }
     it->dir = DIR_FWD;
     clear_saved(it);
     it_seek_first(it->in);
@@ -206,13 +249,75 @@ void db_iter_seek_first(db_iter *it)
     check_internal(it);
 }
 
+/* seek_before -- positions the internal iterator at the last entry that
+ * sorts before internal key `target`, or unpositioned (not valid) if none. */
+static void seek_before(db_iter *it, tkv_slice target)
+{
+    it_seek(it->in, target);
+    if (it_valid(it->in))
+        it_prev(it->in);
+    else if (!it_status(it->in))
+        it_seek_last(it->in);
+}
+
+/* seek_rev_below_upper -- DIR_REV at the largest live user key below the upper
+ * bound (db_iter_seek_last with one). */
+static void seek_rev_below_upper(db_iter *it)
+{
+    int rc = buf_reserve(&it->saved_key, it->upper.len + IKEY_TRAILER);
+    if (rc) {
+        fail(it, rc);
+        return;
+    }
+    ikey_encode(it->saved_key.data, buf_bytes(&it->upper), it->upper.len, IKEY_MAX_SEQ, IKEY_SEEK_TYPE);
+    it->saved_key.len = it->upper.len + IKEY_TRAILER;
+    seek_before(it, buf_slice(&it->saved_key)); /* the first entry of any key >= upper, minus one */
+    it->saved_key.len = 0;
+    find_prev_user_entry(it);
+}
+
 /* db_iter_seek_last -- the largest live user key (scanning back over its versions). */
 void db_iter_seek_last(db_iter *it)
 {
     if (it->status) return;
     it->dir = DIR_REV;
     clear_saved(it);
-    it_seek_last(it->in);
+    if (it->has_upper) {
+        seek_rev_below_upper(it);
+    } else {
+        it_seek_last(it->in);
+        find_prev_user_entry(it);
+    }
+    check_internal(it);
+}
+
+/* db_iter_seek_for_prev -- the largest live user key <= ukey: seeks past
+ * every version of ukey (ikey(ukey, 0, deletion) sorts after all of them but
+ * one with that very trailer, stepped over), then scans backward. */
+void db_iter_seek_for_prev(db_iter *it, const void *ukey, size_t klen)
+{
+    if (it->status) return;
+    it->dir = DIR_REV;
+    clear_saved(it);
+    if (it->has_upper && ukey_cmp(slice(ukey, klen), buf_slice(&it->upper)) >= 0) {
+        seek_rev_below_upper(it);
+        check_internal(it);
+        return;
+    }
+    int rc = buf_reserve(&it->saved_key, klen + IKEY_TRAILER);
+    if (rc) {
+        fail(it, rc);
+        return;
+    }
+    ikey_encode(it->saved_key.data, ukey, klen, 0, IKEY_DELETION);
+    it->saved_key.len = klen + IKEY_TRAILER;
+    it_seek(it->in, buf_slice(&it->saved_key));
+    while (it_valid(it->in) && ukey_cmp(ikey_user(it_key(it->in)), slice(ukey, klen)) == 0) it_next(it->in);
+    if (it_valid(it->in))
+        it_prev(it->in);
+    else if (!it_status(it->in))
+        it_seek_last(it->in);
+    it->saved_key.len = 0;
     find_prev_user_entry(it);
     check_internal(it);
 }
@@ -222,6 +327,7 @@ void db_iter_seek_last(db_iter *it)
 void db_iter_seek(db_iter *it, const void *ukey, size_t klen)
 {
     if (it->status) return;
+    ukey = db_iter_seek_target(it, ukey, &klen);
     it->dir = DIR_FWD;
     clear_saved(it);
     int rc = buf_reserve(&it->saved_key, klen + IKEY_TRAILER);

@@ -35,6 +35,16 @@ void db_iter_seek_first(db_iter *it);
 void db_iter_seek_last(db_iter *it);
 /* db_iter_seek -- positions at the first visible user key >= ukey. */
 void db_iter_seek(db_iter *it, const void *ukey, size_t klen);
+/* db_iter_seek_for_prev -- positions at the last visible user key <= ukey. */
+void db_iter_seek_for_prev(db_iter *it, const void *ukey, size_t klen);
+
+/* db_iter_set_bounds -- limits the iterator to user keys in [lower, upper):
+ * NULL means no bound on that side (an empty key with a non-NULL pointer is a
+ * bound). Copies both. Call before the first seek. 0 or TKV_NO_MEMORY. */
+int db_iter_set_bounds(db_iter *it, const void *lower, size_t llen, const void *upper, size_t ulen);
+/* db_iter_seek_target -- what db_iter_seek(ukey) seeks to: ukey, or the
+ * lower bound when ukey is below it (*klen updated). */
+const void *db_iter_seek_target(const db_iter *it, const void *ukey, size_t *klen);
 /* db_iter_next / prev -- the next larger / smaller visible user key (no-op when not valid). */
 void db_iter_next(db_iter *it);
 void db_iter_prev(db_iter *it);

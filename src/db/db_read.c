@@ -17,8 +17,10 @@
 #include "db/db_iter.h"
 #include "db/files.h"
 #include "db/mx.h"
+#include "db/readopts.h"
 #include "db/superversion.h"
 #include "sst/multiget.h"
+#include "sst/table.h"
 #include "util/iter.h"
 #include "util/status.h"
 
@@ -89,6 +91,45 @@ int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, 
     version *ver;
     superversion *sv = sv_get_view(db, snap, &seq, &ver);
     int rc = get_in(db, sv, ver, seq, key, klen, val, vlen);
+    files_unpin(db, ver, 0);
+    sv_unref(sv);
+    return rc;
+}
+
+int tkv_get_into(tkv_db *db, const tkv_read_options *ro, const void *key, size_t klen, void *buf, size_t cap,
+                 size_t *vlen)
+{
+    if (vlen) *vlen = 0;
+    if (!db || !vlen) return tkv_err(TKV_INVALID, "tkv_get_into: NULL %s", !db ? "db" : "vlen");
+    if (!buf && cap) return tkv_err(TKV_INVALID, "tkv_get_into: NULL buffer with capacity %zu", cap);
+    TKV_TRY(check_key(key, klen));
+    uint64_t seq;
+    version *ver;
+    superversion *sv = sv_get_view(db, ro ? ro->snap : NULL, &seq, &ver);
+    unsigned saved = table_read_flags_set(readopts_table_flags(ro));
+    ikey_type type;
+    tkv_slice v;
+    tkv_buf b;
+    buf_init_fixed(&b, buf, cap); /* a value from the rows or an SST lands in buf when it fits */
+    int rc;
+    ctr_add(&db->ctr.gets, 1);
+    if (sv_lookup(sv, key, klen, seq, &type, &v)) {
+        rc = type == IKEY_DELETION ? TKV_NOT_FOUND : TKV_OK;
+    } else {
+        rc = mx_get(db, sv, ver, slice(key, klen), seq, &type, &b);
+        if (rc == 0) rc = multiget_one(db->tc, ver, slice(key, klen), seq, &type, &b);
+        rc = rc == 1 && type == IKEY_VALUE ? TKV_OK : rc >= 0 ? TKV_NOT_FOUND : rc;
+        v = slice(b.data, b.len);
+    }
+    if (rc == TKV_OK) {
+        ctr_add(&db->ctr.gets_found, 1);
+        *vlen = v.n;
+        size_t n = v.n <= cap ? v.n : cap;
+        if (n && v.p != buf) memmove(buf, v.p, n);
+        if (v.n > cap) rc = TKV_TRUNCATED;
+    }
+    buf_free(&b);
+    table_read_flags_set(saved);
     files_unpin(db, ver, 0);
     sv_unref(sv);
     return rc;
@@ -230,6 +271,7 @@ struct tkv_iter {
     tkv_it **sst;    /* the SST children (L0 files, levels), owned by `it` */
     size_t nsst;
     uint64_t seq;
+    unsigned rflags; /* table read flags (readopts_table_flags), set around each move */
     tkv_buf target;  /* scratch: the internal key of a seek */
 };
 
@@ -243,10 +285,28 @@ static void add_sst_iters(tkv_db *db, version *v, io_ring *ring, tkv_it **childr
         if (v->nfiles[l]) children[(*k)++] = level_iter_new(db->tc, v->files[l], v->nfiles[l], ring, pst);
 }
 
+static int iter_new(tkv_db *db, const tkv_snapshot *snap, const tkv_read_options *ro, tkv_iter **out);
+
+/* bytes_of -- b's bytes, never NULL (an empty bound is still a bound). */
+static const void *bytes_of(const tkv_buf *b) { return b->data ? (const void *)b->data : ""; }
+
 int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
 {
     if (out) *out = NULL;
     if (!db || !out) return tkv_err(TKV_INVALID, "tkv_iter_new: NULL %s", db ? "out" : "db");
+    return iter_new(db, snap, NULL, out);
+}
+
+int tkv_iter_new_opt(tkv_db *db, const tkv_read_options *ro, tkv_iter **out)
+{
+    if (out) *out = NULL;
+    if (!db || !out) return tkv_err(TKV_INVALID, "tkv_iter_new_opt: NULL %s", db ? "out" : "db");
+    return iter_new(db, ro ? ro->snap : NULL, ro, out);
+}
+
+/* iter_new -- tkv_iter_new with read options ro (NULL: none; its snapshot is snap). */
+static int iter_new(tkv_db *db, const tkv_snapshot *snap, const tkv_read_options *ro, tkv_iter **out)
+{
     uint64_t seq;
     version *v;
     superversion *sv = sv_get_view(db, snap, &seq, &v);
@@ -270,6 +330,13 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
     sv_unref(sv);
     tkv_it *merged = rc == 0 ? merging_iter_new(children, n) : NULL;
     db_iter *di = merged ? db_iter_new(merged, seq) : NULL;
+    if (di && ro && db_iter_set_bounds(di, ro->has_lower ? bytes_of(&ro->lower) : NULL, ro->lower.len,
+                                       ro->has_upper ? bytes_of(&ro->upper) : NULL, ro->upper.len)) {
+        db_iter_free(di); /* releases the children */
+        di = NULL;
+        rc = tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
+        children = NULL;
+    }
     if (!di) { /* a failed merging_iter_new or db_iter_new has released the children and the array */
         if (rc == 0) {
             rc = tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
@@ -288,6 +355,7 @@ int tkv_iter_new(tkv_db *db, const tkv_snapshot *snap, tkv_iter **out)
     ti->nsst = n - nmem;
     ti->sst = ti->nsst ? children + nmem : NULL; /* the merging iterator keeps the array (n > 1) */
     ti->seq = seq;
+    ti->rflags = readopts_table_flags(ro);
     __atomic_fetch_add(&db->open_iterators, 1, __ATOMIC_ACQ_REL);
     ctr_add(&db->ctr.iterators_created, 1);
     *out = ti;
@@ -320,18 +388,35 @@ static void prefetch_seek(tkv_iter *it, const void *key, size_t klen)
     if (issued > 1) ctr_add(&it->db->ctr.seek_parallel, 1);
 }
 
+/* Each move runs with the iterator's table read flags set on the calling
+ * thread (sst/table.h), the caller's own restored after it. */
+#define ITER_MOVE(it, call)                                                                                           \
+    do {                                                                                                           \
+        if (!(it)) return;                                                                                         \
+        unsigned saved_ = table_read_flags_set((it)->rflags);                                                      \
+        call;                                                                                                      \
+        table_read_flags_set(saved_);                                                                              \
+    } while (0)
+
 void tkv_iter_seek(tkv_iter *it, const void *key, size_t klen)
 {
-    if (!it) return;
     if (!key && klen) klen = 0;
-    if (it->ring && db_iter_status(it->it) == 0) prefetch_seek(it, key, klen);
-    db_iter_seek(it->it, key, klen);
+    ITER_MOVE(it, {
+        const void *k = db_iter_seek_target(it->it, key, &klen); /* what the seek reads: prefetch that */
+        if (it->ring && db_iter_status(it->it) == 0) prefetch_seek(it, k, klen);
+        db_iter_seek(it->it, k, klen);
+    });
 }
-void tkv_iter_seek_first(tkv_iter *it) { if (it) db_iter_seek_first(it->it); }
-void tkv_iter_seek_last(tkv_iter *it) { if (it) db_iter_seek_last(it->it); }
+void tkv_iter_seek_for_prev(tkv_iter *it, const void *key, size_t klen)
+{
+    if (!key && klen) klen = 0;
+    ITER_MOVE(it, db_iter_seek_for_prev(it->it, key, klen));
+}
+void tkv_iter_seek_first(tkv_iter *it) { ITER_MOVE(it, db_iter_seek_first(it->it)); }
+void tkv_iter_seek_last(tkv_iter *it) { ITER_MOVE(it, db_iter_seek_last(it->it)); }
 int tkv_iter_valid(const tkv_iter *it) { return it && db_iter_valid(it->it); }
-void tkv_iter_next(tkv_iter *it) { if (it) db_iter_next(it->it); }
-void tkv_iter_prev(tkv_iter *it) { if (it) db_iter_prev(it->it); }
+void tkv_iter_next(tkv_iter *it) { ITER_MOVE(it, db_iter_next(it->it)); }
+void tkv_iter_prev(tkv_iter *it) { ITER_MOVE(it, db_iter_prev(it->it)); }
 
 const void *tkv_iter_key(const tkv_iter *it, size_t *klen)
 {

@@ -134,8 +134,8 @@ int options_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-/* parse_bool -- 1/0/true/false/on/off/yes/no. */
-static int parse_bool(const char *s, uint64_t *out)
+/* options_parse_bool: options.h */
+int options_parse_bool(const char *s, uint64_t *out)
 {
     static const char *yes[] = {"1", "true", "on", "yes"}, *no[] = {"0", "false", "off", "no"};
     for (size_t i = 0; i < 4; i++) {
@@ -179,7 +179,7 @@ static int set_one(struct tkv_options *o, const opt_def *d, const char *value)
     uint64_t v;
     int rc;
     if (d->kind == OPT_STRING) return store_string(o, d, value);
-    if (d->kind == OPT_BOOL) rc = parse_bool(value, &v);
+    if (d->kind == OPT_BOOL) rc = options_parse_bool(value, &v);
     else if (d->kind == OPT_ENUM) {
         rc = TKV_INVALID;
         for (v = 0; d->names[v]; v++)

@@ -131,4 +131,8 @@ int options_user_set(const struct tkv_options *o, const char *name);
 /* options_parse_size -- parses "123", "64K", "64M", "1G", "1T" (powers of 1024). 0 or TKV_INVALID. */
 int options_parse_size(const char *s, uint64_t *out);
 
+/* options_parse_bool -- 1/0/true/false/on/off/yes/no (any case) into *out.
+ * 0 or TKV_INVALID (nothing recorded). */
+int options_parse_bool(const char *s, uint64_t *out);
+
 #endif

@@ -107,6 +107,18 @@ io_file *table_file(const table *t);
  * table holds no such entry; <0 on error (TKV_CORRUPTION naming the file and
  * block offset, TKV_IO_ERROR, TKV_NO_MEMORY). */
 int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val);
+/* Read flags of the calling thread, for the client read in progress
+ * (tkv_read_options), set around it by the caller and read by every data
+ * block read on this thread: TABLE_READ_NO_FILL: blocks read from the file
+ * are not inserted into the block cache (the reader frees them when done);
+ * TABLE_READ_NO_VERIFY: their trailer checksum is not checked (and they are
+ * not cached either, so no other read meets an unverified block). Index,
+ * filter and footer blocks are always verified. Background work never sets
+ * them. table_read_flags_set returns the previous flags, to restore. */
+#define TABLE_READ_NO_FILL 1u
+#define TABLE_READ_NO_VERIFY 2u
+unsigned table_read_flags_set(unsigned flags);
+
 /* table_may_contain -- the bloom filter's answer alone: 0 if ukey is certainly
  * absent, 1 if it may be present. */
 int table_may_contain(table *t, tkv_slice ukey);

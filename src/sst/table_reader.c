@@ -11,6 +11,7 @@
  */
 #include <lz4.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sst/bloom.h"
 #include "sst/table_int.h"
@@ -34,9 +35,30 @@ static int handle_in_range(block_handle h, uint64_t end)
     return end >= SST_TRAILER_SIZE && h.size <= end - SST_TRAILER_SIZE && h.offset <= end - SST_TRAILER_SIZE - h.size;
 }
 
+static int decode_block(const char *path, block_handle h, const uint8_t *p, size_t got, const char *what, int verify,
+                        cached_block *raw, cached_block **out);
+
+/* The calling thread's read flags (table.h). */
+static _Thread_local unsigned read_flags;
+
+unsigned table_read_flags_set(unsigned flags)
+{
+    unsigned old = read_flags;
+    read_flags = flags;
+    return old;
+}
+
 /* table_decode_block: table_int.h */
 int table_decode_block(const char *path, block_handle h, const uint8_t *p, size_t got, const char *what,
                        cached_block *raw, cached_block **out)
+{
+    return decode_block(path, h, p, got, what, 1, raw, out);
+}
+
+/* decode_block -- table_decode_block, the trailer checksum checked only if
+ * `verify`. */
+static int decode_block(const char *path, block_handle h, const uint8_t *p, size_t got, const char *what, int verify,
+                        cached_block *raw, cached_block **out)
 {
     *out = NULL;
     size_t n = (size_t)h.size + SST_TRAILER_SIZE;
@@ -47,7 +69,7 @@ int table_decode_block(const char *path, block_handle h, const uint8_t *p, size_
         goto fail;
     }
     uint8_t type = p[h.size];
-    if (tkv_checksum(p, (size_t)h.size + 1) != dec_u32(p + h.size + 1)) {
+    if (verify && tkv_checksum(p, (size_t)h.size + 1) != dec_u32(p + h.size + 1)) {
         rc = corrupt_at(path, h.offset, what, "checksum mismatch");
         goto fail;
     }
@@ -92,6 +114,10 @@ fail:
     return rc;
 }
 
+/* data_verify -- whether a block read now checks its trailer checksum: always
+ * but for data blocks read with TABLE_READ_NO_VERIFY. */
+static int data_verify(const char *what) { return !(read_flags & TABLE_READ_NO_VERIFY) || strcmp(what, "data block") != 0; }
+
 /* read_block -- reads block h and its trailer with io_pread and decodes it
  * (table_decode_block); `end` bounds where the block may lie. */
 static int read_block(table *t, block_handle h, uint64_t end, const char *what, cached_block **out)
@@ -107,7 +133,7 @@ static int read_block(table *t, block_handle h, uint64_t end, const char *what, 
         block_mem_free(raw);
         return rc;
     }
-    return table_decode_block(t->f->path, h, raw->data, got, what, raw, out);
+    return decode_block(t->f->path, h, raw->data, got, what, data_verify(what), raw, out);
 }
 
 static void block_deleter(const void *key, size_t klen, void *value)
@@ -146,7 +172,7 @@ static void keep_block(table *t, block_handle h, cached_block *blk, table_block 
     table_stat_add(&t->st_block_reads);
     r->blk = blk;
     r->h = NULL;
-    if (!t->cache) return;
+    if (!t->cache || (read_flags & (TABLE_READ_NO_FILL | TABLE_READ_NO_VERIFY))) return; /* unverified: never shared */
     uint8_t key[16];
     block_key(t, h, key);
     r->h = cache_insert(t->cache, key, sizeof key, blk, blk->size, block_deleter); /* NULL: we own it */
@@ -167,7 +193,7 @@ int table_block_parse(table *t, block_handle h, const uint8_t *p, size_t got, ta
     r->h = NULL;
     if (!handle_in_range(h, t->data_end)) return table_corrupt(t, h.offset, "data block", "block handle out of range");
     cached_block *blk;
-    TKV_TRY(table_decode_block(t->f->path, h, p, got, "data block", NULL, &blk));
+    TKV_TRY(decode_block(t->f->path, h, p, got, "data block", data_verify("data block"), NULL, &blk));
     keep_block(t, h, blk, r);
     return 0;
 }
@@ -371,6 +397,11 @@ static uint8_t *seek_target(tkv_slice ukey, uint64_t seq, uint8_t *stackbuf, siz
     return tk;
 }
 
+/* Point lookups rebuild the keys of the index and data blocks they seek in
+ * a buffer on the stack this large (longer keys move it to the heap), so a
+ * lookup whose blocks are cached allocates nothing. */
+#define LOOKUP_KEY_STACK 256
+
 int table_locate(table *t, tkv_slice ukey, uint64_t seq, block_handle *h)
 {
     if (ukey.n > TKV_MAX_KEY_SIZE) return tkv_err(TKV_INVALID, "table_get: key of %zu bytes", ukey.n);
@@ -379,7 +410,9 @@ int table_locate(table *t, tkv_slice ukey, uint64_t seq, block_handle *h)
     tkv_slice target;
     uint8_t *tk = seek_target(ukey, seq, stackbuf, sizeof stackbuf, &target);
     if (!tk) return tkv_err(TKV_NO_MEMORY, "out of memory in table_get");
+    uint8_t keybuf[LOOKUP_KEY_STACK];
     block_iter ix = {0};
+    buf_init_fixed(&ix.key, keybuf, sizeof keybuf); /* no allocation for keys up to its size */
     int rc = block_iter_init_checked(&ix, t->index->data, t->index->size, t->f->path, t->index_h.offset);
     if (rc == 0) {
         block_iter_seek(&ix, target);
@@ -400,7 +433,9 @@ int table_block_find(table *t, block_handle h, const table_block *b, tkv_slice u
     tkv_slice target;
     uint8_t *tk = seek_target(ukey, seq, stackbuf, sizeof stackbuf, &target);
     if (!tk) return tkv_err(TKV_NO_MEMORY, "out of memory in table_get");
+    uint8_t keybuf[LOOKUP_KEY_STACK];
     block_iter db = {0};
+    buf_init_fixed(&db.key, keybuf, sizeof keybuf);
     int rc = block_iter_init(&db, b->blk->data, b->blk->size, t->f->path, h.offset);
     if (rc < 0) goto out;
     block_iter_seek(&db, target);

@@ -15,8 +15,10 @@ int buf_reserve(tkv_buf *b, size_t extra)
     if (need < b->len) return tkv_err(TKV_NO_MEMORY, "buffer size overflow");
     size_t cap = b->cap ? b->cap : 64;
     while (cap < need) cap = cap * 2 > cap ? cap * 2 : need;
-    uint8_t *p = realloc(b->data, cap);
+    uint8_t *p = b->fixed ? malloc(cap) : realloc(b->data, cap);
     if (!p) return tkv_err(TKV_NO_MEMORY, "out of memory growing a buffer to %zu bytes", cap);
+    if (b->fixed && b->len) memcpy(p, b->data, b->len); /* leave the caller's memory for the heap */
+    b->fixed = 0;
     b->data = p;
     b->cap = cap;
     return 0;
@@ -55,7 +57,8 @@ int buf_append_u64(tkv_buf *b, uint64_t v)
 
 void buf_free(tkv_buf *b)
 {
-    free(b->data);
+    if (!b->fixed) free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+    b->fixed = 0;
 }

@@ -46,12 +46,26 @@ static inline const uint8_t *dec_varint(const uint8_t *p, const uint8_t *limit, 
     return NULL;
 }
 
-/* A growable byte buffer. Zero-initialise ({0}) to start empty. */
+/* A growable byte buffer. Zero-initialise ({0}) to start empty. A buffer
+ * made by buf_init_fixed starts in the caller's memory (`fixed`): it is used
+ * while what is written fits, and the first growth past it moves the contents
+ * to a heap allocation (fixed = 0), which buf_free then frees as usual; the
+ * caller's memory is never freed or reallocated. */
 typedef struct tkv_buf {
     uint8_t *data;
     size_t len;
     size_t cap;
+    int fixed; /* data is the caller's memory, not ours */
 } tkv_buf;
+
+/* buf_init_fixed -- an empty buffer over the caller's mem[0..cap). */
+static inline void buf_init_fixed(tkv_buf *b, void *mem, size_t cap)
+{
+    b->data = (uint8_t *)mem;
+    b->len = 0;
+    b->cap = mem ? cap : 0;
+    b->fixed = 1;
+}
 
 /* buf_reserve -- ensures room for `extra` more bytes. 0 or TKV_NO_MEMORY. */
 int buf_reserve(tkv_buf *b, size_t extra);

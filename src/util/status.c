@@ -16,6 +16,7 @@ const char *tkv_strerror(int status)
     switch (status) {
     case TKV_OK: return "OK";
     case TKV_NOT_FOUND: return "not found";
+    case TKV_TRUNCATED: return "value larger than the buffer";
     case TKV_INVALID: return "invalid argument";
     case TKV_IO_ERROR: return "I/O error";
     case TKV_CORRUPTION: return "corruption";
