@@ -26,6 +26,7 @@ typedef struct compaction {
     /* set by cmp_run */
     int partial;          /* stopped at a cut: installed the work before it, left the rest */
     uint64_t kept_bytes;  /* output bytes installed */
+    uint64_t read_bytes;  /* input bytes those outputs replaced */
 } compaction;
 
 /* CMP_RUN_FILES -- a deep pick's run takes at most this many times sst_size

@@ -50,6 +50,7 @@
 #include "db/files.h"
 #include "db/output.h"
 #include "db/silk.h"
+#include "sched/clock.h"
 #include "util/status.h"
 
 static tkv_slice small_u(const file_meta *f) { return ikey_user(slice(f->smallest.data, f->smallest.len)); }
@@ -245,6 +246,7 @@ static int commit(tkv_db *db, compaction *c, const cmp_job *j, version_edit *e, 
         ctr_add(&db->ctr.compaction_write_bytes[c->cls], written);
         if (c->partial) resume_cursor(db, c, j);
         c->kept_bytes = written;
+        c->read_bytes = consumed;
     }
     return rc;
 }
@@ -254,6 +256,8 @@ int cmp_run(tkv_db *db, compaction *c)
     version_edit e;
     edit_init(&e);
     int rc = 0;
+    uint64_t job = db_event_job(db), started = sched_mono_us();
+    db_event(db, TKV_EVENT_COMPACTION_BEGIN, job, c->out_level, 0, 0, 0, 0);
     if (c->trivial_move && codec_kept(db, c)) {
         rc = trivial_move(db, c, &e);
         goto done_locked;
@@ -283,6 +287,11 @@ done_locked:
         for (size_t i = 0; i < c->ninputs[w]; i++) c->inputs[w][i]->being_compacted = 0;
     /* An abort (silk.h) is no error: the inputs are untouched and the
      * compaction is picked again later. */
+    uint64_t us = sched_mono_us() - started;
+    if (rc == 0) db_hist_add_us(db, TKV_HIST_COMPACTION, us);
+    /* an abort is reported as TKV_BUSY: nothing changed, the work comes back later */
+    db_event(db, TKV_EVENT_COMPACTION_END, job, c->out_level, rc == SILK_ABORTED ? TKV_BUSY : rc < 0 ? rc : 0, us,
+             rc == 0 ? c->read_bytes : 0, rc == 0 ? c->kept_bytes : 0);
     if (rc < 0 && rc != SILK_ABORTED) db_set_bg_error(db, rc);
     else if (rc == 0) files_delete_obsolete(db);
     pthread_cond_broadcast(&db->bg_cv);

@@ -15,6 +15,24 @@ void db_set_bg_error(tkv_db *db, int code)
     if (db->bg_error) return;
     db->bg_error = code;
     snprintf(db->bg_errmsg, sizeof db->bg_errmsg, "%s", tkv_errmsg());
+    if (db->events) {
+        tkv_event ev = {.type = TKV_EVENT_BG_ERROR, .status = code, .message = db->bg_errmsg};
+        events_post(db->events, &ev);
+    }
+}
+
+void db_event(tkv_db *db, int type, uint64_t job, int level, int status, uint64_t micros, uint64_t bytes_read,
+              uint64_t bytes_written)
+{
+    if (!db->events) return;
+    tkv_event ev = {.type = type,
+                    .status = status,
+                    .job = job,
+                    .level = level,
+                    .micros = micros,
+                    .bytes_read = bytes_read,
+                    .bytes_written = bytes_written};
+    events_post(db->events, &ev);
 }
 
 int db_bg_error(tkv_db *db) { return tkv_err(db->bg_error, "%s", db->bg_errmsg); }

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "db/budget.h"
+#include "db/events.h"
 #include "db/options.h"
 #include "db/trash.h"
 #include "io/io.h"
@@ -43,9 +44,11 @@
 #include "mem/batch.h"
 #include "mem/memtable.h"
 #include "mem/wal.h"
+#include "sched/clock.h"
 #include "sst/cache.h"
 #include "sst/table_cache.h"
 #include "sst/version.h"
+#include "util/lathist.h"
 
 struct mx_state;   /* the matrix container (mx_int.h); NULL with l0=sst */
 struct silk_state; /* the scheduler (silk.c) */
@@ -176,6 +179,12 @@ struct tkv_db {
     struct mx_state *mx;         /* NVM tier (l0=matrix), NULL with l0=sst */
     struct silk_state *silk;     /* the scheduler (silk.h) */
     struct silk_pmem *pmem_tier; /* its pmem tier (silk_pmem.h); NULL without a pool */
+
+    /* Statistics (tkv_statistics): latency histograms in ns, indexed by
+     * TKV_HIST_*; and the listener's queue (NULL without a listener), started
+     * first at open and stopped last at close, so every event is delivered. */
+    lathist hist[TKV_HIST_COUNT];
+    events *events;
 };
 
 /* db_set_bg_error -- records a sticky error (first one wins) with the
@@ -193,6 +202,23 @@ void db_shut_down(tkv_db *db);
 
 /* db_wait_us -- waits on bg_cv for at most `us` microseconds. Caller holds mu. */
 void db_wait_us(tkv_db *db, uint64_t us);
+
+/* db_event -- posts event `type` to the listener (none: nothing) with the
+ * given fields (tkv_event). Never blocks; may be called with mu held. */
+void db_event(tkv_db *db, int type, uint64_t job, int level, int status, uint64_t micros, uint64_t bytes_read,
+              uint64_t bytes_written);
+/* db_event_job -- a job number for a begin/end pair (0 without a listener). */
+static inline uint64_t db_event_job(tkv_db *db) { return events_next_job(db->events); }
+/* db_hist_add_us -- one sample of histogram h, given in microseconds. */
+static inline void db_hist_add_us(tkv_db *db, int h, uint64_t us) { lathist_add(&db->hist[h], us * 1000u); }
+
+/* db_stat_start / db_stat_end -- time one API call into histogram h when
+ * the statistics option is on (two clock reads), else nothing. */
+static inline uint64_t db_stat_start(const tkv_db *db) { return db->opts.statistics ? sched_mono_ns() : 0; }
+static inline void db_stat_end(tkv_db *db, int h, uint64_t t0)
+{
+    if (t0) lathist_add(&db->hist[h], sched_mono_ns() - t0);
+}
 
 static inline void ctr_add(uint64_t *c, uint64_t n) { __atomic_fetch_add(c, n, __ATOMIC_RELAXED); }
 static inline uint64_t ctr_get(const uint64_t *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }

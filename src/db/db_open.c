@@ -113,7 +113,6 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     struct tkv_options o;
     if (opts) o = *opts;
     else options_init_defaults(&o);
-
     dram_split dram;
     TKV_TRY(budget_split(&o, &dram)); /* derives memtable_size and block_cache_size under a dram_budget */
     int created;
@@ -139,6 +138,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
         rc = io_write_file_atomic(dir, IDENTITY_FILE, identity, sizeof identity - 1, &db->io);
     }
     sched_cond_init(&db->bg_cv); /* CLOCK_MONOTONIC: db_wait_us */
+    if (rc == 0 && o.listener) rc = events_start(&db->events, o.listener, o.listener_arg); /* before any event */
     /* before the first WAL (io.h); also gives back retired WALs' reserved blocks (wb.h) */
     if (rc == 0 && o.wal && (o.wal_bytes_per_sync || o.bytes_per_sync)) rc = io_wb_start(&db->io.wb, dir);
     /* before the first WAL (io.h); not with sync=1: every fdatasync would also write the zero pages made ahead */
@@ -195,6 +195,8 @@ int tkv_close(tkv_db *db)
     cmp_workers_stop(db);   /* running deep compactions stop at their next pause point */
     flush_stop(db);         /* finishes flushing immutable memtables */
     mx_stop(db);            /* after the flush thread: it may need columns to make room */
+    events_stop(db->events); /* delivers what is queued while reads still work: listeners may read */
+    db->events = NULL;
     /* The first error: the background error that made the database
      * read-only (the caller may not have written since), else the first met
      * while finishing. */

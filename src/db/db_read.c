@@ -87,12 +87,14 @@ int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_t klen, 
     if (vlen) *vlen = 0;
     if (!db || !val || !vlen) return tkv_err(TKV_INVALID, "tkv_get: NULL %s", !db ? "db" : "output pointer");
     TKV_TRY(check_key(key, klen));
+    uint64_t t0 = db_stat_start(db);
     uint64_t seq;
     version *ver;
     superversion *sv = sv_get_view(db, snap, &seq, &ver);
     int rc = get_in(db, sv, ver, seq, key, klen, val, vlen);
     files_unpin(db, ver, 0);
     sv_unref(sv);
+    db_stat_end(db, TKV_HIST_GET, t0);
     return rc;
 }
 
@@ -103,6 +105,7 @@ int tkv_get_into(tkv_db *db, const tkv_read_options *ro, const void *key, size_t
     if (!db || !vlen) return tkv_err(TKV_INVALID, "tkv_get_into: NULL %s", !db ? "db" : "vlen");
     if (!buf && cap) return tkv_err(TKV_INVALID, "tkv_get_into: NULL buffer with capacity %zu", cap);
     TKV_TRY(check_key(key, klen));
+    uint64_t t0 = db_stat_start(db);
     uint64_t seq;
     version *ver;
     superversion *sv = sv_get_view(db, ro ? ro->snap : NULL, &seq, &ver);
@@ -132,6 +135,7 @@ int tkv_get_into(tkv_db *db, const tkv_read_options *ro, const void *key, size_t
     table_read_flags_set(saved);
     files_unpin(db, ver, 0);
     sv_unref(sv);
+    db_stat_end(db, TKV_HIST_GET, t0);
     return rc;
 }
 
@@ -176,7 +180,7 @@ static int mget_async(tkv_db *db, superversion *sv, version *ver, uint64_t seq, 
             mk[m] = (multiget_key){.ukey = slice(keys[i], klens[i]), .val = &bufs[i]};
             which[m++] = i;
         }
-        if (statuses[i] == TKV_OK) ctr_add(&db->ctr.gets_found, 1);
+        if (rc != 0 && statuses[i] == TKV_OK) ctr_add(&db->ctr.gets_found, 1); /* keys left for the SSTs count below */
     }
     multiget_stats st = {0, 0, 0, 0};
     multiget_lookup(db->tc, ver, ring, seq, mk, m, &st);
@@ -207,6 +211,7 @@ int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *co
 {
     if (!db || (n && (!keys || !klens || !vals || !vlens || !statuses)))
         return tkv_err(TKV_INVALID, "tkv_multi_get: NULL argument");
+    uint64_t t0 = db_stat_start(db);
     uint64_t seq;
     version *ver;
     superversion *sv = sv_get_view(db, snap, &seq, &ver);
@@ -224,6 +229,7 @@ int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *co
     io_ring_release(db->rings, ring);
     files_unpin(db, ver, 0);
     sv_unref(sv);
+    db_stat_end(db, TKV_HIST_GET, t0);
     return TKV_OK;
 }
 

@@ -21,7 +21,10 @@ int tkv_write(tkv_db *db, tkv_batch *b, unsigned flags)
     if (!db || !b) return tkv_err(TKV_INVALID, "tkv_write: NULL %s", db ? "batch" : "db");
     TKV_TRY(check_flags(flags));
     if (batch_count(b->rep.data) == 0) return TKV_OK;
-    return write_batch(db, b, flags);
+    uint64_t t0 = db_stat_start(db);
+    int rc = write_batch(db, b, flags);
+    db_stat_end(db, TKV_HIST_WRITE, t0);
+    return rc;
 }
 
 /* single_write -- tkv_put/tkv_delete through a stack batch. */
@@ -33,7 +36,11 @@ static int single_write(tkv_db *db, ikey_type t, const void *key, size_t klen, c
     struct tkv_batch b = {{0}};
     int rc = batch_init(&b);
     if (rc == 0) rc = t == IKEY_VALUE ? tkv_batch_put(&b, key, klen, val, vlen) : tkv_batch_delete(&b, key, klen);
-    if (rc == 0) rc = write_batch(db, &b, flags);
+    if (rc == 0) {
+        uint64_t t0 = db_stat_start(db);
+        rc = write_batch(db, &b, flags);
+        db_stat_end(db, TKV_HIST_WRITE, t0);
+    }
     buf_free(&b.rep);
     return rc;
 }

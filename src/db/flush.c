@@ -124,6 +124,15 @@ static void reserve_memtable_blocks(tkv_db *db)
     pthread_mutex_lock(&db->mu);
 }
 
+/* flush_ended -- the statistics and the end event of flush `job`, begun at
+ * `started` (us) on a memtable of `bytes` batch bytes, ended with rc. */
+static void flush_ended(tkv_db *db, uint64_t job, uint64_t started, uint64_t bytes, int rc)
+{
+    uint64_t us = sched_mono_us() - started;
+    if (rc == 0) db_hist_add_us(db, TKV_HIST_FLUSH, us);
+    db_event(db, TKV_EVENT_FLUSH_END, job, 0, rc, us, 0, rc == 0 ? bytes : 0);
+}
+
 static void *flush_main(void *arg)
 {
     tkv_db *db = arg;
@@ -135,7 +144,7 @@ static void *flush_main(void *arg)
      * flush: a 1M x 1 KiB fill ran 12 % slower, 4M 6 % */
     thread_background("tkv-flush", db->opts.background_nice / 5);
     pthread_mutex_lock(&db->mu);
-    uint64_t started = 0, bytes = 0;
+    uint64_t started = 0, bytes = 0, job = 0;
     while (!db->shutting_down || (db->sv->nimm > 0 && !db->bg_error)) {
         if (db->sv->nimm > 0 && !db->bg_error) {
             if (!started) { /* a flush sample spans waits for pool room: its bandwidth is what writers can get */
@@ -146,12 +155,16 @@ static void *flush_main(void *arg)
                  * so pacing at this rate fills a memtable no faster than a
                  * flush empties one */
                 bytes = memtable_batch_bytes(db->sv->imm[0]);
+                job = db_event_job(db);
+                db_event(db, TKV_EVENT_FLUSH_BEGIN, job, 0, 0, 0, 0, 0);
             }
             int frc = db->mx ? mx_flush_one(db) : flush_one_sst(db);
             if (frc == MX_NO_SPACE) {
                 /* The pool is full: wait for column compaction to make room
                  * (writers wait in make_room meanwhile: back-pressure). */
                 if (!mx_flush_blocked(db)) {
+                    flush_ended(db, job, started, bytes, db->bg_error ? db->bg_error : TKV_NO_SPACE);
+                    started = 0;
                     if (db->bg_error) continue; /* the pool cannot hold a row at all (error set) */
                     break; /* shutting down and no room will come: the WAL keeps the data */
                 }
@@ -161,6 +174,7 @@ static void *flush_main(void *arg)
             mx_flush_unblocked(db);
             silk_flush_ended(db);
             if (frc == 0) silk_flush_sample(db, bytes, sched_mono_us() - started);
+            flush_ended(db, job, started, bytes, frc);
             started = 0;
             continue;
         }

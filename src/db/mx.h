@@ -146,6 +146,9 @@ int mx_drain(tkv_db *db);
 
 /* mx_report -- the text of tkv.matrix (what == 0) or tkv.pmem (what == 1). */
 void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom);
+/* mx_stat_counts -- column compactions committed and the bytes of pool
+ * pages in use (0 and 0 with l0=sst); lock-free (tkv_statistics). */
+void mx_stat_counts(tkv_db *db, uint64_t *columns, uint64_t *pool_bytes);
 /* mx_stats_line -- the matrix container's summary lines for tkv.stats. */
 void mx_stats_line(tkv_db *db, tkv_buf *b, int *oom);
 

@@ -46,6 +46,7 @@ typedef struct column_job {
     column_plan plan;
     struct column_job *next; /* the next column in flight (mx->inflight), picked after this one */
     uint64_t started_us;     /* when it was picked */
+    uint64_t read_bytes, written_bytes; /* set by a commit: the end event reports them */
     uint64_t drains;         /* its row bytes in writer units */
     int cancelled;           /* an earlier column failed: discard, do not commit */
 } column_job;
@@ -356,6 +357,8 @@ static int run_column(tkv_db *db, column_job *j)
     }
     edit_free(&e);
     if (rc == 0) {
+        j->read_bytes = l1_bytes + j->plan.row_bytes;
+        j->written_bytes = written;
         ctr_add(&mx->ctr.columns, 1);
         ctr_add(&mx->ctr.column_row_bytes, j->plan.row_bytes);
         ctr_add(&mx->ctr.column_row_entries, j->plan.row_entries);
@@ -559,9 +562,14 @@ static void *column_loop(tkv_db *db, int boost)
             continue;
         }
         column_begin(mx, j, j->plan.row_bytes);
+        uint64_t job = db_event_job(db);
+        db_event(db, TKV_EVENT_COLUMN_BEGIN, job, 1, 0, 0, 0, 0);
         pthread_mutex_unlock(&db->mu);
         int rc = run_column(db, j); /* returns holding mu */
         int cancelled = j->cancelled;
+        uint64_t us = sched_mono_us() - j->started_us;
+        if (rc == 0) db_hist_add_us(db, TKV_HIST_COLUMN, us);
+        db_event(db, TKV_EVENT_COLUMN_END, job, 1, rc < 0 ? rc : 0, us, j->read_bytes, j->written_bytes);
         column_end(db, j, rc);
         if (boost) mx->boost_busy_us = sched_mono_us(); /* the work after the commit */
         job_free(j); /* unpins its version before mx_collect looks for the oldest live cursors */

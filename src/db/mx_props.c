@@ -7,6 +7,16 @@
 
 #include "util/appendf.h"
 
+void mx_stat_counts(tkv_db *db, uint64_t *columns, uint64_t *pool_bytes)
+{
+    *columns = *pool_bytes = 0;
+    if (!db->mx) return;
+    pool_stats st;
+    pool_get_stats(db->mx->pool, &st);
+    *columns = ctr_get(&db->mx->ctr.columns);
+    *pool_bytes = (uint64_t)(st.pages_total - st.pages_free) * st.page_size;
+}
+
 void mx_stats_line(tkv_db *db, tkv_buf *b, int *oom)
 {
     struct mx_state *mx = db->mx;

@@ -76,6 +76,7 @@ static const opt_def OPTION_TABLE[] = {
     {"delete_rate", OPT_SIZE, OFF(delete_rate), 0, UINT64_C(1) << 40, "256M", NULL},
     {"direct_io", OPT_BOOL, OFF(direct_io), 0, 1, "0", NULL},
     {"async_io", OPT_ENUM, OFF(async_io), 0, 2, "auto", ASYNC_NAMES},
+    {"statistics", OPT_BOOL, OFF(statistics), 0, 1, "0", NULL},
     {"l0", OPT_ENUM, OFF(l0), 0, 1, "matrix", L0_NAMES},
     {"pmem_path", OPT_STRING, OFF(pmem_path), 0, sizeof(((struct tkv_options *)0)->pmem_path) - 1, "", NULL},
     {"pmem_size", OPT_SIZE, OFF(pmem_size), 0, UINT64_C(1) << 40, "0", NULL},
@@ -231,6 +232,14 @@ int tkv_options_set(tkv_options *o, const char *name, const char *value)
             return 0;
         }
     return tkv_err(TKV_INVALID, "unknown option \"%s\" (see docs/options.md)", name);
+}
+
+int tkv_options_set_listener(tkv_options *o, tkv_event_fn fn, void *arg)
+{
+    if (!o) return tkv_err(TKV_INVALID, "tkv_options_set_listener: NULL options");
+    o->listener = fn;
+    o->listener_arg = fn ? arg : NULL;
+    return TKV_OK;
 }
 
 int options_user_set(const struct tkv_options *o, const char *name)

@@ -76,6 +76,10 @@ struct tkv_options {
     int background_nice;        /* nice value of the flush, column, L0 and deep threads (0: unchanged) */
     uint64_t compaction_readahead; /* bytes per read of a compaction input SST (0: one block per read) */
     uint64_t ssd_bandwidth;     /* emul/: cap on every SSD read and write of the engine, bytes/s; 0 = off */
+    int statistics;             /* 1: latency histograms of gets and writes (tkv_statistics) */
+    /* Set by tkv_options_set_listener, not by name: the event listener */
+    tkv_event_fn listener;
+    void *listener_arg;
     /* Not an option: bit i is set once tkv_options_set has set row i of
      * the option table, so that a derived value (dram_budget's split) never
      * overrides an explicit one (options_user_set). */

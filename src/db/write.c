@@ -354,7 +354,10 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         first = 0;
         if (d == 0 && in.mutable_left == 0) d = 1000; /* never write past a full memtable */
         if (d == 0) break;
-        if (!waited_from) waited_from = now;
+        if (!waited_from) {
+            waited_from = now;
+            if (!force) db_event(db, TKV_EVENT_STALL_BEGIN, 0, 0, 0, 0, 0, 0);
+        }
         if (in.mutable_left == 0) {
             if (!stopped && !force && !stop_l0 && !__atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED))
                 silk_note_stop_flush_running(db);
@@ -377,6 +380,8 @@ static int make_room(tkv_db *db, int force, size_t bytes)
         if (stopped) ctr_add(&db->ctr.stall_stops, 1);
         ctr_add(&db->ctr.stall_micros, w);
         silk_note_write_wait(db, w);
+        db_hist_add_us(db, TKV_HIST_STALL, w);
+        db_event(db, TKV_EVENT_STALL_END, 0, 0, 0, w, 0, 0);
     }
     return rc;
 }
