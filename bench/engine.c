@@ -60,10 +60,7 @@ int eng_multi_get_each(int (*get)(engine *, const char *, size_t, size_t *), eng
  * this thread" whatever the engine. */
 static __thread char last_error[1024];
 
-static void set_error_v(const char *fmt, va_list ap)
-{
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
-}
+static void set_error_v(const char *fmt, va_list ap) { vsnprintf(last_error, sizeof last_error, fmt, ap); }
 
 int eng_fail(int rc, const char *fmt, ...)
 {
@@ -173,8 +170,7 @@ static int dlopen_flags(void)
 
 const char *eng_dlopen_mode(void)
 {
-    return dlopen_flags() & RTLD_DEEPBIND ? "RTLD_LOCAL|RTLD_DEEPBIND"
-                                          : "RTLD_LOCAL(no_DEEPBIND:malloc_interposed)";
+    return dlopen_flags() & RTLD_DEEPBIND ? "RTLD_LOCAL|RTLD_DEEPBIND" : "RTLD_LOCAL(no_DEEPBIND:malloc_interposed)";
 }
 
 void *eng_dlopen(const char *path, char *why, size_t whylen)
@@ -242,6 +238,5 @@ double eng_now_s(void)
 void eng_sleep_ms(unsigned ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }

@@ -28,13 +28,13 @@
 #include <stdint.h>
 
 typedef struct engine_config {
-    const char *dir;          /* database directory (created; removed by the caller) */
-    uint64_t memtable_bytes;  /* per memtable (write buffer) */
-    int memtables;            /* memtables in DRAM (mutable + immutable), >= 2 */
-    uint64_t cache_bytes;     /* block cache */
-    int sync;                 /* 1: every write waits for the WAL to be durable */
-    int direct_io;            /* 1: O_DIRECT for table reads and flush/compaction writes */
-    int threads;              /* client threads (engines may size pools from it) */
+    const char *dir;         /* database directory (created; removed by the caller) */
+    uint64_t memtable_bytes; /* per memtable (write buffer) */
+    int memtables;           /* memtables in DRAM (mutable + immutable), >= 2 */
+    uint64_t cache_bytes;    /* block cache */
+    int sync;                /* 1: every write waits for the WAL to be durable */
+    int direct_io;           /* 1: O_DIRECT for table reads and flush/compaction writes */
+    int threads;             /* client threads (engines may size pools from it) */
     /* RocksDB engines: a rate limiter on flush and compaction writes of
      * rate_limit bytes/s (0 = none, RocksDB's default); rate_limit_auto = 1
      * makes it RocksDB's auto-tuned one (NewGenericRateLimiter auto_tuned:

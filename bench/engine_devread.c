@@ -33,19 +33,19 @@
 
 #include "bench/engine_impl.h"
 
-#define DR_BLOCK 4096u
+#define DR_BLOCK  4096u
 #define DR_BUFFER (1u << 20)
 
 struct engine {
     char path[4096];
-    int wfd;             /* buffered appends (prepopulation) */
-    int rfd;             /* reads: O_DIRECT when the config asks for direct I/O */
-    int direct;          /* rfd is O_DIRECT */
-    pthread_mutex_t mu;  /* buf, buf_len, file_len, sealed's transition */
+    int wfd;            /* buffered appends (prepopulation) */
+    int rfd;            /* reads: O_DIRECT when the config asks for direct I/O */
+    int direct;         /* rfd is O_DIRECT */
+    pthread_mutex_t mu; /* buf, buf_len, file_len, sealed's transition */
     unsigned char *buf;
     size_t buf_len;
-    uint64_t file_len;   /* bytes appended (written + buffered) */
-    uint64_t readable;   /* sealed bytes, a multiple of DR_BLOCK; 0 before the seal */
+    uint64_t file_len; /* bytes appended (written + buffered) */
+    uint64_t readable; /* sealed bytes, a multiple of DR_BLOCK; 0 before the seal */
     int sealed;
     uint64_t bytes_written, reads, ignored_writes;
     char desc[4096 + 128];
@@ -131,8 +131,7 @@ static void dr_close(engine *e)
 {
     if (!e) return;
     pthread_mutex_lock(&e->mu);
-    if (e->buf_len && flush_locked(e) != 0)
-        fprintf(stderr, "tkv_bench: devread close: %s\n", eng_last_error());
+    if (e->buf_len && flush_locked(e) != 0) fprintf(stderr, "tkv_bench: devread close: %s\n", eng_last_error());
     pthread_mutex_unlock(&e->mu);
     close(e->wfd);
     close(e->rfd);
@@ -231,8 +230,7 @@ static int dr_stats(engine *e, engine_stats *out)
     out->pmem_bytes_written = -1;
     snprintf(out->detail, sizeof out->detail, "devread: sealed=%d readable=%llu reads=%llu ignored_writes=%llu",
              e->sealed, (unsigned long long)e->readable,
-             (unsigned long long)__atomic_load_n(&e->reads, __ATOMIC_RELAXED),
-             (unsigned long long)e->ignored_writes);
+             (unsigned long long)__atomic_load_n(&e->reads, __ATOMIC_RELAXED), (unsigned long long)e->ignored_writes);
     pthread_mutex_unlock(&e->mu);
     return 0;
 }

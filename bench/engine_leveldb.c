@@ -88,9 +88,9 @@ static struct {
 } L = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* LevelDB's compile-time shape (db/dbformat.h, version_set.cc). */
-#define LDB_LEVELS 7
-#define LDB_L0_TRIGGER 4
-#define LDB_L1_BYTES (10.0 * 1048576.0)
+#define LDB_LEVELS       7
+#define LDB_L0_TRIGGER   4
+#define LDB_L1_BYTES     (10.0 * 1048576.0)
 #define LDB_STABLE_POLLS 10 /* 1 s at ENG_IDLE_POLL_MS */
 
 /* load -- dlopens LevelDB once (thread-safe); 0 if usable. */
@@ -111,7 +111,7 @@ static int load(void)
 #define LDB_SYM(f)                                                                                                     \
     L.api.f = (__typeof__(L.api.f))dlsym(h, #f);                                                                       \
     if (!L.api.f && L.state == 1) {                                                                                    \
-        snprintf(L.why, sizeof L.why, "leveldb: %s does not export %s", path, #f);                                    \
+        snprintf(L.why, sizeof L.why, "leveldb: %s does not export %s", path, #f);                                     \
         L.state = -1;                                                                                                  \
     }
             LDB_FUNCS(LDB_SYM)
@@ -228,9 +228,9 @@ static int l_open(const engine_config *cfg, engine **out, char *err, size_t errl
                 "block_cache=lru:%llu block_size=4096 filter_policy=bloom:10 compression=%s max_open_files=1000 "
                 "direct_io=unsupported%s wal=on sync=%d multi_get=loop_of_get "
                 "other=leveldb_defaults(max_file_size=2M,L0_trigger=4)",
-                L.path, eng_dlopen_mode(), (unsigned long long)cfg->memtable_bytes, cfg->memtables, (unsigned long long)cfg->cache_bytes,
-                L.snappy ? "snappy" : "none(no_snappy_in_library)", cfg->direct_io ? "(asked)" : "",
-                cfg->sync ? 1 : 0);
+                L.path, eng_dlopen_mode(), (unsigned long long)cfg->memtable_bytes, cfg->memtables,
+                (unsigned long long)cfg->cache_bytes, L.snappy ? "snappy" : "none(no_snappy_in_library)",
+                cfg->direct_io ? "(asked)" : "", cfg->sync ? 1 : 0);
     *out = e;
     return 0;
 }

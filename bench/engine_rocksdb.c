@@ -120,8 +120,8 @@
 
 /* Newer than Debian's 7.8 header (RocksDB 8.x C API), so declared here and
  * looked up optionally: NULL when the loaded build lacks it. */
-typedef rocksdb_ratelimiter_t *(*ratelimiter_create_auto_tuned_fn)(int64_t rate_bytes_per_sec,
-                                                                    int64_t refill_period_us, int32_t fairness);
+typedef rocksdb_ratelimiter_t *(*ratelimiter_create_auto_tuned_fn)(int64_t rate_bytes_per_sec, int64_t refill_period_us,
+                                                                   int32_t fairness);
 /* rocksdb_get_default_column_family_handle (RocksDB 8.x): the handle the
  * batched MultiGet needs for a database opened without column families. */
 typedef rocksdb_column_family_handle_t *(*get_default_cf_fn)(rocksdb_t *db);
@@ -150,14 +150,14 @@ typedef struct rdb_lib {
 static rdb_lib LIB_RELEASE = {.engine = "rocksdb", .release = 1, .mu = PTHREAD_MUTEX_INITIALIZER};
 static rdb_lib LIB_DEB = {.engine = "rocksdb-deb", .release = 0, .mu = PTHREAD_MUTEX_INITIALIZER};
 
-#define JNI_SO "librocksdbjni-linux64.so"
-#define ROCKSDB_THREADS 2 /* increase_parallelism / max_background_jobs (tierkv: 1 flush + 1 compaction thread) */
+#define JNI_SO           "librocksdbjni-linux64.so"
+#define ROCKSDB_THREADS  2 /* increase_parallelism / max_background_jobs (tierkv: 1 flush + 1 compaction thread) */
 #define TARGET_FILE_SIZE (64ull << 20)
 /* rocksdb-l0nvm: the first path's target when engine_config.nvm_bytes is 0
  * (tierkv's default pool size), and the last path's target (leveled
  * compaction falls back to the last path without looking at its target). */
 #define NVM_DEFAULT_BYTES (1ull << 30)
-#define SSD_PATH_BYTES (1ull << 40)
+#define SSD_PATH_BYTES    (1ull << 40)
 
 /* try_open -- dlopen path and resolve every function; 0 or -1 (why set). */
 static int try_open(rdb_lib *lib, const char *path)
@@ -171,15 +171,14 @@ static int try_open(rdb_lib *lib, const char *path)
 #define RDB_SYM(f)                                                                                                     \
     lib->api.f = (__typeof__(lib->api.f))dlsym(h, #f);                                                                 \
     if (!lib->api.f) {                                                                                                 \
-        snprintf(lib->why, sizeof lib->why, "%s: %s does not export %s", lib->engine, path, #f);                      \
-        return -1; /* the handle stays open: closing a half-used RocksDB is not worth the risk */                     \
+        snprintf(lib->why, sizeof lib->why, "%s: %s does not export %s", lib->engine, path, #f);                       \
+        return -1; /* the handle stays open: closing a half-used RocksDB is not worth the risk */                      \
     }
     RDB_FUNCS(RDB_SYM)
 #undef RDB_SYM
     lib->api.ratelimiter_create_auto_tuned =
         (ratelimiter_create_auto_tuned_fn)dlsym(h, "rocksdb_ratelimiter_create_auto_tuned");
-    lib->api.get_default_column_family_handle =
-        (get_default_cf_fn)dlsym(h, "rocksdb_get_default_column_family_handle");
+    lib->api.get_default_column_family_handle = (get_default_cf_fn)dlsym(h, "rocksdb_get_default_column_family_handle");
     lib->handle = h;
     eng_dl_path(h, lib->path, sizeof lib->path);
     if (!lib->path[0]) snprintf(lib->path, sizeof lib->path, "%s", path);
@@ -203,8 +202,7 @@ static void set_version(rdb_lib *lib)
         size_t len = 0;
         if (eng_read_line(vf, ver, sizeof ver) == 0)
             eng_appendf(lib->version, sizeof lib->version, &len, "RocksDB %s (rocksdbjni jar, release build)", ver);
-        else
-            eng_appendf(lib->version, sizeof lib->version, &len, "RocksDB (version unknown: no %s)", vf);
+        else eng_appendf(lib->version, sizeof lib->version, &len, "RocksDB (version unknown: no %s)", vf);
         return;
     }
     const char *base = strrchr(lib->path, '/');
@@ -445,8 +443,7 @@ static int set_rate_limiter(engine *e, const engine_config *cfg, char *desc, siz
     if (!rl) return eng_errf(err, errlen, "%s open: cannot create the rate limiter", e->name);
     a->rocksdb_options_set_ratelimiter(e->opts, rl); /* the options hold their own reference */
     a->rocksdb_ratelimiter_destroy(rl);
-    snprintf(desc, n, "%s:%llu", cfg->rate_limit_auto ? "auto_tuned" : "generic",
-             (unsigned long long)cfg->rate_limit);
+    snprintf(desc, n, "%s:%llu", cfg->rate_limit_auto ? "auto_tuned" : "generic", (unsigned long long)cfg->rate_limit);
     return 0;
 }
 
@@ -892,8 +889,8 @@ static int r_stats(engine *e, engine_stats *out)
         .describe = r_describe, .put = r_put, .del = r_del, .get = r_get, .multi_get = r_multi_get,                    \
         .iter_new = r_iter_new, .iter_seek = r_iter_seek, .iter_seek_first = r_iter_seek_first,                        \
         .iter_seek_last = r_iter_seek_last, .iter_valid = r_iter_valid, .iter_next = r_iter_next,                      \
-        .iter_prev = r_iter_prev, .iter_entry = r_iter_entry, .iter_free = r_iter_free,                                \
-        .wait_idle = r_wait_idle, .stats = r_stats, .last_error = eng_last_error,                                      \
+        .iter_prev = r_iter_prev, .iter_entry = r_iter_entry, .iter_free = r_iter_free, .wait_idle = r_wait_idle,      \
+        .stats = r_stats, .last_error = eng_last_error,                                                                \
     }
 
 const engine_ops engine_rocksdb_ops = RDB_OPS("rocksdb", 0, r_available_release, r_version_release, r_open_release);

@@ -103,8 +103,7 @@ static void *logger_main(void *arg)
         static const char *const props[] = {"tkv.sched", "tkv.matrix", "tkv.stats"};
         /* mono= is CLOCK_MONOTONIC, to line the log up with kernel traces
          * (trace_clock=mono) or other tools' timestamps. */
-        fprintf(e->log, "=== t=%.1f mono=%.6f\n", t,
-                (double)now.tv_sec + (double)now.tv_nsec / 1e9);
+        fprintf(e->log, "=== t=%.1f mono=%.6f\n", t, (double)now.tv_sec + (double)now.tv_nsec / 1e9);
         for (size_t i = 0; i < sizeof props / sizeof props[0]; i++) {
             char *s = tkv_property(e->db, props[i]);
             if (s) fputs(s, e->log);
@@ -386,8 +385,7 @@ static int t_wait_idle(engine *e)
         if (b) sscanf(b, "background_error: %127[^\n]", bg);
         tkv_free(s);
         if (busy < 0) return eng_fail(-1, "tierkv wait_idle: cannot parse the tkv.stats report");
-        if (bg[0] && strcmp(bg, "none") != 0)
-            return eng_fail(-1, "tierkv wait_idle: background error: %s", bg);
+        if (bg[0] && strcmp(bg, "none") != 0) return eng_fail(-1, "tierkv wait_idle: background error: %s", bg);
         /* Quiet twice in a row with no work finished in between. */
         if (!busy && work == last_work) return 0;
         last_work = busy ? UINT64_MAX : work;
@@ -437,8 +435,8 @@ static int t_stats(engine *e, engine_stats *out)
     p = strstr(s, "hit_rate=");
     if (p) sscanf(p, "hit_rate=%31s", hit);
     eng_appendf(out->detail, sizeof out->detail, &len, "wamp=%s", wamp);
-    if (eng_find_u64(s, "flush: count=", &v) == 0) eng_appendf(out->detail, sizeof out->detail, &len, " flushes=%llu",
-                                                               (unsigned long long)v);
+    if (eng_find_u64(s, "flush: count=", &v) == 0)
+        eng_appendf(out->detail, sizeof out->detail, &len, " flushes=%llu", (unsigned long long)v);
     for (p = strstr(s, "\ncompaction."); p; p = strstr(p + 1, "\ncompaction.")) {
         char name[32];
         unsigned long long cnt;
@@ -452,8 +450,8 @@ static int t_stats(engine *e, engine_stats *out)
     /* The scheduler: deep-compaction pauses and aborts, long write stalls. */
     s = tkv_property(e->db, "tkv.sched");
     if (s) {
-        static const char *const keys[] = {"pauses=", "aborts=", "stalls_over_10ms=", "max_stall_us=",
-                                           "stops_flush_running="};
+        static const char *const keys[] = {
+            "pauses=", "aborts=", "stalls_over_10ms=", "max_stall_us=", "stops_flush_running="};
         eng_appendf(out->detail, sizeof out->detail, &len, " sched:");
         for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
             if (eng_find_u64(s, keys[i], &v) == 0)

@@ -30,7 +30,7 @@
 #include <math.h>
 #include <string.h>
 
-#define HIST_SUB (1u << HIST_SUB_BITS)
+#define HIST_SUB   (1u << HIST_SUB_BITS)
 #define HIST_LIMIT (UINT64_C(1) << HIST_MAX_MAG) /* first clamped value */
 
 void hist_reset(hist *h)
@@ -113,7 +113,4 @@ uint64_t hist_percentile(const hist *h, double p)
     return h->max; /* unreachable when the buckets sum to count */
 }
 
-double hist_mean(const hist *h)
-{
-    return h->count ? (double)h->sum / (double)h->count : 0.0;
-}
+double hist_mean(const hist *h) { return h->count ? (double)h->sum / (double)h->count : 0.0; }

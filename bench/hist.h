@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define HIST_SUB_BITS 6
-#define HIST_MAX_MAG 48
+#define HIST_MAX_MAG  48
 #define HIST_NBUCKETS ((HIST_MAX_MAG - HIST_SUB_BITS + 1) << HIST_SUB_BITS)
 
 typedef struct hist {

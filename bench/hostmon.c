@@ -90,8 +90,7 @@ static void *hiccup_main(void *arg)
         uint64_t late = slept > want ? slept - want : 0;
         uint64_t cur = __atomic_load_n(&h->hiccup_max_ns, __ATOMIC_RELAXED);
         while (late > cur &&
-               !__atomic_compare_exchange_n(&h->hiccup_max_ns, &cur, late, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-        }
+               !__atomic_compare_exchange_n(&h->hiccup_max_ns, &cur, late, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     }
     return NULL;
 }
@@ -149,7 +148,6 @@ void hostmon_next(hostmon *h, double secs, hostmon_row *out)
         }
     }
     sample_meminfo(&out->dirty_mb, &out->writeback_mb);
-    out->hiccup_ms =
-        h->hiccup_running ? (double)__atomic_exchange_n(&h->hiccup_max_ns, 0, __ATOMIC_RELAXED) / 1e6 : -1;
+    out->hiccup_ms = h->hiccup_running ? (double)__atomic_exchange_n(&h->hiccup_max_ns, 0, __ATOMIC_RELAXED) / 1e6 : -1;
     h->prev = now;
 }

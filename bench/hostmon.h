@@ -52,16 +52,16 @@ typedef struct hostmon {
 
 /* One interval, computed from two samples. -1 = not available. */
 typedef struct hostmon_row {
-    double cpu_busy_pct;   /* share of all CPUs neither idle, in iowait nor stolen */
+    double cpu_busy_pct; /* share of all CPUs neither idle, in iowait nor stolen */
     double iowait_pct;
-    double steal_pct;      /* time the hypervisor ran someone else */
+    double steal_pct; /* time the hypervisor ran someone else */
     double dev_reads_per_s;
-    double dev_read_await_ms;  /* mean time per completed read, queue included */
+    double dev_read_await_ms; /* mean time per completed read, queue included */
     double dev_write_mb_per_s;
     double dev_write_await_ms;
-    double dev_util_pct;   /* share of the interval with a request in flight */
-    double hiccup_ms;      /* the hiccup meter's largest lateness over its 1 ms sleep */
-    double dirty_mb;       /* at the end of the interval */
+    double dev_util_pct; /* share of the interval with a request in flight */
+    double hiccup_ms;    /* the hiccup meter's largest lateness over its 1 ms sleep */
+    double dirty_mb;     /* at the end of the interval */
     double writeback_mb;
 } hostmon_row;
 

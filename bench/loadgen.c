@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#define SPIN_NS 3000u        /* sleep until this close to the intended time, then spin */
+#define SPIN_NS 3000u /* sleep until this close to the intended time, then spin */
 
 unsigned long lg_timer_slack_ns;
 
@@ -75,10 +75,10 @@ int lg_parse_schedule(const char *s, lg_phase **out, size_t *n, char *err, size_
         char *e;
         errno = 0;
         double rate = strtod(p, &e);
-        if (!colon || e == p || e != colon || errno || rate < 0 || parse_duration(colon + 1, end, &ph[k].seconds) != 0 ||
-            ph[k].seconds <= 0) {
-            snprintf(err, errlen, "bad rate phase \"%.*s\" (want OPS_PER_SEC:DURATION, e.g. 10000:10s)",
-                     (int)(end - p), p);
+        if (!colon || e == p || e != colon || errno || rate < 0 ||
+            parse_duration(colon + 1, end, &ph[k].seconds) != 0 || ph[k].seconds <= 0) {
+            snprintf(err, errlen, "bad rate phase \"%.*s\" (want OPS_PER_SEC:DURATION, e.g. 10000:10s)", (int)(end - p),
+                     p);
             free(ph);
             return -1;
         }
@@ -111,8 +111,7 @@ void lg_schedule_describe(const lg_phase *ph, size_t n, char *buf, size_t len)
     size_t used = 0;
     buf[0] = 0;
     for (size_t i = 0; i < n && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%.0f/s for %gs", i ? ", " : "", ph[i].rate,
-                                 ph[i].seconds);
+        used += (size_t)snprintf(buf + used, len - used, "%s%.0f/s for %gs", i ? ", " : "", ph[i].rate, ph[i].seconds);
     if (used < len) snprintf(buf + used, len - used, " (repeated)");
 }
 
@@ -144,13 +143,13 @@ double lg_expected_ops(const lg_phase *ph, size_t n, double duration_s)
 typedef struct lg_sched {
     pthread_mutex_t mu;
     const lg_phase *ph;
-    size_t nph, i;       /* the phases; the current one */
+    size_t nph, i;        /* the phases; the current one */
     uint64_t phase_start; /* of phase i */
     uint64_t phase_end;   /* of phase i, at most end */
     uint64_t end;         /* of the whole run */
     uint64_t k;           /* the next request of phase i */
     const volatile int *stop;
-    int aborted;          /* atomic: a worker could not be created; the run ends */
+    int aborted;           /* atomic: a worker could not be created; the run ends */
     double cyc_s, cyc_ops; /* one cycle of the phases: its length (s) and requests */
     lg_result *res;
     uint64_t *issue_ns;

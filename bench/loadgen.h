@@ -33,8 +33,8 @@ typedef struct lg_phase {
 
 #define LG_MIN_PHASE_S 0.001 /* shorter phases are refused: ms is the schedule's unit */
 #define LG_MAX_PHASE_S 1e7   /* ~116 days: due times stay within 64-bit nanoseconds */
-#define LG_MAX_RATE 1e9      /* ops/s: one request per nanosecond */
-#define LG_MIN_RATE 1e-3     /* ops/s other than 0 (idle): due times stay within 64-bit nanoseconds */
+#define LG_MAX_RATE    1e9   /* ops/s: one request per nanosecond */
+#define LG_MIN_RATE    1e-3  /* ops/s other than 0 (idle): due times stay within 64-bit nanoseconds */
 
 /* lg_parse_schedule -- parses s into a malloc'd array. 0, or -1 with a message in err
  * (also for a phase outside [LG_MIN_PHASE_S, LG_MAX_PHASE_S], a rate other
@@ -53,10 +53,10 @@ uint64_t lg_now_ns(void);
 typedef void (*lg_exec_fn)(void *arg, int worker, uint64_t intended_ns);
 
 typedef struct lg_result {
-    uint64_t issued;      /* requests workers took and did not give up (a stop or an abort gives up a
+    uint64_t issued;           /* requests workers took and did not give up (a stop or an abort gives up a
                            * request a worker waits for; in lg_run_traced's trace its slot stays 0) */
-    uint64_t completed;   /* requests executed */
-    uint64_t max_backlog; /* most requests due and not yet taken (of every phase), seen when one was taken */
+    uint64_t completed;        /* requests executed */
+    uint64_t max_backlog;      /* most requests due and not yet taken (of every phase), seen when one was taken */
     uint64_t start_ns, end_ns; /* schedule start; last completion */
 } lg_result;
 

@@ -24,7 +24,7 @@
 #define BLKIO_ROOT "/sys/fs/cgroup/blkio"
 
 static char g_home[PATH_MAX / 2]; /* the start cgroup's directory */
-static char g_group[PATH_MAX]; /* ours, "" when not throttled */
+static char g_group[PATH_MAX];    /* ours, "" when not throttled */
 static char g_desc[160] = "off";
 
 static int errf(char *err, size_t n, const char *fmt, ...)

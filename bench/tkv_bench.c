@@ -41,34 +41,34 @@
 typedef struct flags {
     char *benchmarks;
     char *engines;
-    uint64_t num;        /* records (key space) and default op count */
-    uint64_t reads;      /* ops for read benchmarks (0 = num) */
+    uint64_t num;   /* records (key space) and default op count */
+    uint64_t reads; /* ops for read benchmarks (0 = num) */
     size_t key_size, value_size;
     unsigned value_random; /* percent of each value that is random (wl_fill_value_r) */
     int threads;
-    double duration;     /* seconds; 0 = until num/reads ops (closed loop) */
+    double duration; /* seconds; 0 = until num/reads ops (closed loop) */
     uint64_t seed;
     char *db;
-    char *nvm_dir;       /* --nvm_dir: parent of the NVM directories (rocksdb-l0nvm) */
+    char *nvm_dir; /* --nvm_dir: parent of the NVM directories (rocksdb-l0nvm) */
     const char **tkv_opts;
     size_t n_tkv_opts;
     int sync, direct_io;
-    uint64_t dram;       /* memtables + block cache per engine */
-    uint64_t memtable;   /* per memtable */
+    uint64_t dram;     /* memtables + block cache per engine */
+    uint64_t memtable; /* per memtable */
     int memtables;
-    char *rate;          /* open-loop schedule */
-    char *open_loop;     /* benchmarks that run open loop (default: all but fill*) */
-    char *distribution;  /* YCSB distribution override */
-    char *csv;           /* directory for CSV series */
+    char *rate;         /* open-loop schedule */
+    char *open_loop;    /* benchmarks that run open loop (default: all but fill*) */
+    char *distribution; /* YCSB distribution override */
+    char *csv;          /* directory for CSV series */
     int plot;
-    int batch;           /* multireadrandom keys per call */
-    int seek_nexts;      /* seekrandom: nexts after each seek */
+    int batch;      /* multireadrandom keys per call */
+    int seek_nexts; /* seekrandom: nexts after each seek */
     int use_existing_db, keep_db;
     double report_interval;
-    uint64_t throttle;     /* --throttle: blkio cap (bytes/s) during open-loop benchmarks */
-    uint64_t rate_limit;   /* --rate_limiter: RocksDB's rate limiter */
+    uint64_t throttle;   /* --throttle: blkio cap (bytes/s) during open-loop benchmarks */
+    uint64_t rate_limit; /* --rate_limiter: RocksDB's rate limiter */
     int rate_limit_auto;
-    char *label;           /* --label: the engine's name in the output */
+    char *label; /* --label: the engine's name in the output */
 } flags;
 
 static flags F = {
@@ -227,8 +227,7 @@ static void parse_flags(int argc, char **argv)
             double v = strtod(val, &e);
             if (*e || !(v >= 0.001 && v <= 100000)) die("bad --timer_slack_us %s (0.001 .. 100000)", val);
             lg_timer_slack_ns = (unsigned long)(v * 1000 + 0.5);
-        }
-        else if (!strcmp(name, "distribution")) F.distribution = val;
+        } else if (!strcmp(name, "distribution")) F.distribution = val;
         else if (!strcmp(name, "csv")) F.csv = val;
         else if (!strcmp(name, "label")) F.label = val;
         else if (!strcmp(name, "throttle")) {
@@ -243,8 +242,7 @@ static void parse_flags(int argc, char **argv)
                 F.rate_limit_auto = 1;
             }
             if (parse_size(buf, &F.rate_limit) != 0 || F.rate_limit == 0) die("bad --rate_limiter %s", val);
-        }
-        else if (!strcmp(name, "opt")) {
+        } else if (!strcmp(name, "opt")) {
             if (!strchr(val, '=')) die("--opt wants name=value, got %s", val);
             F.tkv_opts = realloc(F.tkv_opts, (F.n_tkv_opts + 1) * sizeof *F.tkv_opts);
             if (!F.tkv_opts) die("out of memory");
@@ -273,8 +271,7 @@ static void parse_flags(int argc, char **argv)
             else if (!strcmp(name, "value_random")) {
                 if (u < 1 || u > 100) die("--value_random must be 1..100");
                 F.value_random = (unsigned)u;
-            }
-            else F.seek_nexts = (int)u;
+            } else F.seek_nexts = (int)u;
         } else {
             die("unknown flag --%s (see --help)", name);
         }
@@ -329,8 +326,8 @@ typedef struct host_row {
 
 /* One per-second row of the time series. */
 typedef struct row {
-    double t;    /* seconds since the benchmark started (end of the interval) */
-    int op;      /* NOPS = all operations */
+    double t; /* seconds since the benchmark started (end of the interval) */
+    int op;   /* NOPS = all operations */
     uint64_t ops;
     double ops_per_sec;
     uint64_t p50, p99, p999, max; /* ns */
@@ -360,22 +357,30 @@ typedef struct run {
     int nthreads;
     tstate *ts;
     volatile int stop;
-    uint64_t target;          /* closed loop: operations to do */
-    uint64_t next_index;      /* closed loop: atomic op counter */
+    uint64_t target;     /* closed loop: operations to do */
+    uint64_t next_index; /* closed loop: atomic op counter */
     wl_ycsb y;
     uint64_t start_ns;
     row *rows;
     size_t nrows, caprows;
-    int writer_thread;        /* readwhilewriting: index of the writer */
+    int writer_thread; /* readwhilewriting: index of the writer */
     int open_loop;
-    hostmon host;             /* host counters, sampled by the reporter */
-    host_row *hrows;          /* one per reporting interval */
+    hostmon host;    /* host counters, sampled by the reporter */
+    host_row *hrows; /* one per reporting interval */
     size_t nhrows, caphrows;
 } run;
 
 enum {
-    B_FILLSEQ, B_FILLRANDOM, B_OVERWRITE, B_READRANDOM, B_READSEQ, B_READREVERSE, B_SEEKRANDOM,
-    B_MULTIREAD, B_READWHILEWRITING, B_YCSB
+    B_FILLSEQ,
+    B_FILLRANDOM,
+    B_OVERWRITE,
+    B_READRANDOM,
+    B_READSEQ,
+    B_READREVERSE,
+    B_SEEKRANDOM,
+    B_MULTIREAD,
+    B_READWHILEWRITING,
+    B_YCSB
 };
 
 static int bench_kind(const char *b, char *ycsb_letter)
@@ -383,11 +388,9 @@ static int bench_kind(const char *b, char *ycsb_letter)
     static const struct {
         const char *n;
         int k;
-    } T[] = {{"fillseq", B_FILLSEQ},       {"fillrandom", B_FILLRANDOM},
-             {"overwrite", B_OVERWRITE},   {"readrandom", B_READRANDOM},
-             {"readseq", B_READSEQ},       {"readreverse", B_READREVERSE},
-             {"seekrandom", B_SEEKRANDOM}, {"multireadrandom", B_MULTIREAD},
-             {"readwhilewriting", B_READWHILEWRITING}};
+    } T[] = {{"fillseq", B_FILLSEQ},       {"fillrandom", B_FILLRANDOM},     {"overwrite", B_OVERWRITE},
+             {"readrandom", B_READRANDOM}, {"readseq", B_READSEQ},           {"readreverse", B_READREVERSE},
+             {"seekrandom", B_SEEKRANDOM}, {"multireadrandom", B_MULTIREAD}, {"readwhilewriting", B_READWHILEWRITING}};
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(b, T[i].n)) return T[i].k;
     if (!strncmp(b, "ycsb", 4) && b[4] >= 'a' && b[4] <= 'f' && !b[5]) {
@@ -480,9 +483,13 @@ static void one_op(run *r, int tid, uint64_t idx, uint64_t start)
 {
     tstate *t = &r->ts[tid];
     switch (r->kind) {
-    case B_FILLSEQ: do_put(r, t, OP_WRITE, idx, 0, start); break;
+    case B_FILLSEQ:
+        do_put(r, t, OP_WRITE, idx, 0, start);
+        break;
     case B_FILLRANDOM:
-    case B_OVERWRITE: do_put(r, t, OP_WRITE, wl_rng_below(&t->rng, F.num), idx, start); break;
+    case B_OVERWRITE:
+        do_put(r, t, OP_WRITE, wl_rng_below(&t->rng, F.num), idx, start);
+        break;
     case B_READWHILEWRITING:
         if (tid == r->writer_thread) {
             do_put(r, t, OP_WRITE, wl_rng_below(&t->rng, F.num), idx, start);
@@ -540,8 +547,12 @@ static void one_op(run *r, int tid, uint64_t idx, uint64_t start)
             do_get(r, t, wl_ycsb_next_key(&r->y, &t->rng));
             record(t, OP_READ, lg_now_ns() - start, 1);
             break;
-        case WL_UPDATE: do_put(r, t, OP_WRITE, wl_ycsb_next_key(&r->y, &t->rng), idx + 1, start); break;
-        case WL_INSERT: do_put(r, t, OP_INSERT, wl_ycsb_insert_key(&r->y), 0, start); break;
+        case WL_UPDATE:
+            do_put(r, t, OP_WRITE, wl_ycsb_next_key(&r->y, &t->rng), idx + 1, start);
+            break;
+        case WL_INSERT:
+            do_put(r, t, OP_INSERT, wl_ycsb_insert_key(&r->y), 0, start);
+            break;
         case WL_SCAN:
             do_scan(r, t, wl_ycsb_next_key(&r->y, &t->rng), wl_ycsb_scan_len(&r->y, &t->rng));
             record(t, OP_SCAN, lg_now_ns() - start, 1);
@@ -552,7 +563,8 @@ static void one_op(run *r, int tid, uint64_t idx, uint64_t start)
             do_put(r, t, OP_RMW, k, idx + 1, start);
             break;
         }
-        default: break;
+        default:
+            break;
         }
         break;
     }
@@ -622,8 +634,8 @@ static void harvest(run *r, uint64_t from_ns, uint64_t now, int final)
     const row *a = &r->rows[r->nrows - 1];
     static double last_log;
     if (g_tty) {
-        fprintf(stderr, "\r%-12s %-16s %6.0fs %10.0f ops/s  p99 %9.1f us  max %10.1f us   ", ename(r->ops),
-                r->bench, a->t, a->ops_per_sec, (double)a->p99 / 1e3, (double)a->max / 1e3);
+        fprintf(stderr, "\r%-12s %-16s %6.0fs %10.0f ops/s  p99 %9.1f us  max %10.1f us   ", ename(r->ops), r->bench,
+                a->t, a->ops_per_sec, (double)a->p99 / 1e3, (double)a->max / 1e3);
     } else if (a->t - last_log >= 10 || a->t < last_log) {
         fprintf(stderr, "%s %s %.0fs %.0f ops/s p99 %.1f us\n", ename(r->ops), r->bench, a->t, a->ops_per_sec,
                 (double)a->p99 / 1e3);
@@ -752,7 +764,6 @@ static void tstate_free(run *r, tstate *t)
 
 static FILE *g_timeline; /* --csv DIR/timeline.csv */
 static FILE *g_host;     /* --csv DIR/host.csv: the host beside each interval (hostmon.h) */
-
 
 static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, uint64_t bench_seed, summary *s)
 {
@@ -903,10 +914,10 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
     if (g_host) {
         for (size_t i = 0; i < r->nhrows; i++) {
             const host_row *x = &r->hrows[i];
-            fprintf(g_host, "%s,%s,%.3f,%.1f,%.1f,%.1f,%.0f,%.2f,%.1f,%.2f,%.1f,%.1f,%.1f,%.2f\n", ename(ops), bench, x->t,
-                    x->h.cpu_busy_pct, x->h.iowait_pct, x->h.steal_pct, x->h.dev_reads_per_s, x->h.dev_read_await_ms,
-                    x->h.dev_write_mb_per_s, x->h.dev_write_await_ms, x->h.dirty_mb, x->h.writeback_mb,
-                    x->h.dev_util_pct, x->h.hiccup_ms);
+            fprintf(g_host, "%s,%s,%.3f,%.1f,%.1f,%.1f,%.0f,%.2f,%.1f,%.2f,%.1f,%.1f,%.1f,%.2f\n", ename(ops), bench,
+                    x->t, x->h.cpu_busy_pct, x->h.iowait_pct, x->h.steal_pct, x->h.dev_reads_per_s,
+                    x->h.dev_read_await_ms, x->h.dev_write_mb_per_s, x->h.dev_write_await_ms, x->h.dirty_mb,
+                    x->h.writeback_mb, x->h.dev_util_pct, x->h.hiccup_ms);
         }
         fflush(g_host);
     }
@@ -986,8 +997,8 @@ static void print_machine(FILE *f, int argc, char **argv)
     time_t now = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
-    fprintf(f, "tkv_bench  %s\nmachine    %s %s, %ld cores (%s), %ld MiB RAM\ncommand   ", date, u.sysname,
-            u.release, sysconf(_SC_NPROCESSORS_ONLN), cpu, mem_mb);
+    fprintf(f, "tkv_bench  %s\nmachine    %s %s, %ld cores (%s), %ld MiB RAM\ncommand   ", date, u.sysname, u.release,
+            sysconf(_SC_NPROCESSORS_ONLN), cpu, mem_mb);
     for (int i = 0; i < argc; i++) fprintf(f, " %s", argv[i]);
     fprintf(f, "\nworkload   %" PRIu64 " records, %zu-byte keys, %zu-byte values, %d client thread(s), %s%s%s\n", F.num,
             F.key_size, F.value_size, F.threads, F.sync ? "sync writes" : "WAL without per-write sync",
@@ -1007,8 +1018,10 @@ static void print_machine(FILE *f, int argc, char **argv)
         }
     }
     if (F.throttle)
-        fprintf(f, "drive      open-loop runs capped at %" PRIu64 " bytes/s for reads and for writes (blkio cgroup on the "
-                   "device of %s)\n", F.throttle, F.db);
+        fprintf(f,
+                "drive      open-loop runs capped at %" PRIu64 " bytes/s for reads and for writes (blkio cgroup on the "
+                "device of %s)\n",
+                F.throttle, F.db);
     if (F.rate_limit)
         fprintf(f, "rocksdb    rate limiter %" PRIu64 " bytes/s%s on flush and compaction writes\n", F.rate_limit,
                 F.rate_limit_auto ? ", auto-tuned" : "");
@@ -1189,7 +1202,8 @@ int main(int argc, char **argv)
                 for (int o = -1; o < NOPS; o++) {
                     const hist *h = o < 0 ? &s->all : &s->per[o];
                     if (!h->count) continue;
-                    fprintf(sumf, "%s,%s,%s,%" PRIu64 ",%.3f,%.1f,%.2f,%.2f,%.2f,%.2f,%.3f,%.3f,%" PRId64 ",%.1f,%.2f\n",
+                    fprintf(sumf,
+                            "%s,%s,%s,%" PRIu64 ",%.3f,%.1f,%.2f,%.2f,%.2f,%.2f,%.3f,%.3f,%" PRId64 ",%.1f,%.2f\n",
                             s->engine, s->bench, o < 0 ? "all" : OP_NAMES[o], o < 0 ? s->ops : s->per_ops[o], s->secs,
                             s->secs > 0 ? (double)(o < 0 ? s->ops : s->per_ops[o]) / s->secs : 0,
                             (double)hist_percentile(h, 50) / 1e3, (double)hist_percentile(h, 99) / 1e3,

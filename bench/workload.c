@@ -71,10 +71,7 @@ void wl_rng_seed(wl_rng *r, uint64_t seed)
 
 uint64_t wl_rng_next(wl_rng *r) { return xoshiro256ss_next(r->s); }
 
-double wl_rng_double(wl_rng *r)
-{
-    return (double)(wl_rng_next(r) >> 11) * 0x1p-53;
-}
+double wl_rng_double(wl_rng *r) { return (double)(wl_rng_next(r) >> 11) * 0x1p-53; }
 
 /* wl_rng_below -- Lemire's multiply-shift with rejection: unbiased. */
 uint64_t wl_rng_below(wl_rng *r, uint64_t n)
@@ -154,20 +151,14 @@ int wl_dist_parse(const char *s)
     return -1;
 }
 
-const char *wl_dist_name(wl_dist d)
-{
-    return (unsigned)d < 3 ? dist_names[d] : "?";
-}
+const char *wl_dist_name(wl_dist d) { return (unsigned)d < 3 ? dist_names[d] : "?"; }
 
-const char *wl_op_name(wl_op op)
-{
-    return (unsigned)op < WL_NOPS ? op_names[op] : "?";
-}
+const char *wl_op_name(wl_op op) { return (unsigned)op < WL_NOPS ? op_names[op] : "?"; }
 
 /* ---------------------------------------------------------------- zeta */
 
-#define ZIPF_THETA 0.99
-#define ZIPF_HEAD 1024 /* terms summed exactly */
+#define ZIPF_THETA      0.99
+#define ZIPF_HEAD       1024 /* terms summed exactly */
 #define SCRAMBLED_ITEMS UINT64_C(10000000000)
 #define SCRAMBLED_ZETAN 26.46902820178302 /* YCSB's zeta(10^10, 0.99) */
 
@@ -238,12 +229,12 @@ int wl_ycsb_init(wl_ycsb *w, char letter, uint64_t records, int dist_override)
         double read, update, insert, scan, rmw;
         wl_dist dist;
     } defs[6] = {
-        {0.50, 0.50, 0, 0, 0, WL_ZIPFIAN},    /* a */
-        {0.95, 0.05, 0, 0, 0, WL_ZIPFIAN},    /* b */
-        {1.00, 0, 0, 0, 0, WL_ZIPFIAN},       /* c */
-        {0.95, 0, 0.05, 0, 0, WL_LATEST},     /* d */
-        {0, 0, 0.05, 0.95, 0, WL_ZIPFIAN},    /* e */
-        {0.50, 0, 0, 0, 0.50, WL_ZIPFIAN},    /* f */
+        {0.50, 0.50, 0, 0, 0, WL_ZIPFIAN}, /* a */
+        {0.95, 0.05, 0, 0, 0, WL_ZIPFIAN}, /* b */
+        {1.00, 0, 0, 0, 0, WL_ZIPFIAN},    /* c */
+        {0.95, 0, 0.05, 0, 0, WL_LATEST},  /* d */
+        {0, 0, 0.05, 0.95, 0, WL_ZIPFIAN}, /* e */
+        {0.50, 0, 0, 0, 0.50, WL_ZIPFIAN}, /* f */
     };
     if (letter >= 'A' && letter <= 'F') letter = (char)(letter - 'A' + 'a');
     if (letter < 'a' || letter > 'f' || dist_override > WL_LATEST) return -1;
@@ -354,12 +345,6 @@ uint64_t wl_ycsb_next_key(wl_ycsb *w, wl_rng *r)
     }
 }
 
-uint64_t wl_ycsb_insert_key(wl_ycsb *w)
-{
-    return __atomic_fetch_add(&w->next_insert, 1, __ATOMIC_ACQ_REL);
-}
+uint64_t wl_ycsb_insert_key(wl_ycsb *w) { return __atomic_fetch_add(&w->next_insert, 1, __ATOMIC_ACQ_REL); }
 
-uint64_t wl_ycsb_scan_len(wl_ycsb *w, wl_rng *r)
-{
-    return 1 + wl_rng_below(r, w->max_scan ? w->max_scan : 1);
-}
+uint64_t wl_ycsb_scan_len(wl_ycsb *w, wl_rng *r) { return 1 + wl_rng_below(r, w->max_scan ? w->max_scan : 1); }

@@ -62,12 +62,12 @@ const char *wl_op_name(wl_op op); /* "read", "update", "insert", "scan", "rmw" *
 
 /* A YCSB workload shared by all threads. */
 typedef struct wl_ycsb {
-    char letter;             /* 'a'..'f' */
+    char letter;                            /* 'a'..'f' */
     double read, update, insert, scan, rmw; /* proportions, sum 1 */
     wl_dist dist;
-    uint64_t max_scan;       /* scans are 1..max_scan long (uniform) */
+    uint64_t max_scan;        /* scans are 1..max_scan long (uniform) */
     uint64_t initial_records; /* records loaded before the run */
-    uint64_t next_insert;    /* atomic: the next key number an insert creates */
+    uint64_t next_insert;     /* atomic: the next key number an insert creates */
     /* zipfian constants: YCSB's 10^10-item space for the scrambled zipfian,
      * the record count for latest (see workload.c) */
     double zipf_theta, zipf_zetan, zipf_zeta2, zipf_alpha, zipf_eta;

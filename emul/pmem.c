@@ -65,12 +65,18 @@
 const char *pm_mode_name(pm_mode m)
 {
     switch (m) {
-    case PM_AUTO: return "auto";
-    case PM_PMEM: return "pmem";
-    case PM_EMULATED: return "emulated";
-    case PM_MSYNC: return "msync";
-    case PM_CRASHSIM: return "crashsim";
-    case PM_VOLATILE: return "volatile";
+    case PM_AUTO:
+        return "auto";
+    case PM_PMEM:
+        return "pmem";
+    case PM_EMULATED:
+        return "emulated";
+    case PM_MSYNC:
+        return "msync";
+    case PM_CRASHSIM:
+        return "crashsim";
+    case PM_VOLATILE:
+        return "volatile";
     }
     return "unknown";
 }
@@ -96,8 +102,8 @@ static void spin_until(uint64_t t)
 static uint64_t pace_reserve(pm_region *r, uint64_t bytes)
 {
     if (r->profile != PM_PROFILE_OPTANE) return 0;
-    uint64_t cost = bytes / PM_OPTANE_WRITE_BW * 1000000000ull +
-                    bytes % PM_OPTANE_WRITE_BW * 1000000000ull / PM_OPTANE_WRITE_BW;
+    uint64_t cost =
+        bytes / PM_OPTANE_WRITE_BW * 1000000000ull + bytes % PM_OPTANE_WRITE_BW * 1000000000ull / PM_OPTANE_WRITE_BW;
     uint64_t now = now_ns();
     uint64_t old = __atomic_load_n(&r->busy_until_ns, __ATOMIC_RELAXED), end;
     do {
@@ -353,8 +359,8 @@ static int pm_open_map(pm_region *r, const char *path, uint64_t size, int *made)
             rc = tkv_err(TKV_INVALID, "pool %s does not exist and no size was given (pmem_size=0)", path);
             break;
         } else if (size % PM_POOL_ALIGN != 0) {
-            rc = tkv_err(TKV_INVALID, "pool %s: pmem_size %llu is not a multiple of %u", path,
-                         (unsigned long long)size, PM_POOL_ALIGN);
+            rc = tkv_err(TKV_INVALID, "pool %s: pmem_size %llu is not a multiple of %u", path, (unsigned long long)size,
+                         PM_POOL_ALIGN);
             break;
         } else {
             int exists = 0;
@@ -372,11 +378,11 @@ static int pm_open_check_size(pm_region *r, const char *path, uint64_t size)
 {
     r->size = r->map_len;
     if (size != 0 && r->size != size)
-        return tkv_err(TKV_INVALID, "pool %s is %llu bytes, pmem_size asks for %llu", path,
-                       (unsigned long long)r->size, (unsigned long long)size);
+        return tkv_err(TKV_INVALID, "pool %s is %llu bytes, pmem_size asks for %llu", path, (unsigned long long)r->size,
+                       (unsigned long long)size);
     if (r->size % PM_POOL_ALIGN != 0)
-        return tkv_err(TKV_INVALID, "pool %s is %llu bytes, not a multiple of %u", path,
-                       (unsigned long long)r->size, PM_POOL_ALIGN);
+        return tkv_err(TKV_INVALID, "pool %s is %llu bytes, not a multiple of %u", path, (unsigned long long)r->size,
+                       PM_POOL_ALIGN);
     return 0;
 }
 
@@ -389,8 +395,8 @@ static int pm_open_resolve_mode(pm_region *r, const char *path, pm_mode mode)
     int is_pmem = pmem_is_pmem(r->durable, r->size);
     if (mode == PM_AUTO) mode = is_pmem ? PM_PMEM : PM_EMULATED;
     if (mode == PM_PMEM && !is_pmem)
-        rc = tkv_err(TKV_INVALID,
-                     "pool %s is not persistent memory (pmem_mode=pmem); use pmem_mode=auto or emulated", path);
+        rc = tkv_err(TKV_INVALID, "pool %s is not persistent memory (pmem_mode=pmem); use pmem_mode=auto or emulated",
+                     path);
     r->mode = mode;
     return rc;
 }
@@ -483,7 +489,8 @@ int pm_open_readonly(const char *path, pm_region **out)
     if (fd < 0 || fstat(fd, &sb) != 0) {
         rc = tkv_err_errno(errno, "open pool %s", path);
     } else if (!S_ISREG(sb.st_mode) || sb.st_size == 0) {
-        rc = tkv_err(TKV_INVALID, "pool %s is %s", path, S_ISREG(sb.st_mode) ? "empty (0 bytes)" : "not a regular file");
+        rc =
+            tkv_err(TKV_INVALID, "pool %s is %s", path, S_ISREG(sb.st_mode) ? "empty (0 bytes)" : "not a regular file");
     } else {
         void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
         if (p == MAP_FAILED) {
@@ -541,9 +548,15 @@ void pm_flush(pm_region *r, const void *addr, size_t len)
     uint64_t idx = count(r, len);
     uint64_t end = pace_reserve(r, line_span(r, addr, len));
     switch (r->mode) {
-    case PM_MSYNC: pm_msync(r, addr, len); break;
-    case PM_CRASHSIM: cs_persist(r, idx, addr, len); break;
-    default: pmem_flush(addr, len); break;
+    case PM_MSYNC:
+        pm_msync(r, addr, len);
+        break;
+    case PM_CRASHSIM:
+        cs_persist(r, idx, addr, len);
+        break;
+    default:
+        pmem_flush(addr, len);
+        break;
     }
     if (end) spin_until(end);
 }
@@ -636,7 +649,9 @@ void pm_memcpy_persist(pm_region *r, void *dst, const void *src, size_t n)
             memcpy(d + done, s + done, c);
             cs_persist(r, idx, d + done, c);
             break;
-        default: pmem_memcpy_persist(d + done, s + done, c); break;
+        default:
+            pmem_memcpy_persist(d + done, s + done, c);
+            break;
         }
         if (end) spin_until(end);
         done += c;
@@ -660,9 +675,15 @@ void pm_store8_persist(pm_region *r, uint64_t *dst, uint64_t value)
     uint64_t end = pace_reserve(r, PM_LINE);
     __atomic_store_n(dst, value, __ATOMIC_RELEASE);
     switch (r->mode) {
-    case PM_MSYNC: pm_msync(r, dst, 8); break;
-    case PM_CRASHSIM: cs_persist(r, idx, dst, 8); break;
-    default: pmem_persist(dst, 8); break;
+    case PM_MSYNC:
+        pm_msync(r, dst, 8);
+        break;
+    case PM_CRASHSIM:
+        cs_persist(r, idx, dst, 8);
+        break;
+    default:
+        pmem_persist(dst, 8);
+        break;
     }
     if (end) spin_until(end);
 }

@@ -270,14 +270,14 @@ typedef struct pm_stats {
     /* paced write-back: bytes written back, failed calls, bytes dropped (queue full or admission
      * refused), bytes skipped as expired (queued > 20 s ago: the kernel wrote them), bytes queued */
     uint64_t wb_bytes, wb_failures, wb_dropped, wb_expired, wb_pending;
-    uint64_t wb_device_flushes; /* device-cache flushes made by the write-back (one per flush_every) */
-    uint64_t prefault_bytes;    /* bytes of the mapping made resident ahead of use (pm_prefault_upto) */
+    uint64_t wb_device_flushes;    /* device-cache flushes made by the write-back (one per flush_every) */
+    uint64_t prefault_bytes;       /* bytes of the mapping made resident ahead of use (pm_prefault_upto) */
     uint64_t prefault_write_bytes; /* of those, made writable (the rest: readable only) */
     uint64_t prefault_zero_bytes;  /* of those, whose pages were created by writing zeros (pm_prefault_zero) */
-    uint64_t persist_errors;    /* persist calls that failed (the first is pm_error) */
-    uint64_t reserve_failures;  /* pm_reserve calls refused (file system full, I/O error) */
-    uint64_t discarded_bytes;   /* bytes given back to the file system (pm_discard) */
-    uint64_t syncs, sync_ns;    /* pm_sync calls that synced (PM_EMULATED) and their time */
+    uint64_t persist_errors;       /* persist calls that failed (the first is pm_error) */
+    uint64_t reserve_failures;     /* pm_reserve calls refused (file system full, I/O error) */
+    uint64_t discarded_bytes;      /* bytes given back to the file system (pm_discard) */
+    uint64_t syncs, sync_ns;       /* pm_sync calls that synced (PM_EMULATED) and their time */
 } pm_stats;
 void pm_get_stats(pm_region *r, pm_stats *out);
 

@@ -14,13 +14,13 @@
 
 #include "emul/pmem.h"
 
-#define PM_LINE 64u                 /* persistence granularity (cache line) */
-#define PM_POOL_ALIGN 4096u         /* pool sizes are multiples of this */
-#define PM_CS_NLOCKS 1024u          /* crashsim: striped locks, one stripe per 4 KiB page */
-#define PM_OPTANE_READ_NS 300u      /* per pm_read_delay access */
+#define PM_LINE            64u           /* persistence granularity (cache line) */
+#define PM_POOL_ALIGN      4096u         /* pool sizes are multiples of this */
+#define PM_CS_NLOCKS       1024u         /* crashsim: striped locks, one stripe per 4 KiB page */
+#define PM_OPTANE_READ_NS  300u          /* per pm_read_delay access */
 #define PM_OPTANE_WRITE_BW 2000000000ull /* bytes per second */
-#define PM_PACE_CHUNK (256u << 10)  /* pm_memcpy_persist reserves bandwidth in 256 KiB steps (128 us) */
-#define PM_ZERO_PIECE_MAX (64u << 10) /* pm_prefault_zero: the largest piece (and so folio) it writes */
+#define PM_PACE_CHUNK      (256u << 10)  /* pm_memcpy_persist reserves bandwidth in 256 KiB steps (128 us) */
+#define PM_ZERO_PIECE_MAX  (64u << 10)   /* pm_prefault_zero: the largest piece (and so folio) it writes */
 
 struct pm_region {
     /* read-mostly */
@@ -37,9 +37,9 @@ struct pm_region {
     int readonly;     /* pm_open_readonly: a PROT_READ mapping; every persist is refused (pm_error) */
     /* the sticky error (pm_error): the first failure is kept; err_mu guards err and err_msg */
     pthread_mutex_t err_mu;
-    int err;                  /* TKV_* code, 0 = none; also read without err_mu (relaxed) */
+    int err; /* TKV_* code, 0 = none; also read without err_mu (relaxed) */
     char err_msg[256];
-    uint64_t persist_errors;  /* failed persist calls (relaxed atomic) */
+    uint64_t persist_errors;              /* failed persist calls (relaxed atomic) */
     uint64_t reserve_failures, discarded; /* relaxed atomics: pm_reserve refusals, bytes given back */
     uint64_t syncs, sync_ns;              /* relaxed atomics: pm_sync's fdatasyncs and their time */
     /* crashsim: persists with an index >= cs_cut copy nothing; on_cut runs
@@ -53,15 +53,15 @@ struct pm_region {
     /* optane profile: CLOCK_MONOTONIC ns until which the write bandwidth is taken */
     _Alignas(64) uint64_t busy_until_ns;
     /* paced write-back (pm_writeback_start); wb_mu guards the queue and wb_stop */
-    int wb_fd; /* read-only descriptor of the pool file, -1: none */
-    int wb_dir_fd; /* the pool's directory: fdatasync of it = a device-cache flush, -1: none */
-    uint64_t wb_flush_every; /* bytes between two device-cache flushes, 0 = none (set before the thread) */
-    uint64_t wb_since_flush; /* bytes written back since the last device-cache flush (thread only) */
+    int wb_fd;                  /* read-only descriptor of the pool file, -1: none */
+    int wb_dir_fd;              /* the pool's directory: fdatasync of it = a device-cache flush, -1: none */
+    uint64_t wb_flush_every;    /* bytes between two device-cache flushes, 0 = none (set before the thread) */
+    uint64_t wb_since_flush;    /* bytes written back since the last device-cache flush (thread only) */
     uint64_t wb_device_flushes; /* relaxed atomic */
     pthread_t wb_thread;
     int wb_started, wb_stop;
     pthread_mutex_t wb_mu;
-    pthread_cond_t wb_cv; /* CLOCK_MONOTONIC */
+    pthread_cond_t wb_cv;    /* CLOCK_MONOTONIC */
     uint64_t (*wb_queue)[3]; /* ring of {offset, length, CLOCK_MONOTONIC ns queued} */
     size_t wb_head, wb_n;
     pm_admit_fn wb_admit;
@@ -73,11 +73,11 @@ struct pm_region {
     int prefault_started;
     pthread_mutex_t pf_mu;
     pthread_cond_t pf_cv;
-    uint64_t pf_upto;   /* populate [pf_done, pf_upto) of the mapping (pm_prefault_upto) */
-    uint64_t pf_done;   /* below it: populated, skipped (pm_prefault_from) or cancelled (pm_prefault_cancel) */
-    int pf_busy;        /* a chunk is being populated, outside pf_mu */
+    uint64_t pf_upto; /* populate [pf_done, pf_upto) of the mapping (pm_prefault_upto) */
+    uint64_t pf_done; /* below it: populated, skipped (pm_prefault_from) or cancelled (pm_prefault_cancel) */
+    int pf_busy;      /* a chunk is being populated, outside pf_mu */
     int pf_stop;
-    uint64_t pf_bytes;  /* relaxed atomic: bytes the thread has populated */
+    uint64_t pf_bytes;       /* relaxed atomic: bytes the thread has populated */
     uint64_t pf_write_bytes; /* relaxed atomic: of those, populated writable (MADV_POPULATE_WRITE) */
     int pf_clean;            /* pm_prefault_clean: populate readable only; pf_mu */
     uint32_t pf_zero_piece;  /* pm_prefault_zero: create pages by writing zeros in pieces of this size, 0 = no */

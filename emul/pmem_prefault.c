@@ -175,7 +175,8 @@ void pm_prefault_cancel(pm_region *r)
 
 void pm_prefault_zero(pm_region *r, uint32_t piece)
 {
-    if (!r->prefault_started || (r->mode != PM_EMULATED && r->mode != PM_VOLATILE) || r->base != r->durable || !r->sparse)
+    if (!r->prefault_started || (r->mode != PM_EMULATED && r->mode != PM_VOLATILE) || r->base != r->durable ||
+        !r->sparse)
         return;
     if (piece > PM_ZERO_PIECE_MAX) piece = PM_ZERO_PIECE_MAX;
     if (piece < 4096 || (piece & (piece - 1))) piece = 0;

@@ -73,8 +73,8 @@ int pm_create_file(const char *path, uint64_t size, int *exists)
         return tkv_err_errno(errno, "create pool %s", path);
     }
     int rc = 0;
-    if (ftruncate(fd, (off_t)size) != 0) rc = tkv_err_errno(errno, "create pool %s: set its size to %llu", path,
-                                                            (unsigned long long)size);
+    if (ftruncate(fd, (off_t)size) != 0)
+        rc = tkv_err_errno(errno, "create pool %s: set its size to %llu", path, (unsigned long long)size);
     close(fd);
     if (rc < 0) unlink(path);
     return rc;
@@ -87,7 +87,8 @@ int pm_open_space(pm_region *r, const char *path, int made)
     r->sparse = r->mode != PM_PMEM;
     if (r->sparse) (void)madvise(r->durable, r->map_len, MADV_RANDOM); /* 4 KiB folios (above); best effort */
     struct statfs sf;
-    r->in_memory_fs = fstatfs(r->fd, &sf) == 0 && (sf.f_type == 0x01021994 /* tmpfs */ || sf.f_type == 0x858458f6 /* ramfs */);
+    r->in_memory_fs =
+        fstatfs(r->fd, &sf) == 0 && (sf.f_type == 0x01021994 /* tmpfs */ || sf.f_type == 0x858458f6 /* ramfs */);
     if (r->sparse || !made) return 0;
     int e = posix_fallocate(r->fd, 0, (off_t)r->size); /* DAX: the whole file now, as libpmem did */
     return e ? tkv_err_errno(e, "allocate the %llu bytes of pool %s", (unsigned long long)r->size, path) : 0;

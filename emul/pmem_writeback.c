@@ -43,7 +43,7 @@ void pm_wb_open(pm_region *r, const char *path)
     if (r->wb_fd >= 0) r->wb_dir_fd = pm_open_parent_dir(path); /* for the device-cache flushes (wb_flush_every) */
 }
 
-#define WB_QUEUE_CAP 4096u  /* queued ranges (a row queues one per pool page) */
+#define WB_QUEUE_CAP 4096u /* queued ranges (a row queues one per pool page) */
 /* Bytes admitted and written back per step. Small: the scheduler's device
  * throttle grants a step in one piece, and a client read that arrives just
  * after a large grant waits for the bucket to refill (2 MiB at 200 MB/s:
@@ -128,8 +128,7 @@ static void *writeback_main(void *arg)
         pthread_mutex_unlock(&r->wb_mu);
         int admitted = !r->wb_admit || r->wb_admit(r->wb_arg, (size_t)n) >= 0;
         if (admitted) wb_unmap(r, off, n);
-        if (!admitted)
-            __atomic_fetch_add(&r->wb_dropped, n, __ATOMIC_RELAXED); /* the engine is closing */
+        if (!admitted) __atomic_fetch_add(&r->wb_dropped, n, __ATOMIC_RELAXED); /* the engine is closing */
         else if (sync_file_range(r->wb_fd, (off_t)off, (off_t)n,
                                  SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
             __atomic_fetch_add(&r->wb_failures, 1, __ATOMIC_RELAXED);

@@ -35,7 +35,8 @@ static void set_line(tkv_options *o, char *line)
         fz_check(memcmp(&before, o, sizeof before) == 0, "a refused value changed the options");
     }
     uint64_t v;
-    if (options_parse_size(value, &v) == 0) fz_check(value[0] >= '0' && value[0] <= '9', "size parsed from a non-digit");
+    if (options_parse_size(value, &v) == 0)
+        fz_check(value[0] >= '0' && value[0] <= '9', "size parsed from a non-digit");
 }
 
 /* roundtrip -- the description of o parses back into options with the

@@ -52,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data++, size--;
     if (bloom_filter_valid(data, size)) {
         volatile int sink = 0;
-        for (size_t off = 0; off + 4 <= size && off < 64; off += 4) sink += bloom_may_contain(data, size, slice(data + off, 4));
+        for (size_t off = 0; off + 4 <= size && off < 64; off += 4)
+            sink += bloom_may_contain(data, size, slice(data + off, 4));
         (void)sink;
     }
     no_false_negative(data, size, size ? 1 + data[0] % 30 : 10);

@@ -26,7 +26,7 @@
 #include "mem/wal.h"
 #include "util/status.h"
 
-#define FZ_V2 2u
+#define FZ_V2        2u
 #define FZ_KEEP_SLOT 4u
 
 typedef struct wal_seen {

@@ -10,24 +10,24 @@
 #include "util/coding.h"
 
 /* Pool header (docs/format-matrix.md section 2). */
-#define PH_POOL_SIZE 16
-#define PH_PAGE_SIZE 24
-#define PH_PAGE_COUNT 28
-#define PH_DIR_SLOTS 40
+#define PH_POOL_SIZE    16
+#define PH_PAGE_SIZE    24
+#define PH_PAGE_COUNT   28
+#define PH_DIR_SLOTS    40
 #define PH_PAGES_OFFSET 48
-#define PH_CHECKSUM 72
-#define DIR_OFF 4096u
+#define PH_CHECKSUM     72
+#define DIR_OFF         4096u
 /* Row header root (section 4.2). */
-#define RH_HDR_LEN 8
-#define RH_NPAGES 12
+#define RH_HDR_LEN  8
+#define RH_NPAGES   12
 #define RH_BODY_LEN 28
-#define ROOT 32u
+#define ROOT        32u
 /* RowTable body (section 5.2), offsets in the body. */
-#define RB_N 8
+#define RB_N          8
 #define RB_DATA_BYTES 40
-#define RB_META_OFF 48
-#define RB_NMETA 56
-#define RB_PAGE_CRC 96
+#define RB_META_OFF   48
+#define RB_NMETA      56
+#define RB_PAGE_CRC   96
 
 typedef struct geo {
     uint64_t size, pages_off;
@@ -57,7 +57,8 @@ static void fix_pages(uint8_t *img, const geo *g, uint8_t *b, uint32_t npages, u
     uint8_t *body = b + ROOT;
     const uint8_t *list = body + up(body_len, 4);
     if (body_len < RB_PAGE_CRC + 4 * (uint64_t)npages) return;
-    uint64_t n = dec_u64(body + RB_N), data_bytes = dec_u64(body + RB_DATA_BYTES), meta_off = dec_u64(body + RB_META_OFF);
+    uint64_t n = dec_u64(body + RB_N), data_bytes = dec_u64(body + RB_DATA_BYTES),
+             meta_off = dec_u64(body + RB_META_OFF);
     uint32_t nmeta = dec_u32(body + RB_NMETA);
     if (n > UINT32_MAX) return;
     uint64_t meta_end = meta_off + n * 32;
@@ -82,7 +83,8 @@ static void fix_rows(uint8_t *img, const geo *g, unsigned flags)
         uint32_t first = (uint32_t)(v & 0xffffffffu) - 1;
         if (v == 0 || first >= g->count) continue;
         uint8_t *b = img + g->pages_off + (uint64_t)first * g->ps;
-        uint32_t hdr_len = dec_u32(b + RH_HDR_LEN), npages = dec_u32(b + RH_NPAGES), body_len = dec_u32(b + RH_BODY_LEN);
+        uint32_t hdr_len = dec_u32(b + RH_HDR_LEN), npages = dec_u32(b + RH_NPAGES),
+                 body_len = dec_u32(b + RH_BODY_LEN);
         if (hdr_len < ROOT + 4 || hdr_len > g->ps || body_len > g->ps || npages > g->ps / 4) continue;
         if (ROOT + up(body_len, 4) + 4 * (uint64_t)npages > g->ps) continue;
         if (flags & FZ_FIX_PAGES) fix_pages(img, g, b, npages, body_len);

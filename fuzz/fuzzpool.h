@@ -16,7 +16,7 @@
 /* Pools the targets accept: at most this many bytes once extended. */
 #define FZ_POOL_MAX (UINT64_C(4) << 20)
 
-#define FZ_FIX_ROWS 2u  /* flags bit: recompute row header checksums */
+#define FZ_FIX_ROWS  2u /* flags bit: recompute row header checksums */
 #define FZ_FIX_PAGES 4u /* flags bit: recompute RowTable page checksums (before the row's) */
 
 /* fz_pool_image -- a malloc'd pool file from data[0..n): padded with zeros

@@ -133,8 +133,8 @@ static void copy_named(const char *dir, const char *prefix, const char *suffix, 
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t ln = strlen(e->d_name), ls = suffix ? strlen(suffix) : 0;
-        int match = prefix ? !strncmp(e->d_name, prefix, strlen(prefix))
-                           : ln > ls && !strcmp(e->d_name + ln - ls, suffix);
+        int match =
+            prefix ? !strncmp(e->d_name, prefix, strlen(prefix)) : ln > ls && !strcmp(e->d_name + ln - ls, suffix);
         if (!match) continue;
         char path[1024], name[256];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
@@ -283,7 +283,8 @@ static void gen_options(void)
         {"bad", "memtables=1\nmemtable_size=99999999999999999999\nblock_size=-1\nnope=1\nl0\n=\ncompression=zstd\n"},
         {"strings", "pmem_path=/tmp/x=y.pmem\npmem_path=\nbackground_nice=19\n"},
     };
-    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) seed("options", texts[i][0], 0, texts[i][1], strlen(texts[i][1]));
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        seed("options", texts[i][0], 0, texts[i][1], strlen(texts[i][1]));
 }
 
 int main(int argc, char **argv)

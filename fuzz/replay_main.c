@@ -32,7 +32,10 @@ static int replay_file(const char *path)
         n += got;
         if (n == cap) {
             uint8_t *nb = realloc(buf, cap *= 2);
-            if (!nb) { free(buf); buf = NULL; }
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            }
             buf = nb;
         }
     }
@@ -40,7 +43,10 @@ static int replay_file(const char *path)
     if (!buf) return 0;
     /* An exact-size copy: a read past the input's end is then seen by ASan. */
     uint8_t *exact = malloc(n ? n : 1);
-    if (!exact) { free(buf); return 0; }
+    if (!exact) {
+        free(buf);
+        return 0;
+    }
     memcpy(exact, buf, n);
     free(buf);
     LLVMFuzzerTestOneInput(exact, n);

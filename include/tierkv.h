@@ -96,22 +96,22 @@ extern "C" {
 TKV_API int tkv_version(void);
 
 /* Status codes. */
-#define TKV_OK 0
-#define TKV_NOT_FOUND 1 /* key absent (or deleted) at the read's sequence */
-#define TKV_TRUNCATED 2 /* tkv_get_into: the value is larger than the caller's buffer */
-#define TKV_INVALID (-1) /* bad argument, option, or API misuse */
-#define TKV_IO_ERROR (-2) /* the operating system reported an I/O error */
+#define TKV_OK         0
+#define TKV_NOT_FOUND  1    /* key absent (or deleted) at the read's sequence */
+#define TKV_TRUNCATED  2    /* tkv_get_into: the value is larger than the caller's buffer */
+#define TKV_INVALID    (-1) /* bad argument, option, or API misuse */
+#define TKV_IO_ERROR   (-2) /* the operating system reported an I/O error */
 #define TKV_CORRUPTION (-3) /* a checksum or structural check failed on media */
-#define TKV_NO_SPACE (-4) /* the device or a pool is full */
-#define TKV_BUSY (-5) /* the resource is in use (e.g. directory or pmem pool file locked) */
-#define TKV_NO_MEMORY (-6) /* an allocation failed */
+#define TKV_NO_SPACE   (-4) /* the device or a pool is full */
+#define TKV_BUSY       (-5) /* the resource is in use (e.g. directory or pmem pool file locked) */
+#define TKV_NO_MEMORY  (-6) /* an allocation failed */
 
 /* Limits, enforced by every function that takes keys or values. */
-#define TKV_MAX_KEY_SIZE (64u * 1024u) /* 64 KiB */
+#define TKV_MAX_KEY_SIZE   (64u * 1024u)          /* 64 KiB */
 #define TKV_MAX_VALUE_SIZE (256u * 1024u * 1024u) /* 256 MiB */
 
 /* Write flags (bitwise OR). */
-#define TKV_SYNC 1u /* the write is durable (WAL fdatasync'd) before the call returns */
+#define TKV_SYNC   1u /* the write is durable (WAL fdatasync'd) before the call returns */
 #define TKV_NO_WAL 2u /* skip the WAL for this write: lost on crash until flushed */
 
 typedef struct tkv_db tkv_db;
@@ -150,26 +150,26 @@ TKV_API int tkv_options_set(tkv_options *opts, const char *name, const char *val
 
 /* Background events, delivered to the listener of tkv_options_set_listener.
  * Each job's begin and end carry the same `job` number. */
-#define TKV_EVENT_FLUSH_BEGIN 1      /* a memtable starts going to a row (or an L0 SST) */
-#define TKV_EVENT_FLUSH_END 2        /* ... done: status, micros, bytes_written */
-#define TKV_EVENT_COLUMN_BEGIN 3     /* a column compaction (rows -> L1) starts */
-#define TKV_EVENT_COLUMN_END 4       /* ... done: status, micros, bytes_read, bytes_written */
+#define TKV_EVENT_FLUSH_BEGIN      1 /* a memtable starts going to a row (or an L0 SST) */
+#define TKV_EVENT_FLUSH_END        2 /* ... done: status, micros, bytes_written */
+#define TKV_EVENT_COLUMN_BEGIN     3 /* a column compaction (rows -> L1) starts */
+#define TKV_EVENT_COLUMN_END       4 /* ... done: status, micros, bytes_read, bytes_written */
 #define TKV_EVENT_COMPACTION_BEGIN 5 /* a leveled compaction starts; level: its output level */
-#define TKV_EVENT_COMPACTION_END 6   /* ... done: status, micros, bytes_read, bytes_written */
-#define TKV_EVENT_STALL_BEGIN 7      /* a writer starts waiting for the write controller */
-#define TKV_EVENT_STALL_END 8        /* ... and resumes: micros */
-#define TKV_EVENT_BG_ERROR 9         /* the database became read-only: status, message */
+#define TKV_EVENT_COMPACTION_END   6 /* ... done: status, micros, bytes_read, bytes_written */
+#define TKV_EVENT_STALL_BEGIN      7 /* a writer starts waiting for the write controller */
+#define TKV_EVENT_STALL_END        8 /* ... and resumes: micros */
+#define TKV_EVENT_BG_ERROR         9 /* the database became read-only: status, message */
 
 typedef struct tkv_event {
-    size_t size;          /* sizeof(tkv_event) in the library that made it: fields past it are absent */
-    int type;             /* TKV_EVENT_* */
-    int status;           /* end events and TKV_EVENT_BG_ERROR: TKV_OK or the error that ended the job */
-    uint64_t job;         /* pairs a begin with its end (0 for stalls and errors) */
-    int level;            /* compactions: the output level; flushes and columns: 0 and 1 */
-    uint64_t micros;      /* end events: how long the job (or stall) took */
-    uint64_t bytes_read;  /* end events: bytes the job read, where known (else 0) */
+    size_t size;            /* sizeof(tkv_event) in the library that made it: fields past it are absent */
+    int type;               /* TKV_EVENT_* */
+    int status;             /* end events and TKV_EVENT_BG_ERROR: TKV_OK or the error that ended the job */
+    uint64_t job;           /* pairs a begin with its end (0 for stalls and errors) */
+    int level;              /* compactions: the output level; flushes and columns: 0 and 1 */
+    uint64_t micros;        /* end events: how long the job (or stall) took */
+    uint64_t bytes_read;    /* end events: bytes the job read, where known (else 0) */
     uint64_t bytes_written; /* end events: bytes the job wrote */
-    const char *message;  /* TKV_EVENT_BG_ERROR: tkv_errmsg of the failure; valid during the call only */
+    const char *message;    /* TKV_EVENT_BG_ERROR: tkv_errmsg of the failure; valid during the call only */
 } tkv_event;
 
 /* tkv_event_fn -- a listener: called on the database's own "tkv-events"
@@ -282,7 +282,7 @@ TKV_API int tkv_get(tkv_db *db, const tkv_snapshot *snap, const void *key, size_
  * at once; the answers are the same. Returns TKV_OK if the arguments were
  * valid (individual results are in statuses[]), else TKV_INVALID. */
 TKV_API int tkv_multi_get(tkv_db *db, const tkv_snapshot *snap, size_t n, const void *const *keys, const size_t *klens,
-                  void **vals, size_t *vlens, int *statuses);
+                          void **vals, size_t *vlens, int *statuses);
 
 /* tkv_get_into -- tkv_get into the caller's buffer, with read options ro
  * (NULL: the latest state, the defaults). A value of up to `cap` bytes is
@@ -378,41 +378,41 @@ TKV_API int tkv_iter_status(const tkv_iter *it);
 /* ---------------------------------------------------------------- statistics */
 
 /* Counters (tickers): totals since tkv_open, and tiers' current sizes. */
-#define TKV_TICKER_PUTS 0               /* keys put (batches count each) */
-#define TKV_TICKER_DELETES 1            /* keys deleted */
-#define TKV_TICKER_BYTES_WRITTEN 2      /* key and value bytes accepted */
-#define TKV_TICKER_WRITE_BATCHES 3      /* tkv_put/delete/write calls that succeeded */
-#define TKV_TICKER_WAL_SYNCS 4          /* WAL fdatasyncs of sync writes */
-#define TKV_TICKER_GETS 5               /* point lookups (tkv_get, tkv_get_into, each key of tkv_multi_get) */
-#define TKV_TICKER_GETS_FOUND 6         /* ... that found a value */
-#define TKV_TICKER_ITERATORS 7          /* iterators created */
-#define TKV_TICKER_STALLS 8             /* writes that waited for the write controller */
-#define TKV_TICKER_STALL_MICROS 9       /* their summed wait */
-#define TKV_TICKER_FLUSHES 10           /* memtables flushed */
-#define TKV_TICKER_COLUMNS 11           /* column compactions committed */
-#define TKV_TICKER_COMPACTIONS 12       /* leveled compactions that merged (l0=sst L0->L1 included) */
-#define TKV_TICKER_COMPACTION_READ_BYTES 13  /* bytes columns and compactions read */
+#define TKV_TICKER_PUTS                   0  /* keys put (batches count each) */
+#define TKV_TICKER_DELETES                1  /* keys deleted */
+#define TKV_TICKER_BYTES_WRITTEN          2  /* key and value bytes accepted */
+#define TKV_TICKER_WRITE_BATCHES          3  /* tkv_put/delete/write calls that succeeded */
+#define TKV_TICKER_WAL_SYNCS              4  /* WAL fdatasyncs of sync writes */
+#define TKV_TICKER_GETS                   5  /* point lookups (tkv_get, tkv_get_into, each key of tkv_multi_get) */
+#define TKV_TICKER_GETS_FOUND             6  /* ... that found a value */
+#define TKV_TICKER_ITERATORS              7  /* iterators created */
+#define TKV_TICKER_STALLS                 8  /* writes that waited for the write controller */
+#define TKV_TICKER_STALL_MICROS           9  /* their summed wait */
+#define TKV_TICKER_FLUSHES                10 /* memtables flushed */
+#define TKV_TICKER_COLUMNS                11 /* column compactions committed */
+#define TKV_TICKER_COMPACTIONS            12 /* leveled compactions that merged (l0=sst L0->L1 included) */
+#define TKV_TICKER_COMPACTION_READ_BYTES  13 /* bytes columns and compactions read */
 #define TKV_TICKER_COMPACTION_WRITE_BYTES 14 /* bytes they wrote */
-#define TKV_TICKER_MEMTABLE_BYTES 15    /* now: DRAM of the memtables */
-#define TKV_TICKER_POOL_BYTES 16        /* now: bytes of pool pages in use (0 with l0=sst) */
-#define TKV_TICKER_SST_BYTES 17         /* now: bytes of the live SSTs, every level */
-#define TKV_TICKER_EVENTS_DROPPED 18    /* listener events dropped on a full queue */
-#define TKV_TICKER_COUNT 19
+#define TKV_TICKER_MEMTABLE_BYTES         15 /* now: DRAM of the memtables */
+#define TKV_TICKER_POOL_BYTES             16 /* now: bytes of pool pages in use (0 with l0=sst) */
+#define TKV_TICKER_SST_BYTES              17 /* now: bytes of the live SSTs, every level */
+#define TKV_TICKER_EVENTS_DROPPED         18 /* listener events dropped on a full queue */
+#define TKV_TICKER_COUNT                  19
 
 /* Latency histograms, in nanoseconds. GET and WRITE are measured only with
  * the option statistics=1 (two clock reads per call); the others always. */
-#define TKV_HIST_GET 0        /* tkv_get, tkv_get_into, tkv_multi_get (per call) */
-#define TKV_HIST_WRITE 1      /* tkv_put, tkv_delete, tkv_write, the wait for the group included */
-#define TKV_HIST_STALL 2      /* each write-controller wait */
-#define TKV_HIST_FLUSH 3      /* each flush */
-#define TKV_HIST_COLUMN 4     /* each column compaction */
+#define TKV_HIST_GET        0 /* tkv_get, tkv_get_into, tkv_multi_get (per call) */
+#define TKV_HIST_WRITE      1 /* tkv_put, tkv_delete, tkv_write, the wait for the group included */
+#define TKV_HIST_STALL      2 /* each write-controller wait */
+#define TKV_HIST_FLUSH      3 /* each flush */
+#define TKV_HIST_COLUMN     4 /* each column compaction */
 #define TKV_HIST_COMPACTION 5 /* each leveled compaction */
-#define TKV_HIST_COUNT 6
+#define TKV_HIST_COUNT      6
 
 typedef struct tkv_histogram_data {
-    uint64_t count; /* samples */
-    uint64_t sum;   /* their sum, ns */
-    uint64_t max;   /* the largest, ns */
+    uint64_t count;               /* samples */
+    uint64_t sum;                 /* their sum, ns */
+    uint64_t max;                 /* the largest, ns */
     uint64_t p50, p90, p99, p999; /* percentiles, ns: within 25 % (log-linear buckets), 0 without samples */
 } tkv_histogram_data;
 

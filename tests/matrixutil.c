@@ -203,9 +203,11 @@ void expect_corruption(int rc, const char *needle, const char *what)
 
 static void expect_it(tkv_it *it, const ent *e, const char *what, size_t i)
 {
-    if (!it_valid(it)) fail_msg("%s: entry %zu: iterator not valid (status %d %s)", what, i, it_status(it), tkv_errmsg());
+    if (!it_valid(it))
+        fail_msg("%s: entry %zu: iterator not valid (status %d %s)", what, i, it_status(it), tkv_errmsg());
     tkv_slice k = it_key(it), v = it_value(it);
-    if (k.n != e->kn || memcmp(k.p, e->k, k.n)) fail_msg("%s: entry %zu: key %s, want %s", what, i, tu_hex(k.p, k.n), tu_hex(e->k, e->kn));
+    if (k.n != e->kn || memcmp(k.p, e->k, k.n))
+        fail_msg("%s: entry %zu: key %s, want %s", what, i, tu_hex(k.p, k.n), tu_hex(e->k, e->kn));
     if (v.n != e->vn || (v.n && memcmp(v.p, e->v, v.n))) fail_msg("%s: entry %zu: value differs", what, i);
 }
 

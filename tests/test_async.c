@@ -112,7 +112,8 @@ static void scan_vs_model(tkv_db *db, const tu_model *m, uint64_t start, size_t 
         const void *mk, *mv;
         size_t mkn, mvn, ikn, ivn;
         tu_model_at(m, pos, &mk, &mkn, &mv, &mvn);
-        if (!tkv_iter_valid(it)) fail_msg("iterator invalid at step %zu (status %d: %s)", s, tkv_iter_status(it), tkv_errmsg());
+        if (!tkv_iter_valid(it))
+            fail_msg("iterator invalid at step %zu (status %d: %s)", s, tkv_iter_status(it), tkv_errmsg());
         const void *ik = tkv_iter_key(it, &ikn), *iv = tkv_iter_value(it, &ivn);
         if (tu_keycmp(ik, ikn, mk, mkn) || ivn != mvn || memcmp(iv, mv, mvn))
             fail_msg("scan from %s step %zu: iterator at %s, model at %s", k, s, tu_hex(ik, ikn), tu_hex(mk, mkn));
@@ -139,7 +140,9 @@ static int setup_hook(io_op op, const char *path, size_t len, void *arg)
 static void fallback_when_setup_fails(void **state)
 {
     (void)state;
-    static const struct { int e, code; } cases[] = {{EPERM, TKV_IO_ERROR}, {ENOMEM, TKV_NO_MEMORY}};
+    static const struct {
+        int e, code;
+    } cases[] = {{EPERM, TKV_IO_ERROR}, {ENOMEM, TKV_NO_MEMORY}};
     for (size_t c = 0; c < 2; c++) {
         char *dir = tu_tmpdir("async-fb");
         tkv_options *o = tu_small_options();
@@ -156,7 +159,8 @@ static void fallback_when_setup_fails(void **state)
         io_set_fault_hook(NULL, NULL);
         char *st = tkv_property(db, "tkv.stats");
         char want[160];
-        snprintf(want, sizeof want, "async_io: off (reads use pread): io_uring setup failed: %s\n", strerror(cases[c].e));
+        snprintf(want, sizeof want, "async_io: off (reads use pread): io_uring setup failed: %s\n",
+                 strerror(cases[c].e));
         if (!strstr(st, want)) fail_msg("tkv.stats lacks \"%s\":\n%s", want, st);
         tkv_free(st);
         tu_model *m = tu_model_new();
@@ -466,8 +470,10 @@ static void compaction_reads_ahead(void **state)
         fprintf(stderr, "# pass %d: %llu ring reads of %llu bytes\n", pass, (unsigned long long)reads,
                 (unsigned long long)bytes);
         if (reads < 6) fail_msg("pass %d: the compaction made %llu ring reads", pass, (unsigned long long)reads);
-        if (pass == 0 && bytes / reads < (32u << 10)) fail_msg("pass 0: ring reads of %llu bytes on average", (unsigned long long)(bytes / reads));
-        if (pass == 1 && bytes / reads > (8u << 10)) fail_msg("pass 1: ring reads of %llu bytes on average", (unsigned long long)(bytes / reads));
+        if (pass == 0 && bytes / reads < (32u << 10))
+            fail_msg("pass 0: ring reads of %llu bytes on average", (unsigned long long)(bytes / reads));
+        if (pass == 1 && bytes / reads > (8u << 10))
+            fail_msg("pass 1: ring reads of %llu bytes on average", (unsigned long long)(bytes / reads));
         tu_check_db(db, NULL, m, pass ? "compacted with failing readahead" : "compacted with readahead");
         tu_close_reopen_check(db, dir, o, m, "compacted, reopened");
         tu_model_free(m);
@@ -548,7 +554,8 @@ static void *cr_reader(void *arg)
         if (tkv_multi_get(g_cdb, NULL, 32, kp, kl, vals, vl, st) != TKV_OK) fail_msg("multi_get failed");
         for (int i = 0; i < 32; i++) {
             size_t vn = value_of(ids[i], 1, v);
-            if (st[i] != TKV_OK || vl[i] != vn || memcmp(vals[i], v, vn)) fail_msg("multi_get[%d] %s: %d", i, kb[i], st[i]);
+            if (st[i] != TKV_OK || vl[i] != vn || memcmp(vals[i], v, vn))
+                fail_msg("multi_get[%d] %s: %d", i, kb[i], st[i]);
             tkv_free(vals[i]);
         }
         tkv_iter *it;
@@ -599,7 +606,8 @@ static void concurrent_readers(void **state)
     __atomic_store_n(&g_cstop, 0, __ATOMIC_RELEASE);
     pthread_t th[4];
     assert_int_equal(pthread_create(&th[3], NULL, cr_writer, NULL), 0);
-    for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&th[i], NULL, cr_reader, (void *)(uintptr_t)(tu_seed() + (uint64_t)i)), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, cr_reader, (void *)(uintptr_t)(tu_seed() + (uint64_t)i)), 0);
     for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
     __atomic_store_n(&g_cstop, 1, __ATOMIC_RELEASE);
     pthread_join(th[3], NULL);
@@ -618,12 +626,9 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(fallback_when_setup_fails),
-        cmocka_unit_test(mget_reads_and_levels),
-        cmocka_unit_test(mget_errors_like_get),
-        cmocka_unit_test(scans_read_ahead),
-        cmocka_unit_test(compaction_reads_ahead),
-        cmocka_unit_test(scan_errors),
+        cmocka_unit_test(fallback_when_setup_fails), cmocka_unit_test(mget_reads_and_levels),
+        cmocka_unit_test(mget_errors_like_get),      cmocka_unit_test(scans_read_ahead),
+        cmocka_unit_test(compaction_reads_ahead),    cmocka_unit_test(scan_errors),
         cmocka_unit_test(concurrent_readers),
     };
     const char *only = getenv("TKV_TEST_ONLY");

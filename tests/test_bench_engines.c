@@ -36,15 +36,15 @@
 #include "bench/engine.h"
 #include "testutil.h"
 
-#define KEY_LEN 16
-#define N_IDS 6000      /* distinct keys the random operations draw from */
-#define N_OPS 20000     /* operations per engine (times TKV_TEST_SCALE) */
-#define DEL_PPM 150000  /* 15% deletes */
-#define VAL_MIN 100
-#define VAL_MAX 1000
-#define N_SEEKS 200     /* seek probes per check */
-#define SEEK_STEPS 20   /* entries compared after each seek */
-#define MG_BATCH 37     /* keys per multi_get (odd, to vary the mix) */
+#define KEY_LEN    16
+#define N_IDS      6000   /* distinct keys the random operations draw from */
+#define N_OPS      20000  /* operations per engine (times TKV_TEST_SCALE) */
+#define DEL_PPM    150000 /* 15% deletes */
+#define VAL_MIN    100
+#define VAL_MAX    1000
+#define N_SEEKS    200 /* seek probes per check */
+#define SEEK_STEPS 20  /* entries compared after each seek */
+#define MG_BATCH   37  /* keys per multi_get (odd, to vary the mix) */
 
 /* make_key -- the 16-byte key of id: 8 mixed bytes (any byte value, so
  * ordering is by unsigned bytes) then the id itself, big-endian. */
@@ -82,9 +82,11 @@ static void check_gets(const engine_ops *ops, engine *e, const tu_model *m, tu_r
         size_t kn, vn, got = 0;
         tu_model_at(m, i, &k, &kn, NULL, &vn);
         int rc = ops->get(e, k, kn, &got);
-        if (rc != 0) fail_msg("%s %s: get of present key %s = %d (%s)", ops->name, what, tu_hex(k, kn), rc,
-                              rc < 0 ? ops->last_error() : "not found");
-        if (got != vn) fail_msg("%s %s: get %s: value length %zu, expected %zu", ops->name, what, tu_hex(k, kn), got, vn);
+        if (rc != 0)
+            fail_msg("%s %s: get of present key %s = %d (%s)", ops->name, what, tu_hex(k, kn), rc,
+                     rc < 0 ? ops->last_error() : "not found");
+        if (got != vn)
+            fail_msg("%s %s: get %s: value length %zu, expected %zu", ops->name, what, tu_hex(k, kn), got, vn);
     }
     for (int i = 0; i < 2000; i++) {
         char k[KEY_LEN];
@@ -96,8 +98,8 @@ static void check_gets(const engine_ops *ops, engine *e, const tu_model *m, tu_r
         if (rc != want)
             fail_msg("%s %s: get %s = %d, expected %d (%s)", ops->name, what, tu_hex(k, KEY_LEN), rc, want,
                      rc < 0 ? ops->last_error() : "");
-        if (rc == 0 && got != vn) fail_msg("%s %s: get %s: length %zu, expected %zu", ops->name, what, tu_hex(k, KEY_LEN),
-                                           got, vn);
+        if (rc == 0 && got != vn)
+            fail_msg("%s %s: get %s: length %zu, expected %zu", ops->name, what, tu_hex(k, KEY_LEN), got, vn);
     }
 }
 
@@ -138,8 +140,8 @@ static void expect_entry(const engine_ops *ops, engine_iter *it, const tu_model 
     ops->iter_entry(it, &kn, &vn);
     tu_model_at(m, i, NULL, &mkn, NULL, &mvn);
     if (kn != mkn || vn != mvn)
-        fail_msg("%s %s: %s: entry %zu has key/value lengths %zu/%zu, expected %zu/%zu", ops->name, what, how, i, kn, vn,
-                 mkn, mvn);
+        fail_msg("%s %s: %s: entry %zu has key/value lengths %zu/%zu, expected %zu/%zu", ops->name, what, how, i, kn,
+                 vn, mkn, mvn);
 }
 
 /* check_iterators -- full forward and reverse scans, and seeks. */
@@ -351,10 +353,9 @@ static void test_registry(void **state)
         if (!ops) fail_msg("engine_names() lists \"%s\" but engine_find does not know it", n);
         assert_string_equal(ops->name, n);
         assert_true(ops->available && ops->version && ops->open && ops->close && ops->describe && ops->put &&
-                    ops->del && ops->get && ops->multi_get && ops->iter_new && ops->iter_seek &&
-                    ops->iter_seek_first && ops->iter_seek_last && ops->iter_valid && ops->iter_next &&
-                    ops->iter_prev && ops->iter_entry && ops->iter_free && ops->wait_idle && ops->stats &&
-                    ops->last_error);
+                    ops->del && ops->get && ops->multi_get && ops->iter_new && ops->iter_seek && ops->iter_seek_first &&
+                    ops->iter_seek_last && ops->iter_valid && ops->iter_next && ops->iter_prev && ops->iter_entry &&
+                    ops->iter_free && ops->wait_idle && ops->stats && ops->last_error);
         char why[512] = "";
         int avail = ops->available(why, sizeof why);
         const char *v = ops->version();
@@ -397,8 +398,9 @@ static void test_tierkv_options(void **state)
     cfg.n_tkv_opts = 2;
     engine *e = open_or_fail(ops, &cfg);
     const char *d = ops->describe(e);
-    if (!strstr(d, "l0_compaction_trigger=3") || !strstr(d, "sst_size=2097152") || !strstr(d, "memtable_size=4194304") ||
-        !strstr(d, "block_cache_size=8388608") || !strstr(d, "compression=lz4") || !strstr(d, "bloom_bits_per_key=10"))
+    if (!strstr(d, "l0_compaction_trigger=3") || !strstr(d, "sst_size=2097152") ||
+        !strstr(d, "memtable_size=4194304") || !strstr(d, "block_cache_size=8388608") ||
+        !strstr(d, "compression=lz4") || !strstr(d, "bloom_bits_per_key=10"))
         fail_msg("tierkv describe does not show the options given: %s", d);
     ops->close(e);
     free(dir);

@@ -36,15 +36,9 @@ static hist *hist_new(void)
 }
 
 /* uniform double in (0, 1) */
-static double unit(tu_rng *r)
-{
-    return ((double)(tu_rng_next(r) >> 11) + 0.5) * 0x1p-53;
-}
+static double unit(tu_rng *r) { return ((double)(tu_rng_next(r) >> 11) + 0.5) * 0x1p-53; }
 
-static double gauss(tu_rng *r)
-{
-    return sqrt(-2.0 * log(unit(r))) * cos(2 * M_PI * unit(r));
-}
+static double gauss(tu_rng *r) { return sqrt(-2.0 * log(unit(r))) * cos(2 * M_PI * unit(r)); }
 
 static uint64_t to_ns(double x)
 {

@@ -36,7 +36,7 @@ typedef struct trace {
     const engine_ops *ops;
     engine *e;
     uint64_t intended[MAX_REQ], done[MAX_REQ], issued[MAX_REQ];
-    uint64_t n;     /* atomic */
+    uint64_t n;        /* atomic */
     uint64_t sleep_ns; /* per request (slow engine case) */
     uint64_t stall_ns; /* extra time of the first request only (shared-queue case) */
     int odd_slack;     /* a request ran with a timer slack other than the thread's own (atomic) */
@@ -99,8 +99,8 @@ static void rate_within_2pct(void **state)
     assert_int_equal(res.completed, t->n);
     assert_int_equal(t->odd_slack, 0); /* the workers' 1 us slack does not reach the engine */
     double expect_total = lg_expected_ops(ph, n, duration);
-    fprintf(stderr, "# issued %llu (schedule: %.0f), max backlog %llu\n", (unsigned long long)res.issued,
-            expect_total, (unsigned long long)res.max_backlog);
+    fprintf(stderr, "# issued %llu (schedule: %.0f), max backlog %llu\n", (unsigned long long)res.issued, expect_total,
+            (unsigned long long)res.max_backlog);
     assert_true(res.issued >= expect_total - 2 && res.issued <= expect_total + 2);
     /* requests the workers started inside each phase's wall-clock
      * window: within 2 % of rate x length. (Completions in the window are
@@ -150,8 +150,8 @@ static void slow_engine_charged_queueing(void **state)
     uint64_t worst = 0;
     for (uint64_t i = 0; i < t->n; i++)
         if (t->done[i] - t->intended[i] > worst) worst = t->done[i] - t->intended[i];
-    fprintf(stderr, "# slow engine: %llu requests, max backlog %llu, worst latency %.0f ms\n",
-            (unsigned long long)t->n, (unsigned long long)res.max_backlog, worst / 1e6);
+    fprintf(stderr, "# slow engine: %llu requests, max backlog %llu, worst latency %.0f ms\n", (unsigned long long)t->n,
+            (unsigned long long)res.max_backlog, worst / 1e6);
     assert_int_equal(t->n, 2000);
     assert_true(res.max_backlog > 100);
     assert_true(worst > 200000000u); /* > 200 ms: ~1000 requests queued behind 1 ms each */
@@ -294,9 +294,10 @@ static void schedule_parser(void **state)
     assert_int_equal(lg_parse_schedule("500:250ms,1000:2m,7:3", &ph, &n, err, sizeof err), 0);
     assert_true(ph[0].seconds == 0.25 && ph[1].seconds == 120 && ph[2].seconds == 3);
     free(ph);
-    const char *bad[] = {"", "1000", "1000:", ":10s", "abc:1s", "100:1h", "100:-1s", "-5:1s", "100:0s", "100:1s,",
-                         "100:0.5ms", "100:0.0001s", "100:1e8s", "2e9:1s", /* under 1 ms, over 1e7 s or 1e9/s */
-                         "nan:1s", "100:nans", "1e-6:1s"};                /* NaN; under 1e-3/s */
+    const char *bad[] = {
+        "",       "1000",     "1000:",     ":10s",        "abc:1s",   "100:1h", "100:-1s", "-5:1s",
+        "100:0s", "100:1s,",  "100:0.5ms", "100:0.0001s", "100:1e8s", "2e9:1s", /* under 1 ms, over 1e7 s or 1e9/s */
+        "nan:1s", "100:nans", "1e-6:1s"};                                       /* NaN; under 1e-3/s */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ph = (lg_phase *)1;
         if (lg_parse_schedule(bad[i], &ph, &n, err, sizeof err) != -1) fail_msg("accepted \"%s\"", bad[i]);

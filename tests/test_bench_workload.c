@@ -34,10 +34,7 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static void rng_init(wl_rng *r, uint64_t salt)
-{
-    wl_rng_seed(r, tu_seed() ^ (salt * UINT64_C(0x9e3779b97f4a7c15)));
-}
+static void rng_init(wl_rng *r, uint64_t salt) { wl_rng_seed(r, tu_seed() ^ (salt * UINT64_C(0x9e3779b97f4a7c15))); }
 
 /* zeta_direct -- sum_{i=1..n} i^-theta, summed smallest term first. */
 static double zeta_direct(uint64_t n)
@@ -146,8 +143,7 @@ static void test_key_format(void **state)
             wl_format_key(k2, ks, b);
             int c = memcmp(k, k2, ks);
             int want = (a > b) - (a < b);
-            if ((c > 0) - (c < 0) != want)
-                fail_msg("size %zu: %" PRIu64 " vs %" PRIu64 ": memcmp %d", ks, a, b, c);
+            if ((c > 0) - (c < 0) != want) fail_msg("size %zu: %" PRIu64 " vs %" PRIu64 ": memcmp %d", ks, a, b, c);
             for (size_t j = 0; j < ks; j++) assert_true(k[j] >= '0' && k[j] <= '9');
         }
     }
@@ -169,8 +165,8 @@ static void test_fill_value(void **state)
         memset(b, '@', MAXV + 16);
         wl_fill_value(a, n, 77, 3);
         wl_fill_value(b, n, 77, 3);
-        assert_memory_equal(a, b, n); /* deterministic */
-        assert_int_equal(a[n], '#');  /* nothing written past value_size */
+        assert_memory_equal(a, b, n);               /* deterministic */
+        assert_int_equal(a[n], '#');                /* nothing written past value_size */
         assert_memory_equal(a + half, a, n - half); /* second half repeats the first */
     }
     /* distinct (key, version) give distinct values (first 16 bytes compared:
@@ -237,7 +233,8 @@ static void test_zipf_ranks(void **state)
         assert_int_equal(wl_ycsb_init(&w, 'd', ns[i], -1), 0);
         assert_int_equal(w.zipf_items, ns[i]);
         double z = zeta_direct(ns[i]);
-        if (fabs(w.zipf_zetan - z) > 1e-11 * z) fail_msg("zeta(%" PRIu64 ") = %.15g, direct %.15g", ns[i], w.zipf_zetan, z);
+        if (fabs(w.zipf_zetan - z) > 1e-11 * z)
+            fail_msg("zeta(%" PRIu64 ") = %.15g, direct %.15g", ns[i], w.zipf_zetan, z);
     }
     assert_int_equal(wl_ycsb_init(&w, 'd', UINT64_C(10000000000), -1), 0);
     assert_true(fabs(w.zipf_zetan - 26.46902820178302) < 1e-9);
@@ -275,7 +272,8 @@ static void test_zipf_ranks(void **state)
      * continuous approximation): P(rank < 10) = 1 - (1 - (10/n)^(1-theta))
      * (1 - zeta(2)/zeta(n)) / (1 - (2/n)^(1-theta)) = 0.3983; sd 3.5e-4
      * (0.09 %): 1 % relative is 11 sd. */
-    double gray = 1 - (1 - pow(10.0 / ITEMS, 1 - THETA)) * (1 - zeta_direct(2) / zn) / (1 - pow(2.0 / ITEMS, 1 - THETA));
+    double gray =
+        1 - (1 - pow(10.0 / ITEMS, 1 - THETA)) * (1 - zeta_direct(2) / zn) / (1 - pow(2.0 / ITEMS, 1 - THETA));
     if (fabs(share / gray - 1) > 0.01) fail_msg("top-10 share %.5f, generator's %.5f", share, gray);
     /* against the exact Zipf law zeta(10)/zeta(1000) = 0.3825: the
      * approximation is 1.6 points (4.2 % relative) high, so "within 3 %" holds
@@ -553,16 +551,11 @@ static void test_concurrent_insert_keys(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rng_and_names),
-        cmocka_unit_test(test_key_format),
-        cmocka_unit_test(test_fill_value),
-        cmocka_unit_test(test_zipf_ranks),
-        cmocka_unit_test(test_scrambled_zipfian),
-        cmocka_unit_test(test_latest),
-        cmocka_unit_test(test_workload_mixes),
-        cmocka_unit_test(test_uniform_keys),
-        cmocka_unit_test(test_bad_letters),
-        cmocka_unit_test(test_concurrent_insert_keys),
+        cmocka_unit_test(test_rng_and_names),     cmocka_unit_test(test_key_format),
+        cmocka_unit_test(test_fill_value),        cmocka_unit_test(test_zipf_ranks),
+        cmocka_unit_test(test_scrambled_zipfian), cmocka_unit_test(test_latest),
+        cmocka_unit_test(test_workload_mixes),    cmocka_unit_test(test_uniform_keys),
+        cmocka_unit_test(test_bad_letters),       cmocka_unit_test(test_concurrent_insert_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

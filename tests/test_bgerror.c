@@ -163,7 +163,7 @@ static void db_msync_failure(void **state)
     assert_int_equal(tkv_flush(db), TKV_OK);
     assert_true(tu_prop_u64(db, "tkv.matrix", "flush: rows=") >= 1);
 
-    fault_arm(IO_OP_MSYNC, "matrix.pmem", 1000000, EIO); /* the device fails from here on */
+    fault_arm(IO_OP_MSYNC, "matrix.pmem", 1000000, EIO);          /* the device fails from here on */
     for (uint64_t i = 0; i < 300; i++) put_model(db, m, i, 1, 0); /* may already fail part-way */
     int rc = tkv_flush(db);
     assert_int_equal(rc, TKV_IO_ERROR);
@@ -280,8 +280,8 @@ static void thread_start_failure(void **state)
         if (now != base) fail_msg("thread %d failing: %d threads after the open, %d before", k, now, base);
         if (missed) break;
     }
-    print_message("tkv_open started %d threads: %d failures refused the open, %d left a helper out\n", k,
-                  failed_opens, degraded_opens);
+    print_message("tkv_open started %d threads: %d failures refused the open, %d left a helper out\n", k, failed_opens,
+                  degraded_opens);
     assert_true(k >= 8 && k < 64);
     assert_true(failed_opens >= 6); /* flush, L0, deep x2, column, monitor at least */
     db = tu_open_ok(dir, o);
@@ -348,7 +348,7 @@ static void destroy_custom_pool(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(pm_msync_failure),     cmocka_unit_test(db_msync_failure),
+        cmocka_unit_test(pm_msync_failure),       cmocka_unit_test(db_msync_failure),
         cmocka_unit_test(close_reports_bg_error), cmocka_unit_test(thread_start_failure),
         cmocka_unit_test(destroy_custom_pool),
     };

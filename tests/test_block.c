@@ -76,7 +76,8 @@ static uint8_t *build(const ent *e, size_t n, int interval, size_t *size)
 {
     block_builder b;
     block_builder_init(&b, interval);
-    for (size_t i = 0; i < n; i++) assert_int_equal(block_builder_add(&b, slice(e[i].k, e[i].kn), slice(e[i].v, e[i].vn)), 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(block_builder_add(&b, slice(e[i].k, e[i].kn), slice(e[i].v, e[i].vn)), 0);
     size_t est = block_builder_size(&b);
     tkv_slice c;
     assert_int_equal(block_builder_finish(&b, &c), 0);
@@ -104,10 +105,8 @@ static size_t lower_bound(const ent *e, size_t n, tkv_slice target)
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ikey_cmp(slice(e[mid].k, e[mid].kn), target) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (ikey_cmp(slice(e[mid].k, e[mid].kn), target) < 0) lo = mid + 1;
+        else hi = mid;
     }
     return lo;
 }
@@ -215,8 +214,7 @@ static void test_block_roundtrip(void **state)
             tkv_it *it = block_iter_new(blk, size, "test.blk", 0, free, blk);
             assert_non_null(it);
             size_t i = 0;
-            for (it_seek_first(it); it_valid(it); it_next(it), i++)
-                assert_memory_equal(it_key(it).p, e[i].k, e[i].kn);
+            for (it_seek_first(it); it_valid(it); it_next(it), i++) assert_memory_equal(it_key(it).p, e[i].k, e[i].kn);
             assert_int_equal(i, n);
             assert_int_equal(it_status(it), 0);
             it_destroy(it); /* frees blk through the release callback */
@@ -235,14 +233,16 @@ static void test_block_builder_reset(void **state)
     block_builder b;
     block_builder_init(&b, 4);
     tkv_slice c1, c2;
-    for (size_t i = 0; i < 100; i++) assert_int_equal(block_builder_add(&b, slice(e[i].k, e[i].kn), slice(e[i].v, e[i].vn)), 0);
+    for (size_t i = 0; i < 100; i++)
+        assert_int_equal(block_builder_add(&b, slice(e[i].k, e[i].kn), slice(e[i].v, e[i].vn)), 0);
     assert_int_equal(block_builder_finish(&b, &c1), 0);
     uint8_t *copy = malloc(c1.n);
     memcpy(copy, c1.p, c1.n);
     size_t n1 = c1.n;
     block_builder_reset(&b);
     assert_true(block_builder_empty(&b));
-    for (size_t i = 0; i < 100; i++) assert_int_equal(block_builder_add(&b, slice(e[i].k, e[i].kn), slice(e[i].v, e[i].vn)), 0);
+    for (size_t i = 0; i < 100; i++)
+        assert_int_equal(block_builder_add(&b, slice(e[i].k, e[i].kn), slice(e[i].v, e[i].vn)), 0);
     assert_int_equal(block_builder_finish(&b, &c2), 0);
     assert_int_equal(c2.n, n1);
     assert_memory_equal(c2.p, copy, n1);
@@ -444,10 +444,8 @@ static void test_bloom_edges(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_block_roundtrip),
-        cmocka_unit_test(test_block_builder_reset),
-        cmocka_unit_test(test_block_corrupt),
-        cmocka_unit_test(test_bloom_no_false_negatives_and_fp_rate),
+        cmocka_unit_test(test_block_roundtrip), cmocka_unit_test(test_block_builder_reset),
+        cmocka_unit_test(test_block_corrupt),   cmocka_unit_test(test_bloom_no_false_negatives_and_fp_rate),
         cmocka_unit_test(test_bloom_edges),
     };
     return cmocka_run_group_tests_name("block", tests, NULL, NULL);

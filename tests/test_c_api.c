@@ -108,7 +108,7 @@ static void version_and_status(void **state)
     assert_string_equal(tkv_strerror(TKV_OK), "OK");
     assert_string_equal(tkv_strerror(TKV_NOT_FOUND), "not found");
     assert_string_equal(tkv_strerror(TKV_INVALID), "invalid argument");
-    const int codes[] = {TKV_OK,         TKV_NOT_FOUND, TKV_TRUNCATED, TKV_INVALID, TKV_IO_ERROR,
+    const int codes[] = {TKV_OK,         TKV_NOT_FOUND, TKV_TRUNCATED, TKV_INVALID,  TKV_IO_ERROR,
                          TKV_CORRUPTION, TKV_NO_SPACE,  TKV_BUSY,      TKV_NO_MEMORY};
     const size_t ncodes = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < ncodes; i++) {

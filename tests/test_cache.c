@@ -143,7 +143,7 @@ static void test_lru_eviction_by_charge(void **state)
     assert_int_equal(stats(c).usage, 100);
     assert_int_equal(ndel, 0);
     assert_true(present(c, 0)); /* 0 becomes the most recently used */
-    ins_rel(c, 10, 25); /* 125 > 100: evicts 1, 2, 3 (the three oldest) */
+    ins_rel(c, 10, 25);         /* 125 > 100: evicts 1, 2, 3 (the three oldest) */
     assert_int_equal(ndel, 3);
     assert_int_equal(del_order[0], 1);
     assert_int_equal(del_order[1], 2);
@@ -250,7 +250,7 @@ static void test_replace(void **state)
     assert_ptr_equal(cache_value(h1), &vals[1001]);
     assert_int_equal(vals[1001].deleted, 0);
     cache_stats s = stats(c);
-    assert_int_equal(s.usage, 20); /* the replaced entry is out of the cache */
+    assert_int_equal(s.usage, 20);  /* the replaced entry is out of the cache */
     assert_int_equal(s.pinned, 30); /* ... but still pinned */
     cache_release(c, h1);
     assert_int_equal(vals[1001].deleted, 1);

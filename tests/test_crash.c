@@ -43,9 +43,9 @@
 
 #include "testutil.h"
 
-#define MARK_OPEN 0xffffffffu /* child: database open, writing starts */
-#define MARK_ERR 0xfffffffeu  /* child: an error follows (status, then op index) */
-#define MAX_ITEMS 8
+#define MARK_OPEN         0xffffffffu /* child: database open, writing starts */
+#define MARK_ERR          0xfffffffeu /* child: an error follows (status, then op index) */
+#define MAX_ITEMS         8
 #define MAX_OPS_PER_ROUND 2000000u
 
 typedef struct item {
@@ -171,8 +171,8 @@ static void child_main(const char *dir, uint32_t round, uint64_t gen_seed, uint6
 /* ---------------------------------------------------------------- parent */
 
 typedef struct round_result {
-    long long acked;    /* last acknowledged op index, -1 if none */
-    int opened;         /* the child reported MARK_OPEN */
+    long long acked;     /* last acknowledged op index, -1 if none */
+    int opened;          /* the child reported MARK_OPEN */
     int err, err_status; /* the child reported an error */
     uint32_t err_op;
 } round_result;
@@ -335,8 +335,8 @@ static void crash_rounds(unsigned nrounds, int sync_writes)
         }
         free(before);
         if (rc != TKV_OK)
-            fail_msg("round %u: reopen after kill (acked %lld) = %d (%s): %s", round, res.acked, rc,
-                     tkv_strerror(rc), tkv_errmsg());
+            fail_msg("round %u: reopen after kill (acked %lld) = %d (%s): %s", round, res.acked, rc, tkv_strerror(rc),
+                     tkv_errmsg());
 
         /* the newest operation of this round that survived */
         long long survived = -1;
@@ -347,16 +347,15 @@ static void crash_rounds(unsigned nrounds, int sync_writes)
             const void *k = tkv_iter_key(it, &kn), *v = tkv_iter_value(it, &vn);
             uint32_t vr, vi;
             if (parse_value(v, vn, k, kn, &vr, &vi) != 0)
-                fail_msg("round %u: key %s has a value the test never wrote: %s", round, tu_hex(k, kn),
-                         tu_hex(v, vn));
+                fail_msg("round %u: key %s has a value the test never wrote: %s", round, tu_hex(k, kn), tu_hex(v, vn));
             if (vr > round) fail_msg("round %u: key %s has a value from round %u", round, tu_hex(k, kn), vr);
             if (vr == round && (long long)vi > survived) survived = vi;
         }
         assert_int_equal(tkv_iter_status(it), TKV_OK);
         tkv_iter_free(it);
         if (survived < res.acked)
-            fail_msg("round %u: operation %lld was acknowledged but the newest surviving one is %lld", round,
-                     res.acked, survived);
+            fail_msg("round %u: operation %lld was acknowledged but the newest surviving one is %lld", round, res.acked,
+                     survived);
 
         /* the expected state: the base plus operations 0..survived */
         tu_model *expect = tu_model_copy(base);
@@ -387,8 +386,9 @@ static void crash_rounds(unsigned nrounds, int sync_writes)
         total_acked += (uint64_t)(res.acked + 1);
         total_survived += (uint64_t)(survived + 1);
     }
-    fprintf(stderr, "# crash_%s: %u rounds in %.0f ms: %llu ops acknowledged, %llu survived, %zu keys, %u rounds "
-                    "killed before open completed; %u rounds left %zu SSTs of unfinished flushes/compactions\n",
+    fprintf(stderr,
+            "# crash_%s: %u rounds in %.0f ms: %llu ops acknowledged, %llu survived, %zu keys, %u rounds "
+            "killed before open completed; %u rounds left %zu SSTs of unfinished flushes/compactions\n",
             sync_writes ? "sync" : "nosync", nrounds, tu_now_ms() - t0, (unsigned long long)total_acked,
             (unsigned long long)total_survived, tu_model_count(base), killed_early, rounds_with_orphans, orphans);
     /* the test is vacuous if the child never got to write */

@@ -95,9 +95,9 @@
 #include "testutil.h"
 
 #define CR_MAX_THREADS 16
-#define CR_KEYS 1500u
-#define CR_MAX_ITEMS 8
-#define CR_MAX_WALS 512
+#define CR_KEYS        1500u
+#define CR_MAX_ITEMS   8
+#define CR_MAX_WALS    512
 
 enum { CR_KILL, CR_PMEMCUT, CR_POWERCUT, CR_REORDER, CR_NKINDS };
 static const char *const cr_kind_names[CR_NKINDS] = {"kill", "pmemcut", "powercut", "reorder"};
@@ -115,8 +115,8 @@ typedef struct cr_wal {
 } cr_wal;
 
 typedef struct cr_shared {
-    int opened;   /* the child's tkv_open returned */
-    int failed;   /* the child met an error: msg */
+    int opened; /* the child's tkv_open returned */
+    int failed; /* the child met an error: msg */
     char msg[600];
     int wal_lock; /* spin lock over wals (child only) */
     unsigned nwals;
@@ -198,8 +198,7 @@ static void cr_child_fail(int t, uint64_t i, int rc, const char *what)
 /* cr_note_synced -- records that WAL `number` was fdatasync'd at `size` bytes or more. */
 static void cr_note_synced(uint64_t number, uint64_t size)
 {
-    while (__atomic_exchange_n(&g_sh->wal_lock, 1, __ATOMIC_ACQUIRE)) {
-    }
+    while (__atomic_exchange_n(&g_sh->wal_lock, 1, __ATOMIC_ACQUIRE)) {}
     unsigned i = 0;
     while (i < g_sh->nwals && g_sh->wals[i].number != number) i++;
     if (i == g_sh->nwals && i < CR_MAX_WALS) {
@@ -266,12 +265,12 @@ static void *cr_writer(void *arg)
         cr_gen(a->seed, a->t, i, &o);
         __atomic_store_n(&s->issued, i + 1, __ATOMIC_RELEASE);
         int rc = cr_do(a->db, b, a->seed, a->t, i, &o);
-        if (rc != TKV_OK) cr_child_fail((int)a->t, i, rc, o.batch ? "tkv_write" : o.it[0].del ? "tkv_delete" : "tkv_put");
+        if (rc != TKV_OK)
+            cr_child_fail((int)a->t, i, rc, o.batch ? "tkv_write" : o.it[0].del ? "tkv_delete" : "tkv_put");
         __atomic_store_n(&s->acked, i + 1, __ATOMIC_RELEASE);
         if (o.sync) __atomic_store_n(&s->acked_sync, i + 1, __ATOMIC_RELEASE);
         if (a->t != 0) continue;
-        if (tu_rng_chance(&maint, 1500) && (rc = tkv_flush(a->db)) != TKV_OK)
-            cr_child_fail(0, i, rc, "tkv_flush");
+        if (tu_rng_chance(&maint, 1500) && (rc = tkv_flush(a->db)) != TKV_OK) cr_child_fail(0, i, rc, "tkv_flush");
         if (tu_rng_chance(&maint, 60) && (rc = tkv_compact_range(a->db, NULL, 0, NULL, 0)) != TKV_OK)
             cr_child_fail(0, i, rc, "tkv_compact_range");
     }
@@ -457,8 +456,7 @@ static void cr_reorder_wals(cr_run *R, tu_rng *r)
 static void cr_run_child(cr_run *R, unsigned round, int kind, int early, double delay_ms)
 {
     memset(g_sh, 0, sizeof *g_sh);
-    for (unsigned t = 0; t < R->nthreads; t++)
-        g_sh->slot[t] = (cr_slot){R->next[t], R->next[t], R->next[t]};
+    for (unsigned t = 0; t < R->nthreads; t++) g_sh->slot[t] = (cr_slot){R->next[t], R->next[t], R->next[t]};
     if (kind == CR_POWERCUT || kind == CR_REORDER) cr_wal_baseline(R);
     fflush(NULL);
     pid_t pid = fork();
@@ -667,13 +665,14 @@ static void cr_round(cr_run *R, unsigned round, tu_rng *r)
 {
     uint64_t x = tu_rng_below(r, 100);
     int kind = round < CR_NKINDS ? (int)round
-               : x < 55         ? CR_KILL
-               : x < 70         ? CR_PMEMCUT
-               : x < 85         ? CR_POWERCUT
-                                : CR_REORDER;
+               : x < 55          ? CR_KILL
+               : x < 70          ? CR_PMEMCUT
+               : x < 85          ? CR_POWERCUT
+                                 : CR_REORDER;
     int early = tu_rng_chance(r, 200000);
-    double delay = early ? (double)tu_rng_range(r, 0, 20)
-                         : tu_rng_chance(r, 100000) ? (double)tu_rng_range(r, 150, 600) : (double)tu_rng_range(r, 5, 150);
+    double delay = early                      ? (double)tu_rng_range(r, 0, 20)
+                   : tu_rng_chance(r, 100000) ? (double)tu_rng_range(r, 150, 600)
+                                              : (double)tu_rng_range(r, 5, 150);
     R->rounds[kind]++;
     R->kind = kind;
     R->early += early;
@@ -688,7 +687,8 @@ static void cr_round(cr_run *R, unsigned round, tu_rng *r)
     tkv_db *db = NULL;
     int rc = tkv_open(R->dir, o, &db);
     tkv_options_free(o);
-    if (rc != TKV_OK) cr_failf(R, round, "reopen after the %s: %s: %s", cr_kind_names[kind], tkv_strerror(rc), tkv_errmsg());
+    if (rc != TKV_OK)
+        cr_failf(R, round, "reopen after the %s: %s: %s", cr_kind_names[kind], tkv_strerror(rc), tkv_errmsg());
     size_t nafter = tu_list_numbered(R->dir, ".sst", &after);
     R->orphans += tu_count_missing(before, nbefore, after, nafter);
     free(before);
@@ -714,11 +714,10 @@ static void cr_report(const cr_run *R, unsigned rounds, double ms)
             "%llu in flight at the kill (%llu survived), %llu acknowledged non-sync ops lost to WAL cuts "
             "(%llu WAL cuts, %llu bytes); %llu SSTs of unfinished jobs removed by recovery; %u leak checks\n",
             rounds, R->rounds[CR_KILL], R->rounds[CR_PMEMCUT], R->rounds[CR_POWERCUT], R->rounds[CR_REORDER], R->early,
-            R->killed_in_open,
-            ms / 1000, R->nthreads, (unsigned long long)R->acked, (unsigned long long)R->acked_sync,
+            R->killed_in_open, ms / 1000, R->nthreads, (unsigned long long)R->acked, (unsigned long long)R->acked_sync,
             (unsigned long long)R->inflight, (unsigned long long)R->inflight_survived,
-            (unsigned long long)R->lost_unsynced, (unsigned long long)R->wals_cut,
-            (unsigned long long)R->wal_bytes_cut, (unsigned long long)R->orphans, R->leak_checks);
+            (unsigned long long)R->lost_unsynced, (unsigned long long)R->wals_cut, (unsigned long long)R->wal_bytes_cut,
+            (unsigned long long)R->orphans, R->leak_checks);
 }
 
 static void crash_threads(void **state)
@@ -1053,11 +1052,8 @@ int main(void)
     tu_seed();
     wal_set_frontier_step(0); /* each WAL's frontier is what its last wal_sync covered (cr_reorder_wals, wal_chain_*) */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(wal_switch_sync),
-        cmocka_unit_test(wal_chain_lost_tail),
-        cmocka_unit_test(wal_chain_hole),
-        cmocka_unit_test(wal_chain_corrupt),
-        cmocka_unit_test(crash_threads),
+        cmocka_unit_test(wal_switch_sync),   cmocka_unit_test(wal_chain_lost_tail), cmocka_unit_test(wal_chain_hole),
+        cmocka_unit_test(wal_chain_corrupt), cmocka_unit_test(crash_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

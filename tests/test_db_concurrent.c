@@ -19,7 +19,7 @@
 
 #include "tierkv.h"
 
-#define WRITERS 4
+#define WRITERS    4
 #define PER_WRITER 3000
 
 static char g_dir[256];

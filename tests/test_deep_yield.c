@@ -49,9 +49,9 @@
 #include "io/io.h"
 #include "testutil.h"
 
-#define RANGES 4
+#define RANGES         4
 #define KEYS_PER_RANGE 400 /* x ~110 bytes: ~45K per range, under sst_size (64K) */
-#define VALUE_BYTES 100
+#define VALUE_BYTES    100
 
 /* ---- checks that work in a forked child too (no cmocka there) */
 
@@ -86,8 +86,19 @@ static tkv_options *options(const char *first, ...)
 {
     tkv_options *o = tkv_options_new();
     need(o != NULL, "options");
-    const char *base[] = {"l0", "sst", "memtable_size", "256K", "sst_size", "64K", "level_multiplier", "100",
-                          "l0_compaction_trigger", "1", "block_cache_size", "1M", NULL};
+    const char *base[] = {"l0",
+                          "sst",
+                          "memtable_size",
+                          "256K",
+                          "sst_size",
+                          "64K",
+                          "level_multiplier",
+                          "100",
+                          "l0_compaction_trigger",
+                          "1",
+                          "block_cache_size",
+                          "1M",
+                          NULL};
     for (int i = 0; base[i]; i += 2) need(tkv_options_set(o, base[i], base[i + 1]) == TKV_OK, base[i]);
     va_list ap;
     va_start(ap, first);
@@ -144,7 +155,8 @@ static void build_layout(const char *dir, tu_model *m)
     }
     /* everything down to L2: compact_range pushes to the deepest level
      * holding data, and deep jobs move L1 files down meanwhile */
-    for (int i = 0; i < 4 && (prop(db, "tkv.stats", "level.L1: files=") || prop(db, "tkv.stats", "level.L0: files=")); i++) {
+    for (int i = 0; i < 4 && (prop(db, "tkv.stats", "level.L1: files=") || prop(db, "tkv.stats", "level.L0: files="));
+         i++) {
         need(tkv_compact_range(db, NULL, 0, NULL, 0) == TKV_OK, "compact_range");
         wait_idle(db);
     }
@@ -176,11 +188,11 @@ static void build_layout(const char *dir, tu_model *m)
 /* ---- the hook: holds tkv-deep threads at output writes */
 
 static char g_dir[4096];
-static int g_hold;           /* 1: hold as g_hold_after says (atomic) */
-static int g_hold_after;     /* hold .sst writes once this many segments ended (directory syncs) */
-static int g_held;           /* writes that were held (atomic) */
-static int g_crash_manifest; /* child: die at a tkv-deep MANIFEST write (atomic) */
-static int g_freeze;         /* 1: freeze deep output writes after the next tkv-deep MANIFEST
+static int g_hold;              /* 1: hold as g_hold_after says (atomic) */
+static int g_hold_after;        /* hold .sst writes once this many segments ended (directory syncs) */
+static int g_held;              /* writes that were held (atomic) */
+static int g_crash_manifest;    /* child: die at a tkv-deep MANIFEST write (atomic) */
+static int g_freeze;            /* 1: freeze deep output writes after the next tkv-deep MANIFEST
                               * write (a commit); 2: frozen until set to 0 (atomic) */
 static __thread int t_segments; /* directory syncs of this deep thread */
 static char g_outputs[64][256]; /* .sst files the deep threads wrote (first write of each) */
@@ -266,7 +278,8 @@ static long sst_listed(tkv_db *db)
     char *p = tkv_property(db, "tkv.stats");
     need(p != NULL, "tkv.stats");
     long n = 0;
-    for (const char *q = strstr(p, "level.L"); q; q = strstr(q + 1, "level.L")) n += strtol(strstr(q, "files=") + 6, NULL, 10);
+    for (const char *q = strstr(p, "level.L"); q; q = strstr(q + 1, "level.L"))
+        n += strtol(strstr(q, "files=") + 6, NULL, 10);
     tkv_free(p);
     return n;
 }

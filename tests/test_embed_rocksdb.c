@@ -68,8 +68,8 @@ static void embed_internals_hidden(void **state)
     assert_true(dladdr(open_fn, &info) != 0);
     assert_non_null(strstr(info.dli_fname, "libtierkv.so")); /* really the shared library */
     /* internal functions of the library, by their names in the sources */
-    static const char *internal[] = {"buf_append", "install", "sst_path", "edit_init", "tkv_err", "tkv_err_errno",
-                                     "pool_open", "pm_persist", "memtable_new", "arena_alloc"};
+    static const char *internal[] = {"buf_append",    "install",   "sst_path",   "edit_init",    "tkv_err",
+                                     "tkv_err_errno", "pool_open", "pm_persist", "memtable_new", "arena_alloc"};
     for (size_t i = 0; i < sizeof internal / sizeof internal[0]; i++) {
         void *p = dlsym(RTLD_DEFAULT, internal[i]);
         if (p && dladdr(p, &info) && strstr(info.dli_fname, "libtierkv"))

@@ -60,10 +60,10 @@
 #include "testutil.h"
 
 #define FS_MAX_KEYS 128
-#define FS_KEYS 500u  /* user keys k00000 .. */
-#define FS_OPS1 420u  /* operations before the reopen */
-#define FS_OPS2 120u  /* after it */
-#define FS_SHORT (-1) /* fault: a short write */
+#define FS_KEYS     500u /* user keys k00000 .. */
+#define FS_OPS1     420u /* operations before the reopen */
+#define FS_OPS2     120u /* after it */
+#define FS_SHORT    (-1) /* fault: a short write */
 
 /* ---------------------------------------------------------------- injection points */
 
@@ -100,9 +100,9 @@ static void file_kind(const char *dir, const char *path, char out[12])
 }
 
 static struct {
-    char dir[256];       /* the workload's directory (set while no hook runs) */
-    int mode;            /* 0 off, 1 count, 2 inject */
-    pthread_mutex_t mu;  /* count mode: keys */
+    char dir[256];      /* the workload's directory (set while no hook runs) */
+    int mode;           /* 0 off, 1 count, 2 inject */
+    pthread_mutex_t mu; /* count mode: keys */
     fs_key keys[FS_MAX_KEYS];
     unsigned nkeys;
     uint64_t count[FS_MAX_KEYS];
@@ -223,24 +223,25 @@ static tkv_options *fs_options(void)
 {
     tkv_options *o = tu_small_options();
     static const char *const set[][2] = {
-        {"memtable_size", "32K"}, {"pmem_size", "1M"},        {"pmem_mode", "msync"},  {"matrix_trigger", "30"},
-        {"column_bytes", "64K"},  {"sst_size", "64K"},        {"l1_size", "64K"},      {"level_multiplier", "4"},
+        {"memtable_size", "32K"}, {"pmem_size", "1M"},         {"pmem_mode", "msync"}, {"matrix_trigger", "30"},
+        {"column_bytes", "64K"},  {"sst_size", "64K"},         {"l1_size", "64K"},     {"level_multiplier", "4"},
         {"column_threads", "1"},  {"compaction_threads", "1"}, {"l0", "matrix"},
     };
     for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
-        if (tkv_options_set(o, set[i][0], set[i][1]) != TKV_OK) fail_msg("%s=%s: %s", set[i][0], set[i][1], tkv_errmsg());
+        if (tkv_options_set(o, set[i][0], set[i][1]) != TKV_OK)
+            fail_msg("%s=%s: %s", set[i][0], set[i][1], tkv_errmsg());
     return o;
 }
 
 /* What one run of the workload did. */
 typedef struct fs_result {
-    tu_model *m;        /* the acknowledged writes */
-    int rc;             /* the first error a call returned (0: none) */
-    char where[48];     /* which call */
-    char msg[600];      /* its tkv_errmsg() */
-    int doubt;          /* the failed call was write i: maybe applied */
+    tu_model *m;    /* the acknowledged writes */
+    int rc;         /* the first error a call returned (0: none) */
+    char where[48]; /* which call */
+    char msg[600];  /* its tkv_errmsg() */
+    int doubt;      /* the failed call was write i: maybe applied */
     uint64_t doubt_i;
-    int close_rc;       /* the close after the error (0 if none or OK) */
+    int close_rc; /* the close after the error (0 if none or OK) */
 } fs_result;
 
 /* fs_stop -- records the first failed call. */
@@ -330,7 +331,8 @@ static void fs_doubt(tkv_db *db, fs_result *r, const char *what)
         as_without += eq_wo && !eq_with;
         if (!eq_with && !eq_wo) fail_msg("%s: key %s of the failed write is neither before nor after it", what, kb);
     }
-    if (as_with && as_without) fail_msg("%s: the failed write %llu survived in part", what, (unsigned long long)r->doubt_i);
+    if (as_with && as_without)
+        fail_msg("%s: the failed write %llu survived in part", what, (unsigned long long)r->doubt_i);
     if (as_with) {
         tu_model_free(r->m);
         r->m = with;
@@ -397,8 +399,7 @@ static void fs_check_files(tkv_db *db, const char *dir, const char *what)
         DIR *d = opendir(dir);
         assert_non_null(d);
         struct dirent *e;
-        while ((e = readdir(d)))
-            n += strstr(e->d_name, ".trash") != NULL;
+        while ((e = readdir(d))) n += strstr(e->d_name, ".trash") != NULL;
         closedir(d);
         if (!n) break;
         if (tries == 500) fail_msg("%s: %zu .trash files still there after 5 s", what, n);
@@ -592,9 +593,10 @@ static size_t fs_only(const char *spec, fs_case *plan, size_t n)
 
 static void fs_report(const fs_stats *st, size_t planned, uint64_t points, double ms)
 {
-    fprintf(stderr, "# fault_sweep: %llu injection points in %u keys; %u of %zu planned cases run in %.1f s: %u "
-                    "failed calls cleanly (EIO %u, ENOSPC %u, short write %u), %u absorbed (retried or best "
-                    "effort), %u not reached (the run made fewer points of that key)\n",
+    fprintf(stderr,
+            "# fault_sweep: %llu injection points in %u keys; %u of %zu planned cases run in %.1f s: %u "
+            "failed calls cleanly (EIO %u, ENOSPC %u, short write %u), %u absorbed (retried or best "
+            "effort), %u not reached (the run made fewer points of that key)\n",
             (unsigned long long)points, g.nkeys, st->cases, planned, ms / 1000, st->errors, st->by_code[0],
             st->by_code[1], st->by_code[2], st->absorbed, st->not_reached);
     fprintf(stderr, "# %-10s %-10s %-14s %7s %7s %8s\n", "op", "file", "thread", "points", "errors", "absorbed");
@@ -645,9 +647,9 @@ static void fault_sweep(void **state)
     fprintf(stderr, "# fault_sweep: the workload makes %llu injection points (%u keys), one run with checks %.0f ms\n",
             (unsigned long long)points, g.nkeys, one);
     /* the workload reaches what it is meant to */
-    static const char *const must[] = {"write wal client", "open wal client", "write sst tkv-column",
-                                       "write sst tkv-deep", "write manifest tkv-flush", "write manifest client",
-                                       "rename current client", "msync pool tkv-flush", "fallocate pool tkv-flush"};
+    static const char *const must[] = {"write wal client",      "open wal client",          "write sst tkv-column",
+                                       "write sst tkv-deep",    "write manifest tkv-flush", "write manifest client",
+                                       "rename current client", "msync pool tkv-flush",     "fallocate pool tkv-flush"};
     for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
         if (!has_key(must[i])) fail_msg("the workload made no \"%s\"", must[i]);
 

@@ -164,7 +164,8 @@ static void pool_sparse(void **state)
      * (MADV_POPULATE_WRITE), which reserves their blocks: one memtable's
      * worth (4 MiB) past the header, and nothing else */
     uint64_t pf = wait_prefault(db, 4 * MiB);
-    uint64_t alloc0 = line_u64(db, "tkv.pmem", "space:", "allocated="), used0 = line_u64(db, "tkv.pmem", "space:", "used=");
+    uint64_t alloc0 = line_u64(db, "tkv.pmem", "space:", "allocated="),
+             used0 = line_u64(db, "tkv.pmem", "space:", "used=");
     print_message("new 256 MiB pool: allocated=%llu used=%llu (file: %llu), prefault=%llu writable\n",
                   (unsigned long long)alloc0, (unsigned long long)used0, (unsigned long long)file_blocks_bytes(pool),
                   (unsigned long long)pf);
@@ -176,11 +177,12 @@ static void pool_sparse(void **state)
     tu_model *m = tu_model_new();
     for (uint64_t i = 0; i < 20000; i++) assert_int_equal(put_model(db, m, i, 0), TKV_OK); /* ~20 MB */
     assert_int_equal(tkv_flush(db), TKV_OK);
-    uint64_t alloc1 = line_u64(db, "tkv.pmem", "space:", "allocated="), used1 = line_u64(db, "tkv.pmem", "space:", "used=");
+    uint64_t alloc1 = line_u64(db, "tkv.pmem", "space:", "allocated="),
+             used1 = line_u64(db, "tkv.pmem", "space:", "used=");
     print_message("after 20 MB of rows: allocated=%llu used=%llu (file: %llu)\n", (unsigned long long)alloc1,
                   (unsigned long long)used1, (unsigned long long)file_blocks_bytes(pool));
     assert_true(used1 >= 16 * MiB);
-    assert_true(alloc1 >= used1 - 64 * 1024);   /* the pages in use have their blocks */
+    assert_true(alloc1 >= used1 - 64 * 1024);         /* the pages in use have their blocks */
     assert_true(alloc1 <= used1 + 1 * MiB + 4 * MiB); /* and nothing much else does (but the prefault's 4 MiB ahead) */
     assert_true(alloc1 < 64 * MiB);
 
@@ -240,8 +242,9 @@ static int small_fs_mount(small_fs *fs, unsigned mb, char *why, size_t whylen)
     }
     char cmd[1024];
     fs->image = tu_path(fs->root, "image");
-    snprintf(cmd, sizeof cmd, "truncate -s %uM %s && mkfs.ext4 -q -F -m 0 %s >/dev/null 2>&1 && mount -o loop %s %s 2>/dev/null",
-             mb, fs->image, fs->image, fs->image, fs->mnt);
+    snprintf(cmd, sizeof cmd,
+             "truncate -s %uM %s && mkfs.ext4 -q -F -m 0 %s >/dev/null 2>&1 && mount -o loop %s %s 2>/dev/null", mb,
+             fs->image, fs->image, fs->image, fs->mnt);
     const char *want = getenv("TKV_TEST_SMALL_FS");
     if ((!want || strcmp(want, "tmpfs") != 0) && system(cmd) == 0) {
         fs->kind = "ext4 on a loop device";
@@ -328,7 +331,7 @@ static void enospc_run(small_fs *fs, const char *pmem_size)
                   pmem_size, fs->kind, (unsigned long long)room, (unsigned long long)refusals,
                   (unsigned long long)line_u64(db, "tkv.matrix", "flush:", "no_space="),
                   (unsigned long long)tu_prop_u64(db, "tkv.matrix", "columns: count="), (unsigned long long)alloc);
-    assert_true(refusals >= 1);                                     /* the file system did run out */
+    assert_true(refusals >= 1);                                          /* the file system did run out */
     assert_true(line_u64(db, "tkv.matrix", "flush:", "no_space=") >= 1); /* and the flush waited for columns */
     assert_true(alloc <= room);
     assert_true(prop_has(db, "tkv.stats", "background_error: none"));

@@ -583,10 +583,10 @@ static void incremental_syncs(void **state)
         size_t total;
         uint64_t want;
     } cases[] = {
-        {IO_DIRECT, 1u << 20, (9u << 19), 4},  /* 4.5 MiB: stages complete at 1..4 MiB */
-        {IO_DIRECT, 2u << 20, (5u << 20), 2},  /* at 2 and 4 MiB */
+        {IO_DIRECT, 1u << 20, (9u << 19), 4}, /* 4.5 MiB: stages complete at 1..4 MiB */
+        {IO_DIRECT, 2u << 20, (5u << 20), 2}, /* at 2 and 4 MiB */
         {IO_DIRECT, 0, (3u << 20), 0},
-        {0, 64u << 10, (1u << 20), 16},        /* buffered: every 64 KiB written */
+        {0, 64u << 10, (1u << 20), 16}, /* buffered: every 64 KiB written */
         {0, 0, (1u << 20), 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -601,8 +601,7 @@ static void incremental_syncs(void **state)
                      (unsigned long long)st.incremental_syncs[IO_COMPACT_DEEP], (unsigned long long)cases[c].want);
         if (cases[c].flags & IO_DIRECT) /* each one an fdatasync */
             assert_int_equal(st.syncs[IO_COMPACT_DEEP], cases[c].want);
-        else
-            assert_int_equal(st.syncs[IO_COMPACT_DEEP], 0);
+        else assert_int_equal(st.syncs[IO_COMPACT_DEEP], 0);
         /* an explicit sync restarts the count: 1 KiB more is no step */
         assert_int_equal(io_sync(f), 0);
         uint8_t one[1024] = {0};
@@ -637,8 +636,7 @@ static size_t open_fds(void)
     size_t n = 0;
     DIR *d = opendir("/proc/self/fd");
     assert_non_null(d);
-    for (struct dirent *e; (e = readdir(d));)
-        n += e->d_name[0] != '.';
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
     closedir(d);
     return n;
 }
@@ -821,7 +819,7 @@ static void wal_writeback_thread(void **state)
     assert_int_equal(ws.queued, 16);
     assert_int_equal(ws.done, 16);
     assert_int_equal(ws.bytes, 1u << 20); /* every byte written, each once */
-    assert_int_equal(ws.syncs, 16);        /* and each range synced (a device-cache flush) */
+    assert_int_equal(ws.syncs, 16);       /* and each range synced (a device-cache flush) */
     assert_int_equal(ws.dropped, 0);
     assert_int_equal(ws.failures, 0);
     assert_int_equal(ws.pending, 0);
@@ -956,11 +954,17 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(direct_append_roundtrip), cmocka_unit_test(write_behind_roundtrip),
-        cmocka_unit_test(write_behind_fallback_and_errors), cmocka_unit_test(direct_bypasses_page_cache),
-        cmocka_unit_test(direct_short_write),      cmocka_unit_test(db_direct_io),
-        cmocka_unit_test(db_direct_io_unsupported), cmocka_unit_test(readahead_reads),
-        cmocka_unit_test(incremental_syncs), cmocka_unit_test(wal_writeback_thread), cmocka_unit_test(wal_writeback_aligned),
+        cmocka_unit_test(direct_append_roundtrip),
+        cmocka_unit_test(write_behind_roundtrip),
+        cmocka_unit_test(write_behind_fallback_and_errors),
+        cmocka_unit_test(direct_bypasses_page_cache),
+        cmocka_unit_test(direct_short_write),
+        cmocka_unit_test(db_direct_io),
+        cmocka_unit_test(db_direct_io_unsupported),
+        cmocka_unit_test(readahead_reads),
+        cmocka_unit_test(incremental_syncs),
+        cmocka_unit_test(wal_writeback_thread),
+        cmocka_unit_test(wal_writeback_aligned),
         cmocka_unit_test(wal_release_thread),
         cmocka_unit_test(read_timing),
     };

@@ -72,18 +72,15 @@ static tkv_slice mk_ikey(const void *ukey, size_t klen, uint64_t seq, ikey_type 
     return slice(p, klen + IKEY_TRAILER);
 }
 
-static int slice_eq(tkv_slice a, const void *p, size_t n)
-{
-    return a.n == n && (n == 0 || memcmp(a.p, p, n) == 0);
-}
+static int slice_eq(tkv_slice a, const void *p, size_t n) { return a.n == n && (n == 0 || memcmp(a.p, p, n) == 0); }
 
 /* ------------------------------------------------------------ vec_iter */
 
 static void test_vec_iter_basic(void **state)
 {
     (void)state;
-    tkv_slice k[4] = {mk_ikey("b", 1, 5, IKEY_VALUE), mk_ikey("a", 1, 1, IKEY_VALUE),
-                      mk_ikey("b", 1, 9, IKEY_DELETION), mk_ikey("ab", 2, 3, IKEY_VALUE)};
+    tkv_slice k[4] = {mk_ikey("b", 1, 5, IKEY_VALUE), mk_ikey("a", 1, 1, IKEY_VALUE), mk_ikey("b", 1, 9, IKEY_DELETION),
+                      mk_ikey("ab", 2, 3, IKEY_VALUE)};
     tkv_slice v[4] = {slice("b5", 2), slice("a1", 2), slice("", 0), slice("ab3", 3)};
     tkv_it *it = vec_iter_new(k, v, 4);
     assert_non_null(it);
@@ -587,13 +584,16 @@ static long model_lower_bound(const dcase *c, const uint8_t *t, size_t tn)
 static uint64_t pick_snapshot(const dcase *c)
 {
     switch (rndn(6)) {
-    case 0: return 0;
-    case 1: return c->nops;
+    case 0:
+        return 0;
+    case 1:
+        return c->nops;
     case 2: { /* at and beyond the 56-bit limit: clamped, so seeks still see the newest versions */
         static const uint64_t big[] = {IKEY_MAX_SEQ, IKEY_MAX_SEQ + 1, UINT64_MAX};
         return big[rndn(3)];
     }
-    default: return rndn(c->nops + 2);
+    default:
+        return rndn(c->nops + 2);
     }
 }
 
@@ -866,13 +866,8 @@ static void test_db_iter_fixed(void **state)
     struct {
         uint64_t snap;
         const char *expect; /* "key=value;..." in order */
-    } cases[] = {{0, ""},
-                 {1, "a=v1;"},
-                 {2, "a=v1;"},
-                 {4, "a=v2;c=v4;"},
-                 {5, "c=v4;"},
-                 {6, "a=v6;c=v4;"},
-                 {100, "a=v6;c=v4;"}};
+    } cases[] = {{0, ""},      {1, "a=v1;"},      {2, "a=v1;"},       {4, "a=v2;c=v4;"},
+                 {5, "c=v4;"}, {6, "a=v6;c=v4;"}, {100, "a=v6;c=v4;"}};
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         db_iter *it = db_iter_new(vec_iter_new(ks, vs, nw), cases[ci].snap);
         assert_non_null(it);
@@ -989,14 +984,10 @@ static void test_db_iter_error(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vec_iter_basic),
-        cmocka_unit_test(test_merge_empty_and_dups),
-        cmocka_unit_test(test_merge_random),
-        cmocka_unit_test(test_merge_error),
-        cmocka_unit_test(test_db_iter_fixed),
-        cmocka_unit_test(test_db_iter_model),
-        cmocka_unit_test(test_db_iter_bounds_model),
-        cmocka_unit_test(test_db_iter_bounds_stop),
+        cmocka_unit_test(test_vec_iter_basic),       cmocka_unit_test(test_merge_empty_and_dups),
+        cmocka_unit_test(test_merge_random),         cmocka_unit_test(test_merge_error),
+        cmocka_unit_test(test_db_iter_fixed),        cmocka_unit_test(test_db_iter_model),
+        cmocka_unit_test(test_db_iter_bounds_model), cmocka_unit_test(test_db_iter_bounds_stop),
         cmocka_unit_test(test_db_iter_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,9 +48,11 @@ static void l1_replace(l1_model *m, size_t a, size_t b, tkv_slice lo, tkv_slice 
                        int col)
 {
     tkv_buf nlo = {0}, nhi = {0};
-    tkv_slice l = a < b && ukey_cmp(slice(m->lo[a].data, m->lo[a].len), lo) < 0 ? slice(m->lo[a].data, m->lo[a].len) : lo;
+    tkv_slice l =
+        a < b && ukey_cmp(slice(m->lo[a].data, m->lo[a].len), lo) < 0 ? slice(m->lo[a].data, m->lo[a].len) : lo;
     tkv_slice h = a < b && ukey_cmp(slice(m->hi[b - 1].data, m->hi[b - 1].len), hi) > 0
-                      ? slice(m->hi[b - 1].data, m->hi[b - 1].len) : hi;
+                      ? slice(m->hi[b - 1].data, m->hi[b - 1].len)
+                      : hi;
     assert_int_equal(buf_append(&nlo, l.p, l.n), 0);
     assert_int_equal(buf_append(&nhi, h.p, h.n), 0);
     for (size_t i = a; i < b; i++) {
@@ -115,7 +117,8 @@ static void test_column_pick(void **state)
         for (size_t i = 0; i < nb; i++) {
             char kb[40];
             memset(&bk[i], 0, sizeof bk[i]);
-            size_t kn = i % 2 ? ukey_of(tu_rng_range(&rng, 1, universe), kb) : absent_key_of(tu_rng_below(&rng, universe), kb);
+            size_t kn =
+                i % 2 ? ukey_of(tu_rng_range(&rng, 1, universe), kb) : absent_key_of(tu_rng_below(&rng, universe), kb);
             assert_int_equal(buf_append(&bk[i], kb, kn), 0);
         }
         qsort(bk, nb, sizeof *bk, cmp_tkv_buf);
@@ -132,8 +135,13 @@ static void test_column_pick(void **state)
         uint64_t target = 2000 + tu_rng_below(&rng, 40000), taken = 0;
         int columns = 0;
         for (;;) {
-            column_input in = {.rows = rt, .cursors = cursors, .nrows = k, .l1_smallest = l1s, .l1_largest = l1l,
-                               .nl1 = nl1, .target_bytes = target};
+            column_input in = {.rows = rt,
+                               .cursors = cursors,
+                               .nrows = k,
+                               .l1_smallest = l1s,
+                               .l1_largest = l1l,
+                               .nl1 = nl1,
+                               .target_bytes = target};
             column_plan plan;
             int rc = column_pick(&in, &plan);
             if (rc) fail_msg("round %d: column_pick: %d %s", round, rc, tkv_errmsg());
@@ -187,7 +195,9 @@ static void test_column_pick(void **state)
             for (size_t i = 0; i < nl1; i++) {
                 int overlaps = ukey_cmp(l1l[i], lo) >= 0 && ukey_cmp(l1s[i], hi) <= 0;
                 int chosen = i >= plan.l1_first && i < plan.l1_end;
-                if (overlaps != chosen) fail_msg("round %d column %d: L1 file %zu overlaps %d chosen %d", round, columns, i, overlaps, chosen);
+                if (overlaps != chosen)
+                    fail_msg("round %d column %d: L1 file %zu overlaps %d chosen %d", round, columns, i, overlaps,
+                             chosen);
                 if (chosen && have_left && ukey_cmp(l1l[i], min_left) >= 0)
                     fail_msg("round %d column %d: rewritten L1 file %zu reaches into the keys left", round, columns, i);
             }
@@ -254,13 +264,15 @@ static void test_column_merge(void **state)
         for (size_t i = 0; i < nb; i++) {
             char kb[40];
             memset(&bk[i], 0, sizeof bk[i]);
-            size_t kn = i % 2 ? ukey_of(tu_rng_range(&rng, 1, universe), kb) : absent_key_of(tu_rng_below(&rng, universe), kb);
+            size_t kn =
+                i % 2 ? ukey_of(tu_rng_range(&rng, 1, universe), kb) : absent_key_of(tu_rng_below(&rng, universe), kb);
             assert_int_equal(buf_append(&bk[i], kb, kn), 0);
         }
         qsort(bk, nb, sizeof *bk, cmp_tkv_buf);
         for (size_t i = 0; i + 1 < nb; i += 2) {
             tkv_slice a = slice(bk[i].data, bk[i].len), b = slice(bk[i + 1].data, bk[i + 1].len);
-            if (ukey_cmp(a, b) == 0 || (m.n && ukey_cmp(slice(m.hi[m.n - 1].data, m.hi[m.n - 1].len), a) >= 0)) continue;
+            if (ukey_cmp(a, b) == 0 || (m.n && ukey_cmp(slice(m.hi[m.n - 1].data, m.hi[m.n - 1].len), a) >= 0))
+                continue;
             assert_int_equal(buf_append(&m.lo[m.n], a.p, a.n), 0);
             assert_int_equal(buf_append(&m.hi[m.n], b.p, b.n), 0);
             m.bytes[m.n] = tu_rng_below(&rng, 4) ? 1 + tu_rng_below(&rng, sst / 4) : tu_rng_range(&rng, sst / 2, sst);
@@ -279,7 +291,8 @@ static void test_column_merge(void **state)
                 l1s[i] = slice(m.lo[i].data, m.lo[i].len);
                 l1l[i] = slice(m.hi[i].data, m.hi[i].len);
             }
-            column_input in = {rt, cursors, k, l1s, l1l, m.n, target, m.bytes, m.entries, m.busy, sst, compactor_entries};
+            column_input in = {rt,     cursors, k,         l1s,    l1l, m.n,
+                               target, m.bytes, m.entries, m.busy, sst, compactor_entries};
             column_plan plan;
             int rc = column_pick(&in, &plan);
             if (rc) fail_msg("round %d: column_pick: %d %s", round, rc, tkv_errmsg());
@@ -419,8 +432,8 @@ static void test_column_merge_rule(void **state)
     for (size_t c = 0; c < sizeof C / sizeof C[0]; c++) {
         memset(busy, 0, sizeof busy);
         if (C[c].busy) busy[C[c].busy - 1] = 1;
-        column_input in = {&rt, &cursor, 1, l1s, l1l, N, 1u << 30, C[c].bytes, C[c].entries, busy, C[c].sst,
-                           C[c].compactor_entries};
+        column_input in = {
+            &rt, &cursor, 1, l1s, l1l, N, 1u << 30, C[c].bytes, C[c].entries, busy, C[c].sst, C[c].compactor_entries};
         column_plan plan;
         assert_int_equal(column_pick(&in, &plan), 0);
         assert_true(plan.to_end);
@@ -431,8 +444,13 @@ static void test_column_merge_rule(void **state)
         column_plan_free(&plan);
     }
     /* without sizes: nothing taken in */
-    column_input plain = {.rows = &rt, .cursors = &cursor, .nrows = 1, .l1_smallest = l1s, .l1_largest = l1l,
-                          .nl1 = N, .target_bytes = 1u << 30};
+    column_input plain = {.rows = &rt,
+                          .cursors = &cursor,
+                          .nrows = 1,
+                          .l1_smallest = l1s,
+                          .l1_largest = l1l,
+                          .nl1 = N,
+                          .target_bytes = 1u << 30};
     column_plan plan;
     assert_int_equal(column_pick(&plain, &plan), 0);
     assert_int_equal(plan.l1_first, 4);

@@ -217,13 +217,15 @@ static void matrix_basics(void **state)
     assert_int_equal(tu_prop_u64(db, "tkv.matrix", "rows: "), rows);
     assert_int_equal(tu_prop_u64(db, "tkv.stats", "recovery: records="), 0);
     tu_check_db(db, NULL, m, "reopened");
-    uint64_t lookups = tu_prop_u64(db, "tkv.matrix", "lookups: count="), searched = tu_prop_u64(db, "tkv.matrix", "rows_searched=");
+    uint64_t lookups = tu_prop_u64(db, "tkv.matrix", "lookups: count="),
+             searched = tu_prop_u64(db, "tkv.matrix", "rows_searched=");
     uint64_t hinted = tu_prop_u64(db, "tkv.matrix", "hinted=");
-    print_message("basics: %llu lookups searched %llu rows, %llu of those searches with a window, %.1f comparisons each\n",
-                  (unsigned long long)lookups, (unsigned long long)searched, (unsigned long long)hinted,
-                  (double)tu_prop_u64(db, "tkv.matrix", "comparisons_per_lookup=")); 
+    print_message(
+        "basics: %llu lookups searched %llu rows, %llu of those searches with a window, %.1f comparisons each\n",
+        (unsigned long long)lookups, (unsigned long long)searched, (unsigned long long)hinted,
+        (double)tu_prop_u64(db, "tkv.matrix", "comparisons_per_lookup="));
     assert_int_equal(tu_prop_u64(db, "tkv.matrix", "rows_filtered="), 0);
-    assert_true(hinted > lookups);            /* several rows per lookup, all but the first hinted */
+    assert_true(hinted > lookups);             /* several rows per lookup, all but the first hinted */
     assert_true(hinted + lookups >= searched); /* every search after the first of a lookup had a window */
     assert_int_equal(tu_prop_u64(db, "tkv.matrix", "hint_rejected="), 0);
     /* drain everything: the pool is empty afterwards, L1+ holds it all */
@@ -247,9 +249,11 @@ static void expect_open(const char *dir, const tkv_options *o, int want, const c
 {
     tkv_db *db = NULL;
     int rc = tkv_open(dir, o, &db);
-    if (rc != want) fail_msg("%s: tkv_open gave %s (%s), want %s", what, tkv_strerror(rc), tkv_errmsg(), tkv_strerror(want));
+    if (rc != want)
+        fail_msg("%s: tkv_open gave %s (%s), want %s", what, tkv_strerror(rc), tkv_errmsg(), tkv_strerror(want));
     assert_null(db);
-    if (needle && !strstr(tkv_errmsg(), needle)) fail_msg("%s: message \"%s\" lacks \"%s\"", what, tkv_errmsg(), needle);
+    if (needle && !strstr(tkv_errmsg(), needle))
+        fail_msg("%s: message \"%s\" lacks \"%s\"", what, tkv_errmsg(), needle);
     print_message("%s: %s\n", what, tkv_errmsg());
 }
 
@@ -507,8 +511,8 @@ static void matrix_column_retry(void **state)
  * release the column writes a few hundred KB at most (it wrote all of its
  * several MB before), and the reopened database holds every write and no
  * leftover file (tkv_verify). */
-static int g_close_hold;          /* 0 armed, 1 holding, 2 released (atomic) */
-static uint64_t g_close_after;    /* column SST bytes written after the release (atomic) */
+static int g_close_hold;       /* 0 armed, 1 holding, 2 released (atomic) */
+static uint64_t g_close_after; /* column SST bytes written after the release (atomic) */
 
 static int hold_column_write(io_op op, const char *path, size_t len, void *arg)
 {
@@ -519,7 +523,8 @@ static int hold_column_write(io_op op, const char *path, size_t len, void *arg)
         while (__atomic_load_n(&g_close_hold, __ATOMIC_ACQUIRE) != 2) usleep(1000);
         return 0;
     }
-    if (__atomic_load_n(&g_close_hold, __ATOMIC_ACQUIRE) == 2) __atomic_fetch_add(&g_close_after, len, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&g_close_hold, __ATOMIC_ACQUIRE) == 2)
+        __atomic_fetch_add(&g_close_after, len, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -668,7 +673,8 @@ static void matrix_pinned_views(void **state)
     const tkv_snapshot *snap = tkv_snapshot_new(db);
     tkv_iter *it = NULL;
     assert_int_equal(tkv_iter_new(db, NULL, &it), TKV_OK);
-    uint64_t cols0 = tu_prop_u64(db, "tkv.matrix", "columns: count="), drop0 = tu_prop_u64(db, "tkv.matrix", "rows_dropped=");
+    uint64_t cols0 = tu_prop_u64(db, "tkv.matrix", "columns: count="),
+             drop0 = tu_prop_u64(db, "tkv.matrix", "rows_dropped=");
     /* overwrite everything several times: columns move rows to L1, rows drain and drop, pages are reused */
     for (uint64_t i = 0; i < 24000; i++) put_model(db, m, tu_rng_below(&r, 2000), 10000 + i);
     assert_int_equal(tkv_flush(db), TKV_OK);
@@ -726,7 +732,8 @@ static void matrix_writer_holds_iterator(void **state)
         assert_int_equal(tkv_flush(db), TKV_OK);
         assert_true(k < 20000);
     }
-    assert_int_equal(tu_prop_u64(db, "tkv.stats", "flush_no_space=") + tu_prop_u64(db, "tkv.matrix", "columns: count="), 0);
+    assert_int_equal(tu_prop_u64(db, "tkv.stats", "flush_no_space=") + tu_prop_u64(db, "tkv.matrix", "columns: count="),
+                     0);
     tkv_iter *it = NULL;
     assert_int_equal(tkv_iter_new(db, NULL, &it), TKV_OK);
     tkv_iter_seek_first(it);
@@ -756,12 +763,12 @@ static void matrix_writer_holds_iterator(void **state)
 
 #define CW_WRITERS 2
 #define CW_READERS 2
-#define CW_KEYS 3000
+#define CW_KEYS    3000
 
 typedef struct cw_ctx {
     tkv_db *db;
     int id;
-    int *stop; /* atomic */
+    int *stop;                  /* atomic */
     uint64_t versions[CW_KEYS]; /* writer 0 owns even keys, writer 1 odd keys */
     uint64_t errors;
     char msg[256];
@@ -822,7 +829,8 @@ static void *cw_reader(void *arg)
             snprintf(c->msg, sizeof c->msg, "%s: bad value %s", kb, tu_hex(v, vn));
             c->errors++;
         } else if (ver < seen[k]) {
-            snprintf(c->msg, sizeof c->msg, "%s went back from version %llu to %llu", kb, (unsigned long long)seen[k], ver);
+            snprintf(c->msg, sizeof c->msg, "%s went back from version %llu to %llu", kb, (unsigned long long)seen[k],
+                     ver);
             c->errors++;
         } else {
             seen[k] = ver;
@@ -904,7 +912,7 @@ static void matrix_concurrent(void **state)
  * value(k_i, i), put "~last" = i} (or a delete of k_i instead of the put), so
  * after recovery "~last" names the newest operation that survived and the
  * state must equal the model after operations 0..last. */
-#define PC_OPS 2400u
+#define PC_OPS  2400u
 #define PC_KEYS 900u
 
 static uint64_t pc_key(uint64_t i) { return tu_mix64(i * 7919u + 13) % PC_KEYS; }
@@ -1042,7 +1050,8 @@ static void matrix_powercut(void **state)
         assert_int_equal(tkv_write(db, b, 0), TKV_OK);
         if (i % 700 == 699) assert_int_equal(tkv_flush(db), TKV_OK);
     }
-    uint64_t total = tu_prop_u64(db, "tkv.pmem", "persist: calls="), cols = tu_prop_u64(db, "tkv.matrix", "columns: count=");
+    uint64_t total = tu_prop_u64(db, "tkv.pmem", "persist: calls="),
+             cols = tu_prop_u64(db, "tkv.matrix", "columns: count=");
     tkv_batch_free(b);
     tu_close_ok(db);
     tkv_options_free(o);
@@ -1090,7 +1099,7 @@ static void matrix_pool_writeback(void **state)
     struct statfs sf;
     assert_int_equal(statfs(dir, &sf), 0);
     int on_disk = sf.f_type != 0x01021994; /* not tmpfs */
-    for (int on = 0; on < 3; on++) { /* volatile without, volatile with the thread, emulated with it */
+    for (int on = 0; on < 3; on++) {       /* volatile without, volatile with the thread, emulated with it */
         int durable = on == 2;
         tkv_options *o = matrix_options("16M");
         assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK); /* rows stay: no column */
@@ -1118,8 +1127,9 @@ static void matrix_pool_writeback(void **state)
         } else if (on && on_disk) {
             /* at least the data of the rows, in whole pages */
             uint64_t data = line_u64(db, "tkv.matrix", "flush:", " data_bytes=");
-            if (written < data) fail_msg("%llu bytes written back for %llu bytes of rows", (unsigned long long)written,
-                                         (unsigned long long)data);
+            if (written < data)
+                fail_msg("%llu bytes written back for %llu bytes of rows", (unsigned long long)written,
+                         (unsigned long long)data);
             assert_true(line_u64(db, "tkv.sched", "total_bytes:", " flush=") >= written);
         } else {
             assert_int_equal(written, 0);
@@ -1137,12 +1147,18 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matrix_pool_writeback),
-        cmocka_unit_test(matrix_basics),       cmocka_unit_test(matrix_open_errors),
-        cmocka_unit_test(matrix_corruption),   cmocka_unit_test(matrix_mode_switch),
-        cmocka_unit_test(matrix_backpressure), cmocka_unit_test(matrix_column_retry),
-        cmocka_unit_test(matrix_parallel_columns), cmocka_unit_test(matrix_close_stops_column),
-        cmocka_unit_test(matrix_pinned_views), cmocka_unit_test(matrix_concurrent),
-        cmocka_unit_test(matrix_powercut),     cmocka_unit_test(matrix_writer_holds_iterator),
+        cmocka_unit_test(matrix_basics),
+        cmocka_unit_test(matrix_open_errors),
+        cmocka_unit_test(matrix_corruption),
+        cmocka_unit_test(matrix_mode_switch),
+        cmocka_unit_test(matrix_backpressure),
+        cmocka_unit_test(matrix_column_retry),
+        cmocka_unit_test(matrix_parallel_columns),
+        cmocka_unit_test(matrix_close_stops_column),
+        cmocka_unit_test(matrix_pinned_views),
+        cmocka_unit_test(matrix_concurrent),
+        cmocka_unit_test(matrix_powercut),
+        cmocka_unit_test(matrix_writer_holds_iterator),
     };
     const char *only = getenv("TKV_TEST_ONLY"); /* run one case */
     if (only && *only) cmocka_set_test_filter(only);

@@ -105,7 +105,7 @@ static void l1_target_auto(void **state)
 /* ---------------------------------------------------------------- L1 file sizes */
 
 #define VALUE_SIZE 4096
-#define SST_SIZE (UINT64_C(1) << 20)
+#define SST_SIZE   (UINT64_C(1) << 20)
 
 static size_t key_of(uint64_t k, char *buf) { return (size_t)sprintf(buf, "key%010llu", (unsigned long long)k); }
 

@@ -54,30 +54,30 @@ static void prefault_ahead_case(pm_mode mode)
     pool_prefault_ahead(p, 3 * ps - 100); /* rounds up to 3 pages */
     uint32_t pg[8];
     /* wait_end -- the counter reaches the expected end, and stays there */
-#define WAIT_END(want)                                                                                                  \
-    do {                                                                                                                \
-        double t0_ = tu_now_ms();                                                                                       \
-        do {                                                                                                            \
-            pm_get_stats(reg, &st);                                                                                     \
+#define WAIT_END(want)                                                                                                 \
+    do {                                                                                                               \
+        double t0_ = tu_now_ms();                                                                                      \
+        do {                                                                                                           \
+            pm_get_stats(reg, &st);                                                                                    \
         } while (st.prefault_bytes < (want) && tu_now_ms() - t0_ < 10000 && usleep(1000) == 0);                        \
         if (st.prefault_bytes == 0) { /* no MADV_POPULATE_READ (kernel < 5.14) */                                      \
-            pool_close(p);                                                                                              \
-            fx_free(&f);                                                                                                \
-            skip();                                                                                                     \
-        }                                                                                                               \
-        usleep(20000);                                                                                                  \
-        pm_get_stats(reg, &st);                                                                                         \
+            pool_close(p);                                                                                             \
+            fx_free(&f);                                                                                               \
+            skip();                                                                                                    \
+        }                                                                                                              \
+        usleep(20000);                                                                                                 \
+        pm_get_stats(reg, &st);                                                                                        \
         assert_int_equal(st.prefault_bytes, (want));                                                                   \
-        assert_int_equal(st.prefault_write_bytes, writable ? (want) : 0); /* writable: a store takes no fault */      \
+        assert_int_equal(st.prefault_write_bytes, writable ? (want) : 0); /* writable: a store takes no fault */       \
         if (!writable) assert_int_equal(st.prefault_zero_bytes, 0);                                                    \
     } while (0)
-    WAIT_END(3 * ps); /* from the first page: the header area stays sparse */
+    WAIT_END(3 * ps);                                /* from the first page: the header area stays sparse */
     assert_int_equal(pool_alloc_pages(p, 2, pg), 0); /* pages 0, 1: high water 2, window 3 */
     WAIT_END(5 * ps);
     assert_int_equal(pool_alloc_pages(p, 5, pg), 0); /* pages 2..6: window = the last allocation, 5 */
     WAIT_END(12 * ps);
     pool_free_page(p, 0);
-    assert_int_equal(pool_sync(p), 0); /* the free waits in limbo for a sync (pool.h invariant 8) */
+    assert_int_equal(pool_sync(p), 0);           /* the free waits in limbo for a sync (pool.h invariant 8) */
     assert_int_equal(pool_alloc_page(p, pg), 0); /* reuses page 0: below the high-water mark */
     assert_int_equal(pg[0], 0);
     usleep(20000);
@@ -155,7 +155,8 @@ static void test_pool_geometry(void **state)
     assert_int_equal(st.dir_slots, POOL_DEFAULT_DIR_SLOTS);
     assert_int_equal(st.pages_free, st.pages_total);
     assert_int_equal(st.rows, 0);
-    assert_int_equal(st.pages_total, ((16u << 20) - (64u << 10)) / (64u << 10)); /* header + 8 KiB directory, to a page */
+    assert_int_equal(st.pages_total,
+                     ((16u << 20) - (64u << 10)) / (64u << 10)); /* header + 8 KiB directory, to a page */
     uint8_t uuid[16];
     memcpy(uuid, pool_uuid(p), 16);
     pool_close(p);
@@ -273,7 +274,7 @@ static void test_pool_pages(void **state)
     assert_int_equal(pool_alloc_page(p, &one), TKV_NO_SPACE);
     assert_non_null(strstr(tkv_errmsg(), f.path));
     pool_free_page(p, 5);
-    pool_free_page(p, 5); /* double free: ignored */
+    pool_free_page(p, 5);          /* double free: ignored */
     pool_free_page(p, total + 10); /* out of range: ignored */
     pool_get_stats(p, &st);
     assert_int_equal(st.pages_free, 1);
@@ -578,12 +579,9 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pool_geometry),
-        cmocka_unit_test(test_pool_corrupt_header),
-        cmocka_unit_test(test_pool_pages),
-        cmocka_unit_test(test_pool_sync_barriers),
-        cmocka_unit_test(test_pool_drop_row),
-        cmocka_unit_test(test_pool_prefault_ahead),
+        cmocka_unit_test(test_pool_geometry),      cmocka_unit_test(test_pool_corrupt_header),
+        cmocka_unit_test(test_pool_pages),         cmocka_unit_test(test_pool_sync_barriers),
+        cmocka_unit_test(test_pool_drop_row),      cmocka_unit_test(test_pool_prefault_ahead),
         cmocka_unit_test(test_pool_prefault_zero),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,7 +49,10 @@
 #define C_PER_ROW 5
 
 /* file_offset -- where page `page` of the pool starts in its file. */
-static uint64_t file_offset(pool *p, uint32_t page) { return (uint64_t)(pool_page_addr(p, page) - pm_base(pool_region(p))); }
+static uint64_t file_offset(pool *p, uint32_t page)
+{
+    return (uint64_t)(pool_page_addr(p, page) - pm_base(pool_region(p)));
+}
 
 static void flip_byte(const char *path, uint64_t off)
 {
@@ -117,8 +120,8 @@ static void check_get(rowtable *const *rows, size_t k, const model *m, uint64_t 
     const ent *e = &m->e[pos];
     if (res.seq != ikey_seq(ekey(e)) || res.type != ikey_get_type(ekey(e)))
         fail_msg("%s: rowtable_rows_get(%s, snap %llu): seq %llu type %d, model seq %llu type %d", what, tu_hex(u, un),
-                 (unsigned long long)snap, (unsigned long long)res.seq, res.type,
-                 (unsigned long long)ikey_seq(ekey(e)), ikey_get_type(ekey(e)));
+                 (unsigned long long)snap, (unsigned long long)res.seq, res.type, (unsigned long long)ikey_seq(ekey(e)),
+                 ikey_get_type(ekey(e)));
     if (val->len != e->vn || (e->vn && memcmp(val->data, e->v, e->vn)))
         fail_msg("%s: rowtable_rows_get(%s): value %s, model %s", what, tu_hex(u, un), tu_hex(val->data, val->len),
                  tu_hex(e->v, e->vn));
@@ -134,10 +137,18 @@ static void check_gets(tu_rng *rng, rowtable *const *rows, size_t k, const model
         uint64_t ux = tu_rng_below(rng, universe + universe / 4); /* a fifth beyond the universe: absent */
         uint64_t snap;
         switch (tu_rng_below(rng, 4)) {
-        case 0: snap = UINT64_MAX; break;
-        case 1: snap = tu_rng_below(rng, max_seq + 2); break;
-        case 2: snap = m->n ? ikey_seq(ekey(&m->e[tu_rng_below(rng, m->n)])) : 0; break; /* an exact sequence */
-        default: snap = m->n ? ikey_seq(ekey(&m->e[tu_rng_below(rng, m->n)])) - 1 : 0; break;
+        case 0:
+            snap = UINT64_MAX;
+            break;
+        case 1:
+            snap = tu_rng_below(rng, max_seq + 2);
+            break;
+        case 2:
+            snap = m->n ? ikey_seq(ekey(&m->e[tu_rng_below(rng, m->n)])) : 0;
+            break; /* an exact sequence */
+        default:
+            snap = m->n ? ikey_seq(ekey(&m->e[tu_rng_below(rng, m->n)])) - 1 : 0;
+            break;
         }
         check_get(rows, k, m, ux, snap, &val, what);
     }
@@ -162,7 +173,8 @@ static void check_fwd(const rowtable *r, const row_data *d, const row_data *olde
             while (w2 < older->n && ikey_cmp(ekey(&older->e[w2]), ekey(&d->e[i])) < 0) w2++;
             assert_int_equal(w2, want);
         }
-        if (f != want) fail_msg("row %llu entry %zu: fwd %u, brute force %zu", (unsigned long long)rowtable_id(r), i, f, want);
+        if (f != want)
+            fail_msg("row %llu entry %zu: fwd %u, brute force %zu", (unsigned long long)rowtable_id(r), i, f, want);
     }
 }
 
@@ -260,7 +272,8 @@ static void test_rows_model(void **state)
                 for (size_t j = 0; j < d->n; j++) {
                     tkv_slice ik = ekey(&d->e[j]);
                     assert_int_equal(memtable_add(mt, ikey_seq(ik), ikey_get_type(ik), ik.p, ik.n - IKEY_TRAILER,
-                                                  d->e[j].v, d->e[j].vn), 0);
+                                                  d->e[j].v, d->e[j].vn),
+                                     0);
                 }
                 tkv_it *it = memtable_iter(mt);
                 assert_int_equal(rowtable_build(p, i + 1, it, older, &rt[k - 1 - i]), 0);
@@ -492,7 +505,8 @@ static void test_broken_chain(void **state)
     assert_int_equal(pr.pages_released, rel3);
     assert_true(pr.min_cursor <= cursors[3]);
     /* a MANIFEST cursor below the released pages is corruption */
-    if (pr.min_cursor > 0) expect_corruption(rowtable_set_cursor(rt[3], pr.min_cursor - 1), "row 1", "cursor below released");
+    if (pr.min_cursor > 0)
+        expect_corruption(rowtable_set_cursor(rt[3], pr.min_cursor - 1), "row 1", "cursor below released");
     for (size_t i = 0; i < K; i++) assert_int_equal(rowtable_set_cursor(rt[i], cursors[i]), 0);
     m = model_of(rows, cursors, K);
     check_gets(&rng, rt, K, &m, universe, seq, 3000, "reopened with cursors");
@@ -588,12 +602,24 @@ static void test_corruption(void **state)
         assert_true(pr.meta_pages >= 2);
         uint64_t off;
         switch (where) {
-        case 0: off = file_offset(p, pool_row_page(&row, pr.meta_pages)) + tu_rng_below(&rng, 4096); break;
-        case 1: off = file_offset(p, row.first_page) + pr.meta_off + tu_rng_below(&rng, 4096 - pr.meta_off); break;
-        case 2: off = file_offset(p, pool_row_page(&row, 1)) + tu_rng_below(&rng, 4096); break;
-        case 3: off = file_offset(p, row.first_page) + 32 + tu_rng_below(&rng, 96); break;
-        case 4: off = (uint64_t)(row.pages - pm_base(pool_region(p))) + 4 * tu_rng_below(&rng, pr.pages); break;
-        default: off = 4096 + 8 * (uint64_t)pr.slot + 4 + tu_rng_below(&rng, 4); break; /* the row-id check */
+        case 0:
+            off = file_offset(p, pool_row_page(&row, pr.meta_pages)) + tu_rng_below(&rng, 4096);
+            break;
+        case 1:
+            off = file_offset(p, row.first_page) + pr.meta_off + tu_rng_below(&rng, 4096 - pr.meta_off);
+            break;
+        case 2:
+            off = file_offset(p, pool_row_page(&row, 1)) + tu_rng_below(&rng, 4096);
+            break;
+        case 3:
+            off = file_offset(p, row.first_page) + 32 + tu_rng_below(&rng, 96);
+            break;
+        case 4:
+            off = (uint64_t)(row.pages - pm_base(pool_region(p))) + 4 * tu_rng_below(&rng, pr.pages);
+            break;
+        default:
+            off = 4096 + 8 * (uint64_t)pr.slot + 4 + tu_rng_below(&rng, 4);
+            break; /* the row-id check */
         }
         rowtable_close(r);
         pool_close(p);
@@ -887,8 +913,8 @@ static void test_view_cursors(void **state)
             int want = pos < m.n && ukey_cmp(ikey_user(ekey(&m.e[pos])), slice(u, un)) == 0;
             row_get_result res;
             memset(&res, 0, sizeof res);
-            int rc = rowtable_rows_get_at(rt, view, K, slice(u, un), snap, q % 2 ? ROWTABLE_ROWS_GET_FILTER : 0, &res,
-                                          &val);
+            int rc =
+                rowtable_rows_get_at(rt, view, K, slice(u, un), snap, q % 2 ? ROWTABLE_ROWS_GET_FILTER : 0, &res, &val);
             if (rc != want)
                 fail_msg("round %d: rowtable_rows_get_at(%s) = %d, model %d", round, tu_hex(u, un), rc, want);
             if (want) {
@@ -1070,7 +1096,7 @@ static void test_row_willneed(void **state)
     size_t before = resident_pages(area, area_len);
     assert_true(before <= 2); /* at most what another reader brought back meanwhile */
 
-    rowtable_willneed(r, to, from); /* inverted: nothing */
+    rowtable_willneed(r, to, from);  /* inverted: nothing */
     rowtable_willneed(r, n, n + 10); /* past the end: nothing */
     usleep(50000);
     assert_int_equal(resident_pages(area, area_len), before);
@@ -1082,7 +1108,8 @@ static void test_row_willneed(void **state)
         if ((got = resident_pages(area, area_len)) >= want) break;
     assert_true(got >= want);
     /* the range's pool pages, plus one partial page at each end of each stream */
-    size_t most = (size_t)(((d1 - d0) / ps + 2) + ((uint64_t)(to - from) * ROWTABLE_META_ENTRY_SIZE / ps + 2)) * (ps / 4096);
+    size_t most =
+        (size_t)(((d1 - d0) / ps + 2) + ((uint64_t)(to - from) * ROWTABLE_META_ENTRY_SIZE / ps + 2)) * (ps / 4096);
     assert_true(got <= most + before);
     assert_true(got < dend / 4096); /* not the whole row */
 

@@ -196,8 +196,12 @@ static void randomize_fwd(tu_rng *rng, pool *p, rowtable *r, uint32_t older_n, i
         uint8_t *a = pool_page_addr(p, pool_row_page(&row, (uint32_t)(off / ps))) + off % ps + META_FWD;
         uint32_t v = dec_u32(a);
         switch (mode) {
-        case 0: v = (uint32_t)tu_rng_below(rng, older_n + 3); break;
-        case 1: v = prev = prev + (uint32_t)(tu_rng_below(rng, 4) == 0 ? tu_rng_below(rng, 3) : 0); break;
+        case 0:
+            v = (uint32_t)tu_rng_below(rng, older_n + 3);
+            break;
+        case 1:
+            v = prev = prev + (uint32_t)(tu_rng_below(rng, 4) == 0 ? tu_rng_below(rng, 3) : 0);
+            break;
         default:
             if (tu_rng_below(rng, 3) == 0) v = tu_rng_below(rng, 2) ? v + 1 : v - (v > 0);
             break;
@@ -213,9 +217,9 @@ typedef struct view {
     size_t k;
     rowtable *rt[MAX_ROWS];
     row_data *d[MAX_ROWS];
-    uint32_t cur[MAX_ROWS]; /* the view's cursors, passed to rowtable_iters_at */
+    uint32_t cur[MAX_ROWS];  /* the view's cursors, passed to rowtable_iters_at */
     uint32_t live[MAX_ROWS]; /* max(view cursor, row's own cursor) */
-    ent *all;               /* the merged live entries, sorted */
+    ent *all;                /* the merged live entries, sorted */
     size_t nall;
 } view;
 
@@ -249,8 +253,13 @@ static tkv_slice pick_target(tu_rng *rng, const view *v, uint64_t universe, uint
     const row_data *d = v->d[tu_rng_below(rng, v->k)];
     if ((kind == 2 || kind == 3) && d->n == 0) kind = 5;
     switch (kind) {
-    case 0: un = 0; seq = IKEY_MAX_SEQ; break; /* the smallest internal key there is */
-    case 1: un = (size_t)sprintf(u, "zzz"); break;
+    case 0:
+        un = 0;
+        seq = IKEY_MAX_SEQ;
+        break; /* the smallest internal key there is */
+    case 1:
+        un = (size_t)sprintf(u, "zzz");
+        break;
     case 2: { /* an entry of any row, also below a cursor */
         const ent *e = &d->e[tu_rng_below(rng, d->n)];
         memcpy(t, e->k, e->kn);
@@ -263,8 +272,12 @@ static tkv_slice pick_target(tu_rng *rng, const view *v, uint64_t universe, uint
         seq = ikey_seq(ekey(e)) + (tu_rng_below(rng, 2) ? 1 : 0) - (tu_rng_below(rng, 2) ? 1 : 0);
         break;
     }
-    case 4: un = absent_key_of(tu_rng_below(rng, universe), u); break;
-    default: un = ukey_of(tu_rng_below(rng, universe + 10), u); break;
+    case 4:
+        un = absent_key_of(tu_rng_below(rng, universe), u);
+        break;
+    default:
+        un = ukey_of(tu_rng_below(rng, universe + 10), u);
+        break;
     }
     if (seq > IKEY_MAX_SEQ) seq = IKEY_MAX_SEQ;
     ikey_encode(t, u, un, seq, (ikey_type)tu_rng_below(rng, 2));
@@ -279,7 +292,9 @@ static void expect_at(tkv_it *it, const ent *e, const char *what, size_t q)
         assert_int_equal(it_status(it), 0);
         return;
     }
-    if (!it_valid(it)) fail_msg("%s (seek %zu): not valid (status %d %s), want %s", what, q, it_status(it), tkv_errmsg(), tu_hex(e->k, e->kn));
+    if (!it_valid(it))
+        fail_msg("%s (seek %zu): not valid (status %d %s), want %s", what, q, it_status(it), tkv_errmsg(),
+                 tu_hex(e->k, e->kn));
     tkv_slice k = it_key(it), val = it_value(it);
     if (k.n != e->kn || memcmp(k.p, e->k, k.n))
         fail_msg("%s (seek %zu): at %s, want %s", what, q, tu_hex(k.p, k.n), tu_hex(e->k, e->kn));
@@ -399,7 +414,8 @@ static void test_seek_model(void **state)
         size_t dropped = 1 + tu_rng_below(&rng, k - 1), nobuilt = tu_rng_below(&rng, k + 1);
         for (size_t b = 0; b <= k; b++) { /* oldest first: built b goes to index k - b */
             size_t i = k - b;
-            size_t n = tu_rng_below(&rng, 8) == 0 ? 1 + tu_rng_below(&rng, 5) : 20 + tu_rng_below(&rng, round == 1 ? 120 : 700);
+            size_t n = tu_rng_below(&rng, 8) == 0 ? 1 + tu_rng_below(&rng, 5)
+                                                  : 20 + tu_rng_below(&rng, round == 1 ? 120 : 700);
             rows[i] = gen_row(&rng, n, universe, &seq);
             rt[i] = build_row(p, b + 1, &rows[i], b && i != nobuilt ? rt[i + 1] : NULL);
         }
@@ -428,7 +444,8 @@ static void test_seek_model(void **state)
         check_view(&rng, &v, universe, seq, 1500, "cursors");
         /* forward pointers overwritten with random values in some rows */
         for (size_t i = 0; i + 1 < k; i++)
-            if (tu_rng_below(&rng, 2)) randomize_fwd(&rng, p, v.rt[i], rowtable_count(v.rt[i + 1]), (int)tu_rng_below(&rng, 3));
+            if (tu_rng_below(&rng, 2))
+                randomize_fwd(&rng, p, v.rt[i], rowtable_count(v.rt[i + 1]), (int)tu_rng_below(&rng, 3));
         check_view(&rng, &v, universe, seq, 1500, "random forward pointers");
         for (size_t i = 0; i < k; i++) {
             rowtable_close(v.rt[i]);
@@ -545,7 +562,8 @@ static uint64_t seek_costs(const view *v, unsigned flags, uint64_t seed, size_t 
         uint64_t c = st->comparisons - before;
         if (c > *max) *max = c;
         if (bound > 0 && (double)c > bound)
-            fail_msg("seek %s: %llu comparisons over %zu rows > %.1f", tu_hex(u, un), (unsigned long long)c, v->k, bound);
+            fail_msg("seek %s: %llu comparisons over %zu rows > %.1f", tu_hex(u, un), (unsigned long long)c, v->k,
+                     bound);
     }
     assert_int_equal(st->seeks, nq);
     it_destroy(m);
@@ -622,7 +640,8 @@ static void db_seeks(tkv_db *db, const tu_model *m, uint64_t seed, size_t nq, co
             const void *mk, *mv;
             size_t mkn, mvn, ikn, ivn;
             tu_model_at(m, pos, &mk, &mkn, &mv, &mvn);
-            if (!tkv_iter_valid(it)) fail_msg("%s: seek %s step %d: not valid, model has %s", what, key, s, tu_hex(mk, mkn));
+            if (!tkv_iter_valid(it))
+                fail_msg("%s: seek %s step %d: not valid, model has %s", what, key, s, tu_hex(mk, mkn));
             const void *ik = tkv_iter_key(it, &ikn), *iv = tkv_iter_value(it, &ivn);
             if (tu_keycmp(ik, ikn, mk, mkn) || ivn != mvn || memcmp(iv, mv, mvn))
                 fail_msg("%s: seek %s step %d: at %s, model %s", what, key, s, tu_hex(ik, ikn), tu_hex(mk, mkn));

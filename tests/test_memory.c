@@ -283,8 +283,8 @@ static void check_parts(tkv_db *db, const char *when)
                      (unsigned long long)share, p);
         }
     }
-    if (used > total) fail_msg("%s: %llu bytes used, budget %llu", when, (unsigned long long)used,
-                               (unsigned long long)total);
+    if (used > total)
+        fail_msg("%s: %llu bytes used, budget %llu", when, (unsigned long long)used, (unsigned long long)total);
 }
 
 /* workload -- the writes and checks of budget_workload and rows_wait with
@@ -293,8 +293,8 @@ static void workload(const char *budget, const char *trigger, uint64_t n)
 {
     char *dir = tu_tmpdir("mem-work");
     tkv_options *o = tkv_options_new();
-    const char *opts[][2] = {{"dram_budget", budget}, {"pmem_size", "64M"}, {"matrix_trigger", trigger},
-                             {"column_bytes", "1M"}, {"sst_size", "64K"}, {"l1_size", "1M"},
+    const char *opts[][2] = {{"dram_budget", budget},   {"pmem_size", "64M"},     {"matrix_trigger", trigger},
+                             {"column_bytes", "1M"},    {"sst_size", "64K"},      {"l1_size", "1M"},
                              {"level_multiplier", "4"}, {"column_gate", "always"}};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
         assert_int_equal(tkv_options_set(o, opts[i][0], opts[i][1]), TKV_OK);
@@ -371,12 +371,8 @@ static void rows_wait(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(budget_option),
-        cmocka_unit_test(budget_split_defaults),
-        cmocka_unit_test(budget_too_small),
-        cmocka_unit_test(memory_property),
-        cmocka_unit_test(budget_workload),
-        cmocka_unit_test(rows_wait),
+        cmocka_unit_test(budget_option),   cmocka_unit_test(budget_split_defaults), cmocka_unit_test(budget_too_small),
+        cmocka_unit_test(memory_property), cmocka_unit_test(budget_workload),       cmocka_unit_test(rows_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -142,7 +142,7 @@ static void test_arena_spares(void **state)
             memset(p, 0x40 + i / 4, 16);
         }
     }
-    assert_non_null(arena_alloc(&a, BLOCK)); /* own-size block: never listed */
+    assert_non_null(arena_alloc(&a, BLOCK));        /* own-size block: never listed */
     assert_int_equal(live, 6 * BLOCK + BLOCK + 16); /* 16: the own block's header */
     size_t bytes;
     uint64_t reused, freed;
@@ -174,7 +174,7 @@ static void test_arena_spares(void **state)
     assert_int_equal(reused, 6);
     /* the cap: with 5 blocks live elsewhere (the account), only 3 of b's 7 fit (5 + 3 = 8) */
     assert_non_null(arena_alloc(&b, PIECE)); /* a 7th block, from the heap */
-    live += 5 * BLOCK; /* another arena's blocks on the same account */
+    live += 5 * BLOCK;                       /* another arena's blocks on the same account */
     arena_destroy(&b);
     arena_spares_get(&sp, &bytes, &reused, &freed, NULL);
     assert_int_equal(bytes, 3 * BLOCK);
@@ -193,7 +193,7 @@ static void test_arena_spares(void **state)
     /* reserve: tops the list up to `want`, within the cap beside live */
     uint64_t reserved;
     assert_int_equal(arena_spares_reserve(&sp, 3 * BLOCK), 0); /* 3 listed already */
-    live += 3 * BLOCK;                                           /* 3 live + 3 listed: room for 2 */
+    live += 3 * BLOCK;                                         /* 3 live + 3 listed: room for 2 */
     assert_int_equal(arena_spares_reserve(&sp, 10 * BLOCK), 2 * BLOCK);
     arena_spares_get(&sp, &bytes, &reused, &freed, &reserved);
     assert_int_equal(bytes, 5 * BLOCK);
@@ -510,9 +510,8 @@ static void test_get_vs_model(void **state)
         ops[i].seq = 2 * (uint64_t)i + 1; /* odd sequences: gaps to read between */
         int kl = snprintf(kbuf, sizeof kbuf, "k%d", ops[i].key);
         int vl = snprintf(vbuf, sizeof vbuf, "val-%llu", (unsigned long long)ops[i].seq);
-        assert_int_equal(memtable_add(m, ops[i].seq, ops[i].t, kbuf, (size_t)kl, vbuf,
-                                      ops[i].t == IKEY_VALUE ? (size_t)vl : 0),
-                         0);
+        assert_int_equal(
+            memtable_add(m, ops[i].seq, ops[i].t, kbuf, (size_t)kl, vbuf, ops[i].t == IKEY_VALUE ? (size_t)vl : 0), 0);
     }
     for (int q = 0; q < 20000; q++) {
         int key = (int)(tu_splitmix64(&seed) % (NKEYS + 5)); /* some never written */
@@ -542,11 +541,11 @@ static void test_get_vs_model(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_arena_alloc),        cmocka_unit_test(test_arena_big_block), cmocka_unit_test(test_arena_spares),
-        cmocka_unit_test(test_arena_spares_threads),
-        cmocka_unit_test(test_get_visibility),     cmocka_unit_test(test_empty_key),
-        cmocka_unit_test(test_large_values),       cmocka_unit_test(test_memory_usage_grows),
-        cmocka_unit_test(test_refcount),           cmocka_unit_test(test_too_large),
+        cmocka_unit_test(test_arena_alloc),    cmocka_unit_test(test_arena_big_block),
+        cmocka_unit_test(test_arena_spares),   cmocka_unit_test(test_arena_spares_threads),
+        cmocka_unit_test(test_get_visibility), cmocka_unit_test(test_empty_key),
+        cmocka_unit_test(test_large_values),   cmocka_unit_test(test_memory_usage_grows),
+        cmocka_unit_test(test_refcount),       cmocka_unit_test(test_too_large),
         cmocka_unit_test(test_get_vs_model),
     };
     return cmocka_run_group_tests_name("memtable", tests, NULL, NULL);

@@ -82,11 +82,11 @@ static void still_works(fixture *f)
 }
 
 /* expect_invalid -- rc is TKV_INVALID and tkv_errmsg() says something. */
-#define expect_invalid(call)                                                                                  \
-    do {                                                                                                      \
-        int rc_ = (call);                                                                                     \
-        if (rc_ != TKV_INVALID) fail_msg("%s = %d (%s), expected TKV_INVALID", #call, rc_, tkv_strerror(rc_)); \
-        if (tkv_errmsg()[0] == '\0') fail_msg("%s: TKV_INVALID with an empty tkv_errmsg()", #call);           \
+#define expect_invalid(call)                                                                                           \
+    do {                                                                                                               \
+        int rc_ = (call);                                                                                              \
+        if (rc_ != TKV_INVALID) fail_msg("%s = %d (%s), expected TKV_INVALID", #call, rc_, tkv_strerror(rc_));         \
+        if (tkv_errmsg()[0] == '\0') fail_msg("%s: TKV_INVALID with an empty tkv_errmsg()", #call);                    \
     } while (0)
 
 /* expect_absent -- key k (string) is not in the database. */
@@ -282,8 +282,8 @@ static void bad_options(void **state)
     expect_invalid(tkv_options_set(o, "", "1"));
     expect_invalid(tkv_options_set(o, "Memtable_Size", "1M")); /* names are exact */
 
-    const char *bad_sizes[] = {"abc", "-1", "12Q", "", " ", "1.5M", "64 M", "M", "99999999999T",
-                               "18446744073709551616", "1MM"};
+    const char *bad_sizes[] = {"abc", "-1", "12Q", "", " ", "1.5M", "64 M", "M", "99999999999T", "18446744073709551616",
+                               "1MM"};
     for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
         int rc = tkv_options_set(o, "memtable_size", bad_sizes[i]);
         if (rc != TKV_INVALID) fail_msg("memtable_size=\"%s\" gave %d, expected TKV_INVALID", bad_sizes[i], rc);

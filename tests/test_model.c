@@ -32,7 +32,7 @@
 
 #define MAX_SNAPS 4
 #define BIG_VALUE (100u * 1024u)
-#define VALBUF (BIG_VALUE + 4096u)
+#define VALBUF    (BIG_VALUE + 4096u)
 
 typedef struct tkey {
     uint8_t b[80];
@@ -46,12 +46,12 @@ typedef struct msnap {
 
 typedef struct params {
     const char *name;
-    size_t nkeys;         /* size of the key space */
-    uint64_t ops;         /* operations at scale 1 */
-    uint64_t reopen_every; /* close + reopen + full check */
-    uint32_t flush_ppm;   /* tkv_flush probability per op (per million) */
-    uint32_t compact_ppm; /* tkv_compact_range probability per op */
-    uint32_t big_ppm;     /* 100 KB value probability per put */
+    size_t nkeys;           /* size of the key space */
+    uint64_t ops;           /* operations at scale 1 */
+    uint64_t reopen_every;  /* close + reopen + full check */
+    uint32_t flush_ppm;     /* tkv_flush probability per op (per million) */
+    uint32_t compact_ppm;   /* tkv_compact_range probability per op */
+    uint32_t big_ppm;       /* 100 KB value probability per put */
     const char *opts[3][2]; /* options on top of tu_small_options ({NULL} ends) */
     int async;              /* 1: batched multi_gets must have read through io_uring; -1: must not have */
 } params;
@@ -67,8 +67,8 @@ typedef struct ctx {
     msnap snaps[MAX_SNAPS];
     int nsnaps;
     tkv_batch *batch;
-    uint8_t *val;  /* scratch value buffer */
-    uint64_t op;   /* current operation number */
+    uint8_t *val;   /* scratch value buffer */
+    uint64_t op;    /* current operation number */
     char where[96]; /* "op N" for failure messages */
     /* counters, printed at the end */
     uint64_t n_put, n_del, n_batch, n_get, n_mget, n_scan, n_steps, n_snap, n_flush, n_compact, n_reopen;
@@ -514,8 +514,10 @@ static void run_model(const params *p)
         uint64_t reads = tu_prop_u64(c->db, "tkv.stats", " block_reads=");
         char *st = tkv_property(c->db, "tkv.stats");
         fprintf(stderr, "# %s: %s", p->name, strstr(st, "async_io:"));
-        if (p->async > 0 && (keys == 0 || reads == 0)) fail_msg("%s: no batched multi_get read through io_uring", p->name);
-        if (p->async < 0 && (keys != 0 || !strstr(st, "async_io: off"))) fail_msg("%s: async reads with async_io=off", p->name);
+        if (p->async > 0 && (keys == 0 || reads == 0))
+            fail_msg("%s: no batched multi_get read through io_uring", p->name);
+        if (p->async < 0 && (keys != 0 || !strstr(st, "async_io: off")))
+            fail_msg("%s: async reads with async_io=off", p->name);
         tkv_free(st);
     }
     char *mx = tkv_property(c->db, "tkv.matrix"); /* since the last reopen */
@@ -527,11 +529,11 @@ static void run_model(const params *p)
     fprintf(stderr,
             "# %s: %llu ops in %.0f ms, %zu live keys: put %llu del %llu batch %llu get %llu mget %llu scan %llu "
             "(%llu steps) snap %llu flush %llu compact %llu reopen %llu\n",
-            p->name, (unsigned long long)total, tu_now_ms() - t0, tu_model_count(c->m),
-            (unsigned long long)c->n_put, (unsigned long long)c->n_del, (unsigned long long)c->n_batch,
-            (unsigned long long)c->n_get, (unsigned long long)c->n_mget, (unsigned long long)c->n_scan,
-            (unsigned long long)c->n_steps, (unsigned long long)c->n_snap, (unsigned long long)c->n_flush,
-            (unsigned long long)c->n_compact, (unsigned long long)c->n_reopen);
+            p->name, (unsigned long long)total, tu_now_ms() - t0, tu_model_count(c->m), (unsigned long long)c->n_put,
+            (unsigned long long)c->n_del, (unsigned long long)c->n_batch, (unsigned long long)c->n_get,
+            (unsigned long long)c->n_mget, (unsigned long long)c->n_scan, (unsigned long long)c->n_steps,
+            (unsigned long long)c->n_snap, (unsigned long long)c->n_flush, (unsigned long long)c->n_compact,
+            (unsigned long long)c->n_reopen);
     assert_int_equal(tkv_destroy(c->dir), TKV_OK);
     tu_tmpdir_free(c->dir);
     tkv_options_free(c->opts);
@@ -671,12 +673,8 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(model_random),
-        cmocka_unit_test(model_hot_keys),
-        cmocka_unit_test(model_direct_io),
-        cmocka_unit_test(model_l0_sst),
-        cmocka_unit_test(model_full_pool),
-        cmocka_unit_test(model_async),
+        cmocka_unit_test(model_random), cmocka_unit_test(model_hot_keys),  cmocka_unit_test(model_direct_io),
+        cmocka_unit_test(model_l0_sst), cmocka_unit_test(model_full_pool), cmocka_unit_test(model_async),
         cmocka_unit_test(model_sync),
     };
     const char *only = getenv("TKV_TEST_ONLY"); /* run one case: TKV_TEST_ONLY=model_full_pool */

@@ -43,8 +43,8 @@
 
 /* ---------------------------------------------------------------- the allocator */
 
-static int g_countdown = -1; /* allocations left before the armed failure; -1: none armed */
-static uint64_t g_allocs;    /* allocations since the last oom_arm (relaxed) */
+static int g_countdown = -1;            /* allocations left before the armed failure; -1: none armed */
+static uint64_t g_allocs;               /* allocations since the last oom_arm (relaxed) */
 static _Thread_local uint64_t t_allocs; /* allocations by this thread, ever */
 
 #if OOM_INTERPOSE
@@ -132,11 +132,14 @@ static int oom_disarm(void) { return __atomic_exchange_n(&g_countdown, -1, __ATO
 #define NKEYS 400
 
 static uint64_t g_open_allocs; /* allocations of the workload's tkv_open in the last run that opened */
-static int g_acked[NKEYS]; /* the round whose value each key holds for sure, -1: never written */
-static int g_maybe[NKEYS]; /* a put of this round returned an error: it may or may not have landed */
+static int g_acked[NKEYS];     /* the round whose value each key holds for sure, -1: never written */
+static int g_maybe[NKEYS];     /* a put of this round returned an error: it may or may not have landed */
 
 static int key_of(int i, char *k) { return snprintf(k, 16, "key%05d", i); }
-static int value_of(int i, int round, char *v) { return snprintf(v, 64, "value-%d-%d-%040d", i, round, i * 31 + round); }
+static int value_of(int i, int round, char *v)
+{
+    return snprintf(v, 64, "value-%d-%d-%040d", i, round, i * 31 + round);
+}
 
 /* workload -- what a host does; every failure is a returned status. 0 if
  * tkv_open failed (nothing else ran). Allocates nothing itself. */
@@ -188,8 +191,8 @@ static void verify(const char *dir, const tkv_options *o, int k)
         int is_maybe = rc == TKV_OK && ml && gl == (size_t)ml && !memcmp(got, maybe, gl);
         tkv_free(got);
         if (!is_acked && !is_maybe && !(rc == TKV_NOT_FOUND && !wl))
-            fail_msg("failure %d: key %d: tkv_get = %s, acknowledged round %d, maybe round %d", k, i,
-                     tkv_strerror(rc), g_acked[i], g_maybe[i]);
+            fail_msg("failure %d: key %d: tkv_get = %s, acknowledged round %d, maybe round %d", k, i, tkv_strerror(rc),
+                     g_acked[i], g_maybe[i]);
         if (is_maybe) g_acked[i] = g_maybe[i]; /* what is there now is what the next round builds on */
         g_maybe[i] = -1;
     }

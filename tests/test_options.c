@@ -31,7 +31,8 @@ static void test_sizes(void **state)
     assert_int_equal(v, UINT64_C(2) << 40);
     assert_int_equal(options_parse_size("64MB", &v), 0);
     assert_int_equal(v, 64u << 20);
-    const char *bad[] = {"", "abc", "-1", "12Q", "1.5G", " 1", "1 ", "64MBx", "99999999999999999999", "20000000000T", NULL};
+    const char *bad[] = {"",  "abc", "-1", "12Q", "1.5G", " 1", "1 ", "64MBx", "99999999999999999999", "20000000000T",
+                         NULL};
     for (int i = 0; bad[i]; i++) assert_int_equal(options_parse_size(bad[i], &v), TKV_INVALID);
 }
 

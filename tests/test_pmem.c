@@ -55,8 +55,9 @@ static pm_region *open_ok(const char *path, uint64_t size, pm_mode mode, pm_prof
 {
     pm_region *r = NULL;
     int rc = pm_open(path, size, mode, prof, &r, created);
-    if (rc != TKV_OK) fail_msg("pm_open(%s, %llu, %s): %s: %s", path, (unsigned long long)size, pm_mode_name(mode),
-                               tkv_strerror(rc), tkv_errmsg());
+    if (rc != TKV_OK)
+        fail_msg("pm_open(%s, %llu, %s): %s: %s", path, (unsigned long long)size, pm_mode_name(mode), tkv_strerror(rc),
+                 tkv_errmsg());
     assert_non_null(r);
     return r;
 }
@@ -286,11 +287,11 @@ static void crashsim_lines(void **state)
     pm_region *r = open_ok(path, 64 * KiB, PM_CRASHSIM, PM_PROFILE_NONE, NULL);
     uint8_t *b = pm_base(r);
     memset(b, 0xab, 1024);
-    pm_persist(r, b + 64 + 10, 1);  /* line 1 */
-    pm_persist(r, b + 255, 2);      /* lines 3 and 4 */
-    pm_flush(r, b + 512 + 63, 1);   /* line 8 */
+    pm_persist(r, b + 64 + 10, 1); /* line 1 */
+    pm_persist(r, b + 255, 2);     /* lines 3 and 4 */
+    pm_flush(r, b + 512 + 63, 1);  /* line 8 */
     pm_drain(r);
-    pm_persist(r, b + 700, 0);      /* nothing */
+    pm_persist(r, b + 700, 0); /* nothing */
     pm_close(r);
     uint64_t size;
     uint8_t *img = durable_image(path, &size);
@@ -401,17 +402,17 @@ typedef struct cs_op {
 } cs_op;
 
 static const cs_op k_script[] = {
-    {OP_WRITE, 0, 200, 1},        {OP_PERSIST, 0, 200, 0},      /* 1: lines 0-3 */
-    {OP_WRITE, 300, 30, 2},       {OP_WRITE, 4000, 200, 3},     /* unpersisted for now */
-    {OP_PERSIST, 320, 1, 0},      /* 2: line 5 only (bytes 320..329); 300..319 in line 4 stay lost */
-    {OP_MEMCPY, 8192, 5000, 4},   /* 3 */
-    {OP_STORE8, 16384, 8, 5},     /* 4 */
+    {OP_WRITE, 0, 200, 1},         {OP_PERSIST, 0, 200, 0},  /* 1: lines 0-3 */
+    {OP_WRITE, 300, 30, 2},        {OP_WRITE, 4000, 200, 3}, /* unpersisted for now */
+    {OP_PERSIST, 320, 1, 0},       /* 2: line 5 only (bytes 320..329); 300..319 in line 4 stay lost */
+    {OP_MEMCPY, 8192, 5000, 4},    /* 3 */
+    {OP_STORE8, 16384, 8, 5},      /* 4 */
     {OP_FLUSH_DRAIN, 4090, 20, 0}, /* 5: lines 63 and 64 */
-    {OP_WRITE, 16384 + 16, 8, 6}, {OP_STORE8, 16384 + 8, 8, 7}, /* 6: carries the write in its line */
-    {OP_PERSIST, 300, 30, 0},     /* 7: lines 4 and 5 */
-    {OP_MEMCPY, 30000, 100, 8},   /* 8 */
-    {OP_WRITE, 40000, 4096, 9},   {OP_PERSIST, 40000, 4096, 0}, /* 9 */
-    {OP_STORE8, 16384, 8, 10},    /* 10: overwrite the commit word */
+    {OP_WRITE, 16384 + 16, 8, 6},  {OP_STORE8, 16384 + 8, 8, 7}, /* 6: carries the write in its line */
+    {OP_PERSIST, 300, 30, 0},                                    /* 7: lines 4 and 5 */
+    {OP_MEMCPY, 30000, 100, 8},                                  /* 8 */
+    {OP_WRITE, 40000, 4096, 9},    {OP_PERSIST, 40000, 4096, 0}, /* 9 */
+    {OP_STORE8, 16384, 8, 10},                                   /* 10: overwrite the commit word */
 };
 #define K_SCRIPT_PERSISTS 10
 
@@ -424,8 +425,12 @@ static void script_workload(pm_region *r, void *arg)
         const cs_op *op = &k_script[i];
         uint8_t buf[5000];
         switch (op->kind) {
-        case OP_WRITE: memset(b + op->off, op->fill, op->len); break;
-        case OP_PERSIST: pm_persist(r, b + op->off, op->len); break;
+        case OP_WRITE:
+            memset(b + op->off, op->fill, op->len);
+            break;
+        case OP_PERSIST:
+            pm_persist(r, b + op->off, op->len);
+            break;
         case OP_FLUSH_DRAIN:
             pm_flush(r, b + op->off, op->len);
             pm_drain(r);
@@ -434,7 +439,9 @@ static void script_workload(pm_region *r, void *arg)
             memset(buf, op->fill, op->len);
             pm_memcpy_persist(r, b + op->off, buf, op->len);
             break;
-        case OP_STORE8: pm_store8_persist(r, (uint64_t *)(void *)(b + op->off), 0x0101010101010101ull * op->fill); break;
+        case OP_STORE8:
+            pm_store8_persist(r, (uint64_t *)(void *)(b + op->off), 0x0101010101010101ull * op->fill);
+            break;
         }
     }
 }
@@ -478,7 +485,8 @@ static void crashsim_every_cut(void **state)
             if (img[i] != dur[i])
                 fail_msg("cut %u: byte %zu is %u, model says %u (near: %s)", cut, i, img[i], dur[i],
                          tu_hex(img + i / 64 * 64, 64));
-        if (cut > 0 && cut <= K_SCRIPT_PERSISTS) assert_memory_not_equal(img, prev, size); /* each persist lands something */
+        if (cut > 0 && cut <= K_SCRIPT_PERSISTS)
+            assert_memory_not_equal(img, prev, size); /* each persist lands something */
         memcpy(prev, img, size);
         free(img);
     }
@@ -494,8 +502,8 @@ static void crashsim_every_cut(void **state)
  * one by one, ROUNDS times over with new bytes. A line copy that raced with a
  * newer copy of the same line would put back older bytes (a lost update); the
  * window is a few nanoseconds, hence the many rounds. */
-#define NTH 4
-#define CHUNK 16
+#define NTH    4
+#define CHUNK  16
 #define ROUNDS 4
 typedef struct mt_arg {
     pm_region *r;
@@ -683,8 +691,7 @@ static int wb_admit(void *arg, size_t n)
     __atomic_fetch_add(&l->calls, 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&l->bytes, n, __ATOMIC_RELAXED);
     uint64_t m = __atomic_load_n(&l->max_chunk, __ATOMIC_RELAXED);
-    while (n > m && !__atomic_compare_exchange_n(&l->max_chunk, &m, n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    while (n > m && !__atomic_compare_exchange_n(&l->max_chunk, &m, n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     return l->refuse ? TKV_IO_ERROR : 0;
 }
 
@@ -994,7 +1001,8 @@ static void willneed_long_range(void **state)
     assert_int_equal(got, want);
     /* nothing far past the range (the kernel may read ahead a window more) */
     assert_true(resident_pages(r, 88 * MiB, 40 * MiB) <= before);
-    for (uint64_t off = 8 * MiB; off < 72 * MiB; off += 4096) assert_int_equal(pm_base(r)[off], (uint8_t)(off >> 12 | 1));
+    for (uint64_t off = 8 * MiB; off < 72 * MiB; off += 4096)
+        assert_int_equal(pm_base(r)[off], (uint8_t)(off >> 12 | 1));
     pm_close(r);
     free(path);
     tu_tmpdir_free(dir);
@@ -1256,11 +1264,23 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(roundtrip_modes),  cmocka_unit_test(open_errors),       cmocka_unit_test(crashsim_persisted_only),
-        cmocka_unit_test(crashsim_lines),   cmocka_unit_test(crashsim_cut),      cmocka_unit_test(crashsim_store8),
-        cmocka_unit_test(crashsim_every_cut), cmocka_unit_test(crashsim_threads), cmocka_unit_test(optane_profile),
-        cmocka_unit_test(stats_counters),   cmocka_unit_test(paced_writeback),   cmocka_unit_test(prefault_prefix),
-        cmocka_unit_test(prefault_writable),  cmocka_unit_test(prefault_zero),      cmocka_unit_test(willneed_long_range), cmocka_unit_test(write_persist_modes), cmocka_unit_test(write_persist_error),
+        cmocka_unit_test(roundtrip_modes),
+        cmocka_unit_test(open_errors),
+        cmocka_unit_test(crashsim_persisted_only),
+        cmocka_unit_test(crashsim_lines),
+        cmocka_unit_test(crashsim_cut),
+        cmocka_unit_test(crashsim_store8),
+        cmocka_unit_test(crashsim_every_cut),
+        cmocka_unit_test(crashsim_threads),
+        cmocka_unit_test(optane_profile),
+        cmocka_unit_test(stats_counters),
+        cmocka_unit_test(paced_writeback),
+        cmocka_unit_test(prefault_prefix),
+        cmocka_unit_test(prefault_writable),
+        cmocka_unit_test(prefault_zero),
+        cmocka_unit_test(willneed_long_range),
+        cmocka_unit_test(write_persist_modes),
+        cmocka_unit_test(write_persist_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

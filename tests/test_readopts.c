@@ -42,14 +42,17 @@ static int key_of(unsigned i, char *k) { return snprintf(k, 16, "k%05u", i); }
 static size_t random_target(tu_rng *r, char *t)
 {
     switch (tu_rng_below(r, 5)) {
-    case 0: return (size_t)key_of((unsigned)tu_rng_below(r, NKEYS), t) - 1; /* a prefix */
+    case 0:
+        return (size_t)key_of((unsigned)tu_rng_below(r, NKEYS), t) - 1; /* a prefix */
     case 1: {
         size_t n = (size_t)key_of((unsigned)tu_rng_below(r, NKEYS), t);
         t[n] = '\0'; /* the key followed by a zero byte: just past it */
         return n + 1;
     }
-    case 2: return (size_t)snprintf(t, 16, "%s", tu_rng_below(r, 2) ? "a" : "z");
-    default: return (size_t)key_of((unsigned)tu_rng_below(r, NKEYS), t);
+    case 2:
+        return (size_t)snprintf(t, 16, "%s", tu_rng_below(r, 2) ? "a" : "z");
+    default:
+        return (size_t)key_of((unsigned)tu_rng_below(r, NKEYS), t);
     }
 }
 
@@ -497,7 +500,7 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(errors),           cmocka_unit_test(get_into_tiers),   cmocka_unit_test(fill_cache),
+        cmocka_unit_test(errors),           cmocka_unit_test(get_into_tiers), cmocka_unit_test(fill_cache),
         cmocka_unit_test(verify_checksums), cmocka_unit_test(bounds_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

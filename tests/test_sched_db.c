@@ -183,9 +183,10 @@ static void sched_abort_cleanup(void **state)
     }
     wait_quiet(db);
     long orphans = sst_orphans(db, dir);
-    print_message("abort: %llu deep jobs aborted for columns (%llu yields, %llu partial commits); %ld orphan .sst files\n",
-                  (unsigned long long)aborts, (unsigned long long)tu_prop_u64(db, "tkv.sched", "yields="),
-                  (unsigned long long)tu_prop_u64(db, "tkv.sched", "partial_commits="), orphans);
+    print_message(
+        "abort: %llu deep jobs aborted for columns (%llu yields, %llu partial commits); %ld orphan .sst files\n",
+        (unsigned long long)aborts, (unsigned long long)tu_prop_u64(db, "tkv.sched", "yields="),
+        (unsigned long long)tu_prop_u64(db, "tkv.sched", "partial_commits="), orphans);
     assert_int_equal(orphans, 0);
     tu_check_db(db, NULL, m, "after aborts");
     tu_close_reopen_check(db, dir, o, m, "reopened after aborts");
@@ -200,8 +201,8 @@ static void sched_abort_cleanup(void **state)
  * deep_yield_wait=0 it stops at its next I/O. (The layouts that let a job
  * keep work up to a cut point are built by hand in test_deep_yield.c.) */
 
-static volatile int g_hold_deep;   /* 1: tkv-deep writes of .sst files wait in the hook */
-static volatile int g_deep_held;   /* writes that waited */
+static volatile int g_hold_deep; /* 1: tkv-deep writes of .sst files wait in the hook */
+static volatile int g_deep_held; /* writes that waited */
 
 static int hold_deep_hook(io_op op, const char *path, size_t len, void *arg)
 {
@@ -277,7 +278,8 @@ static void sched_abort_held_job(void **state)
     io_set_fault_hook(NULL, NULL);
     /* the jobs asked stopped: with nothing to keep (abort), or installing
      * their work up to a cut their run had passed */
-    uint64_t aborts = tu_prop_u64(db, "tkv.sched", "aborts="), partial = tu_prop_u64(db, "tkv.sched", "partial_commits=");
+    uint64_t aborts = tu_prop_u64(db, "tkv.sched", "aborts="),
+             partial = tu_prop_u64(db, "tkv.sched", "partial_commits=");
     print_message("held deep writes: %d, yields: %llu, aborts: %llu, partial commits %llu after %.1f s, %llu puts\n",
                   held, (unsigned long long)yields, (unsigned long long)aborts, (unsigned long long)partial,
                   (tu_now_ms() - t0) / 1e3, (unsigned long long)w.n);
@@ -426,10 +428,10 @@ static unsigned steps_seen(int threads)
 static void sched_step_writers(void **state)
 {
     (void)state;
-    assert_int_equal(steps_seen(1), 1u);  /* one writer: 2 ms, nothing else */
+    assert_int_equal(steps_seen(1), 1u); /* one writer: 2 ms, nothing else */
     unsigned two = steps_seen(2);
-    assert_true(two & 2u);                /* two: 4 ms ... */
-    assert_int_equal(two & 4u, 0);        /* ... never more */
+    assert_true(two & 2u);         /* two: 4 ms ... */
+    assert_int_equal(two & 4u, 0); /* ... never more */
 }
 
 /* tkv_flush while the flush before it still runs waits for it (a forced
@@ -441,9 +443,9 @@ static void sched_flush_wait_not_a_stall(void **state)
     (void)state;
     char *dir = tu_tmpdir("sched-flushwait");
     /* the flush held to ~4 MB/s: a 512 KiB memtable takes ~130 ms */
-    tkv_options *o = sched_options("write_controller", "off", "l0", "sst", "memtable_size", "512K",
-                                   "device_bandwidth", "8M", "min_internal_bandwidth", "4M", "sched_epsilon", "1M",
-                                   "sched_threshold", "1M", NULL);
+    tkv_options *o =
+        sched_options("write_controller", "off", "l0", "sst", "memtable_size", "512K", "device_bandwidth", "8M",
+                      "min_internal_bandwidth", "4M", "sched_epsilon", "1M", "sched_threshold", "1M", NULL);
     tkv_db *db = tu_open_ok(dir, o);
     tu_rng r;
     tu_rng_init(&r, tu_seed() + 16);
@@ -660,7 +662,8 @@ static void sched_adapt_wiring(void **state)
         tkv_db *db = tu_open_ok(dir, o);
         tu_model *m = tu_model_new();
         double t0 = tu_now_ms();
-        for (uint64_t i = 0; i < 4000 || tu_now_ms() - t0 < 1200; i++) put_model(db, m, &r, tu_rng_below(&r, 3000), 300);
+        for (uint64_t i = 0; i < 4000 || tu_now_ms() - t0 < 1200; i++)
+            put_model(db, m, &r, tu_rng_below(&r, 3000), 300);
         /* read while writing has just stopped: the last whole 1 s interval saw the writes */
         char *s = tkv_property(db, "tkv.sched");
         assert_non_null(s);
@@ -685,8 +688,9 @@ static void sched_adapt_wiring(void **state)
      * pinned too; and without adapt_bandwidth (the default) T is pinned */
     for (int dflt = 0; dflt < 2; dflt++) {
         char *dir = tu_tmpdir("sched-adapt-ssd");
-        tkv_options *o = dflt ? sched_options("l0", "matrix", NULL)
-                              : sched_options("device_bandwidth", "0", "ssd_bandwidth", "64M", "adapt_bandwidth", "1", NULL);
+        tkv_options *o =
+            dflt ? sched_options("l0", "matrix", NULL)
+                 : sched_options("device_bandwidth", "0", "ssd_bandwidth", "64M", "adapt_bandwidth", "1", NULL);
         tkv_db *db = tu_open_ok(dir, o);
         char *s = tkv_property(db, "tkv.sched");
         assert_non_null(s);
@@ -764,7 +768,8 @@ static void sched_latency_wiring(void **state)
                             {"direct_io", "1", "scheduler", "fifo"}};
     for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
         s = latency_run(off[i][0], off[i][1], off[i][2], off[i][3], NULL);
-        if (!strstr(s, "latency_cap: off ")) fail_msg("cap on with %s=%s %s=%s:\n%s", off[i][0], off[i][1], off[i][2], off[i][3], s);
+        if (!strstr(s, "latency_cap: off "))
+            fail_msg("cap on with %s=%s %s=%s:\n%s", off[i][0], off[i][1], off[i][2], off[i][3], s);
         assert_int_equal(field(s, "intervals="), 0);
         assert_true(field(s, "user_reads=") > 100); /* the reads are counted all the same */
         tkv_free(s);
@@ -863,8 +868,8 @@ static void sched_background_nice(void **state)
         int cols, boost;
         (void)thread_nice_but("tkv-column", &cols, want == base ? INT32_MAX : base, &boost);
         if (want == base) boost = 1, cols--; /* all at the process's nice: one of them is the boost thread */
-        assert_int_equal(cols, 2);  /* column_threads (default 2) at background_nice */
-        assert_int_equal(boost, 1); /* the boost thread at the process's */
+        assert_int_equal(cols, 2);           /* column_threads (default 2) at background_nice */
+        assert_int_equal(boost, 1);          /* the boost thread at the process's */
         print_message("background_nice=%s: %d background threads at nice %d (process %d)\n", vals[k], seen, want, base);
         assert_true(seen >= 4); /* flush, column, L0 and the deep workers */
         int n;
@@ -901,9 +906,9 @@ static int slow_sst_writes(io_op op, const char *path, size_t len, void *arg)
 static uint64_t ramp_run(const char *wc, uint64_t *ramp_writes, uint64_t *drain, uint64_t *max_stall, uint64_t *boosted)
 {
     char *dir = tu_tmpdir("sched-ramp");
-    tkv_options *o = sched_options("write_controller", wc, "l0", "matrix", "memtable_size", "128K",
-                                   "pmem_size", "8M", "matrix_trigger", "50", "column_bytes", "256K",
-                                   "sst_size", "256K", "l1_size", "64M", NULL);
+    tkv_options *o =
+        sched_options("write_controller", wc, "l0", "matrix", "memtable_size", "128K", "pmem_size", "8M",
+                      "matrix_trigger", "50", "column_bytes", "256K", "sst_size", "256K", "l1_size", "64M", NULL);
     tkv_db *db = tu_open_ok(dir, o);
     tu_rng r;
     tu_rng_init(&r, tu_seed() + 21);
@@ -924,8 +929,7 @@ static uint64_t ramp_run(const char *wc, uint64_t *ramp_writes, uint64_t *drain,
     char *s = tkv_property(db, "tkv.sched");
     print_message("write_controller=%s: 16 MB in %.1f s, flush found the pool full %llu times, %llu writes paced "
                   "by the ramp, drain rate %.1f MB/s\n%s",
-                  wc, secs, (unsigned long long)no_space, (unsigned long long)*ramp_writes,
-                  (double)*drain / 1e6, s);
+                  wc, secs, (unsigned long long)no_space, (unsigned long long)*ramp_writes, (double)*drain / 1e6, s);
     tkv_free(s);
     io_set_fault_hook(NULL, NULL);
     tu_close_ok(db);
@@ -940,7 +944,7 @@ static void sched_slow_column_ramp(void **state)
     uint64_t ramp_prl, drain_prl, stall_prl, boost_prl, ramp_off, drain_off, stall_off, boost_off;
     uint64_t full_prl = ramp_run("prl", &ramp_prl, &drain_prl, &stall_prl, &boost_prl);
     uint64_t full_off = ramp_run("off", &ramp_off, &drain_off, &stall_off, &boost_off);
-    assert_true(full_off > 0);   /* unpaced, the writer runs the pool full */
+    assert_true(full_off > 0);     /* unpaced, the writer runs the pool full */
     assert_int_equal(full_prl, 0); /* paced by the ramp, it never does */
     assert_true(ramp_prl > 0 && drain_prl > 0);
     assert_int_equal(ramp_off, 0);
@@ -980,8 +984,7 @@ static void put_n(tkv_db *db, tu_rng *r, uint64_t from, uint64_t n)
 static tkv_options *boost_options(const char *trigger)
 {
     return sched_options("write_controller", "off", "l0", "matrix", "memtable_size", "128K", "pmem_size", "8M",
-                         "matrix_trigger", trigger, "column_bytes", "256K", "sst_size", "256K", "l1_size", "64M",
-                         NULL);
+                         "matrix_trigger", trigger, "column_bytes", "256K", "sst_size", "256K", "l1_size", "64M", NULL);
 }
 
 /* sched_column_boost -- columns run on the boost thread (at the process's
@@ -1030,8 +1033,7 @@ static int spin_stop; /* atomic */
 static void *spin(void *arg)
 {
     (void)arg;
-    while (!__atomic_load_n(&spin_stop, __ATOMIC_RELAXED)) {
-    }
+    while (!__atomic_load_n(&spin_stop, __ATOMIC_RELAXED)) {}
     return NULL;
 }
 
@@ -1082,8 +1084,8 @@ static void sched_fill_counts_memtables(void **state)
     (void)state;
     char *dir = tu_tmpdir("sched-fill");
     /* 16 MiB pool: pages of 64 KiB; columns start at 90 % only */
-    tkv_options *o = sched_options("l0", "matrix", "memtable_size", "2M", "pmem_size", "16M", "matrix_trigger", "90",
-                                   NULL);
+    tkv_options *o =
+        sched_options("l0", "matrix", "memtable_size", "2M", "pmem_size", "16M", "matrix_trigger", "90", NULL);
     tkv_db *db = tu_open_ok(dir, o);
     tu_rng r;
     tu_rng_init(&r, tu_seed() + 23);
@@ -1120,7 +1122,7 @@ static void sched_fill_counts_memtables(void **state)
                   (unsigned long long)rows, (unsigned long long)used, (unsigned long long)imm, f3);
     assert_int_equal(imm, 0);
     assert_true(rows >= 3);
-    double active = f3 - (double)used * page; /* the active memtable's estimate */
+    double active = f3 - (double)used * page;             /* the active memtable's estimate */
     assert_true(active > 9 * page && active < 15 * page); /* 16-17 pages per MB of batch in the rows: ~12 */
     tu_close_ok(db);
     tkv_options_free(o);
@@ -1184,9 +1186,9 @@ static uint64_t debt_run(const char *wc, double *max_score)
     char *dir = tu_tmpdir("sched-debt");
     /* columns from 10 % of the pool, an L1 target of 64K: one column puts
      * L1 past debt_soft */
-    tkv_options *o = sched_options("write_controller", wc, "l0", "matrix", "memtable_size", "128K", "pmem_size", "8M",
-                                   "matrix_trigger", "10", "column_bytes", "256K", "sst_size", "64K", "l1_size", "64K",
-                                   NULL);
+    tkv_options *o =
+        sched_options("write_controller", wc, "l0", "matrix", "memtable_size", "128K", "pmem_size", "8M",
+                      "matrix_trigger", "10", "column_bytes", "256K", "sst_size", "64K", "l1_size", "64K", NULL);
     tkv_db *db = tu_open_ok(dir, o);
     tu_model *m = tu_model_new();
     tu_rng r;

@@ -30,7 +30,7 @@ static void test_drainmeter(void **state)
     uint64_t r = 7;
     assert_int_equal(dm_rate(&m, 0, 0, 0, 20000, &r), 0); /* nothing known */
     assert_int_equal(r, 0);
-    assert_int_equal(dm_rate(&m, 1, 64 * MiB, 10000, 20000, &r), 0); /* first column, too young */
+    assert_int_equal(dm_rate(&m, 1, 64 * MiB, 10000, 20000, &r), 0);  /* first column, too young */
     assert_int_equal(dm_rate(&m, 1, 64 * MiB, 500000, 20000, &r), 1); /* its own pace: 128 MiB/s */
     assert_int_equal(r, 128 * MiB);
     /* four 64 MiB columns of 250 ms each: 256 MiB/s */

@@ -32,9 +32,9 @@ static void test_flushprog(void **state)
     assert_int_equal(fp_eta(p, 1000, &eta), 0);
     fp_begin(p, 64 * MiB);
     assert_int_equal(fp_eta(p, 1000, &eta), 0);
-    fp_add(p, 1 * MiB, 2000); /* starts the clock */
+    fp_add(p, 1 * MiB, 2000);                   /* starts the clock */
     assert_int_equal(fp_eta(p, 3000, &eta), 0); /* under 1/16 */
-    fp_add(p, 3 * MiB, 102000); /* 3 MiB in 100 ms since the first report: 30 MiB/s */
+    fp_add(p, 3 * MiB, 102000);                 /* 3 MiB in 100 ms since the first report: 30 MiB/s */
     assert_int_equal(fp_eta(p, 102000, &eta), 1);
     /* 60 MiB left at 30 MiB/s: 2 s, no tail yet */
     print_message("flushprog: eta %llu us\n", (unsigned long long)eta);

@@ -192,8 +192,9 @@ static void test_monitor_noise(void **state)
             for (uint64_t seed = 1; seed <= 4; seed++) {
                 uint64_t w = max_changes_per_second(5, load * (double)MiB, 0.05, shape, seed * 1000 + (uint64_t)load);
                 if (w > worst[shape]) worst[shape] = w;
-                if (w > 2) print_message("load %d MiB/s shape %d seed %llu: %llu changes/s\n", load, shape,
-                                         (unsigned long long)seed, (unsigned long long)w);
+                if (w > 2)
+                    print_message("load %d MiB/s shape %d seed %llu: %llu changes/s\n", load, shape,
+                                  (unsigned long long)seed, (unsigned long long)w);
                 assert_true(w <= 2);
             }
         }
@@ -217,7 +218,7 @@ static void test_monitor_floor_and_stats(void **state)
     uint64_t changes = 0;
     for (int k = 0; k < 2000; k++) {
         double bw = (1 + tu_rng_signed_unit(&s)) * 400.0 * MiB; /* 0 .. 800 MiB/s */
-        if ((k / 100) % 2) bw = 700.0 * MiB;         /* long periods above T */
+        if ((k / 100) % 2) bw = 700.0 * MiB;                    /* long periods above T */
         changes += (uint64_t)feed(m, &now, bw, PERIOD);
         uint64_t i = monitor_internal_bw(m);
         assert_true(i >= 50 * MiB);
@@ -402,10 +403,8 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_monitor_step_response),
-        cmocka_unit_test(test_monitor_noise),
-        cmocka_unit_test(test_monitor_floor_and_stats),
-        cmocka_unit_test(test_monitor_latency_cap),
+        cmocka_unit_test(test_monitor_step_response),   cmocka_unit_test(test_monitor_noise),
+        cmocka_unit_test(test_monitor_floor_and_stats), cmocka_unit_test(test_monitor_latency_cap),
         cmocka_unit_test(test_monitor_thread),
     };
     return cmocka_run_group_tests_name("sched_monitor", tests, NULL, NULL);

@@ -347,8 +347,8 @@ static void test_rl_mid_reserved(void **state)
     (void)state;
     static const struct {
         uint64_t rate, lres, mres;
-        int high;                     /* HIGH wants tokens too */
-        uint64_t want_low, want_mid;  /* per second; HIGH gets the rest */
+        int high;                    /* HIGH wants tokens too */
+        uint64_t want_low, want_mid; /* per second; HIGH gets the rest */
         uint64_t eff_low, eff_mid;
     } cs[] = {
         {100 * MiB, 4 * MiB, 8 * MiB, 1, 4 * MiB, 8 * MiB, 4 * MiB, 8 * MiB},
@@ -526,14 +526,10 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rl_unlimited),
-        cmocka_unit_test(test_rl_rate_and_change),
-        cmocka_unit_test(test_rl_high_before_low),
-        cmocka_unit_test(test_rl_low_reserved),
-        cmocka_unit_test(test_rl_three_priorities),
-        cmocka_unit_test(test_rl_mid_reserved),
-        cmocka_unit_test(test_rl_split_large),
-        cmocka_unit_test(test_rl_cancel_shutdown),
+        cmocka_unit_test(test_rl_unlimited),        cmocka_unit_test(test_rl_rate_and_change),
+        cmocka_unit_test(test_rl_high_before_low),  cmocka_unit_test(test_rl_low_reserved),
+        cmocka_unit_test(test_rl_three_priorities), cmocka_unit_test(test_rl_mid_reserved),
+        cmocka_unit_test(test_rl_split_large),      cmocka_unit_test(test_rl_cancel_shutdown),
         cmocka_unit_test(test_rl_request_blocking),
     };
     return cmocka_run_group_tests_name("sched_ratelimit", tests, NULL, NULL);

@@ -290,8 +290,7 @@ static void test_wctl_modes(void **state)
         wctl_input in = {.mutable_left = 3, .max_memtables = 4, .container_fill = 0.95};
         uint64_t now = 0;
         uint64_t total = pace_many(w, &in, 2048, 4 * KiB, &now); /* 8 MiB */
-        print_message("mode %d: 8 MiB in %llu us of delay (ideal %.0f)\n", mode, (unsigned long long)total,
-                      want[mode]);
+        print_message("mode %d: 8 MiB in %llu us of delay (ideal %.0f)\n", mode, (unsigned long long)total, want[mode]);
         if (mode == WCTL_OFF) assert_int_equal(total, 0);
         else assert_true((double)total >= 0.9 * want[mode] && (double)total <= 1.1 * want[mode]);
         wctl_stats st;
@@ -489,7 +488,8 @@ static void test_wctl_debt(void **state)
     const struct {
         double score;
         double want; /* MiB/s; 0 = not paced */
-    } pts[] = {{0, 0}, {1.0, 0}, {1.99, 0}, {2.0, 200}, {2.5, 150}, {3.0, 100}, {3.5, 50}, {4.0, 1.0 / 16}, {9.0, 1.0 / 16}};
+    } pts[] = {{0, 0},     {1.0, 0},  {1.99, 0},       {2.0, 200},     {2.5, 150},
+               {3.0, 100}, {3.5, 50}, {4.0, 1.0 / 16}, {9.0, 1.0 / 16}};
     for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
         in.deep_score = pts[i].score;
         uint64_t r = wctl_target_rate(w, &in);
@@ -686,8 +686,8 @@ static void test_wctl_deadline(void **state)
     wctl_free(w);
 
     /* CLASSIC and OFF: no deadline */
-    wctl_input cin = {.mutable_left = 1, .max_memtables = 2, .flush_eta_known = 1, .flush_eta_us = 8000000,
-                      .active_room = 1 * MiB};
+    wctl_input cin = {
+        .mutable_left = 1, .max_memtables = 2, .flush_eta_known = 1, .flush_eta_us = 8000000, .active_room = 1 * MiB};
     wctl *wc = wctl_new(WCTL_CLASSIC);
     assert_int_equal(wctl_target_rate(wc, &cin), 16 * MiB);
     cin.active_capacity = 64 * MiB; /* classic's rate is configured, not a guess: no half-memtable grace */
@@ -705,14 +705,10 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wctl_classify),
-        cmocka_unit_test(test_wctl_normal),
-        cmocka_unit_test(test_wctl_prl_pacing),
-        cmocka_unit_test(test_wctl_step),
-        cmocka_unit_test(test_wctl_stop),
-        cmocka_unit_test(test_wctl_modes),
-        cmocka_unit_test(test_wctl_ramp),
-        cmocka_unit_test(test_wctl_debt),
+        cmocka_unit_test(test_wctl_classify),   cmocka_unit_test(test_wctl_normal),
+        cmocka_unit_test(test_wctl_prl_pacing), cmocka_unit_test(test_wctl_step),
+        cmocka_unit_test(test_wctl_stop),       cmocka_unit_test(test_wctl_modes),
+        cmocka_unit_test(test_wctl_ramp),       cmocka_unit_test(test_wctl_debt),
         cmocka_unit_test(test_wctl_deadline),
     };
     return cmocka_run_group_tests_name("sched_wctl", tests, NULL, NULL);

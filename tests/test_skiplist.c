@@ -79,7 +79,8 @@ static void test_ukey_cmp(void **state)
         }
         int want = ref_ukey_cmp(a, an, b, bn);
         int got = sign(ukey_cmp(slice(a, an), slice(b, bn)));
-        if (got != want) fail_msg("ukey_cmp(len %zu, len %zu, common %zu) = %d, memcmp order %d", an, bn, common, got, want);
+        if (got != want)
+            fail_msg("ukey_cmp(len %zu, len %zu, common %zu) = %d, memcmp order %d", an, bn, common, got, want);
         assert_int_equal(sign(ukey_cmp(slice(b, bn), slice(a, an))), -want);
     }
 }
@@ -100,8 +101,8 @@ static void assert_slice_eq(tkv_slice s, const void *p, size_t n)
 }
 
 /* add_model -- inserts into m and records the entry in e[*n]. */
-static void add_model(memtable *m, model_ent *e, size_t *n, const void *key, size_t klen, uint64_t seq,
-                      ikey_type t, const void *val, size_t vlen)
+static void add_model(memtable *m, model_ent *e, size_t *n, const void *key, size_t klen, uint64_t seq, ikey_type t,
+                      const void *val, size_t vlen)
 {
     assert_int_equal(memtable_add(m, seq, t, key, klen, val, vlen), 0);
     model_ent *x = &e[(*n)++];
@@ -120,7 +121,7 @@ static void add_model(memtable *m, model_ent *e, size_t *n, const void *key, siz
  * bytes occur), unique random sequences, random types. The model is sorted. */
 static model_ent *build_random(memtable *m, size_t n, size_t npool, uint64_t seed)
 {
-    uint8_t (*pool)[12] = malloc(npool * sizeof *pool);
+    uint8_t(*pool)[12] = malloc(npool * sizeof *pool);
     size_t *plen = malloc(npool * sizeof *plen);
     model_ent *e = calloc(n, sizeof *e);
     assert_true(pool && plen && e);
@@ -205,9 +206,9 @@ static void test_equal_user_keys(void **state)
         size_t klen;
         uint64_t seq;
         ikey_type t;
-    } want[] = {{"", 0, 8, IKEY_VALUE},    {"", 0, 6, IKEY_DELETION}, {"j", 1, 2, IKEY_VALUE},
-                {"k", 1, 9, IKEY_VALUE},   {"k", 1, 7, IKEY_VALUE},   {"k", 1, 5, IKEY_VALUE},
-                {"k", 1, 3, IKEY_VALUE},   {"k", 1, 1, IKEY_VALUE},   {"k\0", 2, 4, IKEY_DELETION}};
+    } want[] = {{"", 0, 8, IKEY_VALUE},  {"", 0, 6, IKEY_DELETION}, {"j", 1, 2, IKEY_VALUE},
+                {"k", 1, 9, IKEY_VALUE}, {"k", 1, 7, IKEY_VALUE},   {"k", 1, 5, IKEY_VALUE},
+                {"k", 1, 3, IKEY_VALUE}, {"k", 1, 1, IKEY_VALUE},   {"k\0", 2, 4, IKEY_DELETION}};
     size_t nw = sizeof want / sizeof want[0];
     tkv_it *it = memtable_iter(m);
     assert_non_null(it);
@@ -495,8 +496,7 @@ static void *conc_reader(void *arg)
             conc_key(s % c->nuser, (char *)target);
             enc_u64(target + 16, ikey_pack(p, IKEY_SEEK_TYPE));
             it_seek(it, slice(target, sizeof target));
-            if (!it_valid(it) || ukey_cmp(ikey_user(it_key(it)), slice(target, 16)) != 0 ||
-                ikey_seq(it_key(it)) > p) {
+            if (!it_valid(it) || ukey_cmp(ikey_user(it_key(it)), slice(target, 16)) != 0 || ikey_seq(it_key(it)) > p) {
                 conc_fail(c, "seek missed published seq", s, p);
                 break;
             }
@@ -578,16 +578,14 @@ int main(void)
     const char *filter = getenv("TKV_TEST_FILTER");
     char pattern[256];
     if (filter && *filter) {
-        if (strchr(filter, '*'))
-            snprintf(pattern, sizeof pattern, "%s", filter);
-        else
-            snprintf(pattern, sizeof pattern, "*%s*", filter);
+        if (strchr(filter, '*')) snprintf(pattern, sizeof pattern, "%s", filter);
+        else snprintf(pattern, sizeof pattern, "*%s*", filter);
         cmocka_set_test_filter(pattern);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ukey_cmp),     cmocka_unit_test(test_random_order), cmocka_unit_test(test_equal_user_keys),
-        cmocka_unit_test(test_seek),         cmocka_unit_test(test_empty),
-        cmocka_unit_test(test_iter_holds_ref), cmocka_unit_test(test_concurrent),
+        cmocka_unit_test(test_ukey_cmp),   cmocka_unit_test(test_random_order), cmocka_unit_test(test_equal_user_keys),
+        cmocka_unit_test(test_seek),       cmocka_unit_test(test_empty),        cmocka_unit_test(test_iter_holds_ref),
+        cmocka_unit_test(test_concurrent),
     };
     return cmocka_run_group_tests_name("skiplist", tests, NULL, NULL);
 }

@@ -47,9 +47,10 @@ static int judge(int n, double (*rss_at)(int), double (*heap_at)(int), int (*fds
     fprintf(f, "[soak] duration=%ds interval=60s\n", n * 60);
     for (int i = 0; i < n; i++) {
         double rss = rss_at(i);
-        fprintf(f, "[soak] t=%6ds ops=%d (1/s) rss=%.1fM anon=%.1fM file=%.1fM heap=%.1fM/%.1fM fds=%d "
-                "pool_used=1.0M pool_alloc=1.0M dram=1.0M/64.0M disk=1.0M reopens=0\n", (i + 1) * 60, i, rss,
-                rss - 80, 80.0, heap_at(i), rss - 85, fds_at(i));
+        fprintf(f,
+                "[soak] t=%6ds ops=%d (1/s) rss=%.1fM anon=%.1fM file=%.1fM heap=%.1fM/%.1fM fds=%d "
+                "pool_used=1.0M pool_alloc=1.0M dram=1.0M/64.0M disk=1.0M reopens=0\n",
+                (i + 1) * 60, i, rss, rss - 80, 80.0, heap_at(i), rss - 85, fds_at(i));
     }
     fclose(f);
     char cmd[1200], out[sizeof log + 4];
@@ -111,11 +112,8 @@ static void judge_short(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(judge_plateau),
-        cmocka_unit_test(judge_leak),
-        cmocka_unit_test(judge_rss_growth),
-        cmocka_unit_test(judge_fd_leak),
-        cmocka_unit_test(judge_short),
+        cmocka_unit_test(judge_plateau), cmocka_unit_test(judge_leak),  cmocka_unit_test(judge_rss_growth),
+        cmocka_unit_test(judge_fd_leak), cmocka_unit_test(judge_short),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

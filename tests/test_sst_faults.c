@@ -154,7 +154,10 @@ static uint64_t get_u64le(const uint8_t *p)
     return x;
 }
 
-static uint32_t get_u32le(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t get_u32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
 
 static const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
 {
@@ -530,7 +533,8 @@ static void test_flip_sweep(void **state)
     for (int blk = 0; blk < 3; blk++) {
         uint64_t off = get_u64le(footer + 16 * blk), size = get_u64le(footer + 16 * blk + 8);
         assert_true(off + size + 5 <= sz0 - 64);
-        uint64_t cand[] = {off, off + size / 2, off + (size ? size - 1 : 0), off + size, off + size + 1, off + size + 4};
+        uint64_t cand[] = {off,        off + size / 2, off + (size ? size - 1 : 0),
+                           off + size, off + size + 1, off + size + 4};
         for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++)
             if (cand[c] < off + size + 5) flips[nf++] = (flip){num0, cand[c]};
     }
@@ -654,7 +658,8 @@ static void test_missing_sst(void **state)
 
         db = NULL;
         int rc = tkv_open(dir, o, &db);
-        if (rc != TKV_CORRUPTION) fail_msg("open with %s missing = %d (%s): %s", fname, rc, tkv_strerror(rc), tkv_errmsg());
+        if (rc != TKV_CORRUPTION)
+            fail_msg("open with %s missing = %d (%s): %s", fname, rc, tkv_strerror(rc), tkv_errmsg());
         assert_null(db);
         if (!strstr(tkv_errmsg(), fname)) fail_msg("message does not name %s: %s", fname, tkv_errmsg());
         /* A failed open changes nothing. */
@@ -881,8 +886,8 @@ static void test_flush_fault(void **state)
     /* No automatic compaction: a compaction racing with a reader may leave
      * obsolete inputs on disk until the next job, which would blur the
      * "no file left behind" check. */
-    tkv_options *o = make_opts("l0_compaction_trigger", "100", "l0_slowdown_trigger", "200", "l0_stop_trigger", "300",
-                               NULL);
+    tkv_options *o =
+        make_opts("l0_compaction_trigger", "100", "l0_slowdown_trigger", "200", "l0_stop_trigger", "300", NULL);
     tu_model *m = tu_model_new();
     tkv_db *db = open_ok(dir, o);
     fill_unique(db, m, "a", 0, 300, 100, seed, 0);
@@ -969,8 +974,8 @@ static void test_compaction_fault(void **state)
     tu_rng_init(&rng, seed ^ 0x66);
     char *dir = tu_tmpdir("sstf-compfault");
     /* No automatic compaction: only tkv_compact_range compacts. */
-    tkv_options *o = make_opts("l0_compaction_trigger", "50", "l0_slowdown_trigger", "100", "l0_stop_trigger", "200",
-                               NULL);
+    tkv_options *o =
+        make_opts("l0_compaction_trigger", "50", "l0_slowdown_trigger", "100", "l0_stop_trigger", "200", NULL);
     tu_model *m = tu_model_new();
     tkv_db *db = open_ok(dir, o);
     /* Four L0 files with overwrites and deletes across them. */
@@ -1000,8 +1005,8 @@ static void test_compaction_fault(void **state)
     int rc = tkv_compact_range(db, NULL, 0, NULL, 0);
     arm(f, 0);
     if (rc != f->expect)
-        fail_msg("%s: compact_range = %d (%s), expected %s: %s", f->name, rc, tkv_strerror(rc),
-                 tkv_strerror(f->expect), tkv_errmsg());
+        fail_msg("%s: compact_range = %d (%s), expected %s: %s", f->name, rc, tkv_strerror(rc), tkv_strerror(f->expect),
+                 tkv_errmsg());
     assert_true(__atomic_load_n(&f->plan.hits, __ATOMIC_RELAXED) > 0);
     if (!strstr(tkv_errmsg(), f->plan.match)) fail_msg("%s: message does not name the file: %s", f->name, tkv_errmsg());
     /* Reads still return every value; writes are refused. */
@@ -1065,8 +1070,7 @@ static size_t expect_read_error(tkv_db *db, const tu_model *m, int code1, int co
     }
     tkv_iter *it;
     assert_int_equal(tkv_iter_new(db, NULL, &it), TKV_OK);
-    for (tkv_iter_seek_first(it); tkv_iter_valid(it); tkv_iter_next(it)) {
-    }
+    for (tkv_iter_seek_first(it); tkv_iter_valid(it); tkv_iter_next(it)) {}
     int st = tkv_iter_status(it);
     if (st != code1 && st != code2) fail_msg("%s: scan status %d (%s)", what, st, tkv_strerror(st));
     tkv_iter_free(it);
@@ -1228,9 +1232,9 @@ static void test_preload_tables(void **state)
  * delay_us, counting them: it widens the window in which a table is being
  * opened (an open reads the footer, filter and index). */
 typedef struct slow_open {
-    int armed;          /* atomic */
+    int armed; /* atomic */
     unsigned delay_us;
-    int opens;          /* atomic */
+    int opens; /* atomic */
 } slow_open;
 
 static int slow_open_hook(io_op op, const char *path, size_t len, void *arg)
@@ -1248,10 +1252,10 @@ typedef struct getter {
     const tu_model *m;
     pthread_barrier_t *start;
     const char *prefix;
-    unsigned from, to;  /* keys prefix<from..to) */
-    int loop;           /* 1: until *stop, else once over the range */
-    const int *stop;    /* atomic */
-    unsigned bad;       /* gets that failed or returned a wrong value */
+    unsigned from, to; /* keys prefix<from..to) */
+    int loop;          /* 1: until *stop, else once over the range */
+    const int *stop;   /* atomic */
+    unsigned bad;      /* gets that failed or returned a wrong value */
     char first_error[256];
 } getter;
 
@@ -1602,8 +1606,8 @@ static void test_obsolete_after_iterator(void **state)
     (void)state;
     uint64_t seed = tu_seed();
     char *dir = tu_tmpdir("sstf-obsolete-iter");
-    tkv_options *o = make_opts("l0_compaction_trigger", "100", "l0_slowdown_trigger", "200", "l0_stop_trigger", "300",
-                               NULL);
+    tkv_options *o =
+        make_opts("l0_compaction_trigger", "100", "l0_slowdown_trigger", "200", "l0_stop_trigger", "300", NULL);
     tu_model *m = tu_model_new();
     tkv_db *db = open_ok(dir, o);
     fill_unique(db, m, "a", 0, 300, 100, seed, 0);
@@ -1630,8 +1634,7 @@ static void test_obsolete_after_iterator(void **state)
      * no background job runs after this */
     list_ssts(dir, &now);
     if ((long)now.n != version_files(db))
-        fail_msg("%zu .sst files on disk after the iterator was freed, the version uses %ld", now.n,
-                 version_files(db));
+        fail_msg("%zu .sst files on disk after the iterator was freed, the version uses %ld", now.n, version_files(db));
     tu_check_db(db, NULL, m, "after the iterator");
     close_ok(db);
     tu_model_free(m);
@@ -1651,8 +1654,8 @@ static void test_kept_outputs_after_manifest_failure(void **state)
     fault_cfg *f = *state;
     uint64_t seed = tu_seed();
     char *dir = tu_tmpdir("sstf-kept-outputs");
-    tkv_options *o = make_opts("l0_compaction_trigger", "100", "l0_slowdown_trigger", "200", "l0_stop_trigger", "300",
-                               NULL);
+    tkv_options *o =
+        make_opts("l0_compaction_trigger", "100", "l0_slowdown_trigger", "200", "l0_stop_trigger", "300", NULL);
     tu_model *m = tu_model_new();
     tkv_db *db = open_ok(dir, o);
     fill_unique(db, m, "a", 0, 300, 100, seed, 0);
@@ -1714,14 +1717,18 @@ static fault_cfg flush_enospc = {"flush: .sst write ENOSPC", {IO_OP_WRITE, ".sst
 static fault_cfg flush_eio = {"flush: .sst write EIO", {IO_OP_WRITE, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
 static fault_cfg flush_short = {"flush: .sst short write", {IO_OP_WRITE, ".sst", 0, 0, -100, 0}, TKV_NO_SPACE};
 static fault_cfg flush_sync = {"flush: .sst fdatasync EIO", {IO_OP_SYNC, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
-static fault_cfg flush_mf_write = {"flush: MANIFEST write ENOSPC", {IO_OP_WRITE, "/MANIFEST-", 0, 0, ENOSPC, 0}, TKV_NO_SPACE};
+static fault_cfg flush_mf_write = {
+    "flush: MANIFEST write ENOSPC", {IO_OP_WRITE, "/MANIFEST-", 0, 0, ENOSPC, 0}, TKV_NO_SPACE};
 static fault_cfg flush_mf_torn = {"flush: MANIFEST torn write", {IO_OP_WRITE, "/MANIFEST-", 0, 0, -5, 0}, TKV_NO_SPACE};
-static fault_cfg flush_mf_sync = {"flush: MANIFEST fdatasync EIO", {IO_OP_SYNC, "/MANIFEST-", 0, 0, EIO, 0}, TKV_IO_ERROR};
+static fault_cfg flush_mf_sync = {
+    "flush: MANIFEST fdatasync EIO", {IO_OP_SYNC, "/MANIFEST-", 0, 0, EIO, 0}, TKV_IO_ERROR};
 static fault_cfg comp_enospc = {"compaction: .sst write ENOSPC", {IO_OP_WRITE, ".sst", 0, 0, ENOSPC, 0}, TKV_NO_SPACE};
 static fault_cfg comp_eio = {"compaction: .sst write EIO", {IO_OP_WRITE, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
 static fault_cfg comp_sync = {"compaction: .sst fdatasync EIO", {IO_OP_SYNC, ".sst", 0, 0, EIO, 0}, TKV_IO_ERROR};
-static fault_cfg comp_mf_write = {"compaction: MANIFEST write ENOSPC", {IO_OP_WRITE, "/MANIFEST-", 0, 0, ENOSPC, 0}, TKV_NO_SPACE};
-static fault_cfg comp_mf_sync = {"compaction: MANIFEST fdatasync EIO", {IO_OP_SYNC, "/MANIFEST-", 0, 0, EIO, 0}, TKV_IO_ERROR};
+static fault_cfg comp_mf_write = {
+    "compaction: MANIFEST write ENOSPC", {IO_OP_WRITE, "/MANIFEST-", 0, 0, ENOSPC, 0}, TKV_NO_SPACE};
+static fault_cfg comp_mf_sync = {
+    "compaction: MANIFEST fdatasync EIO", {IO_OP_SYNC, "/MANIFEST-", 0, 0, EIO, 0}, TKV_IO_ERROR};
 
 int main(void)
 {

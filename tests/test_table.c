@@ -45,11 +45,11 @@ typedef struct ent {
 } ent;
 
 typedef struct spec {
-    size_t n;          /* entries */
-    int compressible;  /* values from a small vocabulary (lz4 shrinks them) */
-    int big_values;    /* some 100 KB values */
-    int hot_key;       /* one user key with ~600 versions (spans many blocks) */
-    size_t max_value;  /* small values are 0..max_value bytes */
+    size_t n;         /* entries */
+    int compressible; /* values from a small vocabulary (lz4 shrinks them) */
+    int big_values;   /* some 100 KB values */
+    int hot_key;      /* one user key with ~600 versions (spans many blocks) */
+    size_t max_value; /* small values are 0..max_value bytes */
 } spec;
 
 static const char *const words[] = {"alpha ", "beta ", "gamma ", "delta ", "tierkv ", "block ", "lsm ", "key "};
@@ -185,17 +185,16 @@ static size_t lower_bound(const ent *e, size_t n, tkv_slice target)
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ikey_cmp(ekey(&e[mid]), target) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (ikey_cmp(ekey(&e[mid]), target) < 0) lo = mid + 1;
+        else hi = mid;
     }
     return lo;
 }
 
 static void expect_entry(tkv_it *it, const ent *e, size_t i, const char *what)
 {
-    if (!it_valid(it)) fail_msg("%s: entry %zu expected, iterator invalid (status %d %s)", what, i, it_status(it), tkv_errmsg());
+    if (!it_valid(it))
+        fail_msg("%s: entry %zu expected, iterator invalid (status %d %s)", what, i, it_status(it), tkv_errmsg());
     tkv_slice k = it_key(it), v = it_value(it);
     if (k.n != e[i].kn || memcmp(k.p, e[i].k, k.n))
         fail_msg("%s: entry %zu key %s, want %s", what, i, tu_hex(k.p, k.n), tu_hex(e[i].k, e[i].kn));
@@ -207,16 +206,21 @@ static void expect_get(table *t, tkv_slice uk, uint64_t seq, const ent *e, size_
 {
     ikey_type ty = (ikey_type)99;
     int rc = table_get(t, uk, seq, &ty, val);
-    if (rc < 0) fail_msg("%s: get %s@%llu: error %d %s", what, tu_hex(uk.p, uk.n), (unsigned long long)seq, rc, tkv_errmsg());
+    if (rc < 0)
+        fail_msg("%s: get %s@%llu: error %d %s", what, tu_hex(uk.p, uk.n), (unsigned long long)seq, rc, tkv_errmsg());
     if (want == SIZE_MAX) {
-        if (rc != 0) fail_msg("%s: get %s@%llu found something, want nothing", what, tu_hex(uk.p, uk.n), (unsigned long long)seq);
+        if (rc != 0)
+            fail_msg("%s: get %s@%llu found something, want nothing", what, tu_hex(uk.p, uk.n),
+                     (unsigned long long)seq);
         return;
     }
     assert_true(want < n);
-    if (rc != 1) fail_msg("%s: get %s@%llu not found, want entry %zu", what, tu_hex(uk.p, uk.n), (unsigned long long)seq, want);
+    if (rc != 1)
+        fail_msg("%s: get %s@%llu not found, want entry %zu", what, tu_hex(uk.p, uk.n), (unsigned long long)seq, want);
     if (ty != ikey_get_type(ekey(&e[want]))) fail_msg("%s: entry %zu type %d", what, want, (int)ty);
     if (val->len != e[want].vn || (val->len && memcmp(val->data, e[want].v, val->len)))
-        fail_msg("%s: get of entry %zu returned a different value (%zu bytes, want %zu)", what, want, val->len, e[want].vn);
+        fail_msg("%s: get of entry %zu returned a different value (%zu bytes, want %zu)", what, want, val->len,
+                 e[want].vn);
 }
 
 /* verify -- everything in table t against e[0..n); expect_filter: the table
@@ -295,7 +299,8 @@ static void verify(table *t, const ent *e, size_t n, tu_rng *r, int expect_filte
     if (expect_filter && absent > 1000 && distinct >= 2000) {
         /* the filter (10 bits/key by default) turns away nearly all of them */
         uint64_t neg = st1.bloom_negatives - st0.bloom_negatives;
-        if (neg * 100 < absent * 95) fail_msg("%s: bloom rejected only %llu of %zu absent keys", what, (unsigned long long)neg, absent);
+        if (neg * 100 < absent * 95)
+            fail_msg("%s: bloom rejected only %llu of %zu absent keys", what, (unsigned long long)neg, absent);
     }
     buf_free(&val);
 
@@ -591,13 +596,15 @@ static void *reader(void *p)
         tkv_slice k = ekey(&a->e[j]);
         ikey_type ty;
         int rc = table_get(a->t, ikey_user(k), ikey_seq(k), &ty, &val);
-        if (rc != 1 || ty != ikey_get_type(k) || val.len != a->e[j].vn || (val.len && memcmp(val.data, a->e[j].v, val.len)))
+        if (rc != 1 || ty != ikey_get_type(k) || val.len != a->e[j].vn ||
+            (val.len && memcmp(val.data, a->e[j].v, val.len)))
             a->bad++;
         if (i % 1000 == 0) { /* and a short scan */
             tkv_it *it = table_iter(a->t);
             it_seek(it, k);
             for (size_t s = j; s < j + 50 && s < a->n; s++, it_next(it))
-                if (!it_valid(it) || it_key(it).n != a->e[s].kn || memcmp(it_key(it).p, a->e[s].k, a->e[s].kn)) a->bad++;
+                if (!it_valid(it) || it_key(it).n != a->e[s].kn || memcmp(it_key(it).p, a->e[s].k, a->e[s].kn))
+                    a->bad++;
             it_destroy(it);
         }
     }
@@ -650,10 +657,10 @@ static void test_table_concurrent_reads(void **state)
  * thread's frame -- so a thread returns the first failed condition as a
  * string and test_block_mem fails with it. */
 #define TSTR2(x) #x
-#define TSTR(x) TSTR2(x)
-#define TCHECK(c)                                                                \
-    do {                                                                         \
-        if (!(c)) return (void *)("test_table.c:" TSTR(__LINE__) ": " #c);     \
+#define TSTR(x)  TSTR2(x)
+#define TCHECK(c)                                                                                                      \
+    do {                                                                                                               \
+        if (!(c)) return (void *)("test_table.c:" TSTR(__LINE__) ": " #c);                                             \
     } while (0)
 
 /* fill_check -- writes a pattern over b's whole capacity and checks it back
@@ -936,7 +943,8 @@ typedef struct layout {
 static layout parse_layout(const uint8_t *d, size_t len)
 {
     const uint8_t *ft = d + len - SST_FOOTER_SIZE;
-    layout l = {{dec_u64(ft), dec_u64(ft + 8)}, {dec_u64(ft + 16), dec_u64(ft + 24)}, {dec_u64(ft + 32), dec_u64(ft + 40)}, 0};
+    layout l = {
+        {dec_u64(ft), dec_u64(ft + 8)}, {dec_u64(ft + 16), dec_u64(ft + 24)}, {dec_u64(ft + 32), dec_u64(ft + 40)}, 0};
     l.data_end = l.filter.offset;
     assert_true(l.props.offset > l.filter.offset && l.index.offset > l.props.offset);
     assert_int_equal(l.index.offset + l.index.size + SST_TRAILER_SIZE, len - SST_FOOTER_SIZE);
@@ -997,7 +1005,8 @@ static void damage_case(int compression, int with_cache)
     };
     for (size_t ri = 0; ri < 4; ri++) {
         for (int i = 0; i < regions[ri].tries; i++) {
-            uint64_t bit = ri == 3 ? regions[ri].off * 8 + (uint64_t)i : regions[ri].off * 8 + tu_rng_below(&r, regions[ri].len * 8);
+            uint64_t bit = ri == 3 ? regions[ri].off * 8 + (uint64_t)i
+                                   : regions[ri].off * 8 + tu_rng_below(&r, regions[ri].len * 8);
             flip(path, bit);
             snprintf(what, sizeof what, "%s bit %llu", regions[ri].name, (unsigned long long)bit);
             int errs = check_damaged(path, size, cache, e, s.n, what);
@@ -1081,8 +1090,8 @@ static void test_table_checksum_valid_garbage(void **state)
         assert_int_equal(h0.offset, 0);
         assert_int_equal(orig[h0.size], comp); /* the compression type in the trailer */
 
-        const char *cases[] = {"restart count", "restart count 2", "shared prefix at restart 0",
-                               "short first key", "lz4 size + 1", "lz4 size - 1", "lz4 stream of 0xff"};
+        const char *cases[] = {"restart count", "restart count 2", "shared prefix at restart 0", "short first key",
+                               "lz4 size + 1",  "lz4 size - 1",    "lz4 stream of 0xff"};
         for (int c = comp ? 4 : 0; c < (comp ? 7 : 4); c++) {
             memcpy(d, orig, len);
             uint64_t ulen = 0;
@@ -1090,11 +1099,19 @@ static void test_table_checksum_valid_garbage(void **state)
             assert_non_null(pl);
             size_t vl = (size_t)(pl - d);
             switch (c) {
-            case 0: enc_u32(d + h0.size - 4, 0xfffffff0u); break;
-            case 1: enc_u32(d + h0.size - 4, (uint32_t)(h0.size / 4)); break;
-            case 2: d[0] = 1; break;  /* entry 0: shared = 1 */
-            case 3: d[1] = 3; break;  /* entry 0: non_shared = 3 (< trailer) */
-            case 4: /* same varint length, one more byte claimed */
+            case 0:
+                enc_u32(d + h0.size - 4, 0xfffffff0u);
+                break;
+            case 1:
+                enc_u32(d + h0.size - 4, (uint32_t)(h0.size / 4));
+                break;
+            case 2:
+                d[0] = 1;
+                break; /* entry 0: shared = 1 */
+            case 3:
+                d[1] = 3;
+                break; /* entry 0: non_shared = 3 (< trailer) */
+            case 4:    /* same varint length, one more byte claimed */
             case 5: {
                 uint8_t tmp[10];
                 size_t nl = (size_t)(enc_varint(tmp, c == 4 ? ulen + 1 : ulen - 1) - tmp);
@@ -1102,7 +1119,9 @@ static void test_table_checksum_valid_garbage(void **state)
                 memcpy(d, tmp, nl);
                 break;
             }
-            case 6: memset(d + vl, 0xff, (size_t)h0.size - vl); break;
+            case 6:
+                memset(d + vl, 0xff, (size_t)h0.size - vl);
+                break;
             }
             reseal(d, h0);
             write_all(gpath, d, len);

@@ -117,8 +117,7 @@ static void expect_has(result r, int status, int in_err, const char *text)
 static size_t count_lines(const char *s, const char *prefix)
 {
     size_t n = 0, pl = strlen(prefix);
-    for (const char *l = s; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-        n += strncmp(l, prefix, pl) == 0;
+    for (const char *l = s; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) n += strncmp(l, prefix, pl) == 0;
     return n;
 }
 
@@ -163,7 +162,8 @@ static char *first_file(const char *dir, const char *suffix)
     char *best = NULL;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name);
-        if (n > strlen(suffix) && !strcmp(e->d_name + n - strlen(suffix), suffix) && (!best || strcmp(e->d_name, best) < 0)) {
+        if (n > strlen(suffix) && !strcmp(e->d_name + n - strlen(suffix), suffix) &&
+            (!best || strcmp(e->d_name, best) < 0)) {
             free(best);
             best = strdup(e->d_name);
         }
@@ -234,7 +234,8 @@ static void put_get_delete_scan(void **state)
     /* no database is created unless asked */
     expect_has(tkv("put", "-o", MT, dir, "k", "v", NULL), 2, 1, "does not exist");
     expect(tkv("put", "-o", "create_if_missing=1", "-o", MT, "-o", "pmem_size=16M", dir, "b", "2", "a", "1", "c d",
-               "x\ty", NULL), 0, "");
+               "x\ty", NULL),
+           0, "");
     expect(tkv("get", "-o", MT, dir, "a", "c d", NULL), 0, "1\nx\\x09y\n");
     expect_has(tkv("get", "-o", MT, dir, "a", "zz", NULL), 1, 1, "zz: not found");
     expect(tkv("get", "-o", MT, "--raw", dir, "c d", NULL), 0, "x\ty");
@@ -380,8 +381,9 @@ static void dump_matrix(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(help_and_usage), cmocka_unit_test(put_get_delete_scan), cmocka_unit_test(stats),
-        cmocka_unit_test(check),          cmocka_unit_test(dump_sst),            cmocka_unit_test(dump_matrix),
+        cmocka_unit_test(help_and_usage), cmocka_unit_test(put_get_delete_scan),
+        cmocka_unit_test(stats),          cmocka_unit_test(check),
+        cmocka_unit_test(dump_sst),       cmocka_unit_test(dump_matrix),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -199,7 +199,7 @@ static void wait_and_abandon(void **state)
             io_req_free(ring, q[i]);
         }
     io_ring_release(p, ring);
-    io_close(f); /* after the abandoned reads completed */
+    io_close(f);               /* after the abandoned reads completed */
     ring = io_ring_acquire(p); /* the same ring (max_rings 1) */
     assert_non_null(ring);
     assert_null(io_ring_acquire(p)); /* lent whole: no second holder */
@@ -297,8 +297,9 @@ static void hook_gate_and_errors(void **state)
 static void setup_refused(void **state)
 {
     (void)state;
-    static const struct { int e, code; } cases[] = {{ENOSYS, TKV_IO_ERROR}, {EPERM, TKV_IO_ERROR},
-                                                     {ENOMEM, TKV_NO_MEMORY}};
+    static const struct {
+        int e, code;
+    } cases[] = {{ENOSYS, TKV_IO_ERROR}, {EPERM, TKV_IO_ERROR}, {ENOMEM, TKV_NO_MEMORY}};
     io_set_fault_hook(uring_hook, NULL);
     for (size_t i = 0; i < 3; i++) {
         g_setup_errno = cases[i].e;
@@ -361,7 +362,8 @@ static void *thread_main(void *arg)
         io_req *q;
         while ((q = io_ring_reap(ring))) {
             uintptr_t tag = (uintptr_t)q->user;
-            if (tag / 100 != t->seed || !(mine & (UINT64_C(1) << (tag % 100)))) fail_msg("a completion of another reader");
+            if (tag / 100 != t->seed || !(mine & (UINT64_C(1) << (tag % 100))))
+                fail_msg("a completion of another reader");
             mine &= ~(UINT64_C(1) << (tag % 100));
             check_req(t->fx, q);
             io_req_free(ring, q);
@@ -406,10 +408,8 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(reads_match_pread),
-        cmocka_unit_test(wait_and_abandon),
-        cmocka_unit_test(hook_gate_and_errors),
-        cmocka_unit_test(setup_refused),
+        cmocka_unit_test(reads_match_pread),    cmocka_unit_test(wait_and_abandon),
+        cmocka_unit_test(hook_gate_and_errors), cmocka_unit_test(setup_refused),
         cmocka_unit_test(threads_share_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

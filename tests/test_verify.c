@@ -292,18 +292,16 @@ static void corrupt_sst(void **state)
         const char *tag, *what;
         uint64_t off;
     } parts[] = {
-        {"sst-data", "data block", lay.index.offset / 2},
-        {"sst-last-block", "data block", lay.data_end - 10},
-        {"sst-filter", "filter block", lay.filter.offset + 1},
-        {"sst-props", "properties block", lay.props.offset + 1},
-        {"sst-index", "index block", lay.index.offset + 1},
-        {"sst-footer", "footer", size_in(g_base, name) - 20},
+        {"sst-data", "data block", lay.index.offset / 2},      {"sst-last-block", "data block", lay.data_end - 10},
+        {"sst-filter", "filter block", lay.filter.offset + 1}, {"sst-props", "properties block", lay.props.offset + 1},
+        {"sst-index", "index block", lay.index.offset + 1},    {"sst-footer", "footer", size_in(g_base, name) - 20},
     };
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char *dir = copy_db(parts[i].tag);
         flip(dir, name, parts[i].off);
         char *report = verify(dir, TKV_CORRUPTION);
-        if (!strstr(report, parts[i].what)) fail_msg("%s: the report should say %s:\n%s", parts[i].tag, parts[i].what, report);
+        if (!strstr(report, parts[i].what))
+            fail_msg("%s: the report should say %s:\n%s", parts[i].tag, parts[i].what, report);
         tkv_free(report);
         expect_one_problem(dir, name, "corrupt");
     }

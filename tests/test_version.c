@@ -76,8 +76,8 @@ static void add_new(const char *dir, version_edit *e, int level, file_meta *f)
 }
 
 /* apply1 -- applies an edit adding one file (new number) at level. */
-static uint64_t apply_add(version_set *vs, const char *dir, int level, const char *lo, const char *hi,
-                          uint64_t min_seq, uint64_t max_seq)
+static uint64_t apply_add(version_set *vs, const char *dir, int level, const char *lo, const char *hi, uint64_t min_seq,
+                          uint64_t max_seq)
 {
     version_edit e;
     edit_init(&e);
@@ -98,7 +98,8 @@ static const char *numbers_at(const version *v, int level)
     size_t off = 0;
     b[0] = 0;
     for (size_t i = 0; i < v->nfiles[level] && off < 1000; i++)
-        off += (size_t)snprintf(b + off, 1024 - off, "%s%llu", i ? "," : "", (unsigned long long)v->files[level][i]->number);
+        off += (size_t)snprintf(b + off, 1024 - off, "%s%llu", i ? "," : "",
+                                (unsigned long long)v->files[level][i]->number);
     return b;
 }
 
@@ -216,12 +217,22 @@ static void expect_corruption(const char *dir, const char *needle)
 static void random_edit(tu_rng *r, version_edit *e)
 {
     edit_init(e);
-    if (tu_rng_below(r, 2)) { e->has_log_number = 1; e->log_number = tu_rng_next(r) >> tu_rng_below(r, 64); }
-    if (tu_rng_below(r, 2)) { e->has_next_file = 1; e->next_file = tu_rng_next(r) >> tu_rng_below(r, 64); }
-    if (tu_rng_below(r, 2)) { e->has_last_seq = 1; e->last_seq = tu_rng_below(r, IKEY_MAX_SEQ); }
+    if (tu_rng_below(r, 2)) {
+        e->has_log_number = 1;
+        e->log_number = tu_rng_next(r) >> tu_rng_below(r, 64);
+    }
+    if (tu_rng_below(r, 2)) {
+        e->has_next_file = 1;
+        e->next_file = tu_rng_next(r) >> tu_rng_below(r, 64);
+    }
+    if (tu_rng_below(r, 2)) {
+        e->has_last_seq = 1;
+        e->last_seq = tu_rng_below(r, IKEY_MAX_SEQ);
+    }
     size_t nd = tu_rng_below(r, 4), na = tu_rng_below(r, 4), nc = tu_rng_below(r, 4), nr = tu_rng_below(r, 3);
     for (size_t i = 0; i < nc; i++) /* row ids 0..99 set, 100..199 removed: never twice */
-        assert_int_equal(edit_set_row_cursor(e, i * 10 + tu_rng_below(r, 10), tu_rng_next(r) >> tu_rng_below(r, 64)), 0);
+        assert_int_equal(edit_set_row_cursor(e, i * 10 + tu_rng_below(r, 10), tu_rng_next(r) >> tu_rng_below(r, 64)),
+                         0);
     for (size_t i = 0; i < nr; i++) assert_int_equal(edit_remove_row(e, 100 + i * 10 + tu_rng_below(r, 10)), 0);
     for (size_t i = 0; i < nd; i++)
         assert_int_equal(edit_delete_file(e, (int)tu_rng_below(r, VERSION_LEVELS), tu_rng_next(r) >> 20), 0);
@@ -300,14 +311,14 @@ static void test_edit_exact_bytes(void **state)
     tkv_buf b = {0};
     assert_int_equal(edit_encode(&e, &b), 0);
     static const uint8_t want[] = {
-        0x01, 0x07,             /* log_number 7 */
-        0x02, 0xac, 0x02,       /* next_file 300 */
-        0x03, 0x05,             /* last_seq 5 */
-        0x04, 0x01, 0x04,       /* deleted L1 #4 */
-        0x05, 0x00, 0x09, 0xe8, 0x07, 0x03, 0x02, 0x05, /* added L0 #9 size 1000 3 entries seqs 2..5 */
-        0x09, 'a', 0x01, 0x05, 0, 0, 0, 0, 0, 0,        /* smallest ("a", 5, VALUE) */
-        0x09, 'b', 0x00, 0x02, 0, 0, 0, 0, 0, 0,        /* largest ("b", 2, DELETION) */
-        0x00,                   /* end */
+        0x01, 0x07,                                           /* log_number 7 */
+        0x02, 0xac, 0x02,                                     /* next_file 300 */
+        0x03, 0x05,                                           /* last_seq 5 */
+        0x04, 0x01, 0x04,                                     /* deleted L1 #4 */
+        0x05, 0x00, 0x09, 0xe8, 0x07, 0x03, 0x02, 0x05,       /* added L0 #9 size 1000 3 entries seqs 2..5 */
+        0x09, 'a',  0x01, 0x05, 0,    0,    0,    0,    0, 0, /* smallest ("a", 5, VALUE) */
+        0x09, 'b',  0x00, 0x02, 0,    0,    0,    0,    0, 0, /* largest ("b", 2, DELETION) */
+        0x00,                                                 /* end */
     };
     assert_int_equal(b.len, sizeof want);
     assert_memory_equal(b.data, want, sizeof want);
@@ -434,15 +445,14 @@ static void test_edit_malformed(void **state)
     expect_decode_corrupt(lvl, sizeof lvl, "level 7", 0);
     static const uint8_t shortkey[] = {0x05, 0x00, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 'a', 0x01, 'a', 0x00};
     expect_decode_corrupt(shortkey, sizeof shortkey, "short key", 0);
-    static const uint8_t order[] = {0x05, 0x00, 0x01, 0x01, 0x01, 0x01, 0x01,      /* L0 #1 seqs 1..1 */
+    static const uint8_t order[] = {0x05, 0x00, 0x01, 0x01, 0x01, 0x01, 0x01,          /* L0 #1 seqs 1..1 */
                                     9,    'b',  1,    0,    0,    0,    0,    0, 0, 0, /* smallest ("b", 0) */
                                     9,    'a',  1,    0,    0,    0,    0,    0, 0, 0, /* largest ("a", 0) */
                                     0x00};
     expect_decode_corrupt(order, sizeof order, "smallest > largest", 0);
-    static const uint8_t seqs[] = {0x05, 0x00, 0x01, 0x01, 0x01, 0x05, 0x02,      /* seqs 5..2 */
-                                   9,    'a',  1,    0,    0,    0,    0,    0, 0, 0,
-                                   9,    'b',  1,    0,    0,    0,    0,    0, 0, 0,
-                                   0x00};
+    static const uint8_t seqs[] = {0x05, 0x00, 0x01, 0x01, 0x01, 0x05, 0x02, /* seqs 5..2 */
+                                   9,    'a',  1,    0,    0,    0,    0,    0, 0, 0,   9,
+                                   'b',  1,    0,    0,    0,    0,    0,    0, 0, 0x00};
     expect_decode_corrupt(seqs, sizeof seqs, "min_seq > max_seq", 0);
     /* The same bytes with seqs 2..5 decode (the examples above fail only for the stated reason). */
     uint8_t okseq[sizeof seqs];
@@ -546,7 +556,10 @@ static void test_apply_levels(void **state)
     uint64_t b = apply_add(vs, fx->dir, 0, "a", "z", 11, 30); /* 3 */
     uint64_t c = apply_add(vs, fx->dir, 0, "b", "d", 5, 20);  /* 4 */
     uint64_t d = apply_add(vs, fx->dir, 0, "x", "y", 7, 20);  /* 5: ties with c, larger number first */
-    (void)a; (void)b; (void)c; (void)d;
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)d;
     assert_string_equal(numbers_at(vset_current(vs), 0), "3,5,4,2");
     /* L1: added out of order, kept sorted by smallest key. */
     version_edit e;
@@ -601,7 +614,8 @@ static void test_apply_levels(void **state)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         edit_init(&e);
-        if (bad[i].lo) add_new(fx->dir, &e, bad[i].level, mkfile(vset_new_file_number(vs), bad[i].lo, bad[i].hi, 1, 1, 10));
+        if (bad[i].lo)
+            add_new(fx->dir, &e, bad[i].level, mkfile(vset_new_file_number(vs), bad[i].lo, bad[i].hi, 1, 1, 10));
         if (bad[i].del_level >= 0) assert_int_equal(edit_delete_file(&e, bad[i].del_level, bad[i].del), 0);
         assert_int_equal(edit_delete_file(&e, 0, 3), 0); /* would succeed on its own */
         int rc = vset_log_and_apply(vs, &e);
@@ -649,11 +663,11 @@ static void test_overlapping_and_find(void **state)
         int level;
         const char *lo, *hi, *want;
     } q[] = {
-        {1, "a", "a", ""},      {1, "a", "b", "1"},    {1, "d", "f", "1,2"},   {1, "e", "e", ""},
-        {1, "c", "j", "1,2,3"}, {1, "j", "j", "3"},    {1, "k", "l", ""},      {1, "q", "z", ""},
+        {1, "a", "a", ""},      {1, "a", "b", "1"},    {1, "d", "f", "1,2"},       {1, "e", "e", ""},
+        {1, "c", "j", "1,2,3"}, {1, "j", "j", "3"},    {1, "k", "l", ""},          {1, "q", "z", ""},
         {1, NULL, "g", "1,2"},  {1, "i", NULL, "3,4"}, {1, NULL, NULL, "1,2,3,4"}, {1, "p", "p", "4"},
-        {0, "d", "d", "7,5"},   {0, "l", "w", ""},     {0, "e", "y", "7,6,5"}, {0, NULL, "b", "7"},
-        {0, NULL, "d", "7,5"},  {0, "z", NULL, "6"},   {0, NULL, NULL, "7,6,5"}, {2, NULL, NULL, ""},
+        {0, "d", "d", "7,5"},   {0, "l", "w", ""},     {0, "e", "y", "7,6,5"},     {0, NULL, "b", "7"},
+        {0, NULL, "d", "7,5"},  {0, "z", NULL, "6"},   {0, NULL, NULL, "7,6,5"},   {2, NULL, NULL, ""},
     };
     for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
         tkv_slice lo = slice(q[i].lo ? q[i].lo : "", q[i].lo ? strlen(q[i].lo) : 0);
@@ -664,7 +678,8 @@ static void test_overlapping_and_find(void **state)
         char got[64] = "";
         size_t off = 0;
         for (size_t k = 0; k < n; k++)
-            off += (size_t)snprintf(got + off, sizeof got - off, "%s%llu", k ? "," : "", (unsigned long long)out[k]->number);
+            off += (size_t)snprintf(got + off, sizeof got - off, "%s%llu", k ? "," : "",
+                                    (unsigned long long)out[k]->number);
         if (strcmp(got, q[i].want))
             fail_msg("L%d [%s, %s]: got \"%s\", want \"%s\"", q[i].level, q[i].lo ? q[i].lo : "-inf",
                      q[i].hi ? q[i].hi : "+inf", got, q[i].want);
@@ -678,8 +693,8 @@ static void test_overlapping_and_find(void **state)
     struct {
         const char *k;
         size_t want;
-    } f[] = {{"", 0}, {"a", 0}, {"d", 0}, {"da", 1}, {"e", 1}, {"h", 1}, {"i", 2}, {"j", 2}, {"ja", 3}, {"p", 3},
-             {"pa", 4}, {"zzz", 4}};
+    } f[] = {{"", 0},  {"a", 0}, {"d", 0},  {"da", 1}, {"e", 1},  {"h", 1},
+             {"i", 2}, {"j", 2}, {"ja", 3}, {"p", 3},  {"pa", 4}, {"zzz", 4}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         size_t got = version_find_file(&v, 1, slice(f[i].k, strlen(f[i].k)));
         if (got != f[i].want) fail_msg("find_file(%s) = %zu, want %zu", f[i].k, got, f[i].want);
@@ -763,7 +778,8 @@ static void test_reopen_random(void **state)
             assert_int_equal(edit_delete_file(&e, f.level, f.number), 0);
             mark(&next, f.level, f.lo, f.hi, 0);
             next.files[i] = next.files[--next.n];
-            if (f.level + 1 < VERSION_LEVELS && tu_rng_below(&r, 3) == 0 && range_free(&next, f.level + 1, f.lo, f.hi)) {
+            if (f.level + 1 < VERSION_LEVELS && tu_rng_below(&r, 3) == 0 &&
+                range_free(&next, f.level + 1, f.lo, f.hi)) {
                 version *v = vset_current(vs);
                 file_meta *fm = NULL;
                 for (size_t k = 0; k < v->nfiles[f.level]; k++)
@@ -1019,7 +1035,8 @@ static void test_mid_corruption(void **state)
     assert_non_null(c);
     uint8_t skip[4096] = {0};
     assert_true(len < sizeof skip);
-    for (size_t off = WAL_HEADER_SIZE; off + WAL_RECORD_HEADER <= len; off += WAL_RECORD_HEADER + dec_u32(orig + off + 4))
+    for (size_t off = WAL_HEADER_SIZE; off + WAL_RECORD_HEADER <= len;
+         off += WAL_RECORD_HEADER + dec_u32(orig + off + 4))
         skip[off + 5] = skip[off + 6] = skip[off + 7] = 1;
     int tried = 0;
     for (size_t off = WAL_HEADER_SIZE; off < before; off++) {
@@ -1063,8 +1080,8 @@ static void test_current_problems(void **state)
     set_current(fx->dir, 99);
     expect_corruption(fx->dir, "MANIFEST-000099");
     /* Malformed CURRENT. */
-    static const char *bad[] = {"", "MANIFEST-\n", "MANIFEST-000003", "MANIFEST-00x003\n", "manifest-000003\n",
-                                "MANIFEST-000003\n\n"};
+    static const char *bad[] = {
+        "", "MANIFEST-\n", "MANIFEST-000003", "MANIFEST-00x003\n", "manifest-000003\n", "MANIFEST-000003\n\n"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_file(cur, bad[i], strlen(bad[i]));
         expect_corruption(fx->dir, "CURRENT");

@@ -190,7 +190,7 @@ typedef struct expect {
     size_t seen;
     int bad;
     char why[256];
-    int fail_at;  /* >= 0: return fail_rc when record fail_at arrives */
+    int fail_at; /* >= 0: return fail_rc when record fail_at arrives */
     int fail_rc;
     uint8_t *tmp; /* scratch for the expected payload */
     size_t tmpcap;
@@ -495,8 +495,7 @@ static void test_round_trip_sessions(void **state)
 
 /* check_cut -- the first `len` bytes of raw, replayed: records 0..keep-1 come
  * back and the rest of the file is counted as a torn tail. */
-static void check_cut(const char *path, const uint8_t *raw, size_t len, expect *e, size_t keep,
-                      uint64_t torn_from)
+static void check_cut(const char *path, const uint8_t *raw, size_t len, expect *e, size_t keep, uint64_t torn_from)
 {
     write_all(path, raw, len);
     wal_replay_stats rs;
@@ -1180,7 +1179,7 @@ static void test_mapped_round_trip(void **state)
     assert_int_equal(ms.files, LOGS);
     assert_int_equal(ms.mapped_bytes + ms.written_bytes, appended);
     assert_true(ms.mapped_bytes > 0); /* how much depends on how far the helper keeps ahead on a busy machine */
-    assert_true(ms.written_bytes >= (uint64_t)LOGS << 20);         /* past the mapping: pwrite */
+    assert_true(ms.written_bytes >= (uint64_t)LOGS << 20); /* past the mapping: pwrite */
     assert_int_equal(ms.failures, 0);
     mapped_stats_end(&st);
     for (int l = 0; l < LOGS; l++) {
@@ -1368,8 +1367,7 @@ static void test_mapped_killed_writer(void **state)
             memset(&st, 0, sizeof st);
             st.wal_bytes_per_sync = 64u << 10;
             wal_writer *w = NULL;
-            if (io_wb_start(&st.wb, fx->dir) != 0 || io_wmap_start(&st.wmap) != 0 ||
-                open_log(p, &st, &w) != 0)
+            if (io_wb_start(&st.wb, fx->dir) != 0 || io_wmap_start(&st.wmap) != 0 || open_log(p, &st, &w) != 0)
                 _exit(2);
             wal_writer_reserve(w, 2u << 20);
             uint8_t buf[6000];
@@ -1392,10 +1390,11 @@ static void test_mapped_killed_writer(void **state)
         kill_check k = {.seed = seed};
         wal_replay_stats rs;
         int rc = wal_replay(p, NULL, kill_record, &k, &rs);
-        if (rc != 0) fail_msg("round %d, killed after %llu records: %s", round, (unsigned long long)acked, tkv_errmsg());
+        if (rc != 0)
+            fail_msg("round %d, killed after %llu records: %s", round, (unsigned long long)acked, tkv_errmsg());
         assert_false(k.bad);
         assert_true(rs.records >= acked);
-        assert_true(rs.records <= acked + 1); /* at most the one it was writing */
+        assert_true(rs.records <= acked + 1);                 /* at most the one it was writing */
         if (acked < 600) assert_true(rs.torn_tail_bytes > 0); /* the mapping's zeros */
     }
 }
@@ -1462,7 +1461,7 @@ static void test_chain_rule(void **state)
     assert_int_equal(wal_chain_add(&c, 16, &st, WAL_CHAIN_REPLAYED), 0);
     h = hdr2(18, 10, 700);
     assert_null(wal_chain_check(&c, &h)); /* 16 after 10 holds no record */
-    st = replayed(0, 0, 0, 0, 0); /* 17: an empty log (no header) */
+    st = replayed(0, 0, 0, 0, 0);         /* 17: an empty log (no header) */
     assert_null(wal_chain_check(&c, &st));
     assert_int_equal(wal_chain_add(&c, 17, &st, WAL_CHAIN_REPLAYED), 0);
     h = hdr2(18, 17, 64);

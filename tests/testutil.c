@@ -217,11 +217,11 @@ tkv_options *tu_small_options(void)
      * the library does not (yet) have are logged and ignored. */
     const char *ps = getenv("TKV_TEST_PMEM_SIZE");
     tu_opt(o, "pmem_size", ps && *ps ? ps : "16M");
-    tu_opt(o, "matrix_trigger", "10");    /* l0=matrix: a compactor forms at 1.6M of rows, */
-    tu_opt(o, "column_bytes", "256K");    /* which drains in columns of 256K */
+    tu_opt(o, "matrix_trigger", "10"); /* l0=matrix: a compactor forms at 1.6M of rows, */
+    tu_opt(o, "column_bytes", "256K"); /* which drains in columns of 256K */
     tu_opt(o, "sst_size", "256K");
-    tu_opt(o, "l1_size", "512K");         /* deep levels fill and compact by score */
-    tu_opt(o, "level_multiplier", "4");   /* L2 2M, L3 8M, ... */
+    tu_opt(o, "l1_size", "512K");       /* deep levels fill and compact by score */
+    tu_opt(o, "level_multiplier", "4"); /* L2 2M, L3 8M, ... */
     tu_opt(o, "block_cache_size", "1M");
     const char *l0 = getenv("TKV_TEST_L0"); /* run a suite with l0=sst or l0=matrix */
     if (l0 && *l0) assert_int_equal(tu_opt(o, "l0", l0), TKV_OK);
@@ -520,14 +520,13 @@ static void check_entry(tkv_iter *it, const tu_model *m, size_t i, const char *w
     size_t mkn, mvn, kn = 0, vn = 0;
     tu_model_at(m, i, &mk, &mkn, &mv, &mvn);
     if (!tkv_iter_valid(it))
-        fail_msg("%s: %s iteration ended early at model entry %zu/%zu key %s (iter status %d %s, errmsg %s)", what,
-                 dir, i, m->n, tu_hex(mk, mkn), tkv_iter_status(it), tkv_strerror(tkv_iter_status(it)),
-                 tkv_errmsg());
+        fail_msg("%s: %s iteration ended early at model entry %zu/%zu key %s (iter status %d %s, errmsg %s)", what, dir,
+                 i, m->n, tu_hex(mk, mkn), tkv_iter_status(it), tkv_strerror(tkv_iter_status(it)), tkv_errmsg());
     k = tkv_iter_key(it, &kn);
     v = tkv_iter_value(it, &vn);
     if (tu_keycmp(k, kn, mk, mkn) != 0)
-        fail_msg("%s: %s iteration at model entry %zu/%zu: db key %s, model key %s", what, dir, i, m->n,
-                 tu_hex(k, kn), tu_hex(mk, mkn));
+        fail_msg("%s: %s iteration at model entry %zu/%zu: db key %s, model key %s", what, dir, i, m->n, tu_hex(k, kn),
+                 tu_hex(mk, mkn));
     if (vn != mvn || (vn && memcmp(v, mv, vn) != 0))
         fail_msg("%s: %s iteration: key %s: db value %s, model value %s", what, dir, tu_hex(k, kn), tu_hex(v, vn),
                  tu_hex(mv, mvn));
@@ -547,8 +546,7 @@ void tu_check_db(tkv_db *db, const tkv_snapshot *snap, const tu_model *m, const 
     if (tkv_iter_valid(it)) {
         size_t kn;
         const void *k = tkv_iter_key(it, &kn);
-        fail_msg("%s: forward iteration has extra key %s after the model's last of %zu", what, tu_hex(k, kn),
-                 m->n);
+        fail_msg("%s: forward iteration has extra key %s after the model's last of %zu", what, tu_hex(k, kn), m->n);
     }
     if (tkv_iter_status(it) != TKV_OK) fail_msg("%s: iterator status %d after forward scan", what, tkv_iter_status(it));
 
@@ -562,7 +560,8 @@ void tu_check_db(tkv_db *db, const tkv_snapshot *snap, const tu_model *m, const 
         const void *k = tkv_iter_key(it, &kn);
         fail_msg("%s: backward iteration has extra key %s before the model's first", what, tu_hex(k, kn));
     }
-    if (tkv_iter_status(it) != TKV_OK) fail_msg("%s: iterator status %d after backward scan", what, tkv_iter_status(it));
+    if (tkv_iter_status(it) != TKV_OK)
+        fail_msg("%s: iterator status %d after backward scan", what, tkv_iter_status(it));
     tkv_iter_free(it);
 
     for (size_t i = 0; i < m->n; i++) {

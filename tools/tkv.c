@@ -11,16 +11,16 @@
 
 /* ---------------------------------------------------------------- manuals */
 
-#define OPT_O                                                                                                \
-    "    -o KEY=VALUE  a database option (docs/options.md), given to tkv_options_set; repeatable. The\n"       \
+#define OPT_O                                                                                                          \
+    "    -o KEY=VALUE  a database option (docs/options.md), given to tkv_options_set; repeatable. The\n"               \
     "                  database is opened with create_if_missing=0 unless -o create_if_missing=1.\n"
-#define OPT_HEX "    --hex         keys and values on the command line and in the output are hex digits\n"
+#define OPT_HEX  "    --hex         keys and values on the command line and in the output are hex digits\n"
 #define OPT_HELP "    -h, --help    print this manual\n"
-#define ESCAPES                                                                                              \
-    "    Keys and values are printed with printable ASCII as it is, a backslash as \\\\ and every other\n"   \
+#define ESCAPES                                                                                                        \
+    "    Keys and values are printed with printable ASCII as it is, a backslash as \\\\ and every other\n"             \
     "    byte as \\xNN (or in hex with --hex).\n"
-#define OPENS                                                                                                \
-    "    The database is opened with tkv_open (recovering it, as any open does); it must not be open in\n"    \
+#define OPENS                                                                                                          \
+    "    The database is opened with tkv_open (recovering it, as any open does); it must not be open in\n"             \
     "    another process.\n"
 
 static const char man_get[] =
@@ -28,7 +28,8 @@ static const char man_get[] =
     "SYNOPSIS\n    tkv get [-o KEY=VALUE]... [--hex] [--raw] DIR KEY...\n\n"
     "DESCRIPTION\n    Prints the value of each KEY of the database in DIR on a line of its own. A key that is\n"
     "    not found prints nothing on stdout and is named on stderr.\n" OPENS ESCAPES "\n"
-    "OPTIONS\n" OPT_O OPT_HEX "    --raw         print the value's bytes as they are, with no newline (one KEY only)\n" OPT_HELP
+    "OPTIONS\n" OPT_O OPT_HEX
+    "    --raw         print the value's bytes as they are, with no newline (one KEY only)\n" OPT_HELP
     "\nEXIT STATUS\n    0 every key was found, 1 a key was not found, 2 usage error or failure.\n";
 
 static const char man_put[] =
@@ -52,10 +53,9 @@ static const char man_scan[] =
     "SYNOPSIS\n    tkv scan [-o KEY=VALUE]... [--hex] [--from KEY] [--to KEY] [--limit N] [--reverse]\n"
     "             [--keys-only] DIR\n\n"
     "DESCRIPTION\n    Prints the entries of the database in DIR in key order, one per line: the key, a tab,\n"
-    "    the value. The range is [--from, --to): from the first key >= --from to the last key < --to.\n"
-    OPENS ESCAPES "\n"
-    "OPTIONS\n" OPT_O OPT_HEX
-    "    --from KEY    start at the first key >= KEY (default: the first key)\n"
+    "    the value. The range is [--from, --to): from the first key >= --from to the last key < --to.\n" OPENS ESCAPES
+    "\n"
+    "OPTIONS\n" OPT_O OPT_HEX "    --from KEY    start at the first key >= KEY (default: the first key)\n"
     "    --to KEY      stop before the first key >= KEY (default: after the last key)\n"
     "    --limit N     print at most N entries\n"
     "    --reverse     from the last key of the range down to the first\n"
@@ -103,11 +103,10 @@ static const char man_dump_matrix[] =
     "    its header (geometry, uuid), the pages in use, then every committed row: directory slot, row id,\n"
     "    entries, sequence range, its pages in page-list order (metadata pages first, released pages\n"
     "    marked R), its cursor (from the MANIFEST, when DIR is given), the older row its forward pointers\n"
-    "    point into and their range (docs/format-matrix.md). The pool must not be open in a database.\n"
-    ESCAPES "\n"
-    "OPTIONS\n    -o pmem_path=PATH  the pool of DIR, if not <DIR>/matrix.pmem or the file <DIR>/POOL names\n"
-    OPT_HEX "    --entries     every live entry of every row: index, key, sequence number, type, forward pointer\n"
-    OPT_HELP "\nEXIT STATUS\n    0 printed, 1 a row failed to verify, 2 usage error or no readable pool.\n";
+    "    point into and their range (docs/format-matrix.md). The pool must not be open in a database.\n" ESCAPES "\n"
+    "OPTIONS\n    -o pmem_path=PATH  the pool of DIR, if not <DIR>/matrix.pmem or the file <DIR>/POOL names\n" OPT_HEX
+    "    --entries     every live entry of every row: index, key, sequence number, type, forward pointer\n" OPT_HELP
+    "\nEXIT STATUS\n    0 printed, 1 a row failed to verify, 2 usage error or no readable pool.\n";
 
 static const tkv_command commands[] = {
     {"get", "print the values of keys", man_get, tkv_cmd_get},
@@ -135,11 +134,12 @@ static void main_manual(FILE *f)
                "SYNOPSIS\n    tkv COMMAND [OPTION]... ARG...\n    tkv COMMAND --help\n    tkv --help | --version\n\n"
                "COMMANDS\n");
     for (size_t i = 0; i < NCOMMANDS; i++) fprintf(f, "    %-12s  %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nDESCRIPTION\n    get, put, delete, scan and stats open the database through the public API (tierkv.h);\n"
-               "    check runs tkv_verify on a closed database; the dump commands read the files as they are.\n"
-               "    \"tkv COMMAND --help\" prints the manual of a command; docs/tkv.md is the reference.\n\n"
-               "EXIT STATUS\n    0 success, 1 a negative answer (a key not found, problems found), 2 a usage error\n"
-               "    or a failure.\n");
+    fprintf(f,
+            "\nDESCRIPTION\n    get, put, delete, scan and stats open the database through the public API (tierkv.h);\n"
+            "    check runs tkv_verify on a closed database; the dump commands read the files as they are.\n"
+            "    \"tkv COMMAND --help\" prints the manual of a command; docs/tkv.md is the reference.\n\n"
+            "EXIT STATUS\n    0 success, 1 a negative answer (a key not found, problems found), 2 a usage error\n"
+            "    or a failure.\n");
 }
 
 /* ---------------------------------------------------------------- shared helpers */

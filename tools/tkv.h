@@ -22,9 +22,9 @@
 
 #include "tierkv.h"
 
-#define TKV_EXIT_OK 0
+#define TKV_EXIT_OK       0
 #define TKV_EXIT_NEGATIVE 1
-#define TKV_EXIT_ERROR 2
+#define TKV_EXIT_ERROR    2
 
 /* One command: its name, a one-line summary, its manual text, and its
  * function (argc/argv start at the command name). */

@@ -35,13 +35,27 @@ static int parse(int argc, char **argv, const struct option *longopts, data_args
         case 'o':
             if (tool_set_option(&a->c, argv[0], optarg)) return -1;
             break;
-        case O_HEX: a->c.hex = 1; break;
-        case O_RAW: a->raw = 1; break;
-        case O_SYNC: a->sync = 1; break;
-        case O_FROM: a->from = optarg; break;
-        case O_TO: a->to = optarg; break;
-        case O_REVERSE: a->reverse = 1; break;
-        case O_KEYS_ONLY: a->keys_only = 1; break;
+        case O_HEX:
+            a->c.hex = 1;
+            break;
+        case O_RAW:
+            a->raw = 1;
+            break;
+        case O_SYNC:
+            a->sync = 1;
+            break;
+        case O_FROM:
+            a->from = optarg;
+            break;
+        case O_TO:
+            a->to = optarg;
+            break;
+        case O_REVERSE:
+            a->reverse = 1;
+            break;
+        case O_KEYS_ONLY:
+            a->keys_only = 1;
+            break;
         case O_LIMIT:
             a->limit = strtoll(optarg, &end, 10);
             if (*end || !*optarg || a->limit < 0) {
@@ -89,7 +103,8 @@ static int get_one(tkv_db *db, const data_args *a, const char *arg)
 
 int tkv_cmd_get(int argc, char **argv)
 {
-    static const struct option lo[] = {{"hex", no_argument, NULL, O_HEX}, {"raw", no_argument, NULL, O_RAW}, {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"hex", no_argument, NULL, O_HEX}, {"raw", no_argument, NULL, O_RAW}, {0, 0, 0, 0}};
     data_args a;
     int i = parse(argc, argv, lo, &a), rc = TKV_EXIT_ERROR;
     if (i >= 0 && argc - i < 2) tool_usage("get", "DIR and at least one KEY are needed");
@@ -143,7 +158,8 @@ static int write_batch(const char *cmd, int is_put, const data_args *a, char **o
 
 int tkv_cmd_put(int argc, char **argv)
 {
-    static const struct option lo[] = {{"hex", no_argument, NULL, O_HEX}, {"sync", no_argument, NULL, O_SYNC}, {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"hex", no_argument, NULL, O_HEX}, {"sync", no_argument, NULL, O_SYNC}, {0, 0, 0, 0}};
     data_args a;
     int i = parse(argc, argv, lo, &a), rc = TKV_EXIT_ERROR;
     if (i >= 0 && (argc - i < 3 || (argc - i - 1) % 2)) tool_usage("put", "DIR and KEY VALUE pairs are needed");
@@ -154,7 +170,8 @@ int tkv_cmd_put(int argc, char **argv)
 
 int tkv_cmd_delete(int argc, char **argv)
 {
-    static const struct option lo[] = {{"hex", no_argument, NULL, O_HEX}, {"sync", no_argument, NULL, O_SYNC}, {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"hex", no_argument, NULL, O_HEX}, {"sync", no_argument, NULL, O_SYNC}, {0, 0, 0, 0}};
     data_args a;
     int i = parse(argc, argv, lo, &a), rc = TKV_EXIT_ERROR;
     if (i >= 0 && argc - i < 2) tool_usage("delete", "DIR and at least one KEY are needed");
@@ -210,11 +227,13 @@ static int scan_range(tkv_iter *it, const data_args *a, const unsigned char *fro
 
 int tkv_cmd_scan(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"hex", no_argument, NULL, O_HEX},         {"from", required_argument, NULL, O_FROM},
-        {"to", required_argument, NULL, O_TO},     {"limit", required_argument, NULL, O_LIMIT},
-        {"reverse", no_argument, NULL, O_REVERSE}, {"keys-only", no_argument, NULL, O_KEYS_ONLY},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"hex", no_argument, NULL, O_HEX},
+                                       {"from", required_argument, NULL, O_FROM},
+                                       {"to", required_argument, NULL, O_TO},
+                                       {"limit", required_argument, NULL, O_LIMIT},
+                                       {"reverse", no_argument, NULL, O_REVERSE},
+                                       {"keys-only", no_argument, NULL, O_KEYS_ONLY},
+                                       {0, 0, 0, 0}};
     data_args a;
     int i = parse(argc, argv, lo, &a), rc = TKV_EXIT_ERROR;
     unsigned char *from = NULL, *to = NULL;

@@ -44,11 +44,21 @@ static int parse(int argc, char **argv, const struct option *lo, dump_args *a)
         case 'o':
             if (tool_set_option(&a->c, argv[0], optarg)) return -1;
             break;
-        case O_HEX: a->c.hex = 1; break;
-        case O_SUMMARY: a->summary = 1; break;
-        case O_BLOCKS: a->blocks_only = 1; break;
-        case O_VALUES: a->values = 1; break;
-        case O_ENTRIES: a->entries = 1; break;
+        case O_HEX:
+            a->c.hex = 1;
+            break;
+        case O_SUMMARY:
+            a->summary = 1;
+            break;
+        case O_BLOCKS:
+            a->blocks_only = 1;
+            break;
+        case O_VALUES:
+            a->values = 1;
+            break;
+        case O_ENTRIES:
+            a->entries = 1;
+            break;
         default: {
             char why[300];
             snprintf(why, sizeof why, "unknown option or missing argument: %s", argv[optind - 1]);
@@ -73,7 +83,10 @@ static void print_ikey(int hex, tkv_slice k)
     }
     tool_print(stdout, hex, k.p, k.n - IKEY_TRAILER);
     ikey_type ty = ikey_get_type(k);
-    printf(" seq=%llu %s", (unsigned long long)ikey_seq(k), ty == IKEY_VALUE ? "put" : ty == IKEY_DELETION ? "del" : "type?");
+    printf(" seq=%llu %s", (unsigned long long)ikey_seq(k),
+           ty == IKEY_VALUE      ? "put"
+           : ty == IKEY_DELETION ? "del"
+                                 : "type?");
 }
 
 /* ---------------------------------------------------------------- dump-sst */
@@ -128,10 +141,9 @@ static void sst_header(const char *path, table *t, const dump_args *a)
     printf("properties: entries=%llu deletions=%llu min_seq=%llu max_seq=%llu raw_key_bytes=%llu raw_value_bytes=%llu "
            "data_bytes=%llu data_blocks=%llu compression=%llu compressed_blocks=%llu\n",
            (unsigned long long)p->num_entries, (unsigned long long)p->num_deletions, (unsigned long long)p->min_seq,
-           (unsigned long long)p->max_seq, (unsigned long long)p->raw_key_bytes,
-           (unsigned long long)p->raw_value_bytes, (unsigned long long)p->data_bytes,
-           (unsigned long long)p->num_data_blocks, (unsigned long long)p->compression,
-           (unsigned long long)p->num_compressed_blocks);
+           (unsigned long long)p->max_seq, (unsigned long long)p->raw_key_bytes, (unsigned long long)p->raw_value_bytes,
+           (unsigned long long)p->data_bytes, (unsigned long long)p->num_data_blocks,
+           (unsigned long long)p->compression, (unsigned long long)p->num_compressed_blocks);
     printf("smallest: ");
     print_ikey(a->c.hex, slice(p->smallest.data, p->smallest.len));
     printf("\nlargest: ");
@@ -139,15 +151,16 @@ static void sst_header(const char *path, table *t, const dump_args *a)
     if (lay.filter_bytes)
         printf("\nfilter: bytes=%zu bits=%zu probes=%u\n", lay.filter_bytes, (lay.filter_bytes - 1) * 8,
                lay.filter_probes);
-    else
-        printf("\nfilter: none\n");
+    else printf("\nfilter: none\n");
     printf("index: entries=%llu\n", (unsigned long long)lay.index_entries);
 }
 
 int tkv_cmd_dump_sst(int argc, char **argv)
 {
-    static const struct option lo[] = {{"hex", no_argument, NULL, O_HEX}, {"summary", no_argument, NULL, O_SUMMARY},
-                                       {"blocks", no_argument, NULL, O_BLOCKS}, {"values", no_argument, NULL, O_VALUES},
+    static const struct option lo[] = {{"hex", no_argument, NULL, O_HEX},
+                                       {"summary", no_argument, NULL, O_SUMMARY},
+                                       {"blocks", no_argument, NULL, O_BLOCKS},
+                                       {"values", no_argument, NULL, O_VALUES},
                                        {0, 0, 0, 0}};
     dump_args a;
     int i = parse(argc, argv, lo, &a), rc = TKV_EXIT_ERROR;
@@ -212,7 +225,8 @@ static void row_pages(pool *p, uint32_t slot)
     pool_row pr;
     if (pool_row_read(p, slot, &pr) < 0) return;
     printf("  pages:");
-    for (uint32_t j = 0; j < pr.npages; j++) printf(" %u%s", pool_row_page(&pr, j), pool_row_released(&pr, j) ? "R" : "");
+    for (uint32_t j = 0; j < pr.npages; j++)
+        printf(" %u%s", pool_row_page(&pr, j), pool_row_released(&pr, j) ? "R" : "");
     printf("\n");
 }
 
@@ -226,10 +240,8 @@ static void row_entries(rowtable *r, const rowtable_props *pr, dump_args *a)
         if (f < lo) lo = f;
         if (f > hi) hi = f;
     }
-    if (!pr->older_row_id || pr->cursor == pr->entries)
-        printf("  forward: none\n");
-    else
-        printf("  forward: into row %llu, pointers %u..%u\n", (unsigned long long)pr->older_row_id, lo, hi);
+    if (!pr->older_row_id || pr->cursor == pr->entries) printf("  forward: none\n");
+    else printf("  forward: into row %llu, pointers %u..%u\n", (unsigned long long)pr->older_row_id, lo, hi);
     if (!a->entries) return;
     tkv_it *it = rowtable_iter(r);
     if (!it) {
@@ -261,8 +273,7 @@ static void dump_row(pool *p, const pool_row_id *prow, version_set *vs, dump_arg
     uint64_t cur;
     if (vs && version_row_cursor(vset_current(vs), prow->row_id, &cur))
         printf(" manifest_cursor=%llu", (unsigned long long)cur);
-    else if (vs)
-        printf(" manifest_cursor=none (not in the MANIFEST: the next open drops it)");
+    else if (vs) printf(" manifest_cursor=none (not in the MANIFEST: the next open drops it)");
     rowtable *r;
     if (rowtable_open(p, prow->slot, &r) < 0) {
         a->problems++;
@@ -310,8 +321,8 @@ static void dump_pool(pool *p, const char *path, version_set *vs, dump_args *a)
 
 int tkv_cmd_dump_matrix(int argc, char **argv)
 {
-    static const struct option lo[] = {{"hex", no_argument, NULL, O_HEX}, {"entries", no_argument, NULL, O_ENTRIES},
-                                       {0, 0, 0, 0}};
+    static const struct option lo[] = {
+        {"hex", no_argument, NULL, O_HEX}, {"entries", no_argument, NULL, O_ENTRIES}, {0, 0, 0, 0}};
     dump_args a;
     int i = parse(argc, argv, lo, &a), rc = TKV_EXIT_ERROR;
     char path[PATH_MAX];

@@ -51,8 +51,8 @@ static void sleep_until(uint64_t t)
 }
 
 static volatile int stop;
-static double wrate;      /* bytes/s */
-static size_t wchunk;     /* bytes per write */
+static double wrate;        /* bytes/s */
+static size_t wchunk;       /* bytes per write */
 static uint64_t sync_bytes; /* fdatasync every this many bytes, 0 = never */
 static int buffered;        /* page-cache writes + write-back steps (the WAL's way) */
 static const char *wpath;
@@ -78,9 +78,9 @@ static void *writer(void *arg)
         off += (off_t)wchunk;
         done += wchunk;
         if (sync_bytes && (uint64_t)off % sync_bytes == 0) {
-            if (buffered && sync_file_range(fd, off - (off_t)sync_bytes, (off_t)sync_bytes,
-                                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                                                SYNC_FILE_RANGE_WAIT_AFTER) != 0)
+            if (buffered &&
+                sync_file_range(fd, off - (off_t)sync_bytes, (off_t)sync_bytes,
+                                SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0)
                 perror("sync_file_range");
             if (fdatasync(fd) != 0) perror("fdatasync");
         }
@@ -115,7 +115,8 @@ int main(int argc, char **argv)
     double secs = atof(argv[5]);
     char *unit;
     sync_bytes = strtoull(argv[6], &unit, 10) << (*unit == 'K' || *unit == 'k' ? 10 : 20);
-    if (wrate > 0 && (wchunk == 0 || sync_bytes % wchunk)) { /* the writer syncs when its offset is a multiple of the step */
+    if (wrate > 0 &&
+        (wchunk == 0 || sync_bytes % wchunk)) { /* the writer syncs when its offset is a multiple of the step */
         fprintf(stderr, "%s: the sync step must be a multiple of the write size\n", argv[0]);
         return 2;
     }
@@ -153,8 +154,8 @@ int main(int argc, char **argv)
     qsort(sec_p99, nsec, sizeof *sec_p99, cmp_u64);
     printf("write %.0f MB/s in %zu KiB%s, fdatasync every %llu KiB: %zu reads, p50 %.0f us, p99 %.0f us, "
            "p99.9 %.0f us, max %.0f us, %zu over 20 ms; per-second p99 median %.0f us, max %.0f us\n",
-           wrate / 1048576, wchunk / 1024, buffered ? " buffered" : " direct", (unsigned long long)(sync_bytes >> 10), n,
-           lat[n / 2] / 1e3, lat[n * 99 / 100] / 1e3, lat[n * 999 / 1000] / 1e3, lat[n - 1] / 1e3, over,
+           wrate / 1048576, wchunk / 1024, buffered ? " buffered" : " direct", (unsigned long long)(sync_bytes >> 10),
+           n, lat[n / 2] / 1e3, lat[n * 99 / 100] / 1e3, lat[n * 999 / 1000] / 1e3, lat[n - 1] / 1e3, over,
            nsec ? sec_p99[nsec / 2] / 1e3 : 0, nsec ? sec_p99[nsec - 1] / 1e3 : 0);
     free(sec_p99);
     free(lat);

@@ -74,8 +74,9 @@ static uint64_t derived_memtable_size(const struct tkv_options *o, uint64_t budg
 static int too_big(const dram_split *s, const struct tkv_options *o, uint64_t sum)
 {
     char msg[640], a[32], b[32];
-    int n = snprintf(msg, sizeof msg, "dram_budget=%s cannot hold the parts (%s in all):",
-                     size_text(s->total, a, sizeof a), size_text(sum, b, sizeof b));
+    int n =
+        snprintf(msg, sizeof msg, "dram_budget=%s cannot hold the parts (%s in all):", size_text(s->total, a, sizeof a),
+                 size_text(sum, b, sizeof b));
     for (int p = 0; p < BUDGET_NPARTS && n > 0 && (size_t)n < sizeof msg; p++) {
         const char *why = "";
         if (p == BUDGET_MEMTABLES && s->user_set[p]) why = " (memtable_size or memtables set)";

@@ -51,7 +51,7 @@ typedef enum budget_part {
 /* The async read path's rings (io/uring.h): reads in flight per ring, and
  * the most rings without a budget. */
 #define BUDGET_RING_DEPTH 256
-#define BUDGET_MAX_RINGS 64
+#define BUDGET_MAX_RINGS  64
 
 typedef struct dram_split {
     uint64_t total;                /* dram_budget; 0 = no budget */

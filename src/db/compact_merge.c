@@ -90,6 +90,13 @@ static int gp_crossed(grandparents *g, tkv_slice prev, tkv_slice ukey)
     return ukey_cmp(s, prev) > 0 && ukey_cmp(s, ukey) <= 0; /* into f[i] from a gap */
 }
 
+/* tombstone_droppable -- internal key `key` is a deletion every reader sees
+ * (seq <= snap) with nothing below out_level for it to hide. */
+static int tombstone_droppable(const version *v, int out_level, tkv_slice key, uint64_t snap)
+{
+    return ikey_get_type(key) == IKEY_DELETION && ikey_seq(key) <= snap && is_base_level(v, out_level, ikey_user(key));
+}
+
 int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
               file_meta ***out, size_t *nout)
 {
@@ -129,7 +136,7 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
         int drop = 0;
         if (last_seq_for_key <= smallest_snapshot) {
             drop = 1; /* a newer version visible to every reader hides it */
-        } else if (ikey_get_type(key) == IKEY_DELETION && seq <= smallest_snapshot && is_base_level(v, out_level, ukey)) {
+        } else if (tombstone_droppable(v, out_level, key, smallest_snapshot)) {
             drop = 1; /* tombstone with nothing below it to hide */
         }
         last_seq_for_key = seq;

@@ -26,7 +26,7 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
  * that tkv_close stopped (db->columns_stop): no error, the outputs are gone,
  * the column is simply not done. It is checked every CMP_STOP_EVERY user
  * keys. */
-#define CMP_STOPPED (-1001)
+#define CMP_STOPPED    (-1001)
 #define CMP_STOP_EVERY 256u
 
 /* The inputs of one merge: n child iterators, newest data first, and the

@@ -86,7 +86,10 @@ static compaction *finish_pick(version *v, int level, file_meta **in0, size_t n0
         range_of(in0, n0, &lo, &hi);
         free(c->inputs[0]);
         c->inputs[0] = NULL;
-        if (version_overlapping(v, 0, &lo, &hi, &c->inputs[0], &c->ninputs[0]) < 0) { free(c); return NULL; }
+        if (version_overlapping(v, 0, &lo, &hi, &c->inputs[0], &c->ninputs[0]) < 0) {
+            free(c);
+            return NULL;
+        }
     }
     tkv_slice lo, hi;
     range_of(c->inputs[0], c->ninputs[0], &lo, &hi);

@@ -19,14 +19,14 @@ typedef struct compaction {
     int out_level;
     file_meta **inputs[2];
     size_t ninputs[2];
-    int trivial_move;     /* one input file, nothing overlapping below: re-link it */
-    uint64_t est_bytes;   /* input bytes */
-    io_class cls;         /* IO_COMPACT_L0 or IO_COMPACT_DEEP */
+    int trivial_move;   /* one input file, nothing overlapping below: re-link it */
+    uint64_t est_bytes; /* input bytes */
+    io_class cls;       /* IO_COMPACT_L0 or IO_COMPACT_DEEP */
     int manual;
     /* set by cmp_run */
-    int partial;          /* stopped at a cut: installed the work before it, left the rest */
-    uint64_t kept_bytes;  /* output bytes installed */
-    uint64_t read_bytes;  /* input bytes those outputs replaced */
+    int partial;         /* stopped at a cut: installed the work before it, left the rest */
+    uint64_t kept_bytes; /* output bytes installed */
+    uint64_t read_bytes; /* input bytes those outputs replaced */
 } compaction;
 
 /* CMP_RUN_FILES -- a deep pick's run takes at most this many times sst_size

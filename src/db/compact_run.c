@@ -128,7 +128,8 @@ static int merge_segment(tkv_db *db, const compaction *c, const segment *sg, con
     size_t na = sg->a1 - sg->a0, nb = sg->b1 - sg->b0;
     cmp_inputs in;
     TKV_TRY(cmp_inputs_new(db, &in, na + nb, "a compaction"));
-    for (size_t k = 0; k < na; k++) in.kids[k] = cmp_open_input(db, &in, c->inputs[0][sg->a0 + k], c->cls, &in.tables[k]);
+    for (size_t k = 0; k < na; k++)
+        in.kids[k] = cmp_open_input(db, &in, c->inputs[0][sg->a0 + k], c->cls, &in.tables[k]);
     for (size_t k = 0; k < nb; k++)
         in.kids[na + k] = cmp_open_input(db, &in, c->inputs[1][sg->b0 + k], c->cls, &in.tables[na + k]);
     file_meta **out = NULL;
@@ -267,7 +268,7 @@ int cmp_run(tkv_db *db, compaction *c)
     if (rc == SILK_ABORTED && j.reached > 0) rc = 0; /* told to stop: keep the segments before the last cut */
     c->partial = rc == 0 && j.reached < j.nseg;
     if (rc == 0 && c->cls == IO_COMPACT_DEEP) silk_job_committing(db); /* no abort of a finished merge */
-    if (rc == 0) cmp_preload_outputs(db, j.done, j.ndone, c->cls); /* before install: see compact_merge.h */
+    if (rc == 0) cmp_preload_outputs(db, j.done, j.ndone, c->cls);     /* before install: see compact_merge.h */
     int install_failed = 0;
     if (rc == 0) rc = commit(db, c, &j, &e, &install_failed);
     else pthread_mutex_lock(&db->mu);
@@ -290,8 +291,11 @@ done_locked:
     uint64_t us = sched_mono_us() - started;
     if (rc == 0) db_hist_add_us(db, TKV_HIST_COMPACTION, us);
     /* an abort is reported as TKV_BUSY: nothing changed, the work comes back later */
-    db_event(db, TKV_EVENT_COMPACTION_END, job, c->out_level, rc == SILK_ABORTED ? TKV_BUSY : rc < 0 ? rc : 0, us,
-             rc == 0 ? c->read_bytes : 0, rc == 0 ? c->kept_bytes : 0);
+    db_event(db, TKV_EVENT_COMPACTION_END, job, c->out_level,
+             rc == SILK_ABORTED ? TKV_BUSY
+             : rc < 0           ? rc
+                                : 0,
+             us, rc == 0 ? c->read_bytes : 0, rc == 0 ? c->kept_bytes : 0);
     if (rc < 0 && rc != SILK_ABORTED) db_set_bg_error(db, rc);
     else if (rc == 0) files_delete_obsolete(db);
     pthread_cond_broadcast(&db->bg_cv);

@@ -32,8 +32,8 @@ static void run_deep(tkv_db *db, compaction *c)
     silk_job_begin(db, &job, c->level, c->inputs[0], c->ninputs[0]);
     int rc = cmp_run(db, c); /* errors become bg_error; a stop does not */
     silk_outcome how = rc == SILK_ABORTED ? SILK_JOB_STOPPED
-                     : rc < 0             ? SILK_JOB_FAILED
-                     : c->partial         ? SILK_JOB_PARTIAL
+                       : rc < 0           ? SILK_JOB_FAILED
+                       : c->partial       ? SILK_JOB_PARTIAL
                                           : SILK_JOB_DONE;
     silk_job_end(db, &job, how, c->kept_bytes);
 }

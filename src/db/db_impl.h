@@ -57,12 +57,12 @@ struct silk_pmem;  /* the scheduler's pmem tier (silk_pmem.c) */
 /* superversion -- an immutable, refcounted view of the in-memory tier and
  * of the matrix container's row handles (superversion.h). */
 typedef struct superversion {
-    uint32_t refs;         /* atomic */
-    memtable *mem;         /* active memtable (ref held) */
-    memtable **imm;        /* immutable memtables, oldest first (refs held) */
-    uint64_t *imm_wal;     /* the WAL file number that holds each imm's data */
+    uint32_t refs;     /* atomic */
+    memtable *mem;     /* active memtable (ref held) */
+    memtable **imm;    /* immutable memtables, oldest first (refs held) */
+    uint64_t *imm_wal; /* the WAL file number that holds each imm's data */
     size_t nimm;
-    rowset *rows;          /* l0=matrix: the rows, newest first (ref held); NULL with l0=sst */
+    rowset *rows; /* l0=matrix: the rows, newest first (ref held); NULL with l0=sst */
 } superversion;
 
 /* A pending write in the group-commit queue (write.c). */
@@ -107,40 +107,40 @@ typedef struct db_counters {
 struct tkv_db {
     char *dir;
     struct tkv_options opts;
-    dram_split dram;             /* the DRAM budget's shares (budget.h), set at open */
-    size_t mem_bytes;            /* atomic: arena bytes of every live memtable (mem/arena.h accounting) */
-    arena_spares mem_spares;     /* flushed memtables' arena blocks kept for the next ones, and blocks the
+    dram_split dram;         /* the DRAM budget's shares (budget.h), set at open */
+    size_t mem_bytes;        /* atomic: arena bytes of every live memtable (mem/arena.h accounting) */
+    arena_spares mem_spares; /* flushed memtables' arena blocks kept for the next ones, and blocks the
                                   * flush thread faulted in ahead (flush.c): mem_bytes + these <= the
                                   * memtables' DRAM share; made first at open, freed last at close */
     int lock_fd;
     io_stats io;
-    trash *trash;                /* obsolete files, deleted a chunk at a time (trash.h) */
+    trash *trash; /* obsolete files, deleted a chunk at a time (trash.h) */
     db_counters ctr;
 
     pthread_mutex_t mu;
-    pthread_cond_t bg_cv;        /* signalled on every background state change (CLOCK_MONOTONIC: db_wait_us) */
-    writer *wq_head, *wq_tail;   /* group-commit queue; head is the leader (write.c) */
-    unsigned writers_in;         /* threads inside write_batch (under mu) */
-    unsigned writers_peak;       /* most of them at once in this window, and in the one before */
-    unsigned writers_prev_peak;  /* (write.c writers_recent: the pacing step grows with it) */
-    uint64_t writers_epoch;      /* start of this window, sched_mono_us */
-    superversion *sv;            /* current view (ref held by the db) */
-    wal_writer *wal;             /* NULL when opts.wal == 0 */
-    uint64_t wal_number;         /* file number of the active memtable's WAL */
+    pthread_cond_t bg_cv;       /* signalled on every background state change (CLOCK_MONOTONIC: db_wait_us) */
+    writer *wq_head, *wq_tail;  /* group-commit queue; head is the leader (write.c) */
+    unsigned writers_in;        /* threads inside write_batch (under mu) */
+    unsigned writers_peak;      /* most of them at once in this window, and in the one before */
+    unsigned writers_prev_peak; /* (write.c writers_recent: the pacing step grows with it) */
+    uint64_t writers_epoch;     /* start of this window, sched_mono_us */
+    superversion *sv;           /* current view (ref held by the db) */
+    wal_writer *wal;            /* NULL when opts.wal == 0 */
+    uint64_t wal_number;        /* file number of the active memtable's WAL */
     /* WALs switched away from while they held appends not yet fdatasync'd,
      * kept open until the next TKV_SYNC group syncs them or a flush makes
      * them obsolete (write.c, invariant 6). Leader (or close) only, under mu. */
     struct db_old_wal {
         wal_writer *w;
         uint64_t number;
-    } *wal_old;
+    } * wal_old;
     size_t nwal_old, wal_old_cap;
-    uint64_t last_seq;           /* atomic: last published sequence */
+    uint64_t last_seq;             /* atomic: last published sequence */
     struct tkv_snapshot snapshots; /* circular list head, oldest first */
-    uint64_t open_iterators;     /* atomic */
-    int bg_error;                /* sticky write error (< 0) or 0 */
+    uint64_t open_iterators;       /* atomic */
+    int bg_error;                  /* sticky write error (< 0) or 0 */
     char bg_errmsg[512];
-    struct tkv_batch group;      /* scratch for merging a write group (leader only) */
+    struct tkv_batch group; /* scratch for merging a write group (leader only) */
 
     /* Async reads (io/uring.h): NULL with async_io=off, or when auto found
      * io_uring unusable at open -- then async_off says why (tkv.stats). */
@@ -151,30 +151,30 @@ struct tkv_db {
     version_set *vs;
     table_cache *tc;
     tkv_cache *block_cache;
-    uint64_t *pending;           /* file numbers being written, not yet in a version (files.c) */
-    int obsolete_kept;           /* atomic: the last files_delete_obsolete kept files only older versions use */
+    uint64_t *pending; /* file numbers being written, not yet in a version (files.c) */
+    int obsolete_kept; /* atomic: the last files_delete_obsolete kept files only older versions use */
     size_t npending, pending_cap;
     int shutting_down;
-    int columns_stop;            /* atomic: set by mx_stop (after the flush thread has ended): a column merge in
+    int columns_stop;        /* atomic: set by mx_stop (after the flush thread has ended): a column merge in
                                   * flight stops at its next user key, CMP_STOPPED, and is discarded */
-    int manual_waiting;          /* a tkv_compact_range waits for every compaction to end; no new picks */
-    int compactions_running;     /* deep + L0 compactions in flight */
+    int manual_waiting;      /* a tkv_compact_range waits for every compaction to end; no new picks */
+    int compactions_running; /* deep + L0 compactions in flight */
     uint64_t compact_cursor[VERSION_LEVELS]; /* round-robin file index per level (compact_pick.c) */
-    double deep_score;           /* the current version's deep backlog (files_deep_score); mu */
+    double deep_score;                       /* the current version's deep backlog (files_deep_score); mu */
 
     /* Background threads: flush.c, compact_thread.c (the matrix container's
      * column thread is in its own state). */
     pthread_t flush_thread;
     int flush_started;
-    pthread_t l0_thread;         /* high pool: L0 SST -> L1 compactions */
-    pthread_t *deep_threads;     /* compaction_threads threads: deep (L1+) compactions only */
+    pthread_t l0_thread;     /* high pool: L0 SST -> L1 compactions */
+    pthread_t *deep_threads; /* compaction_threads threads: deep (L1+) compactions only */
     int ndeep_threads;
     int workers_started;
 
     /* Back-pressure flags (atomic), read without mu by the scheduler's
      * monitor (silk.c) to pause deep work while writers wait. */
-    int write_stopped;           /* a writer waits for a memtable (STOP); written by write.c */
-    int flush_blocked;           /* the flush thread waits for room in the pool; written by mx_flush.c only */
+    int write_stopped; /* a writer waits for a memtable (STOP); written by write.c */
+    int flush_blocked; /* the flush thread waits for room in the pool; written by mx_flush.c only */
 
     struct mx_state *mx;         /* NVM tier (l0=matrix), NULL with l0=sst */
     struct silk_state *silk;     /* the scheduler (silk.h) */

@@ -84,8 +84,14 @@ static tkv_slice buf_slice(const tkv_buf *b) { return slice(b->data, b->len); }
 static const uint8_t *buf_bytes(const tkv_buf *b) { return b->data ? b->data : (const uint8_t *)""; }
 
 /* past_upper / before_lower -- user key uk is outside the bounds. */
-static int past_upper(const db_iter *it, tkv_slice uk) { return it->has_upper && ukey_cmp(uk, buf_slice(&it->upper)) >= 0; }
-static int before_lower(const db_iter *it, tkv_slice uk) { return it->has_lower && ukey_cmp(uk, buf_slice(&it->lower)) < 0; }
+static int past_upper(const db_iter *it, tkv_slice uk)
+{
+    return it->has_upper && ukey_cmp(uk, buf_slice(&it->upper)) >= 0;
+}
+static int before_lower(const db_iter *it, tkv_slice uk)
+{
+    return it->has_lower && ukey_cmp(uk, buf_slice(&it->lower)) < 0;
+}
 
 int db_iter_set_bounds(db_iter *it, const void *lower, size_t llen, const void *upper, size_t ulen)
 {
@@ -242,10 +248,8 @@ void db_iter_seek_first(db_iter *it)
     it->dir = DIR_FWD;
     clear_saved(it);
     it_seek_first(it->in);
-    if (it_valid(it->in))
-        find_next_user_entry(it, 0);
-    else
-        it->valid = 0;
+    if (it_valid(it->in)) find_next_user_entry(it, 0);
+    else it->valid = 0;
     check_internal(it);
 }
 
@@ -254,10 +258,8 @@ void db_iter_seek_first(db_iter *it)
 static void seek_before(db_iter *it, tkv_slice target)
 {
     it_seek(it->in, target);
-    if (it_valid(it->in))
-        it_prev(it->in);
-    else if (!it_status(it->in))
-        it_seek_last(it->in);
+    if (it_valid(it->in)) it_prev(it->in);
+    else if (!it_status(it->in)) it_seek_last(it->in);
 }
 
 /* seek_rev_below_upper -- DIR_REV at the largest live user key below the upper
@@ -313,10 +315,8 @@ void db_iter_seek_for_prev(db_iter *it, const void *ukey, size_t klen)
     it->saved_key.len = klen + IKEY_TRAILER;
     it_seek(it->in, buf_slice(&it->saved_key));
     while (it_valid(it->in) && ukey_cmp(ikey_user(it_key(it->in)), slice(ukey, klen)) == 0) it_next(it->in);
-    if (it_valid(it->in))
-        it_prev(it->in);
-    else if (!it_status(it->in))
-        it_seek_last(it->in);
+    if (it_valid(it->in)) it_prev(it->in);
+    else if (!it_status(it->in)) it_seek_last(it->in);
     it->saved_key.len = 0;
     find_prev_user_entry(it);
     check_internal(it);
@@ -338,10 +338,8 @@ void db_iter_seek(db_iter *it, const void *ukey, size_t klen)
     ikey_encode(it->saved_key.data, ukey, klen, it->seq, IKEY_SEEK_TYPE);
     it->saved_key.len = klen + IKEY_TRAILER;
     it_seek(it->in, buf_slice(&it->saved_key));
-    if (it_valid(it->in))
-        find_next_user_entry(it, 0); /* saved_key is only scratch from here on */
-    else
-        it->valid = 0;
+    if (it_valid(it->in)) find_next_user_entry(it, 0); /* saved_key is only scratch from here on */
+    else it->valid = 0;
     check_internal(it);
 }
 
@@ -353,10 +351,8 @@ void db_iter_next(db_iter *it)
         /* the internal iterator is before the current key's entries: step into
          * them, then skip them with the normal code (saved_key holds the key) */
         it->dir = DIR_FWD;
-        if (!it_valid(it->in))
-            it_seek_first(it->in);
-        else
-            it_next(it->in);
+        if (!it_valid(it->in)) it_seek_first(it->in);
+        else it_next(it->in);
     } else {
         /* remember the current user key so that its older versions get skipped */
         int rc = set_buf(&it->saved_key, ikey_user(it_key(it->in)));

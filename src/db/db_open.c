@@ -32,7 +32,7 @@
 #include "util/status.h"
 
 #define IDENTITY_FILE "IDENTITY"
-#define LOCK_FILE "LOCK"
+#define LOCK_FILE     "LOCK"
 
 int tkv_version(void) { return TKV_VERSION_NUMBER; }
 
@@ -190,11 +190,12 @@ int tkv_close(tkv_db *db)
 {
     if (!db) return TKV_OK;
     uint64_t its = __atomic_load_n(&db->open_iterators, __ATOMIC_ACQUIRE);
-    if (its) return tkv_err(TKV_BUSY, "tkv_close: %llu iterator(s) still open; free them first", (unsigned long long)its);
-    silk_stop(db);          /* no more pauses: paused deep jobs resume (and are aborted next) */
-    cmp_workers_stop(db);   /* running deep compactions stop at their next pause point */
-    flush_stop(db);         /* finishes flushing immutable memtables */
-    mx_stop(db);            /* after the flush thread: it may need columns to make room */
+    if (its)
+        return tkv_err(TKV_BUSY, "tkv_close: %llu iterator(s) still open; free them first", (unsigned long long)its);
+    silk_stop(db);           /* no more pauses: paused deep jobs resume (and are aborted next) */
+    cmp_workers_stop(db);    /* running deep compactions stop at their next pause point */
+    flush_stop(db);          /* finishes flushing immutable memtables */
+    mx_stop(db);             /* after the flush thread: it may need columns to make room */
     events_stop(db->events); /* delivers what is queued while reads still work: listeners may read */
     db->events = NULL;
     /* The first error: the background error that made the database
@@ -241,8 +242,8 @@ int tkv_close(tkv_db *db)
 /* is_db_file -- names tierkv creates in its directory. */
 static int is_db_file(const char *name)
 {
-    static const char *exact[] = {IDENTITY_FILE, LOCK_FILE, IDENTITY_FILE ".tmp", "CURRENT", "CURRENT.tmp", "matrix.pmem",
-                                  MX_POOL_FILE, MX_POOL_FILE ".tmp"};
+    static const char *exact[] = {IDENTITY_FILE, LOCK_FILE,     IDENTITY_FILE ".tmp", "CURRENT",
+                                  "CURRENT.tmp", "matrix.pmem", MX_POOL_FILE,         MX_POOL_FILE ".tmp"};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
         if (!strcmp(name, exact[i])) return 1;
     const char *dot = strrchr(name, '.');

@@ -23,19 +23,19 @@ static void cache_lines(tkv_db *db, tkv_buf *b, int *oom)
 {
     cache_stats cs;
     cache_get_stats(db->block_cache, &cs);
-    buf_appendf(b, oom, "block_cache: capacity=%zu usage=%zu hits=%llu misses=%llu hit_rate=%.4f\n", cs.capacity, cs.usage,
-            (unsigned long long)cs.hits, (unsigned long long)cs.misses,
-            cs.hits + cs.misses ? (double)cs.hits / (double)(cs.hits + cs.misses) : 0.0);
+    buf_appendf(b, oom, "block_cache: capacity=%zu usage=%zu hits=%llu misses=%llu hit_rate=%.4f\n", cs.capacity,
+                cs.usage, (unsigned long long)cs.hits, (unsigned long long)cs.misses,
+                cs.hits + cs.misses ? (double)cs.hits / (double)(cs.hits + cs.misses) : 0.0);
     table_cache_stats ts;
     table_cache_get_stats(db->tc, &ts);
     buf_appendf(b, oom, "table_cache: open=%zu client_opens=%llu preloads=%llu load_waits=%llu\n", ts.open,
-               (unsigned long long)ts.client_opens, (unsigned long long)ts.preloads,
-               (unsigned long long)ts.load_waits);
+                (unsigned long long)ts.client_opens, (unsigned long long)ts.preloads,
+                (unsigned long long)ts.load_waits);
     trash_stats tr;
     trash_get_stats(db->trash, &tr);
     buf_appendf(b, oom, "trash: files_deleted=%llu bytes_deleted=%llu pending_files=%llu failures=%llu\n",
-               (unsigned long long)tr.files_deleted, (unsigned long long)tr.bytes_deleted,
-               (unsigned long long)tr.pending_files, (unsigned long long)tr.failures);
+                (unsigned long long)tr.files_deleted, (unsigned long long)tr.bytes_deleted,
+                (unsigned long long)tr.pending_files, (unsigned long long)tr.failures);
 }
 
 /* async_lines -- tkv.stats' async_io line (the io_uring pool, or why reads
@@ -49,14 +49,14 @@ static void async_lines(tkv_db *db, tkv_buf *b, int *oom)
     } else {
         io_ring_stats rs;
         io_ring_pool_get_stats(db->rings, &rs);
-        buf_appendf(b, oom,
-                    "async_io: io_uring rings=%llu lent=%llu depth=%u max_rings=%u reads=%llu bytes=%llu max_inflight=%llu "
-                    "short_reads=%llu retries=%llu abandoned=%llu heap_buffers=%llu busy=%llu setup_failures=%llu\n",
-                    (unsigned long long)rs.rings, (unsigned long long)rs.lent, rs.depth, rs.max_rings,
-                    (unsigned long long)rs.reads, (unsigned long long)rs.bytes, (unsigned long long)rs.max_inflight,
-                    (unsigned long long)rs.short_reads, (unsigned long long)rs.retries, (unsigned long long)rs.abandoned,
-                    (unsigned long long)rs.heap_buffers, (unsigned long long)rs.busy,
-                    (unsigned long long)rs.setup_failures);
+        buf_appendf(
+            b, oom,
+            "async_io: io_uring rings=%llu lent=%llu depth=%u max_rings=%u reads=%llu bytes=%llu max_inflight=%llu "
+            "short_reads=%llu retries=%llu abandoned=%llu heap_buffers=%llu busy=%llu setup_failures=%llu\n",
+            (unsigned long long)rs.rings, (unsigned long long)rs.lent, rs.depth, rs.max_rings,
+            (unsigned long long)rs.reads, (unsigned long long)rs.bytes, (unsigned long long)rs.max_inflight,
+            (unsigned long long)rs.short_reads, (unsigned long long)rs.retries, (unsigned long long)rs.abandoned,
+            (unsigned long long)rs.heap_buffers, (unsigned long long)rs.busy, (unsigned long long)rs.setup_failures);
     }
     buf_appendf(b, oom, "multiget_async: keys=%llu block_reads=%llu shared=%llu cache_hits=%llu full_waits=%llu\n",
                 (unsigned long long)ctr_get(&c->mget_async_keys), (unsigned long long)ctr_get(&c->mget_reads),
@@ -137,19 +137,21 @@ static void wal_io_lines(tkv_db *db, tkv_buf *b, int *oom)
     if (db->io.wb) {
         io_wb_stats ws;
         io_wb_get_stats(db->io.wb, &ws);
-        buf_appendf(b, oom, "wal_writeback: ranges=%llu bytes=%llu syncs=%llu refused=%llu errors=%llu queued_now=%llu\n",
-                   (unsigned long long)ws.queued, (unsigned long long)ws.bytes, (unsigned long long)ws.syncs, (unsigned long long)ws.dropped,
-                   (unsigned long long)ws.failures, (unsigned long long)ws.pending);
+        buf_appendf(b, oom,
+                    "wal_writeback: ranges=%llu bytes=%llu syncs=%llu refused=%llu errors=%llu queued_now=%llu\n",
+                    (unsigned long long)ws.queued, (unsigned long long)ws.bytes, (unsigned long long)ws.syncs,
+                    (unsigned long long)ws.dropped, (unsigned long long)ws.failures, (unsigned long long)ws.pending);
     }
     if (db->io.wmap) {
         io_wmap_stats ms;
         io_wmap_get_stats(db->io.wmap, &ms);
-        buf_appendf(b, oom, "wal_mmap: files=%llu stored=%llu written=%llu made=%llu writer_waits=%llu taken=%llu "
-                   "errors=%llu\n",
-                   (unsigned long long)ms.files, (unsigned long long)ms.mapped_bytes,
-                   (unsigned long long)ms.written_bytes, (unsigned long long)ms.made_bytes,
-                   (unsigned long long)ms.writer_waits, (unsigned long long)ms.taken_bytes,
-                   (unsigned long long)ms.failures);
+        buf_appendf(b, oom,
+                    "wal_mmap: files=%llu stored=%llu written=%llu made=%llu writer_waits=%llu taken=%llu "
+                    "errors=%llu\n",
+                    (unsigned long long)ms.files, (unsigned long long)ms.mapped_bytes,
+                    (unsigned long long)ms.written_bytes, (unsigned long long)ms.made_bytes,
+                    (unsigned long long)ms.writer_waits, (unsigned long long)ms.taken_bytes,
+                    (unsigned long long)ms.failures);
     }
 }
 
@@ -166,9 +168,9 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "tierkv %s stats\n", TKV_VERSION_STRING);
     buf_appendf(b, oom, "sequence.last: %llu\n", (unsigned long long)__atomic_load_n(&db->last_seq, __ATOMIC_ACQUIRE));
     buf_appendf(b, oom, "memtable.active: entries=%llu bytes=%zu\n", (unsigned long long)memtable_num_entries(sv->mem),
-            memtable_memory_usage(sv->mem));
+                memtable_memory_usage(sv->mem));
     buf_appendf(b, oom, "memtable.immutable: count=%zu entries=%llu bytes=%zu\n", sv->nimm,
-            (unsigned long long)imm_entries, imm_bytes);
+                (unsigned long long)imm_entries, imm_bytes);
     buf_appendf(b, oom, "memtable.switches: %llu\n", (unsigned long long)ctr_get(&c->memtable_switches));
     size_t spare;
     uint64_t reused, freed, reserved;
@@ -176,58 +178,57 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "memtable.spares: bytes=%zu reused=%llu freed=%llu reserved=%llu\n", spare,
                 (unsigned long long)reused, (unsigned long long)freed, (unsigned long long)reserved);
     buf_appendf(b, oom, "writes: puts=%llu deletes=%llu batches=%llu groups=%llu user_bytes=%llu\n",
-            (unsigned long long)ctr_get(&c->user_puts), (unsigned long long)ctr_get(&c->user_deletes),
-            (unsigned long long)ctr_get(&c->batches), (unsigned long long)ctr_get(&c->groups),
-            (unsigned long long)ctr_get(&c->user_bytes_written));
+                (unsigned long long)ctr_get(&c->user_puts), (unsigned long long)ctr_get(&c->user_deletes),
+                (unsigned long long)ctr_get(&c->batches), (unsigned long long)ctr_get(&c->groups),
+                (unsigned long long)ctr_get(&c->user_bytes_written));
     buf_appendf(b, oom, "wal: records=%llu syncs=%llu\n", (unsigned long long)ctr_get(&c->wal_records),
-            (unsigned long long)ctr_get(&c->wal_syncs));
-    buf_appendf(b, oom, "reads: gets=%llu found=%llu multigets=%llu iterators=%llu\n", (unsigned long long)ctr_get(&c->gets),
-            (unsigned long long)ctr_get(&c->gets_found), (unsigned long long)ctr_get(&c->multigets),
-            (unsigned long long)ctr_get(&c->iterators_created));
+                (unsigned long long)ctr_get(&c->wal_syncs));
+    buf_appendf(b, oom, "reads: gets=%llu found=%llu multigets=%llu iterators=%llu\n",
+                (unsigned long long)ctr_get(&c->gets), (unsigned long long)ctr_get(&c->gets_found),
+                (unsigned long long)ctr_get(&c->multigets), (unsigned long long)ctr_get(&c->iterators_created));
     async_lines(db, b, oom);
-    buf_appendf(b, oom,
-            "recovery: records=%llu torn_records=%llu torn_bytes=%llu dropped_logs=%llu dropped_bytes=%llu\n",
-            (unsigned long long)ctr_get(&c->recovered_records), (unsigned long long)ctr_get(&c->recovered_torn_records),
-            (unsigned long long)ctr_get(&c->recovered_torn_bytes),
-            (unsigned long long)ctr_get(&c->recovered_dropped_logs),
-            (unsigned long long)ctr_get(&c->recovered_dropped_bytes));
+    buf_appendf(
+        b, oom, "recovery: records=%llu torn_records=%llu torn_bytes=%llu dropped_logs=%llu dropped_bytes=%llu\n",
+        (unsigned long long)ctr_get(&c->recovered_records), (unsigned long long)ctr_get(&c->recovered_torn_records),
+        (unsigned long long)ctr_get(&c->recovered_torn_bytes), (unsigned long long)ctr_get(&c->recovered_dropped_logs),
+        (unsigned long long)ctr_get(&c->recovered_dropped_bytes));
     version *v = vset_current(db->vs); /* caller holds mu */
     for (int l = 0; l < VERSION_LEVELS; l++) {
         if (!v->nfiles[l] && l > 1) continue;
         buf_appendf(b, oom, "level.L%d: files=%zu bytes=%llu%s", l, v->nfiles[l],
-                (unsigned long long)version_level_bytes(v, l), l == 0 ? "\n" : "");
-        if (l > 0)
-            buf_appendf(b, oom, " target=%llu\n", (unsigned long long)options_level_target(&db->opts, l));
+                    (unsigned long long)version_level_bytes(v, l), l == 0 ? "\n" : "");
+        if (l > 0) buf_appendf(b, oom, " target=%llu\n", (unsigned long long)options_level_target(&db->opts, l));
     }
     buf_appendf(b, oom, "flush: count=%llu bytes_written=%llu\n", (unsigned long long)ctr_get(&c->flushes),
-            (unsigned long long)ctr_get(&c->flush_bytes));
+                (unsigned long long)ctr_get(&c->flush_bytes));
     for (int k = IO_COMPACT_L0; k <= IO_COMPACT_DEEP; k++)
-        buf_appendf(b, oom, "compaction.%s: count=%llu input_bytes=%llu output_bytes=%llu\n", io_class_name((io_class)k),
-                (unsigned long long)ctr_get(&c->compactions[k]), (unsigned long long)ctr_get(&c->compaction_read_bytes[k]),
-                (unsigned long long)ctr_get(&c->compaction_write_bytes[k]));
+        buf_appendf(b, oom, "compaction.%s: count=%llu input_bytes=%llu output_bytes=%llu\n",
+                    io_class_name((io_class)k), (unsigned long long)ctr_get(&c->compactions[k]),
+                    (unsigned long long)ctr_get(&c->compaction_read_bytes[k]),
+                    (unsigned long long)ctr_get(&c->compaction_write_bytes[k]));
     buf_appendf(b, oom, "compaction.trivial_moves: %llu\n", (unsigned long long)ctr_get(&c->trivial_moves));
     silk_deep_stats ds;
     silk_get_deep_stats(db, &ds);
     buf_appendf(b, oom, "compaction.deep_yields: yields=%llu partial_commits=%llu partial_bytes=%llu aborts=%llu\n",
-            (unsigned long long)ds.yields, (unsigned long long)ds.partial_commits,
-            (unsigned long long)ds.partial_bytes, (unsigned long long)ds.aborts);
+                (unsigned long long)ds.yields, (unsigned long long)ds.partial_commits,
+                (unsigned long long)ds.partial_bytes, (unsigned long long)ds.aborts);
     cache_lines(db, b, oom);
     mx_stats_line(db, b, oom);
     buf_appendf(b, oom, "stalls: slowdowns=%llu stops=%llu stall_micros=%llu\n",
-            (unsigned long long)ctr_get(&c->stall_slowdowns), (unsigned long long)ctr_get(&c->stall_stops),
-            (unsigned long long)ctr_get(&c->stall_micros));
+                (unsigned long long)ctr_get(&c->stall_slowdowns), (unsigned long long)ctr_get(&c->stall_stops),
+                (unsigned long long)ctr_get(&c->stall_micros));
     uint64_t dev_written = 0;
     for (int i = 0; i < IO_NCLASSES; i++) {
         buf_appendf(b, oom, "io.%s: read_bytes=%llu write_bytes=%llu syncs=%llu\n", io_class_name((io_class)i),
-                (unsigned long long)ctr_get(&db->io.read_bytes[i]), (unsigned long long)ctr_get(&db->io.write_bytes[i]),
-                (unsigned long long)ctr_get(&db->io.syncs[i]));
+                    (unsigned long long)ctr_get(&db->io.read_bytes[i]),
+                    (unsigned long long)ctr_get(&db->io.write_bytes[i]), (unsigned long long)ctr_get(&db->io.syncs[i]));
         dev_written += ctr_get(&db->io.write_bytes[i]);
     }
-    wal_io_lines(db, b, oom); /* after the lines above: tests read their fields by first match */
+    wal_io_lines(db, b, oom);    /* after the lines above: tests read their fields by first match */
     silk_pmem_stats(db, b, oom); /* after io.*: "pmem_io.flush:" also contains "io.flush:" */
     uint64_t user = ctr_get(&c->user_bytes_written);
     buf_appendf(b, oom, "write_amplification: %.3f (device bytes written / user bytes written, since open)\n",
-            user ? (double)dev_written / (double)user : 0.0);
+                user ? (double)dev_written / (double)user : 0.0);
     buf_appendf(b, oom, "background_error: %s\n", db->bg_error ? tkv_strerror(db->bg_error) : "none");
     dram_line(db, b, oom); /* last: tests read fields by first match */
 }
@@ -236,11 +237,11 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
 static void levels_report(superversion *sv, version *v, tkv_buf *b, int *oom)
 {
     buf_appendf(b, oom, "mem: entries=%llu bytes=%zu\n", (unsigned long long)memtable_num_entries(sv->mem),
-            memtable_memory_usage(sv->mem));
+                memtable_memory_usage(sv->mem));
     for (size_t i = sv->nimm; i-- > 0;)
         buf_appendf(b, oom, "imm%zu: entries=%llu bytes=%zu wal=%llu\n", sv->nimm - i,
-                (unsigned long long)memtable_num_entries(sv->imm[i]), memtable_memory_usage(sv->imm[i]),
-                (unsigned long long)sv->imm_wal[i]);
+                    (unsigned long long)memtable_num_entries(sv->imm[i]), memtable_memory_usage(sv->imm[i]),
+                    (unsigned long long)sv->imm_wal[i]);
     if (sv->rows) {
         uint64_t entries = 0, live = 0, bytes = 0;
         for (size_t i = 0; i < sv->rows->n; i++) {
@@ -253,13 +254,13 @@ static void levels_report(superversion *sv, version *v, tkv_buf *b, int *oom)
             bytes += pr.data_bytes;
         }
         buf_appendf(b, oom, "rows: count=%zu entries=%llu live_entries=%llu data_bytes=%llu\n", sv->rows->n,
-                   (unsigned long long)entries, (unsigned long long)live, (unsigned long long)bytes);
+                    (unsigned long long)entries, (unsigned long long)live, (unsigned long long)bytes);
     }
     for (int l = 0; l < VERSION_LEVELS; l++) {
         uint64_t entries = 0;
         for (size_t i = 0; i < v->nfiles[l]; i++) entries += v->files[l][i]->num_entries;
         buf_appendf(b, oom, "L%d: files=%zu bytes=%llu entries=%llu\n", l, v->nfiles[l],
-                (unsigned long long)version_level_bytes(v, l), (unsigned long long)entries);
+                    (unsigned long long)version_level_bytes(v, l), (unsigned long long)entries);
     }
 }
 

@@ -174,8 +174,9 @@ static int mget_async(tkv_db *db, superversion *sv, version *ver, uint64_t seq, 
         if (rc == 1) {
             statuses[i] = type == IKEY_DELETION ? TKV_NOT_FOUND : copy_value(v, &vals[i], &vlens[i]);
         } else if ((rc = mx_get(db, sv, ver, slice(keys[i], klens[i]), seq, &type, &bufs[i])) != 0) {
-            statuses[i] = rc < 0 ? rc : type == IKEY_DELETION ? TKV_NOT_FOUND
-                                                             : copy_value(slice(bufs[i].data, bufs[i].len), &vals[i], &vlens[i]);
+            statuses[i] = rc < 0                  ? rc
+                          : type == IKEY_DELETION ? TKV_NOT_FOUND
+                                                  : copy_value(slice(bufs[i].data, bufs[i].len), &vals[i], &vlens[i]);
         } else {
             mk[m] = (multiget_key){.ukey = slice(keys[i], klens[i]), .val = &bufs[i]};
             which[m++] = i;
@@ -188,8 +189,7 @@ static int mget_async(tkv_db *db, superversion *sv, version *ver, uint64_t seq, 
         size_t i = which[j];
         if (mk[j].rc == 1 && mk[j].type == IKEY_VALUE)
             statuses[i] = copy_value(slice(bufs[i].data, bufs[i].len), &vals[i], &vlens[i]);
-        else
-            statuses[i] = mk[j].rc < 0 ? mk[j].rc : TKV_NOT_FOUND;
+        else statuses[i] = mk[j].rc < 0 ? mk[j].rc : TKV_NOT_FOUND;
         if (statuses[i] == TKV_OK) ctr_add(&db->ctr.gets_found, 1);
     }
     ctr_add(&db->ctr.mget_async_keys, m);
@@ -272,9 +272,9 @@ void tkv_snapshot_free(tkv_db *db, const tkv_snapshot *snap)
 struct tkv_iter {
     tkv_db *db;
     db_iter *it;
-    version *v;      /* pinned: its files stay on disk while the iterator lives */
-    io_ring *ring;   /* lent for the iterator's life (async_io), or NULL */
-    tkv_it **sst;    /* the SST children (L0 files, levels), owned by `it` */
+    version *v;    /* pinned: its files stay on disk while the iterator lives */
+    io_ring *ring; /* lent for the iterator's life (async_io), or NULL */
+    tkv_it **sst;  /* the SST children (L0 files, levels), owned by `it` */
     size_t nsst;
     uint64_t seq;
     unsigned rflags; /* table read flags (readopts_table_flags), set around each move */
@@ -336,8 +336,9 @@ static int iter_new(tkv_db *db, const tkv_snapshot *snap, const tkv_read_options
     sv_unref(sv);
     tkv_it *merged = rc == 0 ? merging_iter_new(children, n) : NULL;
     db_iter *di = merged ? db_iter_new(merged, seq) : NULL;
-    if (di && ro && db_iter_set_bounds(di, ro->has_lower ? bytes_of(&ro->lower) : NULL, ro->lower.len,
-                                       ro->has_upper ? bytes_of(&ro->upper) : NULL, ro->upper.len)) {
+    if (di && ro &&
+        db_iter_set_bounds(di, ro->has_lower ? bytes_of(&ro->lower) : NULL, ro->lower.len,
+                           ro->has_upper ? bytes_of(&ro->upper) : NULL, ro->upper.len)) {
         db_iter_free(di); /* releases the children */
         di = NULL;
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
@@ -396,12 +397,12 @@ static void prefetch_seek(tkv_iter *it, const void *key, size_t klen)
 
 /* Each move runs with the iterator's table read flags set on the calling
  * thread (sst/table.h), the caller's own restored after it. */
-#define ITER_MOVE(it, call)                                                                                           \
-    do {                                                                                                           \
-        if (!(it)) return;                                                                                         \
-        unsigned saved_ = table_read_flags_set((it)->rflags);                                                      \
-        call;                                                                                                      \
-        table_read_flags_set(saved_);                                                                              \
+#define ITER_MOVE(it, call)                                                                                            \
+    do {                                                                                                               \
+        if (!(it)) return;                                                                                             \
+        unsigned saved_ = table_read_flags_set((it)->rflags);                                                          \
+        call;                                                                                                          \
+        table_read_flags_set(saved_);                                                                                  \
     } while (0)
 
 void tkv_iter_seek(tkv_iter *it, const void *key, size_t klen)

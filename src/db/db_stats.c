@@ -13,10 +13,25 @@
 #include "util/status.h"
 
 static const char *const TICKER_NAMES[TKV_TICKER_COUNT] = {
-    "puts",          "deletes",      "bytes_written",         "write_batches",          "wal_syncs",
-    "gets",          "gets_found",   "iterators",             "stalls",                 "stall_micros",
-    "flushes",       "columns",      "compactions",           "compaction_read_bytes", "compaction_write_bytes",
-    "memtable_bytes", "pool_bytes",  "sst_bytes",             "events_dropped",
+    "puts",
+    "deletes",
+    "bytes_written",
+    "write_batches",
+    "wal_syncs",
+    "gets",
+    "gets_found",
+    "iterators",
+    "stalls",
+    "stall_micros",
+    "flushes",
+    "columns",
+    "compactions",
+    "compaction_read_bytes",
+    "compaction_write_bytes",
+    "memtable_bytes",
+    "pool_bytes",
+    "sst_bytes",
+    "events_dropped",
 };
 
 static const char *const HIST_NAMES[TKV_HIST_COUNT] = {

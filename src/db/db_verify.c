@@ -33,7 +33,8 @@ static int lock_shared(const char *dir, int *fd)
     close(*fd);
     *fd = -1;
     if (e == EWOULDBLOCK)
-        return tkv_err(TKV_BUSY, "database %s is open (%s is locked); tkv_verify checks closed databases only", dir, path);
+        return tkv_err(TKV_BUSY, "database %s is open (%s is locked); tkv_verify checks closed databases only", dir,
+                       path);
     return tkv_err_errno(e, "lock %s", path);
 }
 
@@ -82,8 +83,7 @@ static char *report_text(verify_ctx *v)
         buf_appendf(&b, &oom, "pool: file=%s rows=%llu pages=%llu entries=%llu\n", v->pool_path,
                     (unsigned long long)v->pool_rows, (unsigned long long)v->pool_pages,
                     (unsigned long long)v->row_entries);
-    else
-        buf_appendf(&b, &oom, "pool: none%s%s\n", v->pool_path[0] ? " read: " : "", v->pool_path);
+    else buf_appendf(&b, &oom, "pool: none%s%s\n", v->pool_path[0] ? " read: " : "", v->pool_path);
     if (!oom && v->problem_lines.len) oom = buf_append(&b, v->problem_lines.data, v->problem_lines.len) < 0;
     if (v->problems > VERIFY_MAX_LISTED)
         buf_appendf(&b, &oom, "problem: ... and %llu more\n", (unsigned long long)(v->problems - VERIFY_MAX_LISTED));

@@ -27,8 +27,8 @@ struct events {
     slot *ring;
     uint64_t head, tail; /* posted: tail - head, slots ring[head % N] .. */
     int stopping;
-    uint64_t dropped;    /* atomic */
-    uint64_t job;        /* atomic */
+    uint64_t dropped; /* atomic */
+    uint64_t job;     /* atomic */
 };
 
 static void *events_main(void *p)
@@ -94,10 +94,7 @@ void events_post(events *q, const tkv_event *ev)
     pthread_mutex_unlock(&q->mu);
 }
 
-uint64_t events_next_job(events *q)
-{
-    return q ? __atomic_add_fetch(&q->job, 1, __ATOMIC_RELAXED) : 0;
-}
+uint64_t events_next_job(events *q) { return q ? __atomic_add_fetch(&q->job, 1, __ATOMIC_RELAXED) : 0; }
 
 uint64_t events_dropped(const events *q) { return q ? __atomic_load_n(&q->dropped, __ATOMIC_RELAXED) : 0; }
 

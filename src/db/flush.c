@@ -69,7 +69,7 @@ static int flush_one_sst(tkv_db *db)
         e.log_number = next_log;
         if (rc == 0) {
             rc = files_install(db, &e); /* mu released for the MANIFEST sync */
-            install_failed = rc < 0; /* the edit may still be recovered: keep the SST */
+            install_failed = rc < 0;    /* the edit may still be recovered: keep the SST */
         }
         edit_free(&e);
     }
@@ -166,7 +166,7 @@ static void *flush_main(void *arg)
                     flush_ended(db, job, started, bytes, db->bg_error ? db->bg_error : TKV_NO_SPACE);
                     started = 0;
                     if (db->bg_error) continue; /* the pool cannot hold a row at all (error set) */
-                    break; /* shutting down and no room will come: the WAL keeps the data */
+                    break;                      /* shutting down and no room will come: the WAL keeps the data */
                 }
                 db_wait_us(db, 10000);
                 continue;

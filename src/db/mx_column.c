@@ -38,17 +38,17 @@
 typedef struct column_job {
     version *v;
     size_t k;
-    rowtable **rows;        /* compactor rows, newest first */
-    uint32_t *from, *to;    /* cursors before / after the column */
-    file_meta **l1;         /* L1 inputs (ref'd, being_compacted) */
+    rowtable **rows;     /* compactor rows, newest first */
+    uint32_t *from, *to; /* cursors before / after the column */
+    file_meta **l1;      /* L1 inputs (ref'd, being_compacted) */
     size_t nl1;
     uint64_t smallest_snapshot;
     column_plan plan;
-    struct column_job *next; /* the next column in flight (mx->inflight), picked after this one */
-    uint64_t started_us;     /* when it was picked */
+    struct column_job *next;            /* the next column in flight (mx->inflight), picked after this one */
+    uint64_t started_us;                /* when it was picked */
     uint64_t read_bytes, written_bytes; /* set by a commit: the end event reports them */
-    uint64_t drains;         /* its row bytes in writer units */
-    int cancelled;           /* an earlier column failed: discard, do not commit */
+    uint64_t drains;                    /* its row bytes in writer units */
+    int cancelled;                      /* an earlier column failed: discard, do not commit */
 } column_job;
 
 static void job_free(column_job *j)
@@ -235,7 +235,8 @@ static column_job *pick_column(tkv_db *db, int *busy, int *err)
     for (size_t i = 0; i < rs->n; i++) {
         if (rowtable_id(rs->rows[i]) > mx->compactor_max_id) continue;
         j->rows[j->k] = rs->rows[i];
-        if (!cursor_after(tail, rs->rows[i], &j->from[j->k]) && (*err = mx_cursor_in(v, rs->rows[i], &j->from[j->k])) < 0)
+        if (!cursor_after(tail, rs->rows[i], &j->from[j->k]) &&
+            (*err = mx_cursor_in(v, rs->rows[i], &j->from[j->k])) < 0)
             goto fail;
         j->k++;
     }
@@ -457,7 +458,8 @@ static void column_begin(struct mx_state *mx, column_job *j, uint64_t row_bytes)
     *pp = j;
     if (mx->ncolumns) ctr_add(&mx->ctr.columns_parallel, 1);
     mx->ncolumns++;
-    if (mx->ncolumns > ctr_get(&mx->ctr.max_in_flight)) __atomic_store_n(&mx->ctr.max_in_flight, mx->ncolumns, __ATOMIC_RELAXED);
+    if (mx->ncolumns > ctr_get(&mx->ctr.max_in_flight))
+        __atomic_store_n(&mx->ctr.max_in_flight, mx->ncolumns, __ATOMIC_RELAXED);
 }
 
 /* column_end -- j (committed, failed or cancelled: rc) leaves the columns
@@ -587,7 +589,7 @@ static void *column_loop(tkv_db *db, int boost)
         pthread_cond_broadcast(&db->bg_cv);
     }
     if (boost) mx->boost_busy_us = 1; /* gone: the others take every column */
-    mx->gave_up = 1; /* no more columns: a waiting flush must not wait for one */
+    mx->gave_up = 1;                  /* no more columns: a waiting flush must not wait for one */
     pthread_cond_broadcast(&db->bg_cv);
     pthread_mutex_unlock(&db->mu);
     return NULL;
@@ -606,7 +608,8 @@ int mx_start(tkv_db *db)
     cpuload_init(&mx->load, sched_mono_us());
     mx->boost_busy_us = 1; /* the boost thread is not at its pick yet */
     int started = 0, rc = TKV_NO_MEMORY;
-    while (started < n && (rc = thread_create(&mx->threads[started], column_main, db, "a column-compaction thread")) == 0)
+    while (started < n &&
+           (rc = thread_create(&mx->threads[started], column_main, db, "a column-compaction thread")) == 0)
         started++;
     int boost = started > 0 && thread_create(&mx->threads[started], boost_main, db, "the column boost thread") == 0;
     pthread_mutex_lock(&db->mu); /* the flush thread reads it (mx_flush_blocked); may_start reads the rest */

@@ -142,8 +142,7 @@ static int flush_one(tkv_db *db)
     if (rc == 0 && r) {
         if (!(nrs = with_new_row(db, r)))
             rc = tkv_err(TKV_NO_MEMORY, "out of memory installing row %llu", (unsigned long long)rowtable_id(r));
-        else if ((rc = mx_reg_add(mx, r)) == 0)
-            registered = 1;
+        else if ((rc = mx_reg_add(mx, r)) == 0) registered = 1;
     }
     /* The memtable leaves the view only together with the row entering it;
      * if this fails after the edit, reads still find the data in the
@@ -204,8 +203,10 @@ int mx_flush_blocked(tkv_db *db)
          * or the file system under the pool is full (no_space_msg says which). */
         pool_stats st;
         pool_get_stats(mx->pool, &st);
-        tkv_err(TKV_NO_SPACE, "pmem pool %s has no room for a flushed memtable and no row left to drain (%u free pages "
-                "of %u bytes): %s", mx->path, st.pages_free, st.page_size, mx->no_space_msg);
+        tkv_err(TKV_NO_SPACE,
+                "pmem pool %s has no room for a flushed memtable and no row left to drain (%u free pages "
+                "of %u bytes): %s",
+                mx->path, st.pages_free, st.page_size, mx->no_space_msg);
         db_set_bg_error(db, TKV_NO_SPACE);
         return 0;
     }

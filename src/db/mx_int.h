@@ -54,19 +54,19 @@
 
 /* Bytes a media access of the pool is charged as (a cache line), for the
  * scheduler's pmem tier (mx_read.c). */
-#define MX_PMEM_LINE 64u
+#define MX_PMEM_LINE         64u
 #define MX_DEFAULT_POOL_SIZE (UINT64_C(1) << 30)
 /* The pool must hold this many memtables, so that a compactor and a
  * receiver fit (and a single row always fits in an empty pool). */
 #define MX_MIN_MEMTABLES_PER_POOL 4
-#define MX_RETRY_MIN_US 10000u
-#define MX_RETRY_MAX_US 2000000u
-#define MX_IDLE_WAIT_US 100000u
+#define MX_RETRY_MIN_US           10000u
+#define MX_RETRY_MAX_US           2000000u
+#define MX_IDLE_WAIT_US           100000u
 /* An idle column thread gives back the blocks of free pages (pool_trim) at
  * most this often, while the pool changes, once no page has been allocated
  * for MX_TRIM_IDLE_US. */
 #define MX_TRIM_EVERY_US 1000000u
-#define MX_TRIM_IDLE_US 1000000u
+#define MX_TRIM_IDLE_US  1000000u
 /* The first column's pace counts as the drain rate once it has run this long. */
 #define MX_FIRST_DRAIN_US 20000u
 /* After a write slept at the container ramp's pace, columns start on the
@@ -82,20 +82,20 @@
 /* Counters of the matrix container (atomic, relaxed), for tkv.matrix. */
 typedef struct mx_counters {
     uint64_t rows_flushed, flush_entries, flush_data_bytes; /* rows built by flushes */
-    uint64_t flush_batch_bytes;                    /* the same flushes in writer units (batch bytes) */
-    uint64_t full_flush_batch_bytes, full_flush_pages; /* flushes of full memtables: batch bytes and the
+    uint64_t flush_batch_bytes;                             /* the same flushes in writer units (batch bytes) */
+    uint64_t full_flush_batch_bytes, full_flush_pages;      /* flushes of full memtables: batch bytes and the
                                                    * pool pages their rows took (mx_fill's estimate) */
-    uint64_t flush_no_space, flush_wait_micros;    /* flushes that found the pool full, time waited */
+    uint64_t flush_no_space, flush_wait_micros;             /* flushes that found the pool full, time waited */
     uint64_t lookups, rows_searched, rows_filtered, hints_used, hints_rejected, comparisons;
-    row_seek_stats seeks;                          /* iterator seeks over the rows (rowtable_iters_at) */
+    row_seek_stats seeks; /* iterator seeks over the rows (rowtable_iters_at) */
     uint64_t columns, column_row_bytes, column_row_entries, column_l1_read_bytes, column_write_bytes;
     uint64_t column_l1_merged_files, column_l1_merged_bytes; /* small L1 neighbours taken in (column.h step 5) */
-    uint64_t column_failures, compactors;          /* failed (retried) columns, compactors formed */
-    uint64_t columns_parallel, column_cancels;     /* columns started beside another; discarded after an earlier failed */
-    uint64_t max_in_flight;                        /* most columns in flight at once */
-    uint64_t columns_boosted;                      /* columns run on the boost thread */
+    uint64_t column_failures, compactors;                    /* failed (retried) columns, compactors formed */
+    uint64_t columns_parallel, column_cancels; /* columns started beside another; discarded after an earlier failed */
+    uint64_t max_in_flight;                    /* most columns in flight at once */
+    uint64_t columns_boosted;                  /* columns run on the boost thread */
     uint64_t rows_dropped, pages_released;
-    uint64_t pinned_switches;                      /* memtables queued in DRAM while views pinned a full pool */
+    uint64_t pinned_switches; /* memtables queued in DRAM while views pinned a full pool */
 } mx_counters;
 
 /* The matrix container's state (db->mx, l0=matrix only). Fields guarded
@@ -103,38 +103,38 @@ typedef struct mx_counters {
 struct mx_state {
     pool *pool;
     char *path;
-    rowtable **rows;         /* every open row handle, oldest (smallest id) first */
+    rowtable **rows; /* every open row handle, oldest (smallest id) first */
     size_t nrows, cap;
-    size_t dram_bytes;       /* the DRAM of every open row handle (rowtable_props.dram_bytes); atomic writes */
-    uint64_t column_bytes;   /* effective column size */
-    uint64_t compactor_max_id; /* rows with id <= this form the compactor; 0 = no compactor */
-    uint64_t compactor_entries; /* entries of the compactor's rows when it formed */
+    size_t dram_bytes;           /* the DRAM of every open row handle (rowtable_props.dram_bytes); atomic writes */
+    uint64_t column_bytes;       /* effective column size */
+    uint64_t compactor_max_id;   /* rows with id <= this form the compactor; 0 = no compactor */
+    uint64_t compactor_entries;  /* entries of the compactor's rows when it formed */
     struct column_job *inflight; /* columns in flight, in pick (= key) order: mx_column.c */
-    unsigned ncolumns;       /* how many */
-    uint64_t last_commit_us; /* when the last column committed */
-    size_t rows_at_flush;    /* open rows when the last flush attempt started */
-    int flush_building;      /* mx_flush_one runs on sv->imm[0] ... */
-    uint64_t flush_alloc_mark; /* ... and the pool had handed out this many pages when it began: once
+    unsigned ncolumns;           /* how many */
+    uint64_t last_commit_us;     /* when the last column committed */
+    size_t rows_at_flush;        /* open rows when the last flush attempt started */
+    int flush_building;          /* mx_flush_one runs on sv->imm[0] ... */
+    uint64_t flush_alloc_mark;   /* ... and the pool had handed out this many pages when it began: once
                                 * pool_stats.pages_allocated differs, imm[0]'s row holds its pages
                                 * (only flushes allocate pool pages) and mx_fill stops counting it */
-    char no_space_msg[320];  /* why the last flush found no room: the pool's pages, or the disk under it */
-    uint64_t blocked_since;  /* when the flush began waiting for room (db->flush_blocked) */
-    int drain_waiters;       /* tkv_compact_range calls waiting for every row to drain */
-    int failures;            /* consecutive failed columns (backoff) */
-    int gave_up;             /* shutting down and columns keep failing: flush stops waiting */
-    uint64_t retry_at_us;    /* after a failure, no column before this time */
-    uint64_t trim_at_us;     /* the last pool_trim (column thread only) */
-    uint64_t trim_mark;      /* the pool's persists + discards at that trim (column thread only) */
-    drainmeter drain;        /* the committed columns' drains (writer units) and times (drain_since) */
-    pthread_t *threads;      /* column_threads column-compaction threads, then the boost thread */
-    int nthreads;            /* threads started (to join) */
-    int max_columns;         /* columns in flight at most: column_threads */
-    int boost_started;       /* the boost thread runs (the last of threads[]) */
-    uint64_t boost_busy_us;  /* 0 while the boost thread is at its pick (or waiting there); else when it
+    char no_space_msg[320];      /* why the last flush found no room: the pool's pages, or the disk under it */
+    uint64_t blocked_since;      /* when the flush began waiting for room (db->flush_blocked) */
+    int drain_waiters;           /* tkv_compact_range calls waiting for every row to drain */
+    int failures;                /* consecutive failed columns (backoff) */
+    int gave_up;                 /* shutting down and columns keep failing: flush stops waiting */
+    uint64_t retry_at_us;        /* after a failure, no column before this time */
+    uint64_t trim_at_us;         /* the last pool_trim (column thread only) */
+    uint64_t trim_mark;          /* the pool's persists + discards at that trim (column thread only) */
+    drainmeter drain;            /* the committed columns' drains (writer units) and times (drain_since) */
+    pthread_t *threads;          /* column_threads column-compaction threads, then the boost thread */
+    int nthreads;                /* threads started (to join) */
+    int max_columns;             /* columns in flight at most: column_threads */
+    int boost_started;           /* the boost thread runs (the last of threads[]) */
+    uint64_t boost_busy_us;      /* 0 while the boost thread is at its pick (or waiting there); else when it
                               * began the work after its last commit, or an idle collect */
-    uint64_t drain_wait_us;  /* the last mx_note_drain_wait (atomic); 0: none */
-    int thread_started;      /* 1 once they run (mx_flush.c reads it) */
-    cpuload load;            /* the process's idle CPUs: the gate for a second column */
+    uint64_t drain_wait_us;      /* the last mx_note_drain_wait (atomic); 0: none */
+    int thread_started;          /* 1 once they run (mx_flush.c reads it) */
+    cpuload load;                /* the process's idle CPUs: the gate for a second column */
     mx_counters ctr;
 };
 

@@ -243,8 +243,8 @@ int mx_open(tkv_db *db)
         int found = 0;
         for (size_t j = 0; j < mx->nrows && !found; j++) found = rowtable_id(mx->rows[j]) == v->rows[i].row_id;
         if (!found)
-            return tkv_err(TKV_CORRUPTION, "the MANIFEST of %s lists row %llu, which pmem pool %s does not hold", db->dir,
-                           (unsigned long long)v->rows[i].row_id, mx->path);
+            return tkv_err(TKV_CORRUPTION, "the MANIFEST of %s lists row %llu, which pmem pool %s does not hold",
+                           db->dir, (unsigned long long)v->rows[i].row_id, mx->path);
     }
     return 0;
 }

@@ -75,8 +75,9 @@ double mx_fill(tkv_db *db)
     if (!db->mx) return 0.0;
     pool_stats st;
     pool_get_stats(db->mx->pool, &st);
-    double pages = st.pages_total ? ((double)(st.pages_total - st.pages_free) + pending_pages(db, &st)) / (double)st.pages_total
-                                  : 0.0;
+    double pages = st.pages_total
+                       ? ((double)(st.pages_total - st.pages_free) + pending_pages(db, &st)) / (double)st.pages_total
+                       : 0.0;
     uint64_t share = db->dram.share[BUDGET_ROWS];
     double dram = share ? (double)mx_dram_bytes(db) / (double)share : 0.0;
     if (dram > 1.0) dram = 1.0; /* a lone row may pass its share */

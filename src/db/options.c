@@ -120,11 +120,20 @@ int options_parse_size(const char *s, uint64_t *out)
     unsigned shift = 0;
     if (*end) {
         switch (toupper((unsigned char)*end)) {
-        case 'K': shift = 10; break;
-        case 'M': shift = 20; break;
-        case 'G': shift = 30; break;
-        case 'T': shift = 40; break;
-        default: return TKV_INVALID;
+        case 'K':
+            shift = 10;
+            break;
+        case 'M':
+            shift = 20;
+            break;
+        case 'G':
+            shift = 30;
+            break;
+        case 'T':
+            shift = 40;
+            break;
+        default:
+            return TKV_INVALID;
         }
         end++;
         if (*end == 'B' || *end == 'b') end++; /* "64MB" */
@@ -140,8 +149,14 @@ int options_parse_bool(const char *s, uint64_t *out)
 {
     static const char *yes[] = {"1", "true", "on", "yes"}, *no[] = {"0", "false", "off", "no"};
     for (size_t i = 0; i < 4; i++) {
-        if (!strcasecmp(s, yes[i])) { *out = 1; return 0; }
-        if (!strcasecmp(s, no[i])) { *out = 0; return 0; }
+        if (!strcasecmp(s, yes[i])) {
+            *out = 1;
+            return 0;
+        }
+        if (!strcasecmp(s, no[i])) {
+            *out = 0;
+            return 0;
+        }
     }
     return TKV_INVALID;
 }
@@ -150,27 +165,39 @@ int options_parse_bool(const char *s, uint64_t *out)
 static int store_string(struct tkv_options *o, const opt_def *d, const char *value)
 {
     size_t n = strlen(value);
-    if (n > d->max) return tkv_err(TKV_INVALID, "option %s: value of %zu bytes is longer than %llu", d->name, n,
-                                   (unsigned long long)d->max);
+    if (n > d->max)
+        return tkv_err(TKV_INVALID, "option %s: value of %zu bytes is longer than %llu", d->name, n,
+                       (unsigned long long)d->max);
     memcpy((char *)o + d->offset, value, n + 1);
     return 0;
 }
 
-static int is_size(const opt_def *d) { return d->kind == OPT_SIZE || d->kind == OPT_SIZE_AUTO || d->kind == OPT_SIZE_OFF; }
+static int is_size(const opt_def *d)
+{
+    return d->kind == OPT_SIZE || d->kind == OPT_SIZE_AUTO || d->kind == OPT_SIZE_OFF;
+}
 static int zero_ok(const opt_def *d) { return d->kind == OPT_SIZE_AUTO || d->kind == OPT_SIZE_OFF; }
 
 static void store(struct tkv_options *o, const opt_def *d, uint64_t v)
 {
     char *field = (char *)o + d->offset;
     if (is_size(d)) memcpy(field, &v, sizeof(uint64_t));
-    else { int iv = (int)v; memcpy(field, &iv, sizeof(int)); }
+    else {
+        int iv = (int)v;
+        memcpy(field, &iv, sizeof(int));
+    }
 }
 
 static uint64_t load(const struct tkv_options *o, const opt_def *d)
 {
     const char *field = (const char *)o + d->offset;
-    if (is_size(d)) { uint64_t v; memcpy(&v, field, sizeof v); return v; }
-    int iv; memcpy(&iv, field, sizeof iv);
+    if (is_size(d)) {
+        uint64_t v;
+        memcpy(&v, field, sizeof v);
+        return v;
+    }
+    int iv;
+    memcpy(&iv, field, sizeof iv);
     return (uint64_t)iv;
 }
 
@@ -184,18 +211,23 @@ static int set_one(struct tkv_options *o, const opt_def *d, const char *value)
     else if (d->kind == OPT_ENUM) {
         rc = TKV_INVALID;
         for (v = 0; d->names[v]; v++)
-            if (!strcasecmp(d->names[v], value)) { rc = 0; break; }
+            if (!strcasecmp(d->names[v], value)) {
+                rc = 0;
+                break;
+            }
         if (rc < 0) return tkv_err(TKV_INVALID, "option %s: unknown value \"%s\"", d->name, value);
     } else rc = options_parse_size(value, &v); /* ints accept plain digits; suffixes are harmless */
     if (rc < 0)
         return tkv_err(TKV_INVALID, "option %s: cannot parse \"%s\" (%s)", d->name, value,
                        d->kind == OPT_BOOL ? "expected 1/0/true/false/on/off/yes/no"
-                       : is_size(d)          ? "expected a size such as 4096, 64K, 64M, 1G"
-                                             : "expected a non-negative integer");
+                       : is_size(d)        ? "expected a size such as 4096, 64K, 64M, 1G"
+                                           : "expected a non-negative integer");
     if ((v < d->min || v > d->max) && !(zero_ok(d) && v == 0))
         return tkv_err(TKV_INVALID, "option %s: %s is out of range [%llu, %llu]%s", d->name, value,
                        (unsigned long long)d->min, (unsigned long long)d->max,
-                       d->kind == OPT_SIZE_AUTO ? " (or 0: automatic)" : d->kind == OPT_SIZE_OFF ? " (or 0: off)" : "");
+                       d->kind == OPT_SIZE_AUTO  ? " (or 0: automatic)"
+                       : d->kind == OPT_SIZE_OFF ? " (or 0: off)"
+                                                 : "");
     store(o, d, v);
     return 0;
 }
@@ -267,17 +299,23 @@ char *options_describe(const struct tkv_options *o)
         uint64_t v = load(o, d);
         int n = d->kind == OPT_ENUM ? snprintf(line, sizeof line, "%s=%s\n", d->name, d->names[v])
                                     : snprintf(line, sizeof line, "%s=%llu\n", d->name, (unsigned long long)v);
-        if (buf_append(&b, line, (size_t)n) < 0) { buf_free(&b); return NULL; }
+        if (buf_append(&b, line, (size_t)n) < 0) {
+            buf_free(&b);
+            return NULL;
+        }
     }
-    if (buf_append(&b, "", 1) < 0) { buf_free(&b); return NULL; }
+    if (buf_append(&b, "", 1) < 0) {
+        buf_free(&b);
+        return NULL;
+    }
     return (char *)b.data;
 }
 
 uint64_t options_level_target(const struct tkv_options *o, int level)
 {
     uint64_t t = o->l1_size;
-    for (int l = 1; l < level; l++) t = t > UINT64_MAX / (uint64_t)o->level_multiplier ? UINT64_MAX
-                                                                                        : t * (uint64_t)o->level_multiplier;
+    for (int l = 1; l < level; l++)
+        t = t > UINT64_MAX / (uint64_t)o->level_multiplier ? UINT64_MAX : t * (uint64_t)o->level_multiplier;
     return t;
 }
 

@@ -16,8 +16,8 @@
 #include "tierkv.h"
 
 struct tkv_options {
-    int create_if_missing; /* create the directory and database if absent */
-    int error_if_exists;   /* fail if a database already exists */
+    int create_if_missing;  /* create the directory and database if absent */
+    int error_if_exists;    /* fail if a database already exists */
     uint64_t memtable_size; /* bytes of arena per memtable before it is switched */
     int memtables;          /* memtables in DRAM: 1 mutable + (memtables-1) immutable */
     int wal;                /* 1: write-ahead log on; 0: off (writes survive only via flush) */
@@ -26,57 +26,57 @@ struct tkv_options {
     int paranoid_checks;    /* 1: a corrupt record in the middle of a WAL fails open */
     uint64_t dram_budget;   /* bytes of DRAM for every sizeable part together (budget.h); 0 = no budget */
     /* SSD tier */
-    uint64_t block_size;        /* target uncompressed data block size */
-    uint64_t block_cache_size;  /* bytes of uncompressed blocks cached (sharded LRU) */
-    int bloom_bits_per_key;     /* bloom filter bits per key; 0 = no filter */
-    int compression;            /* 0 none, 1 lz4 (per block, only when it saves space): L2 and below */
-    int l1_compression;         /* the same for the SSTs of L0 and L1 (output_open); 2: as `compression` */
-    uint64_t sst_size;          /* target SST file size */
-    uint64_t l1_size;           /* target bytes of L1; 0 = automatic, resolved by tkv_open (options_resolve_at_open) */
-    int level_multiplier;       /* each level below L1 is this many times larger */
-    int l0_compaction_trigger;  /* L0 files that start an L0->L1 compaction */
-    int l0_slowdown_trigger;    /* l0=sst: L0 files at which the write controller slows writers */
-    int l0_stop_trigger;        /* L0 files at which writes wait for compaction */
-    int max_open_files;         /* SST tables kept open */
-    uint64_t bytes_per_sync;    /* incremental syncs of SSTs and the MANIFEST (io_stats.bytes_per_sync) */
+    uint64_t block_size;         /* target uncompressed data block size */
+    uint64_t block_cache_size;   /* bytes of uncompressed blocks cached (sharded LRU) */
+    int bloom_bits_per_key;      /* bloom filter bits per key; 0 = no filter */
+    int compression;             /* 0 none, 1 lz4 (per block, only when it saves space): L2 and below */
+    int l1_compression;          /* the same for the SSTs of L0 and L1 (output_open); 2: as `compression` */
+    uint64_t sst_size;           /* target SST file size */
+    uint64_t l1_size;            /* target bytes of L1; 0 = automatic, resolved by tkv_open (options_resolve_at_open) */
+    int level_multiplier;        /* each level below L1 is this many times larger */
+    int l0_compaction_trigger;   /* L0 files that start an L0->L1 compaction */
+    int l0_slowdown_trigger;     /* l0=sst: L0 files at which the write controller slows writers */
+    int l0_stop_trigger;         /* L0 files at which writes wait for compaction */
+    int max_open_files;          /* SST tables kept open */
+    uint64_t bytes_per_sync;     /* incremental syncs of SSTs and the MANIFEST (io_stats.bytes_per_sync) */
     uint64_t wal_bytes_per_sync; /* the same for WALs (io_stats.wal_bytes_per_sync); 0 = only when synced */
-    int preload_tables;         /* 1: open tables into the table cache at open and when installed */
-    uint64_t delete_chunk;      /* obsolete files are truncated this much at a time (0: unlinked at once) */
-    uint64_t delete_rate;       /* bytes/s of obsolete files released at most (0: no pause) */
-    int direct_io;              /* 1: SST reads and flush/compaction writes use O_DIRECT */
-    int async_io;               /* ASYNC_AUTO, ASYNC_ON, ASYNC_OFF: io_uring reads for multi_get and iterators */
+    int preload_tables;          /* 1: open tables into the table cache at open and when installed */
+    uint64_t delete_chunk;       /* obsolete files are truncated this much at a time (0: unlinked at once) */
+    uint64_t delete_rate;        /* bytes/s of obsolete files released at most (0: no pause) */
+    int direct_io;               /* 1: SST reads and flush/compaction writes use O_DIRECT */
+    int async_io;                /* ASYNC_AUTO, ASYNC_ON, ASYNC_OFF: io_uring reads for multi_get and iterators */
     /* NVM tier: the matrix container (docs/format-matrix.md) */
-    int l0;                     /* L0_SST or L0_MATRIX */
-    char pmem_path[4096];       /* pool file; "" = <dir>/matrix.pmem */
-    uint64_t pmem_size;         /* pool bytes at creation; 0 = 1G for a new pool, the pool's own size for an existing one */
-    int pmem_mode;              /* pm_mode (emul/pmem.h): auto, pmem, emulated, msync, crashsim, volatile */
-    int emul_profile;           /* pm_profile: none, optane */
-    uint64_t pmem_writeback;    /* bytes/s of paced write-back of flushed rows (emulated pmem on a disk), 0 = off */
-    uint64_t column_bytes;      /* bytes of rows per column compaction; 0 = pool size / 16 */
-    int matrix_trigger;         /* percent of the pool's pages in use at which the compactor forms */
-    int row_filter;             /* 1: lookups consult each row's DRAM key filter before searching it */
-    int seek_hints;             /* 1: iterator seeks narrow from row to row through the forward pointers */
-    int column_threads;         /* column compactions that may run at once, on disjoint key ranges */
-    int column_gate;            /* COLUMN_GATE_IDLE: a second column only while a CPU is idle; _ALWAYS */
+    int l0;               /* L0_SST or L0_MATRIX */
+    char pmem_path[4096]; /* pool file; "" = <dir>/matrix.pmem */
+    uint64_t pmem_size;   /* pool bytes at creation; 0 = 1G for a new pool, the pool's own size for an existing one */
+    int pmem_mode;        /* pm_mode (emul/pmem.h): auto, pmem, emulated, msync, crashsim, volatile */
+    int emul_profile;     /* pm_profile: none, optane */
+    uint64_t pmem_writeback; /* bytes/s of paced write-back of flushed rows (emulated pmem on a disk), 0 = off */
+    uint64_t column_bytes;   /* bytes of rows per column compaction; 0 = pool size / 16 */
+    int matrix_trigger;      /* percent of the pool's pages in use at which the compactor forms */
+    int row_filter;          /* 1: lookups consult each row's DRAM key filter before searching it */
+    int seek_hints;          /* 1: iterator seeks narrow from row to row through the forward pointers */
+    int column_threads;      /* column compactions that may run at once, on disjoint key ranges */
+    int column_gate;         /* COLUMN_GATE_IDLE: a second column only while a CPU is idle; _ALWAYS */
     /* Scheduler (docs/scheduler.md) */
-    int scheduler;              /* SCHED_SILK or SCHED_FIFO */
-    int write_controller;       /* WCTL_MODE_PRL, WCTL_MODE_CLASSIC, WCTL_MODE_OFF (option order) */
-    uint64_t device_bandwidth;  /* T in bytes/s; 0 = probe at open */
-    int adapt_bandwidth;        /* 1: T follows the observed throughput (sched/tadapt.h) */
+    int scheduler;                   /* SCHED_SILK or SCHED_FIFO */
+    int write_controller;            /* WCTL_MODE_PRL, WCTL_MODE_CLASSIC, WCTL_MODE_OFF (option order) */
+    uint64_t device_bandwidth;       /* T in bytes/s; 0 = probe at open */
+    int adapt_bandwidth;             /* 1: T follows the observed throughput (sched/tadapt.h) */
     uint64_t min_internal_bandwidth; /* floor of I for flush and L0->L1 work, bytes/s */
-    uint64_t sched_epsilon;     /* epsilon of I = T - C - epsilon, bytes/s */
-    uint64_t sched_threshold;   /* the published I changes only by more than this, bytes/s */
-    int sched_latency;          /* LATCAP_AUTO (on with direct_io), LATCAP_ON, LATCAP_OFF: the read-latency cap on I */
-    int sched_latency_factor;   /* the cap backs off when client reads take this percent of their baseline */
+    uint64_t sched_epsilon;          /* epsilon of I = T - C - epsilon, bytes/s */
+    uint64_t sched_threshold;        /* the published I changes only by more than this, bytes/s */
+    int sched_latency;        /* LATCAP_AUTO (on with direct_io), LATCAP_ON, LATCAP_OFF: the read-latency cap on I */
+    int sched_latency_factor; /* the cap backs off when client reads take this percent of their baseline */
     uint64_t deep_reserved_bandwidth; /* deep compactions' guaranteed share of I, bytes/s */
-    uint64_t l0_reserved_bandwidth; /* L0->L1 work's (columns') guaranteed share of I under a flush peak, bytes/s */
-    uint64_t pmem_bandwidth;    /* T of the pmem tier, bytes/s; 0 = the Optane profile's, or probed */
-    int compaction_threads;     /* low-priority pool: threads for deep (L1+) compactions */
-    int deep_yield_wait;        /* ms a deep job asked to yield may go on to its next cut (0: stop at once) */
-    int background_nice;        /* nice value of the flush, column, L0 and deep threads (0: unchanged) */
-    uint64_t compaction_readahead; /* bytes per read of a compaction input SST (0: one block per read) */
-    uint64_t ssd_bandwidth;     /* emul/: cap on every SSD read and write of the engine, bytes/s; 0 = off */
-    int statistics;             /* 1: latency histograms of gets and writes (tkv_statistics) */
+    uint64_t l0_reserved_bandwidth;   /* L0->L1 work's (columns') guaranteed share of I under a flush peak, bytes/s */
+    uint64_t pmem_bandwidth;          /* T of the pmem tier, bytes/s; 0 = the Optane profile's, or probed */
+    int compaction_threads;           /* low-priority pool: threads for deep (L1+) compactions */
+    int deep_yield_wait;              /* ms a deep job asked to yield may go on to its next cut (0: stop at once) */
+    int background_nice;              /* nice value of the flush, column, L0 and deep threads (0: unchanged) */
+    uint64_t compaction_readahead;    /* bytes per read of a compaction input SST (0: one block per read) */
+    uint64_t ssd_bandwidth;           /* emul/: cap on every SSD read and write of the engine, bytes/s; 0 = off */
+    int statistics;                   /* 1: latency histograms of gets and writes (tkv_statistics) */
     /* Set by tkv_options_set_listener, not by name: the event listener */
     tkv_event_fn listener;
     void *listener_arg;
@@ -87,19 +87,19 @@ struct tkv_options {
 };
 
 #define LATCAP_AUTO 0
-#define LATCAP_ON 1
-#define LATCAP_OFF 2
+#define LATCAP_ON   1
+#define LATCAP_OFF  2
 
 #define ASYNC_AUTO 0
-#define ASYNC_ON 1
-#define ASYNC_OFF 2
+#define ASYNC_ON   1
+#define ASYNC_OFF  2
 
 #define SCHED_SILK 0
 #define SCHED_FIFO 1
 
-#define L0_SST 0
-#define L0_MATRIX 1
-#define COLUMN_GATE_IDLE 0
+#define L0_SST             0
+#define L0_MATRIX          1
+#define COLUMN_GATE_IDLE   0
 #define COLUMN_GATE_ALWAYS 1
 
 /* options_pmem_path -- the pool file of database `dir` under o (malloc'd). */

@@ -54,8 +54,10 @@ int tkv_read_options_set_bounds(tkv_read_options *ro, const void *lower, size_t 
     if ((lower && llen > TKV_MAX_KEY_SIZE) || (upper && ulen > TKV_MAX_KEY_SIZE))
         return tkv_err(TKV_INVALID, "tkv_read_options_set_bounds: a bound of %zu bytes is longer than a key may be",
                        lower && llen > TKV_MAX_KEY_SIZE ? llen : ulen);
-    if (!lower && llen) return tkv_err(TKV_INVALID, "tkv_read_options_set_bounds: NULL lower bound with length %zu", llen);
-    if (!upper && ulen) return tkv_err(TKV_INVALID, "tkv_read_options_set_bounds: NULL upper bound with length %zu", ulen);
+    if (!lower && llen)
+        return tkv_err(TKV_INVALID, "tkv_read_options_set_bounds: NULL lower bound with length %zu", llen);
+    if (!upper && ulen)
+        return tkv_err(TKV_INVALID, "tkv_read_options_set_bounds: NULL upper bound with length %zu", ulen);
     if (lower && upper) {
         size_t n = llen < ulen ? llen : ulen;
         int c = n ? memcmp(lower, upper, n) : 0;
@@ -74,14 +76,14 @@ int tkv_read_options_set_bounds(tkv_read_options *ro, const void *lower, size_t 
 int tkv_read_options_set(tkv_read_options *ro, const char *name, const char *value)
 {
     if (!ro || !name || !value) return tkv_err(TKV_INVALID, "tkv_read_options_set: NULL argument");
-    int *field = strcmp(name, "fill_cache") == 0 ? &ro->fill_cache
-               : strcmp(name, "verify_checksums") == 0 ? &ro->verify_checksums
-               : NULL;
+    int *field = strcmp(name, "fill_cache") == 0         ? &ro->fill_cache
+                 : strcmp(name, "verify_checksums") == 0 ? &ro->verify_checksums
+                                                         : NULL;
     if (!field) return tkv_err(TKV_INVALID, "unknown read option \"%s\" (fill_cache, verify_checksums)", name);
     uint64_t v;
     if (options_parse_bool(value, &v))
-        return tkv_err(TKV_INVALID, "read option %s: \"%s\" is not a boolean (0, 1, false, true, off, on, no, yes)", name,
-                       value);
+        return tkv_err(TKV_INVALID, "read option %s: \"%s\" is not a boolean (0, 1, false, true, off, on, no, yes)",
+                       name, value);
     *field = (int)v;
     return TKV_OK;
 }

@@ -18,8 +18,8 @@ struct tkv_read_options {
     const tkv_snapshot *snap; /* NULL: the latest state at the call */
     tkv_buf lower, upper;     /* iterator bounds: [lower, upper) */
     int has_lower, has_upper;
-    int fill_cache;           /* 1: SST blocks read from the file go into the block cache */
-    int verify_checksums;     /* 1: SST data blocks read from the file have their checksum checked */
+    int fill_cache;       /* 1: SST blocks read from the file go into the block cache */
+    int verify_checksums; /* 1: SST data blocks read from the file have their checksum checked */
 };
 
 /* readopts_table_flags -- the sst read flags (sst/table.h TABLE_READ_*) of ro

@@ -127,9 +127,8 @@ typedef struct replay_ctx {
 static int seal_active(tkv_db *db)
 {
     memtable *mem = memtable_new_accounted(db->opts.memtable_size, &db->mem_bytes, &db->mem_spares);
-    superversion *sv = mem ? sv_new(mem, db->sv->imm, db->sv->imm_wal, db->sv->nimm, db->sv->mem, db->wal_number,
-                                    db->sv->rows)
-                           : NULL;
+    superversion *sv =
+        mem ? sv_new(mem, db->sv->imm, db->sv->imm_wal, db->sv->nimm, db->sv->mem, db->wal_number, db->sv->rows) : NULL;
     if (mem) memtable_unref(mem);
     if (!sv) return tkv_err(TKV_NO_MEMORY, "out of memory during recovery");
     sv_install(db, sv);
@@ -143,8 +142,8 @@ static int replay_record(void *arg, const uint8_t *payload, size_t n, uint64_t o
     replay_ctx *c = arg;
     tkv_db *db = c->db;
     if (batch_validate(payload, n) < 0)
-        return tkv_err(TKV_CORRUPTION, "%s: record at offset %llu has a valid checksum but a malformed batch",
-                       c->path, (unsigned long long)offset);
+        return tkv_err(TKV_CORRUPTION, "%s: record at offset %llu has a valid checksum but a malformed batch", c->path,
+                       (unsigned long long)offset);
     /* Recovered memtables stay tied to the WAL they came from (wal_number). */
     if (memtable_memory_usage(db->sv->mem) >= db->opts.memtable_size) TKV_TRY(seal_active(db));
     TKV_TRY(write_insert_batch(db->sv->mem, payload, n));
@@ -257,7 +256,10 @@ static int list_wals(const char *dir, uint64_t **out, size_t *n)
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;
             uint64_t *p = realloc(*out, cap * sizeof *p);
-            if (!p) { rc = tkv_err(TKV_NO_MEMORY, "out of memory listing %s", dir); break; }
+            if (!p) {
+                rc = tkv_err(TKV_NO_MEMORY, "out of memory listing %s", dir);
+                break;
+            }
             *out = p;
         }
         (*out)[(*n)++] = num;
@@ -290,7 +292,7 @@ int recover_wals(tkv_db *db)
     replay_ctx c = {db, NULL, vset_last_seq(db->vs)};
     for (size_t i = 0; i < n && rc == 0; i++) {
         vset_mark_file_number_used(db->vs, nums[i]); /* dropped ones too: their numbers are never reused */
-        if (nums[i] < ch.log_number) continue; /* already in SSTs; deleted as obsolete */
+        if (nums[i] < ch.log_number) continue;       /* already in SSTs; deleted as obsolete */
         char path[4096];
         files_wal_path(db, nums[i], path, sizeof path);
         rc = recover_log(db, &ch, &c, nums[i], path, &skipped);

@@ -25,11 +25,11 @@
 #include "util/meter_iter.h"
 #include "util/status.h"
 
-#define SILK_PERIOD_US 10000u        /* monitor window */
-#define SILK_URGENT_SCORE 2.0        /* a deep level this far over target is never paused */
-#define SILK_URGENT_CHECK_US 100000u /* how often the monitor recomputes the deep backlog */
-#define PROBE_BYTES (8u << 20)       /* device_bandwidth=0: sequential write probe size */
-#define PROBE_CACHE 16               /* file systems whose probe a process remembers */
+#define SILK_PERIOD_US       10000u     /* monitor window */
+#define SILK_URGENT_SCORE    2.0        /* a deep level this far over target is never paused */
+#define SILK_URGENT_CHECK_US 100000u    /* how often the monitor recomputes the deep backlog */
+#define PROBE_BYTES          (8u << 20) /* device_bandwidth=0: sequential write probe size */
+#define PROBE_CACHE          16         /* file systems whose probe a process remembers */
 
 typedef struct silk_counters {
     uint64_t pauses, resumes, pause_micros; /* deep-job pause episodes and their time */
@@ -40,12 +40,12 @@ typedef struct silk_counters {
      * thread was free to work (not waiting for room in the pool, L0 below
      * its stop trigger): the pace was faster than the flush. Should be 0. */
     uint64_t stops_flush_running;
-    uint64_t window_bytes[IO_NCLASSES];     /* bytes (read + write) in the last window */
+    uint64_t window_bytes[IO_NCLASSES]; /* bytes (read + write) in the last window */
 } silk_counters;
 
 typedef struct silk_state {
-    int fifo;              /* scheduler=fifo */
-    uint64_t T;            /* device bandwidth in use (relaxed atomic: tadapt moves it) */
+    int fifo;   /* scheduler=fifo */
+    uint64_t T; /* device bandwidth in use (relaxed atomic: tadapt moves it) */
     int T_probed;
     tadapt *ta;            /* T adapted to the observed throughput (pinned by device_bandwidth) */
     uint64_t last_busy_ns; /* sum of read_ns + write_ns at the previous window (monitor thread only) */
@@ -53,18 +53,18 @@ typedef struct silk_state {
     ratelimit *ssd;        /* emulated device (ssd_bandwidth), NULL = off */
     monitor *mon;
     wctl *wc;
-    flushprog *fp;         /* the running flush's progress: the write controller's deadline */
+    flushprog *fp; /* the running flush's progress: the write controller's deadline */
     pthread_mutex_t mu;
-    pthread_cond_t cv;     /* pause state changes */
-    int deep_paused;       /* the monitor's decision (mu) */
-    int urgent;            /* deep backlog urgent: never paused (mu) */
+    pthread_cond_t cv; /* pause state changes */
+    int deep_paused;   /* the monitor's decision (mu) */
+    int urgent;        /* deep backlog urgent: never paused (mu) */
     int stopping;
     uint64_t yield_wait_us; /* deep_yield_wait: how long a yielding job may go on to its next cut */
-    silk_job *jobs;        /* running deep compactions (mu) */
+    silk_job *jobs;         /* running deep compactions (mu) */
     monitor_thread *thread;
-    uint64_t last_bytes[IO_NCLASSES]; /* totals at the previous window (monitor thread only) */
-    uint64_t last_reads, last_read_ns;  /* IO_USER_READ read_ops / read_ns then (monitor thread only) */
-    int latency_cap;       /* the monitor's read-latency cap is on (sched_latency) */
+    uint64_t last_bytes[IO_NCLASSES];  /* totals at the previous window (monitor thread only) */
+    uint64_t last_reads, last_read_ns; /* IO_USER_READ read_ops / read_ns then (monitor thread only) */
+    int latency_cap;                   /* the monitor's read-latency cap is on (sched_latency) */
     uint64_t last_urgent_check_us;
     silk_counters ctr;
 } silk_state;
@@ -344,7 +344,8 @@ static void tick(void *arg, uint64_t now_us)
 int silk_start(tkv_db *db)
 {
     silk_state *s = db->silk;
-    for (int c = 0; c < IO_NCLASSES; c++) s->last_bytes[c] = ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c]);
+    for (int c = 0; c < IO_NCLASSES; c++)
+        s->last_bytes[c] = ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c]);
     s->last_reads = ctr_get(&db->io.read_ops[IO_USER_READ]);
     s->last_read_ns = ctr_get(&db->io.read_ns[IO_USER_READ]);
     s->last_busy_ns = busy_ns(db);
@@ -429,8 +430,7 @@ int silk_job_cut(tkv_db *db)
 static void note_max(uint64_t *m, uint64_t v)
 {
     uint64_t cur = ctr_get(m);
-    while (v > cur && !__atomic_compare_exchange_n(m, &cur, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    while (v > cur && !__atomic_compare_exchange_n(m, &cur, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
 }
 
 void silk_job_end(tkv_db *db, silk_job *j, silk_outcome how, uint64_t kept_bytes)
@@ -632,8 +632,7 @@ void silk_note_write_wait(tkv_db *db, uint64_t us)
     silk_counters *c = &db->silk->ctr;
     if (us > 10000) ctr_add(&c->stalls_over_10ms, 1);
     uint64_t m = ctr_get(&c->max_stall_us);
-    while (us > m && !__atomic_compare_exchange_n(&c->max_stall_us, &m, us, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    while (us > m && !__atomic_compare_exchange_n(&c->max_stall_us, &m, us, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
 }
 
 void silk_note_stop_flush_running(tkv_db *db) { ctr_add(&db->silk->ctr.stops_flush_running, 1); }
@@ -653,15 +652,15 @@ static void report_deep(tkv_db *db, tkv_buf *b, int *oom)
     silk_deep_stats d;
     silk_get_deep_stats(db, &d);
     buf_appendf(b, oom,
-               "deep: running=%d paused_now=%d pause_requested=%d urgent=%d started=%llu done=%llu pauses=%llu "
-               "resumes=%llu pause_micros=%llu yields=%llu partial_commits=%llu partial_bytes=%llu aborts=%llu "
-               "yield_waits=%llu yield_wait_us=%llu yield_wait_max_us=%llu\n",
-               running, paused_now, paused, urgent, (unsigned long long)ctr_get(&c->deep_started),
-               (unsigned long long)ctr_get(&c->deep_done), (unsigned long long)ctr_get(&c->pauses),
-               (unsigned long long)ctr_get(&c->resumes), (unsigned long long)ctr_get(&c->pause_micros),
-               (unsigned long long)d.yields, (unsigned long long)d.partial_commits,
-               (unsigned long long)d.partial_bytes, (unsigned long long)d.aborts, (unsigned long long)d.yield_waits,
-               (unsigned long long)d.yield_wait_us, (unsigned long long)d.yield_wait_max_us);
+                "deep: running=%d paused_now=%d pause_requested=%d urgent=%d started=%llu done=%llu pauses=%llu "
+                "resumes=%llu pause_micros=%llu yields=%llu partial_commits=%llu partial_bytes=%llu aborts=%llu "
+                "yield_waits=%llu yield_wait_us=%llu yield_wait_max_us=%llu\n",
+                running, paused_now, paused, urgent, (unsigned long long)ctr_get(&c->deep_started),
+                (unsigned long long)ctr_get(&c->deep_done), (unsigned long long)ctr_get(&c->pauses),
+                (unsigned long long)ctr_get(&c->resumes), (unsigned long long)ctr_get(&c->pause_micros),
+                (unsigned long long)d.yields, (unsigned long long)d.partial_commits,
+                (unsigned long long)d.partial_bytes, (unsigned long long)d.aborts, (unsigned long long)d.yield_waits,
+                (unsigned long long)d.yield_wait_us, (unsigned long long)d.yield_wait_max_us);
 }
 
 /* report_adapt -- tkv.sched's "device_bw:" line: T's adaptation. */
@@ -670,11 +669,11 @@ static void report_adapt(silk_state *s, tkv_buf *b, int *oom)
     tadapt_stats ts;
     tadapt_get_stats(s->ta, &ts);
     buf_appendf(b, oom,
-               "device_bw: T=%llu adapt=%s t_min=%llu t_max=%llu delivered=%llu queue=%.2f up_run=%d down_run=%d "
-               "intervals=%llu raises=%llu lowers=%llu\n",
-               (unsigned long long)ts.t, ts.pinned ? "pinned" : "on", (unsigned long long)ts.t_min,
-               (unsigned long long)ts.t_max, (unsigned long long)ts.delivered, ts.queue, ts.up_run, ts.down_run,
-               (unsigned long long)ts.intervals, (unsigned long long)ts.raises, (unsigned long long)ts.lowers);
+                "device_bw: T=%llu adapt=%s t_min=%llu t_max=%llu delivered=%llu queue=%.2f up_run=%d down_run=%d "
+                "intervals=%llu raises=%llu lowers=%llu\n",
+                (unsigned long long)ts.t, ts.pinned ? "pinned" : "on", (unsigned long long)ts.t_min,
+                (unsigned long long)ts.t_max, (unsigned long long)ts.delivered, ts.queue, ts.up_run, ts.down_run,
+                (unsigned long long)ts.intervals, (unsigned long long)ts.raises, (unsigned long long)ts.lowers);
 }
 
 void silk_report(tkv_db *db, tkv_buf *b, int *oom)
@@ -684,70 +683,73 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
     monitor_stats ms;
     monitor_get_stats(s->mon, &ms);
     buf_appendf(b, oom, "scheduler: %s write_controller: %s\n", s->fifo ? "fifo" : "silk",
-               wnames[db->opts.write_controller % 3]);
-    buf_appendf(b, oom, "bandwidth: T=%llu%s C=%llu I=%llu floor=%llu epsilon=%llu threshold=%llu rate_changes=%llu samples=%llu\n",
-               (unsigned long long)__atomic_load_n(&s->T, __ATOMIC_RELAXED), s->T_probed ? " (probed)" : "",
-               (unsigned long long)ms.client_bw,
-               (unsigned long long)(s->rl ? ms.internal_bw : 0), (unsigned long long)db->opts.min_internal_bandwidth,
-               (unsigned long long)db->opts.sched_epsilon, (unsigned long long)db->opts.sched_threshold,
-               (unsigned long long)ms.changes, (unsigned long long)ms.samples);
+                wnames[db->opts.write_controller % 3]);
+    buf_appendf(
+        b, oom,
+        "bandwidth: T=%llu%s C=%llu I=%llu floor=%llu epsilon=%llu threshold=%llu rate_changes=%llu samples=%llu\n",
+        (unsigned long long)__atomic_load_n(&s->T, __ATOMIC_RELAXED), s->T_probed ? " (probed)" : "",
+        (unsigned long long)ms.client_bw, (unsigned long long)(s->rl ? ms.internal_bw : 0),
+        (unsigned long long)db->opts.min_internal_bandwidth, (unsigned long long)db->opts.sched_epsilon,
+        (unsigned long long)db->opts.sched_threshold, (unsigned long long)ms.changes, (unsigned long long)ms.samples);
     buf_appendf(b, oom,
-               "latency_cap: %s read_latency_us=%.1f baseline_us=%.1f target_us=%.1f cap=%llu capped=%d "
-               "intervals=%llu backoffs=%llu user_reads=%llu\n",
-               s->latency_cap ? "on" : "off", (double)ms.read_latency_ns / 1e3, (double)ms.latency_baseline_ns / 1e3,
-               (double)ms.latency_target_ns / 1e3, (unsigned long long)ms.latency_cap, ms.latency_capped,
-               (unsigned long long)ms.latency_intervals, (unsigned long long)ms.latency_backoffs,
-               (unsigned long long)ctr_get(&db->io.read_ops[IO_USER_READ]));
+                "latency_cap: %s read_latency_us=%.1f baseline_us=%.1f target_us=%.1f cap=%llu capped=%d "
+                "intervals=%llu backoffs=%llu user_reads=%llu\n",
+                s->latency_cap ? "on" : "off", (double)ms.read_latency_ns / 1e3, (double)ms.latency_baseline_ns / 1e3,
+                (double)ms.latency_target_ns / 1e3, (unsigned long long)ms.latency_cap, ms.latency_capped,
+                (unsigned long long)ms.latency_intervals, (unsigned long long)ms.latency_backoffs,
+                (unsigned long long)ctr_get(&db->io.read_ops[IO_USER_READ]));
     buf_appendf(b, oom, "window_bytes:");
     for (int c = 0; c < IO_NCLASSES; c++)
-        buf_appendf(b, oom, " %s=%llu", io_class_name((io_class)c), (unsigned long long)ctr_get(&s->ctr.window_bytes[c]));
+        buf_appendf(b, oom, " %s=%llu", io_class_name((io_class)c),
+                    (unsigned long long)ctr_get(&s->ctr.window_bytes[c]));
     buf_appendf(b, oom, "\ntotal_bytes:");
     for (int c = 0; c < IO_NCLASSES; c++)
         buf_appendf(b, oom, " %s=%llu", io_class_name((io_class)c),
-                   (unsigned long long)(ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c])));
+                    (unsigned long long)(ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c])));
     buf_appendf(b, oom, "\n");
     if (s->rl) {
         rl_stats rs;
         rl_get_stats(s->rl, &rs);
         buf_appendf(b, oom,
-                   "limiter: rate=%llu high_granted=%llu mid_granted=%llu low_granted=%llu high_waits=%llu "
-                   "mid_waits=%llu low_waits=%llu high_wait_us=%llu mid_wait_us=%llu low_wait_us=%llu "
-                   "mid_reserved=%llu low_reserved=%llu\n",
-                   (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
-                   (unsigned long long)rs.granted[RL_MID], (unsigned long long)rs.granted[RL_LOW],
-                   (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.waits[RL_MID],
-                   (unsigned long long)rs.waits[RL_LOW], (unsigned long long)rs.wait_us[RL_HIGH],
-                   (unsigned long long)rs.wait_us[RL_MID], (unsigned long long)rs.wait_us[RL_LOW],
-                   (unsigned long long)rs.mid_reserved, (unsigned long long)rs.low_reserved);
+                    "limiter: rate=%llu high_granted=%llu mid_granted=%llu low_granted=%llu high_waits=%llu "
+                    "mid_waits=%llu low_waits=%llu high_wait_us=%llu mid_wait_us=%llu low_wait_us=%llu "
+                    "mid_reserved=%llu low_reserved=%llu\n",
+                    (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
+                    (unsigned long long)rs.granted[RL_MID], (unsigned long long)rs.granted[RL_LOW],
+                    (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.waits[RL_MID],
+                    (unsigned long long)rs.waits[RL_LOW], (unsigned long long)rs.wait_us[RL_HIGH],
+                    (unsigned long long)rs.wait_us[RL_MID], (unsigned long long)rs.wait_us[RL_LOW],
+                    (unsigned long long)rs.mid_reserved, (unsigned long long)rs.low_reserved);
     }
     if (s->ssd) {
         rl_stats rs;
         rl_get_stats(s->ssd, &rs);
         buf_appendf(b, oom, "ssd_throttle: rate=%llu granted=%llu waits=%llu wait_us=%llu\n",
-                   (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
-                   (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.wait_us[RL_HIGH]);
+                    (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
+                    (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.wait_us[RL_HIGH]);
     }
     silk_pmem_report(db, b, oom);
     report_deep(db, b, oom);
     const silk_counters *c = &s->ctr;
     wctl_stats ws;
     wctl_get_stats(s->wc, &ws);
-    buf_appendf(b, oom,
-               "write_controller: state=%s pace_rate=%llu min_flush_sample=%llu samples=%u writes=%llu "
-               "stalled_writes=%llu stopped_writes=%llu stall_micros=%llu stalls_over_10ms=%llu max_stall_us=%llu "
-               "stops_flush_running=%llu target_rate=%llu ramp_rate=%llu drain_rate=%llu container_fill=%.3f "
-               "ramp_writes=%llu deep_score=%.3f debt_rate=%llu debt_writes=%llu deadline_rate=%llu flush_eta_us=%llu "
-               "flush_tail_us=%llu deadline_writes=%llu step_us=%llu\n",
-               ws.state == WCTL_NORMAL ? "normal" : ws.state == WCTL_SLOWDOWN ? "slowdown" : "stop",
-               (unsigned long long)ws.pace_rate, (unsigned long long)ws.min_sample, ws.nsamples,
-               (unsigned long long)ws.writes, (unsigned long long)ws.stalled_writes,
-               (unsigned long long)ws.stopped_writes, (unsigned long long)ws.stall_us,
-               (unsigned long long)ctr_get(&c->stalls_over_10ms), (unsigned long long)ctr_get(&c->max_stall_us),
-               (unsigned long long)ctr_get(&c->stops_flush_running), (unsigned long long)ws.target_rate,
-               (unsigned long long)ws.ramp_rate, (unsigned long long)ws.drain_rate, ws.container_fill,
-               (unsigned long long)ws.ramp_writes, ws.deep_score, (unsigned long long)ws.debt_rate,
-               (unsigned long long)ws.debt_writes, (unsigned long long)ws.deadline_rate,
-               (unsigned long long)ws.flush_eta_us, (unsigned long long)fp_tail_us(s->fp),
-               (unsigned long long)ws.deadline_writes, (unsigned long long)ws.step_us);
+    buf_appendf(
+        b, oom,
+        "write_controller: state=%s pace_rate=%llu min_flush_sample=%llu samples=%u writes=%llu "
+        "stalled_writes=%llu stopped_writes=%llu stall_micros=%llu stalls_over_10ms=%llu max_stall_us=%llu "
+        "stops_flush_running=%llu target_rate=%llu ramp_rate=%llu drain_rate=%llu container_fill=%.3f "
+        "ramp_writes=%llu deep_score=%.3f debt_rate=%llu debt_writes=%llu deadline_rate=%llu flush_eta_us=%llu "
+        "flush_tail_us=%llu deadline_writes=%llu step_us=%llu\n",
+        ws.state == WCTL_NORMAL     ? "normal"
+        : ws.state == WCTL_SLOWDOWN ? "slowdown"
+                                    : "stop",
+        (unsigned long long)ws.pace_rate, (unsigned long long)ws.min_sample, ws.nsamples, (unsigned long long)ws.writes,
+        (unsigned long long)ws.stalled_writes, (unsigned long long)ws.stopped_writes, (unsigned long long)ws.stall_us,
+        (unsigned long long)ctr_get(&c->stalls_over_10ms), (unsigned long long)ctr_get(&c->max_stall_us),
+        (unsigned long long)ctr_get(&c->stops_flush_running), (unsigned long long)ws.target_rate,
+        (unsigned long long)ws.ramp_rate, (unsigned long long)ws.drain_rate, ws.container_fill,
+        (unsigned long long)ws.ramp_writes, ws.deep_score, (unsigned long long)ws.debt_rate,
+        (unsigned long long)ws.debt_writes, (unsigned long long)ws.deadline_rate, (unsigned long long)ws.flush_eta_us,
+        (unsigned long long)fp_tail_us(s->fp), (unsigned long long)ws.deadline_writes, (unsigned long long)ws.step_us);
     report_adapt(s, b, oom); /* last: tests read fields by their first match (intervals=) */
 }

@@ -66,11 +66,11 @@ typedef struct silk_job {
     int level;
     file_meta *const *inputs;
     size_t ninputs;
-    atomic_int abort;      /* 1: stop at the next pause point (rl_cancel also wakes a token wait) */
-    atomic_int yield;      /* 1: L0->L1 work waits for its files: stop at the next cut */
-    uint64_t yield_at_us;  /* when it was first asked to yield (written before yield is set) */
-    int paused;            /* waiting at a pause point now (silk.mu) */
-    int committing;        /* merged; no more pauses or aborts (silk.mu; silk_job_committing) */
+    atomic_int abort;     /* 1: stop at the next pause point (rl_cancel also wakes a token wait) */
+    atomic_int yield;     /* 1: L0->L1 work waits for its files: stop at the next cut */
+    uint64_t yield_at_us; /* when it was first asked to yield (written before yield is set) */
+    int paused;           /* waiting at a pause point now (silk.mu) */
+    int committing;       /* merged; no more pauses or aborts (silk.mu; silk_job_committing) */
     uint64_t pauses, resumes;
     struct silk_job *next;
 } silk_job;

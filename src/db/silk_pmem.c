@@ -22,10 +22,10 @@
 #include "util/status.h"
 
 #define PMEM_DAX_DEFAULT_BW (2000ull * 1000 * 1000) /* real pmem, unconfigured: an Optane DIMM's writes */
-#define PMEM_PROBE_BYTES (4u << 20)                 /* the memcpy probe's buffer */
-#define PMEM_PROBE_ROUNDS 4
-#define PMEM_METER_CHUNK (64u << 10)
-#define PMEM_PERIOD_US 10000u                       /* the monitor's window (silk.c ticks it) */
+#define PMEM_PROBE_BYTES    (4u << 20)              /* the memcpy probe's buffer */
+#define PMEM_PROBE_ROUNDS   4
+#define PMEM_METER_CHUNK    (64u << 10)
+#define PMEM_PERIOD_US      10000u /* the monitor's window (silk.c ticks it) */
 
 typedef struct silk_pmem_ctx {
     tkv_db *db;
@@ -36,15 +36,15 @@ typedef struct silk_pmem_ctx {
 typedef struct silk_pmem silk_pmem;
 
 struct silk_pmem {
-    int fifo;              /* scheduler=fifo: counted, not limited */
-    uint64_t T;            /* the pmem device's bandwidth, bytes/s */
-    const char *source;    /* where T came from: "optane", "configured", "probed", "default" */
-    monitor *mon;          /* pmem client bytes -> the pmem budget */
-    ratelimit *rl;         /* silk only: flush writes and column reads at that budget */
+    int fifo;           /* scheduler=fifo: counted, not limited */
+    uint64_t T;         /* the pmem device's bandwidth, bytes/s */
+    const char *source; /* where T came from: "optane", "configured", "probed", "default" */
+    monitor *mon;       /* pmem client bytes -> the pmem budget */
+    ratelimit *rl;      /* silk only: flush writes and column reads at that budget */
     uint64_t read_bytes[IO_NCLASSES], write_bytes[IO_NCLASSES]; /* relaxed atomics */
-    uint64_t window_bytes[IO_NCLASSES]; /* the last window's (relaxed atomics) */
-    uint64_t last_bytes[IO_NCLASSES];   /* totals at the previous window (monitor thread only) */
-    silk_pmem_ctx ctx[IO_NCLASSES][2];  /* meter_iter arguments */
+    uint64_t window_bytes[IO_NCLASSES];                         /* the last window's (relaxed atomics) */
+    uint64_t last_bytes[IO_NCLASSES];  /* totals at the previous window (monitor thread only) */
+    silk_pmem_ctx ctx[IO_NCLASSES][2]; /* meter_iter arguments */
 };
 
 /* probe_memcpy -- bytes/s of a memcpy of PMEM_PROBE_BYTES, the best of
@@ -188,27 +188,27 @@ void silk_pmem_report(tkv_db *db, tkv_buf *b, int *oom)
     }
     monitor_stats ms;
     monitor_get_stats(pm->mon, &ms);
-    buf_appendf(b, oom, "pmem: T=%llu (%s) C=%llu I=%llu rate_changes=%llu\n", (unsigned long long)pm->T,
-               pm->source, (unsigned long long)ms.client_bw, (unsigned long long)(pm->rl ? ms.internal_bw : 0),
-               (unsigned long long)ms.changes);
+    buf_appendf(b, oom, "pmem: T=%llu (%s) C=%llu I=%llu rate_changes=%llu\n", (unsigned long long)pm->T, pm->source,
+                (unsigned long long)ms.client_bw, (unsigned long long)(pm->rl ? ms.internal_bw : 0),
+                (unsigned long long)ms.changes);
     buf_appendf(b, oom, "pmem_window_bytes:");
     for (int c = 0; c < IO_NCLASSES; c++)
         buf_appendf(b, oom, " %s=%llu", io_class_name((io_class)c), (unsigned long long)ctr_get(&pm->window_bytes[c]));
     buf_appendf(b, oom, "\npmem_total_bytes:");
     for (int c = 0; c < IO_NCLASSES; c++)
         buf_appendf(b, oom, " %s=%llu", io_class_name((io_class)c),
-                   (unsigned long long)(ctr_get(&pm->read_bytes[c]) + ctr_get(&pm->write_bytes[c])));
+                    (unsigned long long)(ctr_get(&pm->read_bytes[c]) + ctr_get(&pm->write_bytes[c])));
     buf_appendf(b, oom, "\n");
     if (!pm->rl) return;
     rl_stats rs;
     rl_get_stats(pm->rl, &rs);
     buf_appendf(b, oom,
-               "pmem_limiter: rate=%llu high_granted=%llu mid_granted=%llu high_waits=%llu mid_waits=%llu "
-               "high_wait_us=%llu mid_wait_us=%llu mid_reserved=%llu\n",
-               (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
-               (unsigned long long)rs.granted[RL_MID], (unsigned long long)rs.waits[RL_HIGH],
-               (unsigned long long)rs.waits[RL_MID], (unsigned long long)rs.wait_us[RL_HIGH],
-               (unsigned long long)rs.wait_us[RL_MID], (unsigned long long)rs.mid_reserved);
+                "pmem_limiter: rate=%llu high_granted=%llu mid_granted=%llu high_waits=%llu mid_waits=%llu "
+                "high_wait_us=%llu mid_wait_us=%llu mid_reserved=%llu\n",
+                (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
+                (unsigned long long)rs.granted[RL_MID], (unsigned long long)rs.waits[RL_HIGH],
+                (unsigned long long)rs.waits[RL_MID], (unsigned long long)rs.wait_us[RL_HIGH],
+                (unsigned long long)rs.wait_us[RL_MID], (unsigned long long)rs.mid_reserved);
 }
 
 void silk_pmem_stats(tkv_db *db, tkv_buf *b, int *oom)
@@ -217,5 +217,5 @@ void silk_pmem_stats(tkv_db *db, tkv_buf *b, int *oom)
     if (!pm) return;
     for (int c = 0; c < IO_NCLASSES; c++)
         buf_appendf(b, oom, "pmem_io.%s: read_bytes=%llu write_bytes=%llu\n", io_class_name((io_class)c),
-                   (unsigned long long)ctr_get(&pm->read_bytes[c]), (unsigned long long)ctr_get(&pm->write_bytes[c]));
+                    (unsigned long long)ctr_get(&pm->read_bytes[c]), (unsigned long long)ctr_get(&pm->write_bytes[c]));
 }

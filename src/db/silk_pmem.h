@@ -33,10 +33,7 @@ static inline int silk_is_internal(io_class c) { return c == IO_FLUSH || c == IO
 
 /* silk_prio -- the limiter priority of an internal class: flushes first,
  * then L0->L1 work (columns), then deep compactions (SILK's order). */
-static inline rl_prio silk_prio(io_class c)
-{
-    return c == IO_FLUSH ? RL_HIGH : c == IO_COMPACT_L0 ? RL_MID : RL_LOW;
-}
+static inline rl_prio silk_prio(io_class c) { return c == IO_FLUSH ? RL_HIGH : c == IO_COMPACT_L0 ? RL_MID : RL_LOW; }
 
 /* silk_pmem_open -- the pool is open (mx_open): the tier's bandwidth is
  * pmem_bandwidth if set, the Optane profile's write bandwidth with

@@ -47,15 +47,15 @@ typedef struct verify_ctx {
     uint64_t manifest_records;
     uint64_t wal_files, wal_records, wal_bytes;
     uint64_t sst_files, sst_blocks, sst_entries;
-    char pool_path[4096];           /* "" when there is no pool */
-    int pool_checked;               /* 1: the pool's header and directory were read */
+    char pool_path[4096]; /* "" when there is no pool */
+    int pool_checked;     /* 1: the pool's header and directory were read */
     uint64_t pool_rows, pool_pages, row_entries;
     /* what was found */
     uint64_t problems, notes;
-    int status;                     /* TKV_CORRUPTION if a problem was, else TKV_IO_ERROR (0: no problem) */
-    char first[1024];               /* the first problem's message */
+    int status;       /* TKV_CORRUPTION if a problem was, else TKV_IO_ERROR (0: no problem) */
+    char first[1024]; /* the first problem's message */
     tkv_buf problem_lines, note_lines;
-    int oom;                        /* the report text is incomplete */
+    int oom; /* the report text is incomplete */
 } verify_ctx;
 
 /* verify_problem -- records a problem of code rc whose message is

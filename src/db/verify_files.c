@@ -32,10 +32,8 @@ void verify_problem(verify_ctx *v, int rc, const char *file)
     const char *base = file ? strrchr(file, '/') : NULL;
     base = base ? base + 1 : file;
     char line[1024];
-    if (base && !strstr(msg, base))
-        snprintf(line, sizeof line, "%s: %s", file, msg);
-    else
-        snprintf(line, sizeof line, "%s", msg);
+    if (base && !strstr(msg, base)) snprintf(line, sizeof line, "%s: %s", file, msg);
+    else snprintf(line, sizeof line, "%s", msg);
     if (v->problems == 0) snprintf(v->first, sizeof v->first, "%s", line);
     /* damage outranks a file that could not be read */
     if (rc == TKV_CORRUPTION || v->problems == 0) v->status = rc == TKV_CORRUPTION ? rc : TKV_IO_ERROR;
@@ -151,12 +149,15 @@ static int wal_verdict(verify_ctx *v, wal_chain *ch, uint64_t num, const wal_rep
         return wal_chain_add(ch, num, st, WAL_CHAIN_DROPPED);
     }
     if (st->torn_hole)
-        verify_note(v, "%06llu.wal ends in a torn tail with a hole at offset %llu (%llu bytes): pages written "
-                       "after its last sync reached the disk out of order; recovery drops them",
+        verify_note(v,
+                    "%06llu.wal ends in a torn tail with a hole at offset %llu (%llu bytes): pages written "
+                    "after its last sync reached the disk out of order; recovery drops them",
                     (unsigned long long)num, (unsigned long long)st->end, (unsigned long long)st->torn_tail_bytes);
     else if (st->torn_tail_records)
-        verify_note(v, "%06llu.wal ends in a torn record (%llu bytes): a crash during an append; recovery "
-                       "drops it", (unsigned long long)num, (unsigned long long)st->torn_tail_bytes);
+        verify_note(v,
+                    "%06llu.wal ends in a torn record (%llu bytes): a crash during an append; recovery "
+                    "drops it",
+                    (unsigned long long)num, (unsigned long long)st->torn_tail_bytes);
     return wal_chain_add(ch, num, st, WAL_CHAIN_REPLAYED);
 }
 
@@ -175,8 +176,9 @@ int verify_wals(verify_ctx *v)
         char path[4200];
         snprintf(path, sizeof path, "%s/%06llu.wal", v->dir, (unsigned long long)nums[i]);
         if (nums[i] < log_number) {
-            verify_note(v, "%06llu.wal is older than the MANIFEST's log number %llu: its writes are in the tiers "
-                           "below (the next open deletes it)",
+            verify_note(v,
+                        "%06llu.wal is older than the MANIFEST's log number %llu: its writes are in the tiers "
+                        "below (the next open deletes it)",
                         (unsigned long long)nums[i], (unsigned long long)log_number);
             continue;
         }
@@ -202,10 +204,7 @@ int verify_wals(verify_ctx *v)
 /* ---------------------------------------------------------------- SSTs */
 
 /* sst_problem -- table_check's problem callback. */
-static void sst_problem(void *arg, int rc)
-{
-    verify_problem(arg, rc, NULL); /* table_corrupt names the file */
-}
+static void sst_problem(void *arg, int rc) { verify_problem(arg, rc, NULL); /* table_corrupt names the file */ }
 
 /* sst_against_manifest -- the table's properties against the MANIFEST's
  * record f of it: entries, sequence range, smallest and largest key. */
@@ -284,8 +283,10 @@ int verify_ssts(verify_ctx *v)
     for (size_t i = 0; i < n && rc == 0; i++) {
         if (!cur) rc = verify_sst(v, nums[i], NULL, -1); /* no MANIFEST: each file on its own */
         else if (!listed(cur, nums[i]))
-            verify_note(v, "%06llu.sst is not in %s: an output of a flush or compaction cut short (the next open "
-                           "deletes it)", (unsigned long long)nums[i], v->manifest);
+            verify_note(v,
+                        "%06llu.sst is not in %s: an output of a flush or compaction cut short (the next open "
+                        "deletes it)",
+                        (unsigned long long)nums[i], v->manifest);
     }
     free(nums);
     return rc;

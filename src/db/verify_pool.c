@@ -68,8 +68,10 @@ static int check_owner(verify_ctx *v, pool *p, size_t pool_rows)
         return 0;
     }
     if (pool_rows > cur->nrows) {
-        corrupt(v, "pmem pool %s holds %zu rows and %s, which records no pool uuid, lists %zu: it belongs to another "
-                   "database", v->pool_path, pool_rows, v->manifest, cur->nrows);
+        corrupt(v,
+                "pmem pool %s holds %zu rows and %s, which records no pool uuid, lists %zu: it belongs to another "
+                "database",
+                v->pool_path, pool_rows, v->manifest, cur->nrows);
         return 0;
     }
     return 1;
@@ -123,8 +125,9 @@ static int check_row(verify_ctx *v, pool *p, const pool_row_id *prow, int compar
     v->pool_pages += pr.pages - pr.pages_released;
     uint64_t cursor = pr.min_cursor, c;
     if (compare && !version_row_cursor(vset_current(v->vs), pr.row_id, &c)) {
-        verify_note(v, "pool %s: row %llu (directory slot %u) is not in %s: a flush cut short before its MANIFEST "
-                       "edit, or a drained row not yet dropped (the next open drops it)",
+        verify_note(v,
+                    "pool %s: row %llu (directory slot %u) is not in %s: a flush cut short before its MANIFEST "
+                    "edit, or a drained row not yet dropped (the next open drops it)",
                     v->pool_path, (unsigned long long)pr.row_id, pr.slot, v->manifest);
     } else if (compare && c > pr.entries) {
         corrupt(v, "pool %s: row %llu has %u entries but %s puts its cursor at %llu", v->pool_path,
@@ -160,8 +163,10 @@ static int open_pool(verify_ctx *v, size_t listed_rows, pool **p)
     *p = NULL;
     if (!v->pool_path[0]) {
         if (listed_rows)
-            corrupt(v, "%s lists %zu rows but the pmem pool %s/matrix.pmem is missing (set pmem_path if the pool is "
-                       "elsewhere)", v->manifest, listed_rows, v->dir);
+            corrupt(v,
+                    "%s lists %zu rows but the pmem pool %s/matrix.pmem is missing (set pmem_path if the pool is "
+                    "elsewhere)",
+                    v->manifest, listed_rows, v->dir);
         return 0;
     }
     int rc = pool_open_readonly(v->pool_path, p);
@@ -171,8 +176,7 @@ static int open_pool(verify_ctx *v, size_t listed_rows, pool **p)
     else if (rc == 1)
         verify_note(v, "pmem pool %s was never formatted (its creation was cut short; the next open formats it)",
                     v->pool_path);
-    else if (rc < 0)
-        verify_problem(v, rc, v->pool_path);
+    else if (rc < 0) verify_problem(v, rc, v->pool_path);
     return 0;
 }
 

@@ -225,7 +225,8 @@ static writer *build_group(tkv_db *db, const uint8_t **rep, size_t *len)
         size_t add = w->batch->rep.len - BATCH_HEADER;
         if (size + add > max) break;
         if (!merged) {
-            if (batch_init(&db->group) < 0 || batch_append(&db->group, first->batch->rep.data, first->batch->rep.len) < 0)
+            if (batch_init(&db->group) < 0 ||
+                batch_append(&db->group, first->batch->rep.data, first->batch->rep.len) < 0)
                 break; /* out of memory: write the leader alone */
             merged = 1;
         }
@@ -239,7 +240,6 @@ static writer *build_group(tkv_db *db, const uint8_t **rep, size_t *len)
     }
     return last;
 }
-
 
 /* container_fill -- the write controller's "container" fill fraction:
  * the matrix pool's pages in use, or with l0=sst 1.0 once L0 holds
@@ -367,7 +367,8 @@ static int make_room(tkv_db *db, int force, size_t bytes)
             db_wait_us(db, d);
         } else {
             paced = 1;
-            if (t.ramp_paced) mx_note_drain_wait(db, now); /* it waits for the pool's drain: columns get the CPU first */
+            if (t.ramp_paced)
+                mx_note_drain_wait(db, now); /* it waits for the pool's drain: columns get the CPU first */
             pthread_mutex_unlock(&db->mu);
             sched_sleep_us(d);
             pthread_mutex_lock(&db->mu);
@@ -429,7 +430,8 @@ static void hand_off(tkv_db *db, writer *w, writer *last, int rc)
 
 int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags)
 {
-    writer w = {.batch = b, .sync = (flags & TKV_SYNC) || db->opts.sync, .no_wal = (flags & TKV_NO_WAL) || !db->opts.wal};
+    writer w = {
+        .batch = b, .sync = (flags & TKV_SYNC) || db->opts.sync, .no_wal = (flags & TKV_NO_WAL) || !db->opts.wal};
     pthread_cond_init(&w.cv, NULL);
     pthread_mutex_lock(&db->mu);
     if (++db->writers_in > db->writers_peak) db->writers_peak = db->writers_in;

@@ -114,9 +114,10 @@ int io_open_append(const char *path, int keep, io_class cls, io_stats *st, io_fi
 int io_open_append_ex(const char *path, int keep, unsigned flags, io_class cls, io_stats *st, io_file **out)
 {
     *out = NULL;
-    if ((flags & IO_DIRECT) && keep) return tkv_err(TKV_INVALID, "open %s: direct appends cannot keep existing data", path);
-    int oflags = (flags & IO_MAPPED ? O_RDWR : O_WRONLY) | O_CREAT | (keep ? 0 : O_TRUNC) |
-                 ((flags & IO_DIRECT) ? O_DIRECT : 0);
+    if ((flags & IO_DIRECT) && keep)
+        return tkv_err(TKV_INVALID, "open %s: direct appends cannot keep existing data", path);
+    int oflags =
+        (flags & IO_MAPPED ? O_RDWR : O_WRONLY) | O_CREAT | (keep ? 0 : O_TRUNC) | ((flags & IO_DIRECT) ? O_DIRECT : 0);
     TKV_TRY(open_file(path, oflags, cls, st, out));
     (*out)->flags = flags;
     if (flags & IO_DIRECT) {
@@ -700,10 +701,8 @@ int io_write_file_atomic(const char *dir, const char *name, const void *data, si
     if (rc == 0) rc = crc;
     if (rc == 0) {
         int e = io_fault(IO_OP_RENAME, dst, 0);
-        if (e > 0)
-            rc = tkv_err_errno(e, "rename %s", dst);
-        else if (rename(tmp, dst) != 0)
-            rc = tkv_err_errno(errno, "rename %s to %s", tmp, dst);
+        if (e > 0) rc = tkv_err_errno(e, "rename %s", dst);
+        else if (rename(tmp, dst) != 0) rc = tkv_err_errno(errno, "rename %s to %s", tmp, dst);
     }
     if (rc == 0) rc = io_sync_dir(dir);
     if (rc < 0) unlink(tmp);
@@ -732,10 +731,8 @@ int io_sync_dir(const char *dir)
     if (fd < 0) return tkv_err_errno(errno, "open directory %s", dir);
     int e = io_fault(IO_OP_SYNC, dir, 0);
     int rc = 0;
-    if (e > 0)
-        rc = tkv_err_errno(e, "fsync directory %s", dir);
-    else if (fsync(fd) != 0)
-        rc = tkv_err_errno(errno, "fsync directory %s", dir);
+    if (e > 0) rc = tkv_err_errno(e, "fsync directory %s", dir);
+    else if (fsync(fd) != 0) rc = tkv_err_errno(errno, "fsync directory %s", dir);
     close(fd);
     return rc;
 }

@@ -92,17 +92,20 @@ typedef struct io_stats {
 } io_stats;
 
 /* Open flags. */
-#define IO_DIRECT 1u /* O_DIRECT: bypass the page cache; this layer does the
+#define IO_DIRECT                                                                                                      \
+    1u /* O_DIRECT: bypass the page cache; this layer does the
                       * alignment (bounce buffers on read, an aligned staging
                       * buffer on append), so callers see ordinary semantics. */
-#define IO_WRITE_BEHIND 2u /* with IO_DIRECT, appends only: a full staging buffer
+#define IO_WRITE_BEHIND                                                                                                \
+    2u /* with IO_DIRECT, appends only: a full staging buffer
                             * is written (and its bytes_per_sync fdatasync made)
                             * through io_uring while the writer fills a second
                             * one (io/wbehind.h); an error surfaces on the next
                             * append, io_sync or io_close. Without io_uring the
                             * file writes synchronously. */
 
-#define IO_MAPPED 4u /* buffered appends only: opened read-write so that io_map_appends
+#define IO_MAPPED                                                                                                      \
+    4u /* buffered appends only: opened read-write so that io_map_appends
                      * can map the file (with io_stats.wmap set); without it, a no-op */
 
 /* Alignment of offsets, lengths and buffers for O_DIRECT. 4096 covers both
@@ -115,7 +118,7 @@ typedef struct io_file {
     io_stats *stats; /* may be NULL */
     uint64_t size;   /* bytes appended so far (append files) */
     char *path;
-    unsigned flags;  /* IO_DIRECT, IO_WRITE_BEHIND */
+    unsigned flags; /* IO_DIRECT, IO_WRITE_BEHIND */
     /* Direct appends only: bytes [dbuf_off, dbuf_off + dbuf_len) of the file
      * are staged in dbuf (aligned). Invariant: dbuf_off is a multiple of
      * IO_DIRECT_ALIGN and dbuf_off + dbuf_len == size. Full buffers are

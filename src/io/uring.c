@@ -28,24 +28,24 @@ struct io_ring {
     struct io_uring u;
     io_ring_pool *pool;
     unsigned depth;
-    io_req *slots;         /* depth of them */
-    unsigned *free_stack;  /* indexes of free slots */
+    io_req *slots;        /* depth of them */
+    unsigned *free_stack; /* indexes of free slots */
     unsigned nfree;
-    unsigned inflight;     /* reads queued or submitted whose completion is not processed */
-    unsigned live;         /* of those, the ones not abandoned */
-    uint8_t *arena;        /* ARENA_PAGES pages, NULL until first needed */
+    unsigned inflight;          /* reads queued or submitted whose completion is not processed */
+    unsigned live;              /* of those, the ones not abandoned */
+    uint8_t *arena;             /* ARENA_PAGES pages, NULL until first needed */
     uint64_t used[ARENA_WORDS]; /* arena page bitmap, 1 = taken */
-    struct io_ring *next;  /* the pool's idle list */
+    struct io_ring *next;       /* the pool's idle list */
 };
 
 struct io_ring_pool {
-    pthread_mutex_t mu;    /* guards idle, nrings, lent */
+    pthread_mutex_t mu; /* guards idle, nrings, lent */
     io_ring *idle;
     unsigned nrings, lent;
     unsigned depth, max_rings;
     /* counters (relaxed atomics) */
     uint64_t reads, bytes, max_inflight, short_reads, retries, abandoned, heap_buffers, busy, setup_failures;
-    uint64_t arenas;       /* rings whose arena is allocated */
+    uint64_t arenas; /* rings whose arena is allocated */
 };
 
 static void add(uint64_t *c, uint64_t n) { __atomic_fetch_add(c, n, __ATOMIC_RELAXED); }
@@ -180,10 +180,8 @@ static void arena_mark(io_ring *r, uint32_t first, uint32_t n, int taken)
 {
     for (uint32_t i = first; i < first + n; i++) {
         uint64_t bit = UINT64_C(1) << (i % 64);
-        if (taken)
-            r->used[i / 64] |= bit;
-        else
-            r->used[i / 64] &= ~bit;
+        if (taken) r->used[i / 64] |= bit;
+        else r->used[i / 64] &= ~bit;
     }
 }
 
@@ -243,10 +241,8 @@ static int req_buffer(io_ring *r, io_req *q)
 /* slot_free -- gives back q's buffer and slot. */
 static void slot_free(io_ring *r, io_req *q)
 {
-    if (q->page >= 0)
-        arena_mark(r, (uint32_t)q->page, q->pages, 0);
-    else
-        free(q->buf);
+    if (q->page >= 0) arena_mark(r, (uint32_t)q->page, q->pages, 0);
+    else free(q->buf);
     q->buf = NULL;
     q->page = -1;
     q->taken = 0;
@@ -307,9 +303,8 @@ io_req *io_ring_read(io_ring *r, io_file *f, uint64_t off, size_t n)
     r->inflight++;
     r->live++;
     uint64_t m = __atomic_load_n(&r->pool->max_inflight, __ATOMIC_RELAXED);
-    while (r->inflight > m && !__atomic_compare_exchange_n(&r->pool->max_inflight, &m, r->inflight, 0,
-                                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    while (r->inflight > m && !__atomic_compare_exchange_n(&r->pool->max_inflight, &m, r->inflight, 0, __ATOMIC_RELAXED,
+                                                           __ATOMIC_RELAXED)) {}
     return q;
 }
 
@@ -472,10 +467,10 @@ void io_ring_pool_get_stats(io_ring_pool *p, io_ring_stats *out)
     pthread_mutex_unlock(&p->mu);
     out->depth = p->depth;
     out->max_rings = p->max_rings;
-    uint64_t *src[] = {&p->reads, &p->bytes, &p->max_inflight, &p->short_reads, &p->retries,
-                       &p->abandoned, &p->heap_buffers, &p->busy, &p->setup_failures};
-    uint64_t *dst[] = {&out->reads, &out->bytes, &out->max_inflight, &out->short_reads, &out->retries,
-                       &out->abandoned, &out->heap_buffers, &out->busy, &out->setup_failures};
+    uint64_t *src[] = {&p->reads,     &p->bytes,        &p->max_inflight, &p->short_reads,   &p->retries,
+                       &p->abandoned, &p->heap_buffers, &p->busy,         &p->setup_failures};
+    uint64_t *dst[] = {&out->reads,     &out->bytes,        &out->max_inflight, &out->short_reads,   &out->retries,
+                       &out->abandoned, &out->heap_buffers, &out->busy,         &out->setup_failures};
     for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) *dst[i] = __atomic_load_n(src[i], __ATOMIC_RELAXED);
     out->memory = out->rings * ring_fixed_bytes(p->depth) +
                   __atomic_load_n(&p->arenas, __ATOMIC_RELAXED) * (uint64_t)ARENA_PAGES * IO_DIRECT_ALIGN;

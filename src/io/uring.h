@@ -58,18 +58,18 @@ typedef struct io_req {
     size_t got;          /* how many: n, less only at end of file */
     uint64_t off;        /* as asked */
     size_t n;
-    void *user;          /* the holder's tag, untouched by the ring */
+    void *user; /* the holder's tag, untouched by the ring */
     /* private to uring.c */
     io_file *f;
     io_stats *st;
     io_class cls;
     int fd, direct, abandoned, retries, taken;
-    uint8_t *buf;        /* dev_len bytes, aligned */
-    uint64_t dev_off;    /* what is asked of the device */
+    uint8_t *buf;     /* dev_len bytes, aligned */
+    uint64_t dev_off; /* what is asked of the device */
     size_t dev_len;
-    int32_t page;        /* first arena page, or -1 for a heap buffer */
+    int32_t page; /* first arena page, or -1 for a heap buffer */
     uint32_t pages;
-    uint64_t t0;         /* before the gate */
+    uint64_t t0; /* before the gate */
 } io_req;
 
 /* io_ring_pool_new -- a pool of rings of `depth` reads each (2..4096), at

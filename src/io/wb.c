@@ -23,7 +23,8 @@
 typedef struct wb_range {
     int fd; /* a dup() owned by the queue until the range is done */
     uint64_t off, len;
-    uint64_t release_end; /* a release (io_wb_release): blocks past off (the size) up to this go back; 0: a write-back */
+    uint64_t
+        release_end; /* a release (io_wb_release): blocks past off (the size) up to this go back; 0: a write-back */
 } wb_range;
 
 int io_release_blocks(int fd, uint64_t size, uint64_t end)
@@ -46,13 +47,13 @@ static int release_range(const wb_range *r)
 
 struct io_wb {
     pthread_mutex_t mu;
-    pthread_cond_t cv;      /* the thread waits for work; drain waits for idle */
+    pthread_cond_t cv; /* the thread waits for work; drain waits for idle */
     wb_range ring[IO_WB_QUEUE];
-    uint32_t head, tail;    /* ring[tail % N .. head % N) queued */
-    int busy;               /* the thread is working on a range it took */
+    uint32_t head, tail; /* ring[tail % N .. head % N) queued */
+    int busy;            /* the thread is working on a range it took */
     int stopping;
     pthread_t thread;
-    int flush_fd;           /* the directory fdatasynced for a device-cache flush */
+    int flush_fd; /* the directory fdatasynced for a device-cache flush */
     io_wb_stats st;
 };
 
@@ -78,7 +79,8 @@ static void *wb_main(void *arg)
             for (uint64_t o = r.off; o < r.off + r.len; o += IO_WB_STEP) {
                 uint64_t n = r.off + r.len - o < IO_WB_STEP ? r.off + r.len - o : IO_WB_STEP;
                 if (sync_file_range(r.fd, (off_t)o, (off_t)n,
-                                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) != 0) {
+                                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) !=
+                    0) {
                     failed = 1;
                     break;
                 }

@@ -46,9 +46,9 @@
 
 #include <stdint.h>
 
-#define IO_WB_STEP (1u << 20)  /* bytes per sync_file_range call */
+#define IO_WB_STEP  (1u << 20)  /* bytes per sync_file_range call */
 #define IO_WB_ALIGN (64u << 10) /* queued WAL ranges end on a multiple of this (io.c sync_incremental) */
-#define IO_WB_QUEUE 64u        /* ranges queued at most */
+#define IO_WB_QUEUE 64u         /* ranges queued at most */
 
 typedef struct io_wb io_wb;
 

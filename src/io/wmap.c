@@ -25,18 +25,18 @@ struct io_wmap_file {
     io_wmap *w;
     int fd;
     uint8_t *base;
-    uint64_t len;     /* mapped bytes = the file's size while mapped */
-    uint64_t made;    /* atomic: pages below exist and are the writer's (wmap.h) */
-    uint64_t claim;   /* mu: while busy the helper means to write zeros in [made, claim), a piece at a time */
-    uint64_t piece;   /* mu: the end of the piece [made, piece) the helper is writing with mu released; 0 if none */
-    int claiming;     /* mu: writers waiting in io_wmap_claim for a piece: the helper starts no new step here */
-    uint64_t size;    /* atomic: the writer's appends end here */
-    uint64_t clean;   /* atomic: the writer's page-table entries are dropped below this */
-    int busy;         /* mu: the helper works on this file with mu released */
-    int failed;       /* atomic: a pwrite failed (the helper's or the writer's): no more pages are
+    uint64_t len;   /* mapped bytes = the file's size while mapped */
+    uint64_t made;  /* atomic: pages below exist and are the writer's (wmap.h) */
+    uint64_t claim; /* mu: while busy the helper means to write zeros in [made, claim), a piece at a time */
+    uint64_t piece; /* mu: the end of the piece [made, piece) the helper is writing with mu released; 0 if none */
+    int claiming;   /* mu: writers waiting in io_wmap_claim for a piece: the helper starts no new step here */
+    uint64_t size;  /* atomic: the writer's appends end here */
+    uint64_t clean; /* atomic: the writer's page-table entries are dropped below this */
+    int busy;       /* mu: the helper works on this file with mu released */
+    int failed;     /* atomic: a pwrite failed (the helper's or the writer's): no more pages are
                        * made and no more stores go through the mapping (pages past the size
                        * may not exist; a store there could fault) */
-    int detaching;    /* mu: io_wmap_detach waits for the helper to leave */
+    int detaching;  /* mu: io_wmap_detach waits for the helper to leave */
     io_wmap_file *next;
 };
 
@@ -44,11 +44,11 @@ struct io_wmap {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* the helper waits for work; writers and detach wait for a step */
     io_wmap_file *files;
-    int kicked;        /* atomic: a writer asked for work since the helper last looked */
-    int writer_cpu;    /* atomic: the CPU a writer last asked for work from (-1: not known) */
+    int kicked;     /* atomic: a writer asked for work since the helper last looked */
+    int writer_cpu; /* atomic: the CPU a writer last asked for work from (-1: not known) */
     int stopping;
     pthread_t thread;
-    io_wmap_stats st;  /* mu; its mapped_bytes and written_bytes are kept in the two below */
+    io_wmap_stats st;                     /* mu; its mapped_bytes and written_bytes are kept in the two below */
     uint64_t mapped_bytes, written_bytes; /* atomic (the writers count without mu) */
 };
 
@@ -282,9 +282,9 @@ static void kick(io_wmap_file *m, uint64_t size, uint64_t made)
 {
     io_wmap *w = m->w;
     uint64_t clean = __atomic_load_n(&m->clean, __ATOMIC_RELAXED);
-    int need = size >= m->len ? clean < m->len /* past the mapping: only its last entries to drop */
-                              : (made < m->len && made - size < IO_WMAP_AHEAD / 2) ||
-                                    size >= clean + 3 * (uint64_t)IO_WMAP_STEP;
+    int need = size >= m->len
+                   ? clean < m->len /* past the mapping: only its last entries to drop */
+                   : (made < m->len && made - size < IO_WMAP_AHEAD / 2) || size >= clean + 3 * (uint64_t)IO_WMAP_STEP;
     if (!need) return;
     int cpu = sched_getcpu(); /* step() yields on this core; written only when it changed: the
                                * line is the helper's too, and this runs on most stores of a step */

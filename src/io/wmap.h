@@ -54,7 +54,7 @@
 /* The helper makes pages this far ahead of the writer, this much at a time,
  * and drops page-table entries this far behind it. */
 #define IO_WMAP_AHEAD (2u << 20)
-#define IO_WMAP_STEP (256u << 10)
+#define IO_WMAP_STEP  (256u << 10)
 /* ... writing a step's zeros this much at a time, yielding the CPU between. */
 #define IO_WMAP_PIECE (64u << 10)
 

@@ -91,8 +91,7 @@ static int set_range(const column_input *in, column_plan *plan, tkv_buf *tmp)
     }
     plan->l1_first = first_file_reaching(in, slice(plan->lo.data, plan->lo.len));
     plan->l1_end = plan->l1_first;
-    while (plan->l1_end < in->nl1 &&
-           ukey_cmp(in->l1_smallest[plan->l1_end], slice(plan->hi.data, plan->hi.len)) <= 0)
+    while (plan->l1_end < in->nl1 && ukey_cmp(in->l1_smallest[plan->l1_end], slice(plan->hi.data, plan->hi.len)) <= 0)
         plan->l1_end++;
     return 0;
 }
@@ -240,7 +239,7 @@ static int may_merge(const column_input *in, const column_plan *plan, size_t f, 
 {
     uint64_t b = in->l1_bytes[f], s = in->sst_size, scale = out > whole ? out : whole;
     if (in->l1_busy && in->l1_busy[f]) return 0;
-    if (b / 2 > scale || (b >= s / 2 && out + b > s)) return 0;                    /* (a), (b) */
+    if (b / 2 > scale || (b >= s / 2 && out + b > s)) return 0;                   /* (a), (b) */
     return plan->l1_merged_bytes + b <= s && plan->l1_merged < COLUMN_MAX_MERGED; /* (c) */
 }
 

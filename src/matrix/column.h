@@ -75,32 +75,32 @@
 #include "util/coding.h"
 
 typedef struct column_input {
-    rowtable *const *rows;     /* the compactor rows (any order) */
-    const uint32_t *cursors;   /* each row's drain cursor in the caller's view */
+    rowtable *const *rows;   /* the compactor rows (any order) */
+    const uint32_t *cursors; /* each row's drain cursor in the caller's view */
     size_t nrows;
     const tkv_slice *l1_smallest, *l1_largest; /* user-key ranges of the L1 files, sorted, disjoint */
     size_t nl1;
-    uint64_t target_bytes;     /* row bytes per column (> 0) */
+    uint64_t target_bytes; /* row bytes per column (> 0) */
     /* Step 5 (small L1 neighbours); with l1_bytes NULL or sst_size 0 none
      * are taken in. */
-    const uint64_t *l1_bytes;  /* each L1 file's size */
+    const uint64_t *l1_bytes;   /* each L1 file's size */
     const uint64_t *l1_entries; /* each L1 file's entry count (NULL: the estimate uses raw row bytes) */
-    const uint8_t *l1_busy;    /* 1: the file may not be taken in (a deep compaction holds it); NULL: none */
-    uint64_t sst_size;         /* the target L1 file size */
+    const uint8_t *l1_busy;     /* 1: the file may not be taken in (a deep compaction holds it); NULL: none */
+    uint64_t sst_size;          /* the target L1 file size */
     uint64_t compactor_entries; /* entries of the compactor's rows when it formed (0: unknown) */
 } column_input;
 
 typedef struct column_plan {
-    int empty;                 /* the compactor rows hold nothing: no column */
-    int to_end;                /* the column takes everything left in the compactor rows */
-    uint32_t *new_cursors;     /* per input row (malloc'd; column_plan_free) */
-    uint64_t row_bytes;        /* data bytes of the rows inside the column */
-    uint64_t row_entries;      /* entries of the rows inside the column */
-    size_t l1_first, l1_end;   /* L1 files [l1_first, l1_end) to rewrite: those the column overlaps and
+    int empty;                /* the compactor rows hold nothing: no column */
+    int to_end;               /* the column takes everything left in the compactor rows */
+    uint32_t *new_cursors;    /* per input row (malloc'd; column_plan_free) */
+    uint64_t row_bytes;       /* data bytes of the rows inside the column */
+    uint64_t row_entries;     /* entries of the rows inside the column */
+    size_t l1_first, l1_end;  /* L1 files [l1_first, l1_end) to rewrite: those the column overlaps and
                                 * the small neighbours it takes in (step 5) */
-    size_t l1_merged;          /* how many of them are small neighbours taken in */
-    uint64_t l1_merged_bytes;  /* and their bytes */
-    tkv_buf lo, hi;            /* the column's user-key range (smallest and largest row key in it) */
+    size_t l1_merged;         /* how many of them are small neighbours taken in */
+    uint64_t l1_merged_bytes; /* and their bytes */
+    tkv_buf lo, hi;           /* the column's user-key range (smallest and largest row key in it) */
 } column_plan;
 
 /* column_pick -- the next column (see the header comment). Returns 0 and

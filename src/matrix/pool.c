@@ -31,34 +31,37 @@
 
 /* ---------------------------------------------------------------- pool header layout */
 
-#define POOL_MAGIC 0x314c4f4f50564b54ull /* "TKVPOOL1" little-endian */
-#define PH_MAGIC 0       /* u64 */
-#define PH_VERSION 8     /* u32 */
-#define PH_HEADER_SIZE 12 /* u32 */
-#define PH_POOL_SIZE 16  /* u64 */
-#define PH_PAGE_SIZE 24  /* u32 */
-#define PH_PAGE_COUNT 28 /* u32 */
-#define PH_DIR_OFFSET 32 /* u64 */
-#define PH_DIR_SLOTS 40  /* u32 */
-#define PH_RESERVED 44   /* u32, 0 */
-#define PH_PAGES_OFFSET 48 /* u64 */
-#define PH_UUID 56       /* 16 bytes */
-#define PH_CHECKSUM 72   /* u32 over [0, 72) */
-#define PH_USED 76
+#define POOL_MAGIC      0x314c4f4f50564b54ull /* "TKVPOOL1" little-endian */
+#define PH_MAGIC        0                     /* u64 */
+#define PH_VERSION      8                     /* u32 */
+#define PH_HEADER_SIZE  12                    /* u32 */
+#define PH_POOL_SIZE    16                    /* u64 */
+#define PH_PAGE_SIZE    24                    /* u32 */
+#define PH_PAGE_COUNT   28                    /* u32 */
+#define PH_DIR_OFFSET   32                    /* u64 */
+#define PH_DIR_SLOTS    40                    /* u32 */
+#define PH_RESERVED     44                    /* u32, 0 */
+#define PH_PAGES_OFFSET 48                    /* u64 */
+#define PH_UUID         56                    /* 16 bytes */
+#define PH_CHECKSUM     72                    /* u32 over [0, 72) */
+#define PH_USED         76
 
 /* ---------------------------------------------------------------- row header layout */
 
-#define RH_MAGIC 0      /* u64 POOL_ROW_MAGIC */
-#define RH_HDR_LEN 8    /* u32: bytes covered by the checksum, the checksum included */
-#define RH_NPAGES 12    /* u32 */
-#define RH_ROW_ID 16    /* u64 */
-#define RH_KIND 24      /* u16 */
-#define RH_RESERVED 26  /* u16, 0 */
-#define RH_BODY_LEN 28  /* u32 */
+#define RH_MAGIC    0  /* u64 POOL_ROW_MAGIC */
+#define RH_HDR_LEN  8  /* u32: bytes covered by the checksum, the checksum included */
+#define RH_NPAGES   12 /* u32 */
+#define RH_ROW_ID   16 /* u64 */
+#define RH_KIND     24 /* u16 */
+#define RH_RESERVED 26 /* u16, 0 */
+#define RH_BODY_LEN 28 /* u32 */
 /* body at 32, page list at 32 + round4(body_len), checksum at hdr_len - 4,
  * release bitmap at round8(hdr_len). */
 
-static inline uint64_t *dir_slot(pool *p, uint32_t s) { return (uint64_t *)(void *)(p->base + p->dir_off + 8 * (uint64_t)s); }
+static inline uint64_t *dir_slot(pool *p, uint32_t s)
+{
+    return (uint64_t *)(void *)(p->base + p->dir_off + 8 * (uint64_t)s);
+}
 
 static inline uint64_t slot_load(pool *p, uint32_t s) { return __atomic_load_n(dir_slot(p, s), __ATOMIC_ACQUIRE); }
 
@@ -146,12 +149,15 @@ static int set_geometry(pool *p, const pool_options *o)
     p->pages_off = round_up(p->dir_off + 8 * (uint64_t)slots, ps);
     uint64_t count = p->size > p->pages_off ? (p->size - p->pages_off) / ps : 0;
     if (count < 2)
-        return tkv_err(TKV_INVALID, "pool %s: %llu bytes hold fewer than 2 pages of %u bytes after the header and "
-                                    "directory", p->path, (unsigned long long)p->size, ps);
+        return tkv_err(TKV_INVALID,
+                       "pool %s: %llu bytes hold fewer than 2 pages of %u bytes after the header and "
+                       "directory",
+                       p->path, (unsigned long long)p->size, ps);
     if (count > max_pages_for(ps))
-        return tkv_err(TKV_INVALID, "pool %s: %llu pages of %u bytes: more than %llu (a row's page list must fit in "
-                                    "one page); use a larger page size or a smaller pool", p->path,
-                       (unsigned long long)count, ps, (unsigned long long)max_pages_for(ps));
+        return tkv_err(TKV_INVALID,
+                       "pool %s: %llu pages of %u bytes: more than %llu (a row's page list must fit in "
+                       "one page); use a larger page size or a smaller pool",
+                       p->path, (unsigned long long)count, ps, (unsigned long long)max_pages_for(ps));
     p->page_count = (uint32_t)count;
     return 0;
 }
@@ -182,7 +188,7 @@ static int format(pool *p)
     memcpy(h + PH_UUID, p->uuid, 16);
     enc_u32(h + PH_CHECKSUM, tkv_checksum(h, PH_CHECKSUM));
     enc_u64(h + PH_MAGIC, 0);
-    pm_memcpy_persist(p->reg, p->base, h, sizeof h);                            /* (2) */
+    pm_memcpy_persist(p->reg, p->base, h, sizeof h);                                 /* (2) */
     pm_store8_persist(p->reg, (uint64_t *)(void *)(p->base + PH_MAGIC), POOL_MAGIC); /* (3) */
     return pm_error(p->reg);
 }
@@ -287,7 +293,8 @@ static int row_parse(pool *p, uint32_t first_page, uint32_t slot, uint64_t id_hi
     if (pool_row_page(out, 0) != first_page)
         return row_corrupt(p, row_id, slot, first_page, "page list does not start with the header page");
     for (uint32_t j = 0; j < npages; j++)
-        if (pool_row_page(out, j) >= p->page_count) return row_corrupt(p, row_id, slot, first_page, "page index out of range");
+        if (pool_row_page(out, j) >= p->page_count)
+            return row_corrupt(p, row_id, slot, first_page, "page index out of range");
     /* release bitmap: never the header page, no bit past npages */
     uint32_t words = (npages + 63) / 64;
     if (pool_row_released(out, 0)) return row_corrupt(p, row_id, slot, first_page, "header page marked released");
@@ -318,7 +325,8 @@ int pool_row_read_page(pool *p, uint32_t first_page, pool_row *out)
 int pool_row_write_header(pool *p, uint64_t row_id, uint16_t kind, const void *body, uint32_t body_len,
                           const uint32_t *pages, uint32_t npages)
 {
-    if (row_id == 0 || npages == 0) return tkv_err(TKV_INVALID, "pool %s: row header with row id 0 or no pages", p->path);
+    if (row_id == 0 || npages == 0)
+        return tkv_err(TKV_INVALID, "pool %s: row header with row id 0 or no pages", p->path);
     size_t area = pool_row_header_area(body_len, npages);
     if (area > p->page_size) {
         return tkv_err(TKV_INVALID, "pool %s: row %llu header needs %zu bytes, a page has %u", p->path,
@@ -413,7 +421,7 @@ int pool_drop_row(pool *p, uint32_t slot)
     uint32_t n = 0;
     for (uint32_t j = 0; j < r.npages; j++)
         if (!pool_row_released(&r, j)) pages[n++] = pool_row_page(&r, j);
-    int rc = pool_remove_row(p, slot); /* (1) the removal's commit point */
+    int rc = pool_remove_row(p, slot);                                       /* (1) the removal's commit point */
     for (uint32_t j = 0; rc == 0 && j < n; j++) pool_free_page(p, pages[j]); /* (2) invariant 5 */
     free(pages);
     return rc;
@@ -578,8 +586,8 @@ int pool_open(const char *path, uint64_t size, pm_mode mode, pm_profile profile,
     p->base = pm_base(p->reg);
     p->size = pm_size(p->reg);
     if (p->size < POOL_HEADER_SIZE) {
-        rc = tkv_err(file_created ? TKV_INVALID : TKV_CORRUPTION, "pool %s: %llu bytes, smaller than the header",
-                     path, (unsigned long long)p->size);
+        rc = tkv_err(file_created ? TKV_INVALID : TKV_CORRUPTION, "pool %s: %llu bytes, smaller than the header", path,
+                     (unsigned long long)p->size);
         goto fail;
     }
     int unformatted = 0;
@@ -643,8 +651,10 @@ int pool_open_readonly(const char *path, pool **out)
         if (dir_area > p->size - POOL_HEADER_SIZE) dir_area = p->size - POOL_HEADER_SIZE;
         rc = all_zero(p->base + POOL_HEADER_SIZE, (size_t)dir_area)
                  ? 1 /* a creation cut short: pool_open formats it */
-                 : tkv_err(TKV_CORRUPTION, "pool %s: the header has no magic but the row directory is not empty "
-                                           "(damaged header)", path);
+                 : tkv_err(TKV_CORRUPTION,
+                           "pool %s: the header has no magic but the row directory is not empty "
+                           "(damaged header)",
+                           path);
         goto fail;
     }
     if ((rc = read_header(p)) < 0) goto fail;
@@ -701,4 +711,3 @@ int pool_close(pool *p)
 }
 
 int pool_error(pool *p) { return pm_error(p->reg); }
-

@@ -98,14 +98,14 @@
 
 #include "emul/pmem.h"
 
-#define POOL_FORMAT_VERSION 1
-#define POOL_HEADER_SIZE 4096u         /* the header block at offset 0 */
-#define POOL_DEFAULT_DIR_SLOTS 1024u   /* row directory entries (8 bytes each) */
-#define POOL_MAX_DIR_SLOTS 65536u
-#define POOL_MIN_PAGE_SIZE (64u << 10) /* default page size is clamped to [64 KiB, 2 MiB] */
-#define POOL_MAX_PAGE_SIZE (2u << 20)
+#define POOL_FORMAT_VERSION         1
+#define POOL_HEADER_SIZE            4096u /* the header block at offset 0 */
+#define POOL_DEFAULT_DIR_SLOTS      1024u /* row directory entries (8 bytes each) */
+#define POOL_MAX_DIR_SLOTS          65536u
+#define POOL_MIN_PAGE_SIZE          (64u << 10) /* default page size is clamped to [64 KiB, 2 MiB] */
+#define POOL_MAX_PAGE_SIZE          (2u << 20)
 #define POOL_MIN_PAGE_SIZE_OVERRIDE 4096u /* smallest explicit page size (tests) */
-#define POOL_PAGE_NONE UINT32_MAX
+#define POOL_PAGE_NONE              UINT32_MAX
 
 /* Options used only when the pool is created; an existing pool's geometry
  * always comes from its header. Zero-initialise for defaults. */
@@ -204,7 +204,7 @@ void pool_header_info(const pool *p, pool_header *out);
 uint64_t pool_dir_slot(pool *p, uint32_t s);
 
 typedef struct pool_stats {
-    uint64_t pool_size;   /* bytes of the pool file */
+    uint64_t pool_size; /* bytes of the pool file */
     uint32_t page_size;
     uint32_t pages_total;
     uint32_t pages_free;  /* free pages, those in limbo included (invariant 8: free at the next pool_sync) */
@@ -272,8 +272,8 @@ void pool_free_page(pool *p, uint32_t page);
 
 /* ---------------------------------------------------------------- row headers */
 
-#define POOL_ROW_MAGIC 0x31574f52564b5454ull /* "TTKVROW1" little-endian */
-#define POOL_ROW_ROOT_SIZE 32u              /* root fields before the owner's body */
+#define POOL_ROW_MAGIC         0x31574f52564b5454ull /* "TTKVROW1" little-endian */
+#define POOL_ROW_ROOT_SIZE     32u                   /* root fields before the owner's body */
 #define POOL_ROW_KIND_ROWTABLE 1u
 
 /* pool_row_header_area -- bytes the header of a row with a body of body_len
@@ -294,14 +294,14 @@ int pool_row_write_header(pool *p, uint64_t row_id, uint16_t kind, const void *b
 /* A verified row header, pointing into the mapping (valid while the row is
  * committed and its first page not freed). */
 typedef struct pool_row {
-    uint32_t slot;        /* directory slot (UINT32_MAX if read by page, uncommitted) */
+    uint32_t slot; /* directory slot (UINT32_MAX if read by page, uncommitted) */
     uint64_t row_id;
     uint16_t kind;
     uint32_t first_page;
     uint32_t npages;
-    const uint8_t *body;  /* body_len bytes */
+    const uint8_t *body; /* body_len bytes */
     uint32_t body_len;
-    const uint8_t *pages; /* npages x u32 little-endian page indexes (pool_row_page) */
+    const uint8_t *pages;           /* npages x u32 little-endian page indexes (pool_row_page) */
     const uint64_t *release_bitmap; /* ceil(npages/64) words; bit j = page j released */
 } pool_row;
 
@@ -358,8 +358,8 @@ typedef struct pool_row_id {
     uint32_t slot;
     uint64_t row_id;
     uint32_t first_page;
-    uint32_t npages;          /* pages listed by the header */
-    uint32_t pages_released;  /* of those, released */
+    uint32_t npages;         /* pages listed by the header */
+    uint32_t pages_released; /* of those, released */
 } pool_row_id;
 
 /* pool_rows -- the committed rows in directory (slot) order, for recovery.

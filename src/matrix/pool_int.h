@@ -25,13 +25,13 @@ struct pool {
     uint64_t *free_bits; /* bit i set = page i free */
     uint32_t free_count;
     uint32_t rows;
-    uint32_t high_water;   /* 1 + the highest page allocated (or in use at open); mu */
-    uint32_t ahead_pages;  /* pool_prefault_ahead's window in pages; mu */
-    uint32_t trim_page;    /* a free page pool_trim is punching (not to be handed out), or POOL_PAGE_NONE; mu */
+    uint32_t high_water;    /* 1 + the highest page allocated (or in use at open); mu */
+    uint32_t ahead_pages;   /* pool_prefault_ahead's window in pages; mu */
+    uint32_t trim_page;     /* a free page pool_trim is punching (not to be handed out), or POOL_PAGE_NONE; mu */
     uint64_t last_alloc_ns; /* CLOCK_MONOTONIC of the last pool_alloc_pages; mu */
-    uint64_t alloc_total;  /* pages pool_alloc_pages handed out since open (pool_stats); mu */
+    uint64_t alloc_total;   /* pages pool_alloc_pages handed out since open (pool_stats); mu */
     pthread_cond_t trim_cv; /* signalled when trim_page goes back to POOL_PAGE_NONE */
-    uint64_t trimmed;      /* bytes pool_trim punched again (relaxed atomic) */
+    uint64_t trimmed;       /* bytes pool_trim punched again (relaxed atomic) */
     /* limbo (invariant 8): pages released while the release may not be on the
      * device yet (pm_needs_sync); each {page, sync_begun at its release} waits
      * for a pool_sync that began after it. mu. */

@@ -179,8 +179,8 @@ int pool_alloc_pages(pool *p, uint32_t n, uint32_t *pages)
     if (n > p->free_count) {
         uint32_t fr = p->free_count, total = p->page_count;
         pthread_mutex_unlock(&p->mu);
-        return tkv_err(TKV_NO_SPACE, "pool %s: %u pages of %u bytes needed, %u of %u free", p->path, n,
-                       p->page_size, fr, total);
+        return tkv_err(TKV_NO_SPACE, "pool %s: %u pages of %u bytes needed, %u of %u free", p->path, n, p->page_size,
+                       fr, total);
     }
     uint32_t got = 0;
     for (uint32_t w = 0; got < n; w++) {
@@ -225,8 +225,8 @@ int pool_alloc_page(pool *p, uint32_t *page) { return pool_alloc_pages(p, 1, pag
 void pool_give_back(pool *p, uint32_t page)
 {
     if (page >= p->page_count || page_is_free(p, page)) return; /* a bug of the caller's, ignored */
-    if (p->barriers) limbo_push(p, page); /* invariant 8 */
-    else mark_free(p, &page, 1);          /* its blocks stay until pool_trim */
+    if (p->barriers) limbo_push(p, page);                       /* invariant 8 */
+    else mark_free(p, &page, 1);                                /* its blocks stay until pool_trim */
 }
 
 void pool_free_page(pool *p, uint32_t page)
@@ -285,7 +285,7 @@ uint64_t pool_trim(pool *p, uint64_t idle_us)
         if (pg >= p->page_count) break;
         uint64_t off = p->pages_off + ((uint64_t)pg << p->page_shift);
         uint64_t data = pm_data_after(p->reg, off);
-        if (data == UINT64_MAX) break; /* no blocks at all past here */
+        if (data == UINT64_MAX) break;    /* no blocks at all past here */
         if (data >= off + p->page_size) { /* on to the page holding the next data */
             pg = data >= p->pages_off ? (uint32_t)((data - p->pages_off) >> p->page_shift) : pg + 1;
             continue;

@@ -85,10 +85,10 @@
 #include "util/coding.h"
 #include "util/iter.h"
 
-#define ROWTABLE_FORMAT_VERSION 1
+#define ROWTABLE_FORMAT_VERSION  1
 #define ROWTABLE_META_ENTRY_SIZE 32u
-#define ROWTABLE_NO_FWD UINT32_MAX      /* forward pointer of a row built with no older row */
-#define ROWTABLE_MAX_ENTRIES (UINT32_MAX - 1)
+#define ROWTABLE_NO_FWD          UINT32_MAX /* forward pointer of a row built with no older row */
+#define ROWTABLE_MAX_ENTRIES     (UINT32_MAX - 1)
 
 typedef struct rowtable rowtable;
 
@@ -159,18 +159,18 @@ int rowtable_drop(rowtable *r);
 
 typedef struct rowtable_props {
     uint64_t row_id;
-    uint64_t older_row_id;  /* the row the forward pointers point into (0: none) */
-    uint32_t slot;          /* UINT32_MAX while uncommitted */
+    uint64_t older_row_id; /* the row the forward pointers point into (0: none) */
+    uint32_t slot;         /* UINT32_MAX while uncommitted */
     uint32_t entries;
-    uint32_t cursor;        /* current drain cursor */
-    uint32_t min_cursor;    /* lowest cursor the released pages allow */
+    uint32_t cursor;     /* current drain cursor */
+    uint32_t min_cursor; /* lowest cursor the released pages allow */
     uint64_t deletions, min_seq, max_seq;
     uint64_t key_bytes, value_bytes; /* sums of user key / value lengths */
-    uint64_t data_bytes;    /* data region (entries + page-end padding) */
-    uint64_t meta_bytes;    /* entries x ROWTABLE_META_ENTRY_SIZE */
-    uint64_t meta_off;      /* offset of metadata entry 0 in the row's first page (after the header) */
+    uint64_t data_bytes;             /* data region (entries + page-end padding) */
+    uint64_t meta_bytes;             /* entries x ROWTABLE_META_ENTRY_SIZE */
+    uint64_t meta_off;               /* offset of metadata entry 0 in the row's first page (after the header) */
     uint32_t pages, meta_pages, data_pages, pages_released;
-    size_t dram_bytes;      /* the handle's DRAM footprint */
+    size_t dram_bytes; /* the handle's DRAM footprint */
 } rowtable_props;
 void rowtable_get_props(const rowtable *r, rowtable_props *out);
 uint64_t rowtable_id(const rowtable *r);
@@ -278,10 +278,10 @@ tkv_it *rowtable_iter_range(const rowtable *r, uint32_t from, uint32_t to);
 /* Seek counters of rowtable_iters_at. Added to with relaxed atomics, so one
  * struct may total the iterators of many threads. */
 typedef struct row_seek_stats {
-    uint64_t seeks;          /* rounds: the rows sought to one target, in order (a merging
+    uint64_t seeks;                      /* rounds: the rows sought to one target, in order (a merging
                               * iterator's seek, or its re-seek at a change of direction) */
-    uint64_t rows_searched;  /* rows searched for a round */
-    uint64_t comparisons;    /* key comparisons (target vs an entry) */
+    uint64_t rows_searched;              /* rows searched for a round */
+    uint64_t comparisons;                /* key comparisons (target vs an entry) */
     uint64_t hints_used, hints_rejected; /* windows whose edges held / did not (then a binary search) */
 } row_seek_stats;
 
@@ -300,8 +300,8 @@ typedef struct row_seek_stats {
  * (may be NULL). The k iterators belong to one thread together; rows must
  * outlive them. 0, or TKV_NO_MEMORY (out[] all NULL). */
 #define ROWTABLE_SEEK_HINTS 1u
-int rowtable_iters_at(rowtable *const *rows, const uint32_t *cursors, size_t k, unsigned flags,
-                      row_seek_stats *stats, tkv_it **out);
+int rowtable_iters_at(rowtable *const *rows, const uint32_t *cursors, size_t k, unsigned flags, row_seek_stats *stats,
+                      tkv_it **out);
 
 /* ---------------------------------------------------------------- column compaction support */
 

@@ -42,11 +42,11 @@ static inline uint64_t entry_place(uint64_t dpos, uint64_t esz, uint32_t ps)
  * stopped making pages ahead). Else stores go to the mapping directly. */
 typedef struct pstream {
     rowtable *r;
-    uint32_t base;        /* list index of the stream's page 0 */
-    uint64_t begin, end;  /* content range of the stream */
+    uint32_t base;       /* list index of the stream's page 0 */
+    uint64_t begin, end; /* content range of the stream */
     uint64_t pos;
-    uint32_t *crc;        /* per list index */
-    uint8_t *stage;       /* NULL: stores into the mapping */
+    uint32_t *crc;  /* per list index */
+    uint8_t *stage; /* NULL: stores into the mapping */
 } pstream;
 
 /* ps_dst -- where the byte at stream position pos is stored now. */
@@ -169,7 +169,12 @@ static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32
                          uint8_t *stage)
 {
     pstream data = {r, r->nmeta, 0, r->data_bytes, 0, crc, stage};
-    pstream mst = {r, 0, r->meta_off, r->meta_off + (uint64_t)r->n * ROWTABLE_META_ENTRY_SIZE, r->meta_off, crc,
+    pstream mst = {r,
+                   0,
+                   r->meta_off,
+                   r->meta_off + (uint64_t)r->n * ROWTABLE_META_ENTRY_SIZE,
+                   r->meta_off,
+                   crc,
                    stage ? stage + r->page_size : NULL};
     uint32_t oj = older ? older_cursor : 0, on = older ? older->n : 0;
     target t;
@@ -263,8 +268,8 @@ static void layout(uint64_t n, uint64_t data_bytes, uint32_t ps, uint64_t *npage
     *ndata = (data_bytes + ps - 1) / ps;
     uint64_t np = *ndata + 1;
     for (;;) {
-        uint64_t area = pool_row_header_area((uint32_t)min_u64(RB_FIXED + 4 * np, UINT32_MAX),
-                                             (uint32_t)min_u64(np, UINT32_MAX));
+        uint64_t area =
+            pool_row_header_area((uint32_t)min_u64(RB_FIXED + 4 * np, UINT32_MAX), (uint32_t)min_u64(np, UINT32_MAX));
         *meta_off = round_up(area, META_ALIGN);
         *nmeta = (*meta_off + n * ROWTABLE_META_ENTRY_SIZE + ps - 1) / ps;
         if (*nmeta + *ndata <= np) break;
@@ -296,8 +301,7 @@ int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *old
                       rowtable **out)
 {
     *out = NULL;
-    if (!p || !src || row_id == 0)
-        return tkv_err(TKV_INVALID, "rowtable_build: NULL pool/source or row id 0");
+    if (!p || !src || row_id == 0) return tkv_err(TKV_INVALID, "rowtable_build: NULL pool/source or row id 0");
     if (older && older->pl != p)
         return tkv_err(TKV_INVALID, "pool %s: row %llu: the older row belongs to another pool", pool_path(p),
                        (unsigned long long)row_id);
@@ -373,7 +377,8 @@ fail:
 int rowtable_commit(rowtable *r)
 {
     if (r->slot != UINT32_MAX)
-        return tkv_err(TKV_INVALID, "pool %s: row %llu is already committed", pool_path(r->pl), (unsigned long long)r->row_id);
+        return tkv_err(TKV_INVALID, "pool %s: row %llu is already committed", pool_path(r->pl),
+                       (unsigned long long)r->row_id);
     uint32_t slot;
     TKV_TRY(pool_commit_row(r->pl, r->pages[0], r->row_id, &slot)); /* step (3) */
     r->slot = slot;
@@ -389,10 +394,7 @@ void rowtable_queue_writeback(const rowtable *r)
 
 /* rowtable_writeout_header -- the header area of page 0 ([0, meta_off)),
  * written back now (pm_writeout), for the commit's sync (pool.h invariant 8). */
-void rowtable_writeout_header(const rowtable *r)
-{
-    pm_writeout(r->reg, r->addr[0], r->meta_off);
-}
+void rowtable_writeout_header(const rowtable *r) { pm_writeout(r->reg, r->addr[0], r->meta_off); }
 
 /* rowtable_abandon -- frees an uncommitted row's pages, then the handle (of
  * a committed row, only the handle). */
@@ -403,4 +405,3 @@ void rowtable_abandon(rowtable *r)
         for (uint32_t j = 0; j < r->npages; j++) pool_free_page(r->pl, r->pages[j]);
     rowtable_close(r);
 }
-

@@ -19,8 +19,8 @@
  * row -- ~1.2 % false positives. The block comes from the hash's high 32
  * bits, the bits from a multiplicative remix of it, 9 bits each. */
 #define FILTER_BITS_PER_KEY 10u
-#define FILTER_PROBES 6u
-#define FILTER_BLOCK_WORDS 8u
+#define FILTER_PROBES       6u
+#define FILTER_BLOCK_WORDS  8u
 
 /* ---------------------------------------------------------------- handle */
 
@@ -107,7 +107,8 @@ int rt_filter_alloc(rowtable *r, uint64_t n)
     if (blocks == 0) blocks = 1;
     if (blocks > UINT32_MAX) blocks = UINT32_MAX;
     r->filter = aligned_alloc(64, blocks * FILTER_BLOCK_WORDS * sizeof(uint64_t));
-    if (!r->filter) return tkv_err(TKV_NO_MEMORY, "out of memory for the key filter of row %llu", (unsigned long long)r->row_id);
+    if (!r->filter)
+        return tkv_err(TKV_NO_MEMORY, "out of memory for the key filter of row %llu", (unsigned long long)r->row_id);
     memset(r->filter, 0, blocks * FILTER_BLOCK_WORDS * sizeof(uint64_t));
     r->filter_blocks = (uint32_t)blocks;
     return 0;

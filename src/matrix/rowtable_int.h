@@ -55,31 +55,31 @@
 /* ---------------------------------------------------------------- layout constants */
 
 /* RowTable body (inside the pool row header, after its 32-byte root). */
-#define RB_VERSION 0      /* u32 ROWTABLE_FORMAT_VERSION */
-#define RB_META_ESIZE 4   /* u32 ROWTABLE_META_ENTRY_SIZE */
-#define RB_N 8            /* u64 entries */
-#define RB_MIN_SEQ 16     /* u64 */
-#define RB_MAX_SEQ 24     /* u64 */
-#define RB_DELETIONS 32   /* u64 */
-#define RB_DATA_BYTES 40  /* u64 data stream length */
-#define RB_META_OFF 48    /* u64 offset of metadata entry 0 in the meta stream */
-#define RB_NMETA 56       /* u32 meta-stream pages */
-#define RB_NDATA 60       /* u32 data-stream pages */
-#define RB_OLDER_ID 64    /* u64 row the forward pointers point into (0: none) */
-#define RB_OLDER_N 72     /* u64 that row's entry count */
-#define RB_KEY_BYTES 80   /* u64 */
+#define RB_VERSION     0  /* u32 ROWTABLE_FORMAT_VERSION */
+#define RB_META_ESIZE  4  /* u32 ROWTABLE_META_ENTRY_SIZE */
+#define RB_N           8  /* u64 entries */
+#define RB_MIN_SEQ     16 /* u64 */
+#define RB_MAX_SEQ     24 /* u64 */
+#define RB_DELETIONS   32 /* u64 */
+#define RB_DATA_BYTES  40 /* u64 data stream length */
+#define RB_META_OFF    48 /* u64 offset of metadata entry 0 in the meta stream */
+#define RB_NMETA       56 /* u32 meta-stream pages */
+#define RB_NDATA       60 /* u32 data-stream pages */
+#define RB_OLDER_ID    64 /* u64 row the forward pointers point into (0: none) */
+#define RB_OLDER_N     72 /* u64 that row's entry count */
+#define RB_KEY_BYTES   80 /* u64 */
 #define RB_VALUE_BYTES 88 /* u64 */
-#define RB_PAGE_CRC 96    /* u32[npages] content checksum per listed page */
-#define RB_FIXED 96
+#define RB_PAGE_CRC    96 /* u32[npages] content checksum per listed page */
+#define RB_FIXED       96
 
 /* Metadata entry (32 bytes). */
-#define ME_PREFIX 0    /* 8 bytes: user key's first min(8, klen) bytes, zero padded (big-endian comparable) */
-#define ME_TRAILER 8   /* u64 seq << 8 | type */
+#define ME_PREFIX   0  /* 8 bytes: user key's first min(8, klen) bytes, zero padded (big-endian comparable) */
+#define ME_TRAILER  8  /* u64 seq << 8 | type */
 #define ME_DATA_OFF 16 /* u64 entry offset in the data stream */
-#define ME_FWD 24      /* u32 forward pointer */
-#define ME_KLEN 28     /* u32 user key length */
+#define ME_FWD      24 /* u32 forward pointer */
+#define ME_KLEN     28 /* u32 user key length */
 
-#define META_ALIGN 64  /* meta_off alignment: a cache line, so step (2) never rewrites metadata lines */
+#define META_ALIGN 64 /* meta_off alignment: a cache line, so step (2) never rewrites metadata lines */
 
 /* ---------------------------------------------------------------- the handle */
 
@@ -99,7 +99,7 @@ struct rowtable {
     uint8_t *released; /* 1 = given back to the pool (mirror of the release bitmap) */
     uint32_t cursor;   /* drain cursor (atomic) */
     uint32_t min_cursor;
-    uint64_t *filter;  /* DRAM key filter (FILTER_* in rowtable_handle.c): filter_blocks blocks of 512 bits */
+    uint64_t *filter; /* DRAM key filter (FILTER_* in rowtable_handle.c): filter_blocks blocks of 512 bits */
     uint32_t filter_blocks;
 };
 

@@ -170,10 +170,7 @@ tkv_it *rowtable_iter(const rowtable *r) { return rowtable_iter_range(r, 0, UINT
 tkv_it *rowtable_iter_at(const rowtable *r, uint32_t cursor) { return rowtable_iter_range(r, cursor, UINT32_MAX); }
 
 /* rowtable_iter_range -- an unpositioned iterator over [from, min(to, n)). */
-tkv_it *rowtable_iter_range(const rowtable *r, uint32_t from, uint32_t to)
-{
-    return rt_iter_new(r, from, to, NULL, 0);
-}
+tkv_it *rowtable_iter_range(const rowtable *r, uint32_t from, uint32_t to) { return rt_iter_new(r, from, to, NULL, 0); }
 
 /* rt_iter_new -- the iterator, bound to row i of plan s if s is not NULL. */
 tkv_it *rt_iter_new(const rowtable *r, uint32_t from, uint32_t to, row_seek *s, size_t i)

@@ -79,7 +79,8 @@ static int read_varint(const rowtable *r, uint64_t off, uint64_t *v, uint64_t *l
 int rt_entry_decode(const rowtable *r, uint32_t i, const meta *m, ent_loc *e)
 {
     uint64_t ikl, l1, vl, l2;
-    if (m->data_off >= r->data_bytes) return rt_corrupt(r, "entry %u: data offset %llu past the data", i, (unsigned long long)m->data_off);
+    if (m->data_off >= r->data_bytes)
+        return rt_corrupt(r, "entry %u: data offset %llu past the data", i, (unsigned long long)m->data_off);
     if (read_varint(r, m->data_off, &ikl, &l1) < 0 || ikl != (uint64_t)m->klen + IKEY_TRAILER)
         return rt_corrupt(r, "entry %u: key length in data disagrees with the metadata", i);
     e->key_off = m->data_off + l1;
@@ -151,4 +152,3 @@ uint32_t rt_lower_bound(probe *pr, uint32_t lo, uint32_t hi, int *hi_ueq)
     }
     return lo;
 }
-

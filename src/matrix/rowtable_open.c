@@ -104,7 +104,9 @@ int rowtable_open(pool *p, uint32_t slot, rowtable **out)
     pool_row pr;
     TKV_TRY(pool_row_read(p, slot, &pr));
     rowtable *r = rt_alloc(p, pr.npages);
-    if (!r) return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory opening row %llu", pool_path(p), (unsigned long long)pr.row_id);
+    if (!r)
+        return tkv_err(TKV_NO_MEMORY, "pool %s: out of memory opening row %llu", pool_path(p),
+                       (unsigned long long)pr.row_id);
     r->row_id = pr.row_id;
     r->slot = slot;
     int rc;
@@ -114,7 +116,8 @@ int rowtable_open(pool *p, uint32_t slot, rowtable **out)
         goto fail;
     }
     if (dec_u32(b + RB_VERSION) != ROWTABLE_FORMAT_VERSION || dec_u32(b + RB_META_ESIZE) != ROWTABLE_META_ENTRY_SIZE) {
-        rc = rt_corrupt(r, "format version %u / entry size %u unknown", dec_u32(b + RB_VERSION), dec_u32(b + RB_META_ESIZE));
+        rc = rt_corrupt(r, "format version %u / entry size %u unknown", dec_u32(b + RB_VERSION),
+                        dec_u32(b + RB_META_ESIZE));
         goto fail;
     }
     uint64_t n = dec_u64(b + RB_N), older_n = dec_u64(b + RB_OLDER_N);
@@ -131,8 +134,8 @@ int rowtable_open(pool *p, uint32_t slot, rowtable **out)
     uint64_t ps = r->page_size;
     uint64_t want_meta_off = round_up(pool_row_header_area(pr.body_len, pr.npages), META_ALIGN);
     if (n > ROWTABLE_MAX_ENTRIES || older_n > ROWTABLE_MAX_ENTRIES || r->deletions > n ||
-        (n && (r->min_seq > r->max_seq || r->max_seq > IKEY_MAX_SEQ)) || r->meta_off != want_meta_off ||
-        r->nmeta < 1 || (uint64_t)r->nmeta + r->ndata != pr.npages ||
+        (n && (r->min_seq > r->max_seq || r->max_seq > IKEY_MAX_SEQ)) || r->meta_off != want_meta_off || r->nmeta < 1 ||
+        (uint64_t)r->nmeta + r->ndata != pr.npages ||
         r->nmeta != (r->meta_off + n * ROWTABLE_META_ENTRY_SIZE + ps - 1) / ps ||
         r->data_bytes > (uint64_t)r->ndata * ps || r->ndata != r->data_bytes / ps + (r->data_bytes % ps != 0)) {
         rc = rt_corrupt(r, "header fields inconsistent with each other or the pool geometry");

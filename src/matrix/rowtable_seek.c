@@ -32,15 +32,15 @@
 
 struct row_seek {
     size_t k;
-    size_t refs;       /* iterators alive (one thread: not atomic) */
+    size_t refs; /* iterators alive (one thread: not atomic) */
     const rowtable **rows;
-    uint32_t *from;    /* view cursors */
+    uint32_t *from;     /* view cursors */
     uint32_t *lo, *pos; /* rows [0, done) of the round: first live entry, lower bound (or POS_UNKNOWN) */
     size_t done;
-    size_t last;       /* the row sought last in the round */
-    int in_round;      /* 0 until the first seek, and after a target could not be kept */
+    size_t last;  /* the row sought last in the round */
+    int in_round; /* 0 until the first seek, and after a target could not be kept */
     unsigned flags;
-    tkv_buf target;    /* the round's target (an internal key) */
+    tkv_buf target;        /* the round's target (an internal key) */
     row_seek_stats *stats; /* the caller's, or own */
     row_seek_stats own;
 };
@@ -158,8 +158,8 @@ static row_seek *plan_new(rowtable *const *rows, const uint32_t *cursors, size_t
 }
 
 /* rowtable_iters_at -- k iterators sharing one plan. */
-int rowtable_iters_at(rowtable *const *rows, const uint32_t *cursors, size_t k, unsigned flags,
-                      row_seek_stats *stats, tkv_it **out)
+int rowtable_iters_at(rowtable *const *rows, const uint32_t *cursors, size_t k, unsigned flags, row_seek_stats *stats,
+                      tkv_it **out)
 {
     for (size_t i = 0; i < k; i++) out[i] = NULL;
     if (k == 0) return 0;

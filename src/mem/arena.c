@@ -24,7 +24,7 @@ struct arena_block {
     size_t size; /* whole allocation, header included */
 };
 
-#define ARENA_HDR (sizeof(struct arena_block))
+#define ARENA_HDR       (sizeof(struct arena_block))
 #define ARENA_MIN_BLOCK ((size_t)4096)
 
 /* 1 until madvise(MADV_POPULATE_WRITE) has failed once (kernels before 5.14). */

@@ -42,7 +42,7 @@
 #include <stdint.h>
 
 #define ARENA_DEFAULT_BLOCK ((size_t)1 << 20) /* 1 MiB */
-#define ARENA_ALIGN 8
+#define ARENA_ALIGN         8
 
 #include <pthread.h>
 

@@ -118,8 +118,7 @@ int batch_iterate(const uint8_t *rep, size_t len, batch_fn fn, void *arg)
         }
         found++;
     }
-    if (found != count)
-        return tkv_err(TKV_CORRUPTION, "batch header says %u records, body holds %u", count, found);
+    if (found != count) return tkv_err(TKV_CORRUPTION, "batch header says %u records, body holds %u", count, found);
     return 0;
 }
 

@@ -44,7 +44,7 @@
 #include "util/status.h"
 
 #define SL_MAX_HEIGHT 12
-#define SL_BRANCHING 4
+#define SL_BRANCHING  4
 
 typedef struct sl_node {
     uint32_t klen;  /* internal key length (user key + IKEY_TRAILER) */
@@ -240,8 +240,7 @@ void memtable_unref(memtable *m)
 }
 
 /* memtable_add -- builds the node, finds its predecessors, links it bottom-up. */
-int memtable_add(memtable *m, uint64_t seq, ikey_type type, const void *key, size_t klen, const void *val,
-                 size_t vlen)
+int memtable_add(memtable *m, uint64_t seq, ikey_type type, const void *key, size_t klen, const void *val, size_t vlen)
 {
     if (klen > TKV_MAX_KEY_SIZE || vlen > TKV_MAX_VALUE_SIZE)
         return tkv_err(TKV_INVALID, "memtable: key (%zu bytes) or value (%zu bytes) too large", klen, vlen);
@@ -350,10 +349,8 @@ static void mi_seek(tkv_it *it, tkv_slice target)
 {
     mem_iter *mi = (mem_iter *)it;
     sl_key k;
-    if (target.n >= IKEY_TRAILER)
-        k = (sl_key){target.p, target.n - IKEY_TRAILER, ikey_trailer(target)};
-    else
-        k = (sl_key){target.p, target.n, UINT64_MAX};
+    if (target.n >= IKEY_TRAILER) k = (sl_key){target.p, target.n - IKEY_TRAILER, ikey_trailer(target)};
+    else k = (sl_key){target.p, target.n, UINT64_MAX};
     mi->node = find_ge(mi->m, &k, NULL);
 }
 

@@ -65,8 +65,7 @@ void memtable_unref(memtable *m);
  * Returns 0, TKV_NO_MEMORY (nothing inserted), or TKV_INVALID if klen >
  * TKV_MAX_KEY_SIZE or vlen > TKV_MAX_VALUE_SIZE (callers validate first; this
  * is a backstop). */
-int memtable_add(memtable *m, uint64_t seq, ikey_type type, const void *key, size_t klen, const void *val,
-                 size_t vlen);
+int memtable_add(memtable *m, uint64_t seq, ikey_type type, const void *key, size_t klen, const void *val, size_t vlen);
 
 /* memtable_get -- the newest entry for user key `key` with sequence <= seq
  * (seq above IKEY_MAX_SEQ means "newest"). Returns 1 and sets *type and *val

@@ -60,15 +60,15 @@ static const uint8_t wal_magic[8] = {'T', 'K', 'V', 'W', 'A', 'L', 0x00, 0x01};
 
 struct wal_writer {
     io_file *f;
-    uint8_t *buf; /* framing buffer: record header + a copy of a small payload */
-    size_t cap;   /* bytes allocated at buf (<= WAL_RECORD_HEADER + WAL_COPY_MAX) */
-    int err;      /* 0, or the code that poisoned the writer (see wal.h) */
-    char errmsg[256]; /* the message of the failure that poisoned it */
-    uint64_t synced; /* the file's size at the last successful wal_sync */
-    uint64_t reserved_end; /* blocks are reserved up to this offset (wal_writer_reserve) */
-    uint32_t version;  /* WAL_V1 or WAL_V2 */
-    int ever_synced;   /* a wal_sync succeeded (the header is durable) */
-    uint64_t frontier; /* version 2: the frontier last written into the header slot */
+    uint8_t *buf;           /* framing buffer: record header + a copy of a small payload */
+    size_t cap;             /* bytes allocated at buf (<= WAL_RECORD_HEADER + WAL_COPY_MAX) */
+    int err;                /* 0, or the code that poisoned the writer (see wal.h) */
+    char errmsg[256];       /* the message of the failure that poisoned it */
+    uint64_t synced;        /* the file's size at the last successful wal_sync */
+    uint64_t reserved_end;  /* blocks are reserved up to this offset (wal_writer_reserve) */
+    uint32_t version;       /* WAL_V1 or WAL_V2 */
+    int ever_synced;        /* a wal_sync succeeded (the header is durable) */
+    uint64_t frontier;      /* version 2: the frontier last written into the header slot */
     uint64_t frontier_step; /* version 2: rewrite the slot once the synced size is this far past it */
 };
 
@@ -105,8 +105,7 @@ static void encode_frontier(uint8_t slot[12], uint64_t frontier)
 }
 
 /* encode_header_v2 -- the 64-byte version-2 header, frontier 0. */
-static void encode_header_v2(uint8_t h[WAL_V2_HEADER_SIZE], uint64_t number, uint64_t prev_number,
-                             uint64_t prev_size)
+static void encode_header_v2(uint8_t h[WAL_V2_HEADER_SIZE], uint64_t number, uint64_t prev_number, uint64_t prev_size)
 {
     memset(h, 0, WAL_V2_HEADER_SIZE);
     encode_header(h, WAL_V2);
@@ -130,8 +129,7 @@ static void close_keep_error(io_file *f)
 /* ---------------------------------------------------------------- writer */
 
 /* writer_open -- creates/truncates path and appends the header h[0..n). */
-static int writer_open(const char *path, io_stats *st, const uint8_t *h, size_t n, uint32_t version,
-                       wal_writer **out)
+static int writer_open(const char *path, io_stats *st, const uint8_t *h, size_t n, uint32_t version, wal_writer **out)
 {
     if (!out) return tkv_err(TKV_INVALID, "wal_writer_open: NULL out");
     *out = NULL;
@@ -244,8 +242,7 @@ static void write_frontier(wal_writer *w, uint64_t step)
     tkv_errmsg_save(&saved);
     if (io_fault_check(IO_OP_WRITE, w->f->path, sizeof slot) == 0) {
         ssize_t k;
-        do
-            k = pwrite(w->f->fd, slot, sizeof slot, WAL_V2_FRONTIER_OFF);
+        do k = pwrite(w->f->fd, slot, sizeof slot, WAL_V2_FRONTIER_OFF);
         while (k < 0 && errno == EINTR);
         if (k == (ssize_t)sizeof slot) w->frontier = w->synced;
     }
@@ -294,7 +291,7 @@ uint64_t wal_size(const wal_writer *w) { return w ? w->f->size : 0; }
 int wal_writer_close(wal_writer *w)
 {
     if (!w) return 0;
-    write_frontier(w, 1); /* whatever the step: the last sync's size */
+    write_frontier(w, 1);               /* whatever the step: the last sync's size */
     if (w->reserved_end > w->f->size) { /* what the log did not use goes back (best effort) */
         tkv_errmsg_saved saved;
         tkv_errmsg_save(&saved);
@@ -439,14 +436,13 @@ static int bad_record(wal_reader *r, uint64_t off, size_t n, const char *why, wa
                        r->path, (unsigned long long)off, n, why ? why : "is cut short by the end of the file",
                        (unsigned long long)s->frontier, (unsigned long long)r->fsize);
     uint64_t end = why ? off + WAL_RECORD_HEADER + n : r->fsize, z = 0, nz = r->fsize;
-    TKV_TRY(rd_first_nonzero(r, off, end, &z)); /* the record itself (to EOF when cut by it) */
+    TKV_TRY(rd_first_nonzero(r, off, end, &z));                /* the record itself (to EOF when cut by it) */
     if (why) TKV_TRY(rd_first_nonzero(r, end, r->fsize, &nz)); /* what follows its declared end */
     if (nz < r->fsize && s->version != WAL_V2)
         return tkv_err(TKV_CORRUPTION,
                        "WAL %s: record at offset %llu (length %zu) %s and is followed by non-zero data at offset "
                        "%llu (file size %llu): corruption in the middle of the log",
-                       r->path, (unsigned long long)off, n, why, (unsigned long long)nz,
-                       (unsigned long long)r->fsize);
+                       r->path, (unsigned long long)off, n, why, (unsigned long long)nz, (unsigned long long)r->fsize);
     s->torn_hole = nz < r->fsize; /* version 2, past the frontier: written back out of order */
     s->torn_zero = z == end && nz == r->fsize;
     s->torn_tail_records = 1;
@@ -484,8 +480,8 @@ static int replay_records(wal_reader *r, wal_record_fn fn, void *arg, wal_replay
     }
     if (s->version == WAL_V2 && off < s->frontier)
         return tkv_err(TKV_CORRUPTION,
-                       "WAL %s ends at offset %llu, below its synced frontier %llu: synced data is lost",
-                       r->path, (unsigned long long)off, (unsigned long long)s->frontier);
+                       "WAL %s ends at offset %llu, below its synced frontier %llu: synced data is lost", r->path,
+                       (unsigned long long)off, (unsigned long long)s->frontier);
     s->torn_zero = 1; /* nothing ignored */
     return 0;
 }
@@ -509,10 +505,8 @@ static int read_file(const char *path, io_stats *st, int header_only, wal_record
     } else if (rc == 0) {
         rc = replay_records(&r, fn, arg, &s);
     }
-    if (rc == 0)
-        rc = io_close(r.f);
-    else
-        close_keep_error(r.f);
+    if (rc == 0) rc = io_close(r.f);
+    else close_keep_error(r.f);
     free(r.buf);
     if (out) *out = s;
     return rc;

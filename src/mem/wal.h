@@ -33,13 +33,13 @@
 
 #include "io/io.h"
 
-#define WAL_HEADER_SIZE 16    /* version 1 (the MANIFEST's): records start here */
-#define WAL_V2_HEADER_SIZE 64 /* version 2 (the database's WALs): records start here */
+#define WAL_HEADER_SIZE     16 /* version 1 (the MANIFEST's): records start here */
+#define WAL_V2_HEADER_SIZE  64 /* version 2 (the database's WALs): records start here */
 #define WAL_V2_FRONTIER_OFF 48 /* version 2: the synced-frontier slot (u64 + u32 checksum) */
-#define WAL_RECORD_HEADER 8 /* u32 checksum + u32 length */
-#define WAL_V1 1u
-#define WAL_V2 2u
-#define WAL_MAX_PAYLOAD (UINT32_C(1) << 30) /* 1 GiB, inclusive */
+#define WAL_RECORD_HEADER   8  /* u32 checksum + u32 length */
+#define WAL_V1              1u
+#define WAL_V2              2u
+#define WAL_MAX_PAYLOAD     (UINT32_C(1) << 30) /* 1 GiB, inclusive */
 /* Version 2: wal_sync rewrites the frontier slot once the synced size has
  * passed the value the slot holds by this much (and wal_writer_close does
  * whenever it has passed it at all). Each rewrite dirties the header's page

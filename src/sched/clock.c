@@ -47,10 +47,8 @@ void sched_clock_set_us(sched_clock *c, uint64_t t_us)
 {
     if (!c || !c->fake) return;
     uint64_t cur = atomic_load_explicit(&c->fake_us, memory_order_acquire);
-    while (cur < t_us &&
-           !atomic_compare_exchange_weak_explicit(&c->fake_us, &cur, t_us, memory_order_acq_rel,
-                                                  memory_order_acquire)) {
-    }
+    while (cur < t_us && !atomic_compare_exchange_weak_explicit(&c->fake_us, &cur, t_us, memory_order_acq_rel,
+                                                                memory_order_acquire)) {}
 }
 
 /* sched_clock_advance_us -- fake time += d_us. */
@@ -70,8 +68,7 @@ void sched_sleep_us(uint64_t us)
     uint64_t ns = (uint64_t)ts.tv_nsec + (us % 1000000u) * 1000u;
     ts.tv_sec += (time_t)(us / 1000000u + ns / 1000000000u);
     ts.tv_nsec = (long)(ns % 1000000000u);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
 }
 
 /* sched_cond_init -- condvar on CLOCK_MONOTONIC. */

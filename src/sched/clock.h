@@ -27,8 +27,8 @@
 #define SCHED_FAKE_POLL_US 1000u
 
 typedef struct sched_clock {
-    int fake;                     /* 0: CLOCK_MONOTONIC; 1: fake_us */
-    _Atomic uint64_t fake_us;     /* a fake clock's current time */
+    int fake;                 /* 0: CLOCK_MONOTONIC; 1: fake_us */
+    _Atomic uint64_t fake_us; /* a fake clock's current time */
 } sched_clock;
 
 /* sched_clock_real -- the process-wide real clock (never freed). */

@@ -19,8 +19,7 @@ void dm_note(drainmeter *m, uint64_t bytes, uint64_t us)
     if (m->n < DM_SAMPLES) m->n++;
 }
 
-int dm_rate(const drainmeter *m, int running, uint64_t head_bytes, uint64_t head_us, uint64_t first_us,
-            uint64_t *rate)
+int dm_rate(const drainmeter *m, int running, uint64_t head_bytes, uint64_t head_us, uint64_t first_us, uint64_t *rate)
 {
     *rate = 0;
     if (!m->n) {

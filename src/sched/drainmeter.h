@@ -46,7 +46,6 @@ void dm_note(drainmeter *m, uint64_t bytes, uint64_t us);
  * it is unknown (no sample, and no running column or one that has run less
  * than first_us). running: a column is in flight, the next to commit having
  * head_bytes to drain and head_us of time so far. */
-int dm_rate(const drainmeter *m, int running, uint64_t head_bytes, uint64_t head_us, uint64_t first_us,
-            uint64_t *rate);
+int dm_rate(const drainmeter *m, int running, uint64_t head_bytes, uint64_t head_us, uint64_t first_us, uint64_t *rate);
 
 #endif

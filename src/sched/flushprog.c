@@ -91,8 +91,7 @@ int fp_eta(flushprog *p, uint64_t now_us, uint64_t *eta_us)
          * disk) is expected to take as long again as it has so far */
         *eta_us = p->tail_us > 2 * since ? p->tail_us - since : since;
         known = 1;
-    } else if (p->phase == FP_BUILD && p->t0_us && p->done >= p->work / 16 && p->done > p->done0 &&
-               now_us > p->t0_us) {
+    } else if (p->phase == FP_BUILD && p->t0_us && p->done >= p->work / 16 && p->done > p->done0 && now_us > p->t0_us) {
         double rate = (double)(p->done - p->done0) / (double)(now_us - p->t0_us); /* bytes per us */
         double left = p->done < p->work ? (double)(p->work - p->done) / rate : 0.0;
         *eta_us = (left >= 1e15 ? (uint64_t)1e15 : (uint64_t)left) + p->tail_us;

@@ -37,11 +37,11 @@ struct monitor {
     double diffs[MONITOR_NOISE_WINDOWS];
     unsigned diff_pos, diff_n;
     double prev_raw;
-    int force_publish;     /* T changed: publish on the next sample */
+    int force_publish; /* T changed: publish on the next sample */
     /* read-latency cap (M4) */
-    uint64_t lat_start_us;  /* start of the current interval */
+    uint64_t lat_start_us; /* start of the current interval */
     uint64_t lat_reads, lat_ns;
-    double baseline_ns;     /* B; 0 until the first interval with enough reads */
+    double baseline_ns; /* B; 0 until the first interval with enough reads */
     uint64_t cap;
     monitor_stats st;
 };

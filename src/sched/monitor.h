@@ -72,8 +72,8 @@
 
 #include <stdint.h>
 
-#define MONITOR_MAX_SMOOTH 8      /* largest smooth_windows */
-#define MONITOR_NOISE_WINDOWS 32  /* window-to-window differences N looks at */
+#define MONITOR_MAX_SMOOTH    8  /* largest smooth_windows */
+#define MONITOR_NOISE_WINDOWS 32 /* window-to-window differences N looks at */
 
 typedef struct monitor_options {
     uint64_t device_bw;       /* T, bytes/s (> 0). Default 500 MiB/s. Run time: monitor_set_device_bw */
@@ -96,15 +96,15 @@ typedef struct monitor_options {
 } monitor_options;
 
 typedef struct monitor_stats {
-    uint64_t device_bw;   /* T */
-    uint64_t client_bw;   /* C (smoothed) */
-    uint64_t client_raw;  /* the last window's raw client bandwidth */
-    uint64_t internal_bw; /* I, the published budget */
-    uint64_t candidate;   /* the last computed max(floor, T - C - epsilon) */
-    uint64_t deadband;    /* the last D */
-    uint64_t samples;     /* windows seen */
-    uint64_t changes;     /* times I was published with a new value */
-    uint64_t client_bytes;/* total client bytes sampled */
+    uint64_t device_bw;    /* T */
+    uint64_t client_bw;    /* C (smoothed) */
+    uint64_t client_raw;   /* the last window's raw client bandwidth */
+    uint64_t internal_bw;  /* I, the published budget */
+    uint64_t candidate;    /* the last computed max(floor, T - C - epsilon) */
+    uint64_t deadband;     /* the last D */
+    uint64_t samples;      /* windows seen */
+    uint64_t changes;      /* times I was published with a new value */
+    uint64_t client_bytes; /* total client bytes sampled */
     /* read-latency cap (zeros while it is off) */
     uint64_t read_latency_ns;     /* the last interval's mean client read latency */
     uint64_t latency_baseline_ns; /* B */

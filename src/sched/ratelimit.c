@@ -39,13 +39,13 @@ struct ratelimit {
                         * or on cancel/shutdown */
     sched_clock *clk;
     uint64_t rate, refill_us, low_reserved, mid_reserved;
-    uint64_t burst;        /* ceil(rate * refill_us / 1e6) */
+    uint64_t burst; /* ceil(rate * refill_us / 1e6) */
     uint64_t avail;
     uint64_t next_refill;
     uint64_t carry, lcarry, mcarry;
     int shutdown;
     rl_queue q[RL_NPRIO];
-    rl_stats st;           /* counters (the rate fields are filled on read) */
+    rl_stats st; /* counters (the rate fields are filled on read) */
 };
 
 /* rl_options_default -- unlimited, 5 ms refills, 4 MiB/s low reserve, no
@@ -174,8 +174,7 @@ static uint64_t serve_locked(ratelimit *rl, rl_prio prio, uint64_t tokens, uint6
 /* serve_reserve -- step (2a) for one class: up to its reserve's tokens of
  * this refill (never more than the pool) to its queue; returns the pool
  * less what the class took (what it leaves stays in the pool). */
-static uint64_t serve_reserve(ratelimit *rl, rl_prio prio, uint64_t reserve, uint64_t pool, uint64_t t,
-                              int *served)
+static uint64_t serve_reserve(ratelimit *rl, rl_prio prio, uint64_t reserve, uint64_t pool, uint64_t t, int *served)
 {
     if (reserve > pool) reserve = pool;
     uint64_t left = serve_locked(rl, prio, reserve, t, served);
@@ -206,10 +205,10 @@ static void refill_locked(ratelimit *rl, uint64_t now)
         uint64_t pool = rl->avail + tokens;
         pool = serve_reserve(rl, RL_LOW, lres, pool, t, &served); /* (2a) */
         pool = serve_reserve(rl, RL_MID, mres, pool, t, &served);
-        pool = serve_locked(rl, RL_HIGH, pool, t, &served);       /* (2b) */
-        pool = serve_locked(rl, RL_MID, pool, t, &served);        /* (2c) */
-        pool = serve_locked(rl, RL_LOW, pool, t, &served);        /* (2d) */
-        rl->avail = pool < rl->burst ? pool : rl->burst;          /* (2e) */
+        pool = serve_locked(rl, RL_HIGH, pool, t, &served); /* (2b) */
+        pool = serve_locked(rl, RL_MID, pool, t, &served);  /* (2c) */
+        pool = serve_locked(rl, RL_LOW, pool, t, &served);  /* (2d) */
+        rl->avail = pool < rl->burst ? pool : rl->burst;    /* (2e) */
         rl->next_refill = t + rl->refill_us;
     }
     if (served) pthread_cond_broadcast(&rl->cv);
@@ -366,8 +365,7 @@ static int64_t try_acquire_locked(ratelimit *rl, rl_req *req, rl_prio prio, uint
 }
 
 /* rl_try_acquire -- see ratelimit.h. */
-int64_t rl_try_acquire(ratelimit *rl, rl_req *req, rl_prio prio, uint64_t n, uint64_t now_us,
-                       uint64_t *wait_until_us)
+int64_t rl_try_acquire(ratelimit *rl, rl_req *req, rl_prio prio, uint64_t n, uint64_t now_us, uint64_t *wait_until_us)
 {
     pthread_mutex_lock(&rl->mu);
     int64_t g = try_acquire_locked(rl, req, prio, n, now_us, wait_until_us);

@@ -70,9 +70,9 @@
 
 typedef enum rl_prio { RL_HIGH = 0, RL_MID = 1, RL_LOW = 2, RL_NPRIO = 3 } rl_prio;
 
-#define RL_MIN_RATE 1024u          /* bytes/s: lower nonzero rates are raised */
-#define RL_MAX_RATE (1ull << 40)   /* bytes/s: higher rates are lowered (1 TiB/s) */
-#define RL_MIN_REFILL_US 1000u     /* refill period range, microseconds */
+#define RL_MIN_RATE      1024u        /* bytes/s: lower nonzero rates are raised */
+#define RL_MAX_RATE      (1ull << 40) /* bytes/s: higher rates are lowered (1 TiB/s) */
+#define RL_MIN_REFILL_US 1000u        /* refill period range, microseconds */
 #define RL_MAX_REFILL_US 10000u
 
 typedef struct rl_options {
@@ -87,28 +87,31 @@ typedef struct rl_options {
 /* A request ticket, owned by the caller (typically on its stack). Initialise
  * with RL_REQ_INIT; the fields are the limiter's. */
 typedef struct rl_req {
-    int state;            /* RL_REQ_IDLE / QUEUED / DONE (ratelimit.c) */
+    int state; /* RL_REQ_IDLE / QUEUED / DONE (ratelimit.c) */
     rl_prio prio;
-    uint64_t want;        /* bytes asked by the queued request */
-    uint64_t granted;     /* bytes granted (state DONE) */
-    uint64_t enq_us;      /* when it was queued */
-    struct rl_req *next;  /* queue link */
+    uint64_t want;       /* bytes asked by the queued request */
+    uint64_t granted;    /* bytes granted (state DONE) */
+    uint64_t enq_us;     /* when it was queued */
+    struct rl_req *next; /* queue link */
 } rl_req;
-#define RL_REQ_INIT {0, RL_HIGH, 0, 0, 0, NULL}
+#define RL_REQ_INIT                                                                                                    \
+    {                                                                                                                  \
+        0, RL_HIGH, 0, 0, 0, NULL                                                                                      \
+    }
 
 typedef struct rl_stats {
-    uint64_t rate;                /* current bytes/s (0 = unlimited) */
-    uint64_t burst;               /* bytes per refill */
-    uint64_t low_reserved;        /* effective reserve, bytes/s (after the rate/2 cap) */
-    uint64_t mid_reserved;        /* effective MID reserve, bytes/s (after its cap) */
+    uint64_t rate;         /* current bytes/s (0 = unlimited) */
+    uint64_t burst;        /* bytes per refill */
+    uint64_t low_reserved; /* effective reserve, bytes/s (after the rate/2 cap) */
+    uint64_t mid_reserved; /* effective MID reserve, bytes/s (after its cap) */
     uint64_t refill_us;
-    uint64_t granted[RL_NPRIO];   /* bytes granted */
-    uint64_t grants[RL_NPRIO];    /* grants (pieces) handed out */
-    uint64_t waits[RL_NPRIO];     /* requests that had to queue */
-    uint64_t wait_us[RL_NPRIO];   /* total queueing time of granted requests
+    uint64_t granted[RL_NPRIO]; /* bytes granted */
+    uint64_t grants[RL_NPRIO];  /* grants (pieces) handed out */
+    uint64_t waits[RL_NPRIO];   /* requests that had to queue */
+    uint64_t wait_us[RL_NPRIO]; /* total queueing time of granted requests
                                    * (enqueue -> the refill that served them) */
-    uint64_t queued[RL_NPRIO];    /* requests queued right now */
-    uint64_t cancelled;           /* rl_request calls ended by rl_cancel/rl_shutdown */
+    uint64_t queued[RL_NPRIO];  /* requests queued right now */
+    uint64_t cancelled;         /* rl_request calls ended by rl_cancel/rl_shutdown */
 } rl_stats;
 
 typedef struct ratelimit ratelimit;
@@ -158,8 +161,7 @@ void rl_set_mid_reserved(ratelimit *rl, uint64_t bytes_per_s);
  *   TKV_INVALID  n == 0 for a new ticket, or bad prio (not < RL_NPRIO).
  *   TKV_BUSY     the limiter is shut down (a queued ticket is withdrawn).
  * `now_us` must not go backwards between calls on one limiter. */
-int64_t rl_try_acquire(ratelimit *rl, rl_req *req, rl_prio prio, uint64_t n, uint64_t now_us,
-                       uint64_t *wait_until_us);
+int64_t rl_try_acquire(ratelimit *rl, rl_req *req, rl_prio prio, uint64_t n, uint64_t now_us, uint64_t *wait_until_us);
 
 /* rl_withdraw -- takes a queued ticket out of its queue; bytes it was
  * granted meanwhile count as used (they are not returned to the bucket).

@@ -21,7 +21,7 @@
 struct tadapt {
     pthread_mutex_t mu;
     tadapt_options o;
-    uint64_t start_us;     /* start of the current interval */
+    uint64_t start_us; /* start of the current interval */
     uint64_t bytes, busy_ns;
     double run_lo, run_hi; /* (A3) */
     tadapt_stats st;
@@ -42,8 +42,7 @@ void tadapt_options_default(tadapt_options *o, uint64_t t0)
 
 int tadapt_create(const tadapt_options *o, uint64_t now_us, tadapt **out)
 {
-    if (!o || !out || o->t0 == 0 || o->interval_us == 0 || o->intervals == 0 || o->down_pct < 1 ||
-        o->down_pct > 99)
+    if (!o || !out || o->t0 == 0 || o->interval_us == 0 || o->intervals == 0 || o->down_pct < 1 || o->down_pct > 99)
         return TKV_INVALID;
     uint64_t lo = o->t_min ? o->t_min : o->t0 / 8, hi = o->t_max ? o->t_max : o->t0 * 8;
     if (lo == 0) lo = 1;

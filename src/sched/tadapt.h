@@ -49,24 +49,24 @@
 #include <stdint.h>
 
 typedef struct tadapt_options {
-    uint64_t t0;            /* the starting T, bytes/s (> 0) */
-    uint64_t t_min, t_max;  /* bounds of T; 0 = t0 / 8, resp. t0 * 8 */
-    uint64_t interval_us;   /* windows pooled per decision. Default 1000000 */
-    unsigned intervals;     /* consecutive intervals a move needs, >= 1. Default 3 */
-    unsigned up_pct;        /* up interval: D above T by more than this percent. Default 10 */
-    unsigned down_pct;      /* down interval: D below T by more than this percent, 1..99. Default 20 */
-    double sat_queue;       /* Q at or above this: saturated. Default 1.0 */
-    int pinned;             /* 1: T never changes. Default 0 */
+    uint64_t t0;           /* the starting T, bytes/s (> 0) */
+    uint64_t t_min, t_max; /* bounds of T; 0 = t0 / 8, resp. t0 * 8 */
+    uint64_t interval_us;  /* windows pooled per decision. Default 1000000 */
+    unsigned intervals;    /* consecutive intervals a move needs, >= 1. Default 3 */
+    unsigned up_pct;       /* up interval: D above T by more than this percent. Default 10 */
+    unsigned down_pct;     /* down interval: D below T by more than this percent, 1..99. Default 20 */
+    double sat_queue;      /* Q at or above this: saturated. Default 1.0 */
+    int pinned;            /* 1: T never changes. Default 0 */
 } tadapt_options;
 
 typedef struct tadapt_stats {
-    uint64_t t;             /* T now */
+    uint64_t t; /* T now */
     uint64_t t_min, t_max;
-    uint64_t delivered;     /* the last interval's D, bytes/s */
-    double queue;           /* the last interval's Q */
-    int up_run, down_run;   /* the current runs, in intervals */
-    uint64_t intervals;     /* intervals evaluated */
-    uint64_t raises, lowers;/* moves of T */
+    uint64_t delivered;      /* the last interval's D, bytes/s */
+    double queue;            /* the last interval's Q */
+    int up_run, down_run;    /* the current runs, in intervals */
+    uint64_t intervals;      /* intervals evaluated */
+    uint64_t raises, lowers; /* moves of T */
     int pinned;
 } tadapt_stats;
 

@@ -33,10 +33,10 @@ struct wctl {
     wctl_options o;
     uint64_t samples[WCTL_SAMPLES];
     unsigned nsamples, pos;
-    uint64_t vt_ns;        /* pacing virtual clock, NANOseconds (a 100-byte write
+    uint64_t vt_ns; /* pacing virtual clock, NANOseconds (a 100-byte write
                             * at 40 MiB/s costs 2.38 us: microseconds would
                             * lose 16% to truncation) */
-    int last_paced;        /* the last call paced (SLOWDOWN at a rate > 0): a
+    int last_paced; /* the last call paced (SLOWDOWN at a rate > 0): a
                             * paced call after one that was not resets vt */
     wctl_stats st;
 };
@@ -318,7 +318,7 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
     } else if (s == WCTL_SLOWDOWN && rate > 0) {
         uint64_t now_ns = now_us * 1000u;
         if (!w->last_paced) w->vt_ns = now_ns; /* a new pacing episode: no debt carried over */
-        if (!(t->flags & WT_CHARGED)) {                         /* (W2) */
+        if (!(t->flags & WT_CHARGED)) {        /* (W2) */
             uint64_t slack_ns = w->o.max_step_us * 1000u;
             uint64_t base = now_ns > slack_ns && w->vt_ns < now_ns - slack_ns ? now_ns - slack_ns : w->vt_ns;
             double cost = (double)t->bytes * 1e9 / (double)rate;

@@ -171,25 +171,25 @@ typedef struct wctl_options {
 
 /* What the engine tells the controller, per call. */
 typedef struct wctl_input {
-    unsigned mutable_left;  /* memtables that can still take writes: the active one if
+    unsigned mutable_left;    /* memtables that can still take writes: the active one if
                              * not full, plus free slots (memtables - immutables) */
-    unsigned max_memtables; /* total memtables (informational; >= mutable_left) */
-    double container_fill;  /* L0 container fill fraction, 0 without one; 1 = full (may pass 1:
+    unsigned max_memtables;   /* total memtables (informational; >= mutable_left) */
+    double container_fill;    /* L0 container fill fraction, 0 without one; 1 = full (may pass 1:
                              * the engine counts what is promised to the container too) */
-    int drain_known;        /* drain_rate is a measurement (else the ramp is off, unless
+    int drain_known;          /* drain_rate is a measurement (else the ramp is off, unless
                              * drain_expected) */
-    int drain_expected;     /* the container drains by a process that will be measured
+    int drain_expected;       /* the container drains by a process that will be measured
                              * (l0=matrix: column compaction): while drain_known is 0, the
                              * ramp runs on the flush pace as its drain estimate */
-    uint64_t drain_rate;    /* bytes/s (writer units) the container drains at; may be 0 */
-    double deep_score;      /* the deep backlog: max over levels L1.. of bytes / target (0: none) */
-    int flush_eta_known;    /* flush_eta_us is known (PRL's deadline; else the flush pace) */
-    uint64_t flush_eta_us;  /* the running flush's time until it frees its memtable */
-    uint64_t active_room;   /* bytes (writer units) the active memtable can still take */
+    uint64_t drain_rate;      /* bytes/s (writer units) the container drains at; may be 0 */
+    double deep_score;        /* the deep backlog: max over levels L1.. of bytes / target (0: none) */
+    int flush_eta_known;      /* flush_eta_us is known (PRL's deadline; else the flush pace) */
+    uint64_t flush_eta_us;    /* the running flush's time until it frees its memtable */
+    uint64_t active_room;     /* bytes (writer units) the active memtable can still take */
     uint64_t active_capacity; /* what an empty active memtable takes, same units (0: unknown):
                              * before any flush sample and the running flush's ETA, the
                              * flush pace (a guess) binds only in its second half */
-    unsigned queued;        /* other writes that would wait while this one sleeps (the
+    unsigned queued;          /* other writes that would wait while this one sleeps (the
                              * engine: other writer threads); lengthens its step */
 } wctl_input;
 
@@ -206,7 +206,10 @@ typedef struct wctl_write {
     uint64_t until_ns; /* pacing: the write may proceed at this time (ns) */
     int ramp_paced;
 } wctl_write;
-#define WCTL_WRITE_INIT {WCTL_NORMAL, 0, 0, 0, 0}
+#define WCTL_WRITE_INIT                                                                                                \
+    {                                                                                                                  \
+        WCTL_NORMAL, 0, 0, 0, 0                                                                                        \
+    }
 
 typedef struct wctl_stats {
     wctl_mode mode;

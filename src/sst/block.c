@@ -216,8 +216,7 @@ void block_iter_seek_last(block_iter *it)
         return;
     }
     seek_to_restart(it, it->nrestarts - 1);
-    while (parse_next(it) && it->next < it->restarts) {
-    }
+    while (parse_next(it) && it->next < it->restarts) {}
 }
 
 /* block_iter_seek -- first entry >= target: binary search for the last restart
@@ -235,10 +234,8 @@ void block_iter_seek(block_iter *it, tkv_slice target)
         size_t klen;
         const uint8_t *k = restart_key(it, mid, &klen);
         if (!k) return;
-        if (ikey_cmp(slice(k, klen), target) < 0)
-            left = mid; /* every key before mid's run is < target too */
-        else
-            right = mid - 1;
+        if (ikey_cmp(slice(k, klen), target) < 0) left = mid; /* every key before mid's run is < target too */
+        else right = mid - 1;
     }
     seek_to_restart(it, left);
     while (parse_next(it)) {
@@ -266,8 +263,7 @@ void block_iter_prev(block_iter *it)
         it->restart_idx--;
     }
     seek_to_restart(it, it->restart_idx);
-    while (parse_next(it) && it->next < original) {
-    }
+    while (parse_next(it) && it->next < original) {}
     if (it->status == 0 && it->cur < it->restarts && it->next != original)
         corrupt(it, "entry chain does not reach the previous position");
 }
@@ -345,7 +341,7 @@ static void op_destroy(tkv_it *it)
     if (release) release(arg);
 }
 
-static const tkv_it_ops block_iter_ops = {op_valid, op_seek_first, op_seek_last, op_seek, op_next,
+static const tkv_it_ops block_iter_ops = {op_valid, op_seek_first, op_seek_last, op_seek,   op_next,
                                           op_prev,  op_key,        op_value,     op_status, op_destroy};
 
 tkv_it *block_iter_new(const uint8_t *data, size_t size, const char *fname, uint64_t boff, void (*release)(void *),

@@ -67,7 +67,7 @@ static inline int block_builder_empty(const block_builder *b) { return b->nentri
 typedef struct block_iter {
     tkv_it base;
     const uint8_t *data;
-    uint32_t restarts;    /* offset of the restart array = end of the entries */
+    uint32_t restarts; /* offset of the restart array = end of the entries */
     uint32_t nrestarts;
     uint32_t cur;         /* offset of the current entry; == restarts: not valid */
     uint32_t next;        /* offset just past the current entry */

@@ -28,9 +28,9 @@
 
 #include "sst/table_int.h"
 
-#define BLOCK_MEM_SLOTS 8
+#define BLOCK_MEM_SLOTS   8
 #define BLOCK_MEM_MAX_CAP (64u << 10)
-#define BLOCK_MEM_ROUND 256u
+#define BLOCK_MEM_ROUND   256u
 
 typedef struct block_stash {
     unsigned n;

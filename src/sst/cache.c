@@ -36,7 +36,7 @@
 #include "util/status.h"
 
 #define CACHE_HASH_SEED 0x7469657263616368ULL /* "tiercach" */
-#define TABLE_MIN_LEN 16
+#define TABLE_MIN_LEN   16
 
 /* A doubly linked list node; first member of cache_handle so that a node
  * pointer converts back to its entry. */
@@ -45,7 +45,7 @@ typedef struct lnode {
 } lnode;
 
 struct cache_handle {
-    lnode link; /* on shard->lru or shard->in_use while in_cache (invariant 2) */
+    lnode link;                     /* on shard->lru or shard->in_use while in_cache (invariant 2) */
     struct cache_handle *next_hash; /* bucket chain; the dead list once refs == 0 */
     void *value;
     cache_deleter del;
@@ -61,7 +61,7 @@ typedef struct cache_shard {
     pthread_mutex_t mu;
     size_t capacity, usage, pinned;
     uint64_t hits, misses, inserts, evictions;
-    lnode lru; /* refs == 1 entries; lru.next is the least recently used */
+    lnode lru;    /* refs == 1 entries; lru.next is the least recently used */
     lnode in_use; /* refs >= 2 entries */
     cache_handle **table;
     size_t tlen; /* power of two */
@@ -177,7 +177,10 @@ typedef struct dead_list {
     cache_handle *head, **tail;
 } dead_list;
 
-#define DEAD_LIST_INIT(d) {NULL, &(d).head}
+#define DEAD_LIST_INIT(d)                                                                                              \
+    {                                                                                                                  \
+        NULL, &(d).head                                                                                                \
+    }
 
 static inline void dead_push(dead_list *d, cache_handle *e)
 {
@@ -294,8 +297,7 @@ void cache_free(tkv_cache *c)
     free(c);
 }
 
-cache_handle *cache_insert(tkv_cache *c, const void *key, size_t klen, void *value, size_t charge,
-                           cache_deleter del)
+cache_handle *cache_insert(tkv_cache *c, const void *key, size_t klen, void *value, size_t charge, cache_deleter del)
 {
     cache_handle *e = malloc(sizeof *e + klen);
     if (!e) {
@@ -370,8 +372,7 @@ void cache_release(tkv_cache *c, cache_handle *h)
     h->refs--;
     if (h->refs == (h->in_cache ? 1u : 0u)) s->pinned -= h->charge; /* last handle */
     if (h->refs == 0) dead_push(&dead, h);
-    else if (h->in_cache && h->refs == 1) { /* now evictable, most recently used */
-        list_remove(&h->link);
+    else if (h->in_cache && h->refs == 1) { /* now evictable, most recently used */ list_remove(&h->link);
         list_append(&s->lru, &h->link);
         evict(s, &dead);
     }

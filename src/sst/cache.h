@@ -35,9 +35,9 @@ typedef struct cache_handle cache_handle;
  * deleter is allowed (nothing is called). */
 typedef void (*cache_deleter)(const void *key, size_t klen, void *value);
 
-#define CACHE_AUTO_MAX_SHARD_BITS 6         /* 64 shards */
+#define CACHE_AUTO_MAX_SHARD_BITS  6            /* 64 shards */
 #define CACHE_AUTO_MIN_SHARD_BYTES (512u << 10) /* no shard smaller than this */
-#define CACHE_MAX_SHARD_BITS 16
+#define CACHE_MAX_SHARD_BITS       16
 
 /* cache_new -- a cache holding up to capacity_bytes of charge. shard_bits < 0
  * chooses from the capacity: as many shards as keep each one at least
@@ -59,8 +59,7 @@ void cache_free(tkv_cache *c);
  * released), then evicts unpinned entries of the shard down to its capacity.
  * Returns a pinned handle to the new entry, or NULL if memory is exhausted; on
  * NULL nothing changed, `del` is not called and the caller still owns `value`. */
-cache_handle *cache_insert(tkv_cache *c, const void *key, size_t klen, void *value, size_t charge,
-                           cache_deleter del);
+cache_handle *cache_insert(tkv_cache *c, const void *key, size_t klen, void *value, size_t charge, cache_deleter del);
 
 /* cache_lookup -- a pinned handle to key's entry (made most recently used), or
  * NULL if absent. Counts a hit or a miss. */

@@ -29,16 +29,16 @@
 /* Block trailer: [u8 compression type][u32 checksum], after every block. The
  * checksum is tkv_checksum over the stored block contents followed by the type
  * byte (size + 1 contiguous bytes on disk). */
-#define SST_TRAILER_SIZE 5
+#define SST_TRAILER_SIZE  5
 #define SST_COMPRESS_NONE 0
-#define SST_COMPRESS_LZ4 1
+#define SST_COMPRESS_LZ4  1
 
 /* Footer: 3 handles as fixed u64 pairs (index, filter, properties), u32 format
  * version, u32 checksum of bytes [0, 52), u64 magic. */
-#define SST_FOOTER_SIZE 64
-#define SST_FOOTER_VERSION_OFF 48
+#define SST_FOOTER_SIZE         64
+#define SST_FOOTER_VERSION_OFF  48
 #define SST_FOOTER_CHECKSUM_OFF 52
-#define SST_FOOTER_MAGIC_OFF 56
+#define SST_FOOTER_MAGIC_OFF    56
 
 /* The largest varint-encoded block handle (two 10-byte varints). */
 #define SST_HANDLE_MAX_LEN 20

@@ -19,9 +19,9 @@ typedef struct mg_read {
     table *t;
     block_handle h;
     io_req *q;
-    size_t waiters;         /* first waiting key + 1 (0: none) */
-    struct mg_read *hnext;  /* hash chain */
-    struct mg_read *fnext;  /* free list */
+    size_t waiters;        /* first waiting key + 1 (0: none) */
+    struct mg_read *hnext; /* hash chain */
+    struct mg_read *fnext; /* free list */
 } mg_read;
 
 /* Where a key is in the tree: the next candidate is L0 file l0 (while l0 <
@@ -34,11 +34,11 @@ typedef struct mg_pos {
 /* One key's progress. */
 typedef struct mg_state {
     mg_pos pos;
-    int done;               /* rc is set */
-    cache_handle *th;       /* the candidate table, pinned while waiting */
+    int done;         /* rc is set */
+    cache_handle *th; /* the candidate table, pinned while waiting */
     block_handle h;
-    mg_read *rd;            /* the read it waits for */
-    size_t next_waiter;     /* next key + 1 on rd's list */
+    mg_read *rd;        /* the read it waits for */
+    size_t next_waiter; /* next key + 1 on rd's list */
 } mg_state;
 
 typedef struct mg {
@@ -217,10 +217,8 @@ static void complete(mg *m, mg_read *rd)
         size_t i = w - 1;
         multiget_key *k = &m->keys[i];
         int rc = err < 0 ? err : table_block_find(t, rd->h, &b, k->ukey, m->seq, &k->type, k->val);
-        if (rc != 0)
-            finish(m, i, rc);
-        else
-            m->ready[m->nready++] = i;
+        if (rc != 0) finish(m, i, rc);
+        else m->ready[m->nready++] = i;
     }
     if (b.blk) table_block_release(t, &b); /* before the keys' pins go: t must stay open */
     for (size_t w = rd->waiters; w; w = m->st[w - 1].next_waiter) {
@@ -260,8 +258,7 @@ void multiget_lookup(table_cache *tc, const version *v, io_ring *ring, uint64_t 
     mg m = {.tc = tc, .v = v, .ring = ring, .seq = seq, .keys = keys, .n = n, .stats = st};
     if (n == 0) return;
     if (mg_init(&m, n) < 0) {
-        for (size_t i = 0; i < n; i++)
-            keys[i].rc = multiget_one(tc, v, keys[i].ukey, seq, &keys[i].type, keys[i].val);
+        for (size_t i = 0; i < n; i++) keys[i].rc = multiget_one(tc, v, keys[i].ukey, seq, &keys[i].type, keys[i].val);
         return;
     }
     for (size_t i = n; i-- > 0;) m.ready[m.nready++] = i;
@@ -271,7 +268,7 @@ void multiget_lookup(table_cache *tc, const version *v, io_ring *ring, uint64_t 
         while (m.nready) advance(&m, m.ready[--m.nready]);
         if (m.inflight == 0) break; /* a key is blocked only while a read is in flight */
         io_req *q = io_ring_reap(ring);
-        if (!q) break;              /* not while m.inflight > 0 (uring.h); the keys left go below */
+        if (!q) break; /* not while m.inflight > 0 (uring.h); the keys left go below */
         complete(&m, q->user);
         if (m.nblocked) {
             st->full_waits++;

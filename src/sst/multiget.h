@@ -28,7 +28,7 @@ typedef struct multiget_key {
     tkv_slice ukey; /* in: a valid user key */
     int rc;         /* out: 1 found (type, val), 0 no entry in the tree, < 0 the error of the lookup */
     ikey_type type;
-    tkv_buf *val;   /* out: the value (the caller's buffer, reused) */
+    tkv_buf *val; /* out: the value (the caller's buffer, reused) */
 } multiget_key;
 
 /* What one batch did (added to the caller's counters). */

@@ -71,10 +71,9 @@ void table_builder_free(table_builder *b);
 /* ---------------------------------------------------------------- reader */
 
 typedef struct table_props {
-    uint64_t num_entries, num_deletions, min_seq, max_seq, raw_key_bytes, raw_value_bytes, data_bytes,
-        num_data_blocks;
-    tkv_buf smallest, largest; /* internal keys; empty for an empty table */
-    uint64_t compression;      /* the builder's table_options.compression */
+    uint64_t num_entries, num_deletions, min_seq, max_seq, raw_key_bytes, raw_value_bytes, data_bytes, num_data_blocks;
+    tkv_buf smallest, largest;      /* internal keys; empty for an empty table */
+    uint64_t compression;           /* the builder's table_options.compression */
     uint64_t num_compressed_blocks; /* data blocks stored lz4-compressed */
 } table_props;
 
@@ -115,7 +114,7 @@ int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *
  * not cached either, so no other read meets an unverified block). Index,
  * filter and footer blocks are always verified. Background work never sets
  * them. table_read_flags_set returns the previous flags, to restore. */
-#define TABLE_READ_NO_FILL 1u
+#define TABLE_READ_NO_FILL   1u
 #define TABLE_READ_NO_VERIFY 2u
 unsigned table_read_flags_set(unsigned flags);
 
@@ -173,7 +172,7 @@ typedef struct table_check_stats {
     uint64_t bad_blocks;        /* of those, unreadable (checksum, lz4, structure) */
     uint64_t compressed_blocks; /* stored lz4-compressed */
     uint64_t entries, deletions;
-    uint64_t problems;          /* problems reported (at most one per data block, plus the table's own) */
+    uint64_t problems; /* problems reported (at most one per data block, plus the table's own) */
 } table_check_stats;
 
 /* Callbacks of table_check; each may be NULL. block and entry return 0 to

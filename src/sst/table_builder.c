@@ -32,13 +32,13 @@ struct table_builder {
     block_builder data;
     block_builder index;
     bloom_builder bloom;
-    tkv_buf last_key; /* the last key added */
-    tkv_buf cbuf;     /* compressed block + trailer */
-    tkv_buf meta;     /* filter / properties contents + trailer */
-    tkv_buf sep;      /* separator scratch */
+    tkv_buf last_key;     /* the last key added */
+    tkv_buf cbuf;         /* compressed block + trailer */
+    tkv_buf meta;         /* filter / properties contents + trailer */
+    tkv_buf sep;          /* separator scratch */
     block_handle pending; /* last data block, its index entry not yet written */
     int pending_index;
-    int status;   /* sticky error (< 0) */
+    int status; /* sticky error (< 0) */
     int finished;
     table_props props; /* counters (smallest/largest filled at finish) */
     tkv_buf smallest;
@@ -248,9 +248,8 @@ int table_builder_add(table_builder *b, tkv_slice ikey, tkv_slice value)
 static int encode_props(table_builder *b, tkv_buf *out)
 {
     const table_props *p = &b->props;
-    uint64_t v[] = {p->num_entries, p->num_deletions, p->min_seq,         p->max_seq,
-                    p->raw_key_bytes, p->raw_value_bytes, p->data_bytes, p->num_data_blocks,
-                    p->compression,  p->num_compressed_blocks};
+    uint64_t v[] = {p->num_entries,     p->num_deletions, p->min_seq,         p->max_seq,     p->raw_key_bytes,
+                    p->raw_value_bytes, p->data_bytes,    p->num_data_blocks, p->compression, p->num_compressed_blocks};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) TKV_TRY(buf_append_varint(out, v[i]));
     size_t lastlen = p->num_entries ? b->last_key.len : 0;
     TKV_TRY(buf_append_varint(out, b->smallest.len));

@@ -32,14 +32,14 @@ typedef struct table_entry {
 
 struct table_cache {
     char *dir;
-    tkv_cache *tables;  /* key: 8-byte file number, value: table_entry* */
-    size_t max_bytes;   /* 0: at most max_open_files tables (charge 1 each); else the byte capacity */
-    size_t min_charge;  /* with max_bytes: the least a table is charged (max_bytes / max_open_files) */
-    size_t bytes;       /* atomic: DRAM of the tables open now (table_memory) */
-    size_t nopen;       /* atomic: tables open now (in the cache, or out of it but still pinned) */
-    tkv_cache *blocks;  /* shared block cache (may be NULL) */
+    tkv_cache *tables; /* key: 8-byte file number, value: table_entry* */
+    size_t max_bytes;  /* 0: at most max_open_files tables (charge 1 each); else the byte capacity */
+    size_t min_charge; /* with max_bytes: the least a table is charged (max_bytes / max_open_files) */
+    size_t bytes;      /* atomic: DRAM of the tables open now (table_memory) */
+    size_t nopen;      /* atomic: tables open now (in the cache, or out of it but still pinned) */
+    tkv_cache *blocks; /* shared block cache (may be NULL) */
     io_stats *stats;
-    unsigned io_flags; /* IO_DIRECT when direct_io=1 */
+    unsigned io_flags;                           /* IO_DIRECT when direct_io=1 */
     uint64_t client_opens, preloads, load_waits; /* atomic (relaxed) */
     /* Loads in flight. Invariant: a file number is in `loading` iff exactly
      * one thread is opening it and has not yet inserted (or given up);
@@ -267,14 +267,26 @@ typedef struct error_iter {
     int code;
 } error_iter;
 
-static int ei_valid(tkv_it *it) { (void)it; return 0; }
+static int ei_valid(tkv_it *it)
+{
+    (void)it;
+    return 0;
+}
 static void ei_nop(tkv_it *it) { (void)it; }
-static void ei_seek(tkv_it *it, tkv_slice t) { (void)it; (void)t; }
-static tkv_slice ei_empty(tkv_it *it) { (void)it; return slice(NULL, 0); }
+static void ei_seek(tkv_it *it, tkv_slice t)
+{
+    (void)it;
+    (void)t;
+}
+static tkv_slice ei_empty(tkv_it *it)
+{
+    (void)it;
+    return slice(NULL, 0);
+}
 static int ei_status(tkv_it *it) { return ((error_iter *)it)->code; }
 static void ei_destroy(tkv_it *it) { free(it); }
-static const tkv_it_ops error_ops = {ei_valid, ei_nop, ei_nop, ei_seek, ei_nop, ei_nop, ei_empty, ei_empty, ei_status,
-                                     ei_destroy};
+static const tkv_it_ops error_ops = {ei_valid, ei_nop,   ei_nop,   ei_seek,   ei_nop,
+                                     ei_nop,   ei_empty, ei_empty, ei_status, ei_destroy};
 
 tkv_it *error_iter_new(int code)
 {
@@ -310,8 +322,8 @@ static void pi_destroy(tkv_it *it)
     cache_release(p->tc->tables, p->h);
     free(p);
 }
-static const tkv_it_ops pinned_ops = {pi_valid, pi_first, pi_last, pi_seek, pi_next, pi_prev, pi_key, pi_value,
-                                      pi_status, pi_destroy};
+static const tkv_it_ops pinned_ops = {pi_valid, pi_first, pi_last,  pi_seek,   pi_next,
+                                      pi_prev,  pi_key,   pi_value, pi_status, pi_destroy};
 
 tkv_it *table_cache_iter(table_cache *tc, const file_meta *f, io_ring *ring, table_prefetch_stats *st)
 {
@@ -371,7 +383,10 @@ static int li_valid(tkv_it *it)
 static void li_skip_forward(level_iter *li)
 {
     while (li->status == 0 && li->cur && !it_valid(li->cur)) {
-        if (it_status(li->cur) < 0) { li->status = it_status(li->cur); return; }
+        if (it_status(li->cur) < 0) {
+            li->status = it_status(li->cur);
+            return;
+        }
         if (li->idx + 1 >= li->n) return;
         li_open(li, li->idx + 1);
         if (li->cur) it_seek_first(li->cur);
@@ -381,7 +396,10 @@ static void li_skip_forward(level_iter *li)
 static void li_skip_backward(level_iter *li)
 {
     while (li->status == 0 && li->cur && !it_valid(li->cur)) {
-        if (it_status(li->cur) < 0) { li->status = it_status(li->cur); return; }
+        if (it_status(li->cur) < 0) {
+            li->status = it_status(li->cur);
+            return;
+        }
         if (li->idx == 0) return;
         li_open(li, li->idx - 1);
         if (li->cur) it_seek_last(li->cur);
@@ -455,8 +473,8 @@ static void li_destroy(tkv_it *it)
     it_destroy(li->cur);
     free(li);
 }
-static const tkv_it_ops level_ops = {li_valid, li_first, li_last, li_seek, li_next, li_prev, li_key, li_value,
-                                     li_status, li_destroy};
+static const tkv_it_ops level_ops = {li_valid, li_first, li_last,  li_seek,   li_next,
+                                     li_prev,  li_key,   li_value, li_status, li_destroy};
 
 static const tkv_it_ops level_ops;
 

@@ -34,8 +34,7 @@ void table_cache_free(table_cache *tc); /* NULL ok; every handle must be release
 void sst_path(const char *dir, uint64_t number, char *buf, size_t len);
 
 /* table_cache_get -- table_get on file f (opening it if needed). Same returns. */
-int table_cache_get(table_cache *tc, const file_meta *f, tkv_slice ukey, uint64_t seq, ikey_type *type,
-                    tkv_buf *val);
+int table_cache_get(table_cache *tc, const file_meta *f, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val);
 
 /* table_cache_find -- file f's table pinned in *h (opened if needed, as
  * table_cache_get does); table_cache_table gives the table, valid until

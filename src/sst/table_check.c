@@ -28,7 +28,7 @@ typedef struct check_state {
     char first_msg[512]; /* its message */
     tkv_buf prev;        /* the previous key, valid when have_prev */
     int have_prev;
-    tkv_buf prev_sep;    /* the previous block's index separator, valid when have_sep */
+    tkv_buf prev_sep; /* the previous block's index separator, valid when have_sep */
     int have_sep;
     int filter_reported; /* a missing key is reported once per table */
     /* what the blocks hold, against the properties */
@@ -146,7 +146,10 @@ static int walk_block(check_state *c, uint64_t i, block_handle h, tkv_slice sep)
 static int props_mismatch(const check_state *c, char *d, size_t n)
 {
     const table_props *p = &c->t->props;
-    struct { const char *name; uint64_t want, have; } f[] = {
+    struct {
+        const char *name;
+        uint64_t want, have;
+    } f[] = {
         {"entries", p->num_entries, c->st.entries},
         {"deletions", p->num_deletions, c->st.deletions},
         {"min_seq", p->min_seq, c->st.entries ? c->min_seq : 0},

@@ -26,7 +26,7 @@
 #include "util/status.h"
 
 #define RA_INITIAL (8u << 10)
-#define RA_MAX (128u << 10)
+#define RA_MAX     (128u << 10)
 
 /* A read of whole blocks [off, end) of the file in flight or done; q NULL:
  * empty. */
@@ -52,13 +52,13 @@ typedef struct table_it {
     /* asynchronous reads: none without a ring */
     io_ring *ring;
     table_prefetch_stats *pst;
-    ra_buf ra[2];       /* readahead buffers */
-    ra_buf seek;        /* the one block table_iter_prefetch_seek queued */
-    block_iter pf_ix;   /* readahead planning position (invariant above) */
-    size_t ra_size;     /* bytes of the next readahead; 0: no run */
-    size_t ra_first;    /* a run's first readahead (RA_INITIAL, or a sequential reader's size) */
-    size_t ra_cap;      /* and the most it grows to (RA_MAX) */
-    uint64_t last_end;  /* end (trailer included) of the last block loaded */
+    ra_buf ra[2];      /* readahead buffers */
+    ra_buf seek;       /* the one block table_iter_prefetch_seek queued */
+    block_iter pf_ix;  /* readahead planning position (invariant above) */
+    size_t ra_size;    /* bytes of the next readahead; 0: no run */
+    size_t ra_first;   /* a run's first readahead (RA_INITIAL, or a sequential reader's size) */
+    size_t ra_cap;     /* and the most it grows to (RA_MAX) */
+    uint64_t last_end; /* end (trailer included) of the last block loaded */
 } table_it;
 
 static void drop_block(table_it *ti)
@@ -71,10 +71,8 @@ static void drop_block(table_it *ti)
 static int ti_status(table_it *ti)
 {
     if (ti->status == 0) {
-        if (ti->index.status)
-            ti->status = ti->index.status;
-        else if (ti->has_block && ti->data.status)
-            ti->status = ti->data.status;
+        if (ti->index.status) ti->status = ti->index.status;
+        else if (ti->has_block && ti->data.status) ti->status = ti->data.status;
     }
     return ti->status;
 }
@@ -176,7 +174,7 @@ static int fetch_async(table_it *ti, block_handle h, table_block *r)
         if (rc <= 0) {
             if (ti->pst && rc == 0) pst_add(&ti->pst->blocks);
             if (block_end(h) == b->end) ra_drop(ti, b); /* its last block: the buffer is free */
-            ra_issue(ti);                                /* into the other one */
+            ra_issue(ti);                               /* into the other one */
             return rc;
         }
     } else if (ti->seek.q && ti->seek.off == h.offset) {
@@ -205,7 +203,8 @@ int table_iter_prefetch_seek(tkv_it *it, tkv_slice target)
     if (!ti->ring || ti->status || target.n < IKEY_TRAILER) return 0;
     block_iter ix = {0};
     block_handle h;
-    int rc = block_iter_init_checked(&ix, ti->t->index->data, ti->t->index->size, ti->t->f->path, ti->t->index_h.offset);
+    int rc =
+        block_iter_init_checked(&ix, ti->t->index->data, ti->t->index->size, ti->t->f->path, ti->t->index_h.offset);
     if (rc == 0) block_iter_seek(&ix, target);
     rc = rc == 0 && block_iter_valid(&ix) ? table_index_handle(ti->t, &ix, &h) : -1;
     block_iter_clear(&ix);

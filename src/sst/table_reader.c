@@ -116,7 +116,10 @@ fail:
 
 /* data_verify -- whether a block read now checks its trailer checksum: always
  * but for data blocks read with TABLE_READ_NO_VERIFY. */
-static int data_verify(const char *what) { return !(read_flags & TABLE_READ_NO_VERIFY) || strcmp(what, "data block") != 0; }
+static int data_verify(const char *what)
+{
+    return !(read_flags & TABLE_READ_NO_VERIFY) || strcmp(what, "data block") != 0;
+}
 
 /* read_block -- reads block h and its trailer with io_pread and decodes it
  * (table_decode_block); `end` bounds where the block may lie. */
@@ -201,10 +204,8 @@ int table_block_parse(table *t, block_handle h, const uint8_t *p, size_t got, ta
 /* table_block_release, table_index_handle: table_int.h */
 void table_block_release(table *t, table_block *r)
 {
-    if (r->h)
-        cache_release(t->cache, r->h);
-    else
-        block_mem_free(r->blk);
+    if (r->h) cache_release(t->cache, r->h);
+    else block_mem_free(r->blk);
     r->blk = NULL;
     r->h = NULL;
 }
@@ -226,9 +227,9 @@ static int parse_props(table *t, const cached_block *pb, uint64_t off)
 {
     const uint8_t *p = pb->data, *limit = pb->data + pb->size;
     table_props *pr = &t->props;
-    uint64_t *fields[] = {&pr->num_entries, &pr->num_deletions, &pr->min_seq,         &pr->max_seq,
-                          &pr->raw_key_bytes, &pr->raw_value_bytes, &pr->data_bytes, &pr->num_data_blocks,
-                          &pr->compression,  &pr->num_compressed_blocks};
+    uint64_t *fields[] = {&pr->num_entries,   &pr->num_deletions,        &pr->min_seq,    &pr->max_seq,
+                          &pr->raw_key_bytes, &pr->raw_value_bytes,      &pr->data_bytes, &pr->num_data_blocks,
+                          &pr->compression,   &pr->num_compressed_blocks};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (!(p = dec_varint(p, limit, fields[i]))) return table_corrupt(t, off, "properties block", "truncated field");
     tkv_buf *keys[] = {&pr->smallest, &pr->largest};
@@ -275,8 +276,9 @@ int table_check_index(table *t)
 
 size_t table_memory(const table *t)
 {
-    return sizeof *t + sizeof *t->f + (t->f->path ? strlen(t->f->path) + 1 : 0) + (t->index ? sizeof *t->index + t->index->size : 0) +
-           (t->filter ? sizeof *t->filter + t->filter->size : 0) + t->props.smallest.cap + t->props.largest.cap;
+    return sizeof *t + sizeof *t->f + (t->f->path ? strlen(t->f->path) + 1 : 0) +
+           (t->index ? sizeof *t->index + t->index->size : 0) + (t->filter ? sizeof *t->filter + t->filter->size : 0) +
+           t->props.smallest.cap + t->props.largest.cap;
 }
 
 void table_close(table *t)
@@ -416,10 +418,8 @@ int table_locate(table *t, tkv_slice ukey, uint64_t seq, block_handle *h)
     int rc = block_iter_init_checked(&ix, t->index->data, t->index->size, t->f->path, t->index_h.offset);
     if (rc == 0) {
         block_iter_seek(&ix, target);
-        if (!block_iter_valid(&ix))
-            rc = ix.status; /* 0: target is past the last key */
-        else if ((rc = table_index_handle(t, &ix, h)) == 0)
-            rc = 1;
+        if (!block_iter_valid(&ix)) rc = ix.status; /* 0: target is past the last key */
+        else if ((rc = table_index_handle(t, &ix, h)) == 0) rc = 1;
     }
     block_iter_clear(&ix);
     if (tk != stackbuf) free(tk);

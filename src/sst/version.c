@@ -29,10 +29,7 @@ static tkv_slice version_smallest_ukey(const file_meta *f)
 {
     return ikey_user(slice(f->smallest.data, f->smallest.len));
 }
-static tkv_slice version_largest_ukey(const file_meta *f)
-{
-    return ikey_user(slice(f->largest.data, f->largest.len));
-}
+static tkv_slice version_largest_ukey(const file_meta *f) { return ikey_user(slice(f->largest.data, f->largest.len)); }
 
 /* ---------------------------------------------------------------- versions */
 
@@ -107,10 +104,8 @@ size_t version_find_file(const version *v, int level, tkv_slice ukey)
     size_t lo = 0, hi = v->nfiles[level];
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ukey_cmp(version_largest_ukey(v->files[level][mid]), ukey) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (ukey_cmp(version_largest_ukey(v->files[level][mid]), ukey) < 0) lo = mid + 1;
+        else hi = mid;
     }
     return lo;
 }
@@ -270,7 +265,8 @@ static int version_build_rows(version *v, const version *base, const version_edi
         const row_cursor *rc = &base->rows[i];
         int drop = 0;
         for (size_t j = 0; j < e->nrows_removed && !drop; j++) drop = e->rows_removed[j] == rc->row_id;
-        for (size_t j = 0; j < e->ncursors && !drop; j++) drop = e->cursors[j].row_id == rc->row_id; /* re-added below */
+        for (size_t j = 0; j < e->ncursors && !drop; j++)
+            drop = e->cursors[j].row_id == rc->row_id; /* re-added below */
         if (!drop) rows[n++] = *rc;
     }
     for (size_t j = 0; j < e->nrows_removed; j++) {

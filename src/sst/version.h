@@ -34,14 +34,14 @@
 
 /* file_meta -- one SST file (shared between versions, refcounted). */
 typedef struct file_meta {
-    uint32_t refs;         /* atomic: versions (and compactions) holding it */
-    uint64_t number;       /* file is <dir>/<number>.sst (6+ digits) */
-    uint64_t size;         /* bytes */
+    uint32_t refs;   /* atomic: versions (and compactions) holding it */
+    uint64_t number; /* file is <dir>/<number>.sst (6+ digits) */
+    uint64_t size;   /* bytes */
     uint64_t num_entries;
     uint64_t min_seq, max_seq;
     tkv_buf smallest, largest; /* internal keys */
-    int being_compacted;   /* set by the compaction picker under the db mutex */
-    uint64_t wanted_until_us; /* L0->L1 work waits for it: no deep pick takes it before (db mutex; silk_yield_l1) */
+    int being_compacted;       /* set by the compaction picker under the db mutex */
+    uint64_t wanted_until_us;  /* L0->L1 work waits for it: no deep pick takes it before (db mutex; silk_yield_l1) */
 } file_meta;
 
 file_meta *file_meta_new(void);
@@ -62,14 +62,14 @@ typedef struct row_cursor {
 } row_cursor;
 
 typedef struct version {
-    uint32_t refs;                       /* atomic */
-    uint32_t file_refs;                  /* atomic: the refs taken by version_ref_files (they pin no rows) */
+    uint32_t refs;      /* atomic */
+    uint32_t file_refs; /* atomic: the refs taken by version_ref_files (they pin no rows) */
     version_set *vs;
-    file_meta **files[VERSION_LEVELS];   /* refs held */
+    file_meta **files[VERSION_LEVELS]; /* refs held */
     size_t nfiles[VERSION_LEVELS];
-    row_cursor *rows;                    /* sorted by row_id, unique */
+    row_cursor *rows; /* sorted by row_id, unique */
     size_t nrows;
-    struct version *prev, *next;         /* list of live versions in vs */
+    struct version *prev, *next; /* list of live versions in vs */
 } version;
 
 /* version_row_cursor -- the recorded cursor of row_id: 1 and *cursor if the
@@ -101,22 +101,28 @@ size_t version_find_file(const version *v, int level, tkv_slice ukey);
 
 typedef struct version_edit {
     int has_log_number, has_next_file, has_last_seq;
-    uint64_t log_number;    /* WALs with number < log_number are no longer needed */
+    uint64_t log_number; /* WALs with number < log_number are no longer needed */
     uint64_t next_file;
     uint64_t last_seq;
     size_t ndeleted, nadded;
-    struct { int level; uint64_t number; } *deleted;
-    struct { int level; file_meta *f; } *added; /* edit holds a ref on each */
+    struct {
+        int level;
+        uint64_t number;
+    } * deleted;
+    struct {
+        int level;
+        file_meta *f;
+    } * added; /* edit holds a ref on each */
     size_t ncursors, nrows_removed;
     row_cursor *cursors;    /* rows whose cursor is set (added if new) */
     uint64_t *rows_removed; /* rows that leave the version */
     int has_pool_uuid;
-    uint8_t pool_uuid[16];  /* the matrix pool this database's rows live in (l0=matrix) */
+    uint8_t pool_uuid[16]; /* the matrix pool this database's rows live in (l0=matrix) */
 } version_edit;
 
 void edit_init(version_edit *e);
 void edit_free(version_edit *e);
-int edit_add_file(version_edit *e, int level, file_meta *f);     /* takes a ref */
+int edit_add_file(version_edit *e, int level, file_meta *f); /* takes a ref */
 int edit_delete_file(version_edit *e, int level, uint64_t number);
 /* edit_set_row_cursor -- sets (or adds) row_id's cursor; a row may appear
  * once per edit. edit_remove_row -- row_id leaves the version (it must be
@@ -146,7 +152,7 @@ int vset_open(const char *dir, io_stats *st, version_set **out);
 int vset_open_readonly(const char *dir, io_stats *st, version_set **out);
 void vset_close(version_set *vs); /* frees; all versions must be unreferenced except current */
 
-version *vset_current(version_set *vs);        /* not ref'd: call with db mutex held and ref it */
+version *vset_current(version_set *vs); /* not ref'd: call with db mutex held and ref it */
 uint64_t vset_new_file_number(version_set *vs);
 uint64_t vset_next_file_number(const version_set *vs);
 void vset_mark_file_number_used(version_set *vs, uint64_t number); /* next_file = max(next_file, number+1) */

@@ -110,7 +110,8 @@ static const char *edit_check_file(const file_meta *f)
 int edit_add_file(version_edit *e, int level, file_meta *f)
 {
     if (!e || !f) return tkv_err(TKV_INVALID, "edit_add_file: NULL argument");
-    if (level < 0 || level >= VERSION_LEVELS) return tkv_err(TKV_INVALID, "edit_add_file: level %d out of range", level);
+    if (level < 0 || level >= VERSION_LEVELS)
+        return tkv_err(TKV_INVALID, "edit_add_file: level %d out of range", level);
     const char *why = edit_check_file(f);
     if (why) return tkv_err(TKV_INVALID, "edit_add_file: %06llu.sst: %s", (unsigned long long)f->number, why);
     TKV_TRY(edit_grow((void **)&e->added, e->nadded, sizeof e->added[0]));
@@ -149,7 +150,8 @@ int edit_set_row_cursor(version_edit *e, uint64_t row_id, uint64_t cursor)
 {
     if (!e) return tkv_err(TKV_INVALID, "edit_set_row_cursor: NULL edit");
     if (edit_has_row(e, row_id))
-        return tkv_err(TKV_INVALID, "edit_set_row_cursor: row %llu appears twice in one edit", (unsigned long long)row_id);
+        return tkv_err(TKV_INVALID, "edit_set_row_cursor: row %llu appears twice in one edit",
+                       (unsigned long long)row_id);
     TKV_TRY(edit_grow((void **)&e->cursors, e->ncursors, sizeof e->cursors[0]));
     e->cursors[e->ncursors].row_id = row_id;
     e->cursors[e->ncursors].cursor = cursor;
@@ -249,7 +251,8 @@ static int edit_get_level(edit_reader *r, int *level)
     size_t at = (size_t)(r->p - r->start);
     TKV_TRY(edit_get_varint(r, &v, "level"));
     if (v >= VERSION_LEVELS)
-        return tkv_err(TKV_CORRUPTION, "version edit: level %llu at byte %zu is out of range", (unsigned long long)v, at);
+        return tkv_err(TKV_CORRUPTION, "version edit: level %llu at byte %zu is out of range", (unsigned long long)v,
+                       at);
     *level = (int)v;
     return 0;
 }
@@ -329,7 +332,9 @@ static int edit_decode_fields(edit_reader *r, version_edit *e)
             TKV_TRY(edit_delete_file(e, level, number));
             break;
         }
-        case EDIT_TAG_ADDED: TKV_TRY(edit_decode_added(r, e)); break;
+        case EDIT_TAG_ADDED:
+            TKV_TRY(edit_decode_added(r, e));
+            break;
         case EDIT_TAG_ROW_CURSOR: {
             uint64_t row, cur;
             TKV_TRY(edit_get_varint(r, &row, "row id"));

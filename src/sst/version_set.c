@@ -43,7 +43,7 @@ struct version_set {
     char errmsg[256];     /* the message of that failure */
     version *current;     /* ref held by the set */
     pthread_mutex_t live_mu;
-    version live;         /* sentinel of the circular list of live versions */
+    version live; /* sentinel of the circular list of live versions */
     /* vset_log_and_apply_unlocking: 1 while a caller has released its mutex
      * to write and sync the MANIFEST; later callers wait on install_cv (with
      * that mutex), so edits reach the MANIFEST one at a time, in order. */
@@ -218,7 +218,7 @@ static int vset_list_manifests(const char *dir, uint64_t **out, size_t *n)
 /* State rebuilt while replaying a MANIFEST. */
 typedef struct vset_recovery {
     version_set *vs;
-    version *v;  /* unlinked, 0 refs; NULL = empty */
+    version *v; /* unlinked, 0 refs; NULL = empty */
     const char *mname;
     int has_next_file;
     uint64_t next_file, last_seq, log_number;
@@ -265,8 +265,7 @@ static int vset_replay_manifest(version_set *vs, uint64_t number, vset_recovery 
     TKV_TRY(vset_dir_path(vs->dir, mname, path, sizeof path));
     struct stat sb;
     if (stat(path, &sb) != 0) {
-        if (errno == ENOENT)
-            return tkv_err(TKV_CORRUPTION, "CURRENT in %s names %s, which is missing", vs->dir, mname);
+        if (errno == ENOENT) return tkv_err(TKV_CORRUPTION, "CURRENT in %s names %s, which is missing", vs->dir, mname);
         return tkv_err_errno(errno, "stat %s", path);
     }
     /* The torn-tail rule of docs/format-wal.md applies: a torn last edit is
@@ -656,7 +655,8 @@ int vset_row_floor(version_set *vs, uint64_t row_id, uint64_t *floor)
         uint64_t c;
         /* A non-current version gains no new refs (readers pin the current
          * one), so one held only by file readers reads no row. */
-        if (v != vs->current && __atomic_load_n(&v->file_refs, __ATOMIC_ACQUIRE) == __atomic_load_n(&v->refs, __ATOMIC_ACQUIRE))
+        if (v != vs->current &&
+            __atomic_load_n(&v->file_refs, __ATOMIC_ACQUIRE) == __atomic_load_n(&v->refs, __ATOMIC_ACQUIRE))
             continue;
         if (version_row_cursor(v, row_id, &c)) {
             found = 1;

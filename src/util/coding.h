@@ -13,22 +13,43 @@
 static inline void enc_u16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
 static inline void enc_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline void enc_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-static inline uint16_t dec_u16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-static inline uint32_t dec_u32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static inline uint64_t dec_u64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline uint16_t dec_u16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return v;
+}
+static inline uint32_t dec_u32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline uint64_t dec_u64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
 
 /* varint_len -- bytes needed to encode v as a varint (1..10). */
 static inline size_t varint_len(uint64_t v)
 {
     size_t n = 1;
-    while (v >= 0x80) { v >>= 7; n++; }
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
     return n;
 }
 
 /* enc_varint -- writes v at p (LEB128), returns the byte after it. */
 static inline uint8_t *enc_varint(uint8_t *p, uint64_t v)
 {
-    while (v >= 0x80) { *p++ = (uint8_t)(v | 0x80); v >>= 7; }
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
     *p++ = (uint8_t)v;
     return p;
 }
@@ -41,7 +62,10 @@ static inline const uint8_t *dec_varint(const uint8_t *p, const uint8_t *limit, 
     for (unsigned shift = 0; shift <= 63 && p < limit; shift += 7) {
         uint64_t byte = *p++;
         v |= (byte & 0x7f) << shift;
-        if (!(byte & 0x80)) { *out = v; return p; }
+        if (!(byte & 0x80)) {
+            *out = v;
+            return p;
+        }
     }
     return NULL;
 }

@@ -26,8 +26,7 @@ void lathist_add(lathist *h, uint64_t v)
     __atomic_fetch_add(&h->bucket[lathist_bucket_of(v)], 1, __ATOMIC_RELAXED);
     __atomic_fetch_add(&h->sum, v, __ATOMIC_RELAXED);
     uint64_t m = __atomic_load_n(&h->max, __ATOMIC_RELAXED);
-    while (v > m && !__atomic_compare_exchange_n(&h->max, &m, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    while (v > m && !__atomic_compare_exchange_n(&h->max, &m, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
     __atomic_fetch_add(&h->count, 1, __ATOMIC_RELAXED);
 }
 

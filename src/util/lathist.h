@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#define LATHIST_SUB 4u                      /* buckets per power of two */
+#define LATHIST_SUB     4u                  /* buckets per power of two */
 #define LATHIST_BUCKETS (LATHIST_SUB * 63u) /* every uint64_t has one: the last holds up to UINT64_MAX */
 
 typedef struct lathist {

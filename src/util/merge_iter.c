@@ -83,10 +83,8 @@ static void mi_advance(merging_iter *m)
 {
     size_t top = m->heap[0];
     tkv_it *c = m->child[top];
-    if (m->dir == DIR_FWD)
-        it_next(c);
-    else
-        it_prev(c);
+    if (m->dir == DIR_FWD) it_next(c);
+    else it_prev(c);
     if (it_valid(c)) {
         m->keys[top] = it_key(c);
     } else {
@@ -127,10 +125,8 @@ static void mi_switch_to_rev(merging_iter *m)
         it_seek(c, k);
         if (i < cur) /* its entries equal to k come before the current one: keep them */
             while (it_valid(c) && ikey_cmp(it_key(c), k) == 0) it_next(c);
-        if (it_valid(c))
-            it_prev(c);
-        else if (!it_status(c))
-            it_seek_last(c); /* every entry of c is before the current one */
+        if (it_valid(c)) it_prev(c);
+        else if (!it_status(c)) it_seek_last(c); /* every entry of c is before the current one */
     }
     it_prev(m->child[cur]);
     m->dir = DIR_REV;
@@ -171,20 +167,16 @@ static void mi_next(tkv_it *it)
 {
     merging_iter *m = (merging_iter *)it;
     if (!mi_valid(it)) return;
-    if (m->dir == DIR_FWD)
-        mi_advance(m);
-    else
-        mi_switch_to_fwd(m);
+    if (m->dir == DIR_FWD) mi_advance(m);
+    else mi_switch_to_fwd(m);
 }
 
 static void mi_prev(tkv_it *it)
 {
     merging_iter *m = (merging_iter *)it;
     if (!mi_valid(it)) return;
-    if (m->dir == DIR_REV)
-        mi_advance(m);
-    else
-        mi_switch_to_rev(m);
+    if (m->dir == DIR_REV) mi_advance(m);
+    else mi_switch_to_rev(m);
 }
 
 static tkv_slice mi_key(tkv_it *it)

@@ -85,7 +85,7 @@ static void m_destroy(tkv_it *it)
     free(m);
 }
 
-static const tkv_it_ops meter_ops = {m_valid, m_seek_first, m_seek_last, m_seek, m_next,
+static const tkv_it_ops meter_ops = {m_valid, m_seek_first, m_seek_last, m_seek,   m_next,
                                      m_prev,  m_key,        m_value,     m_status, m_destroy};
 
 tkv_it *meter_iter_new(tkv_it *inner, unsigned from_pass, uint64_t chunk, meter_fn fn, void *arg)

@@ -14,16 +14,26 @@ static __thread char tls_errmsg[512];
 const char *tkv_strerror(int status)
 {
     switch (status) {
-    case TKV_OK: return "OK";
-    case TKV_NOT_FOUND: return "not found";
-    case TKV_TRUNCATED: return "value larger than the buffer";
-    case TKV_INVALID: return "invalid argument";
-    case TKV_IO_ERROR: return "I/O error";
-    case TKV_CORRUPTION: return "corruption";
-    case TKV_NO_SPACE: return "no space";
-    case TKV_BUSY: return "busy";
-    case TKV_NO_MEMORY: return "out of memory";
-    default: return "unknown status";
+    case TKV_OK:
+        return "OK";
+    case TKV_NOT_FOUND:
+        return "not found";
+    case TKV_TRUNCATED:
+        return "value larger than the buffer";
+    case TKV_INVALID:
+        return "invalid argument";
+    case TKV_IO_ERROR:
+        return "I/O error";
+    case TKV_CORRUPTION:
+        return "corruption";
+    case TKV_NO_SPACE:
+        return "no space";
+    case TKV_BUSY:
+        return "busy";
+    case TKV_NO_MEMORY:
+        return "out of memory";
+    default:
+        return "unknown status";
     }
 }
 

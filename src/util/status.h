@@ -35,10 +35,10 @@ void tkv_errmsg_save(tkv_errmsg_saved *s);
 void tkv_errmsg_restore(const tkv_errmsg_saved *s);
 
 /* TKV_TRY -- return the status of `expr` if it is an error (< 0). */
-#define TKV_TRY(expr)                                                                                         \
-    do {                                                                                                      \
-        int tkv_try_rc_ = (expr);                                                                             \
-        if (tkv_try_rc_ < 0) return tkv_try_rc_;                                                              \
+#define TKV_TRY(expr)                                                                                                  \
+    do {                                                                                                               \
+        int tkv_try_rc_ = (expr);                                                                                      \
+        if (tkv_try_rc_ < 0) return tkv_try_rc_;                                                                       \
     } while (0)
 
 #endif

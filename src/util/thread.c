@@ -26,10 +26,7 @@ int thread_set_nice(int nice)
     return 0;
 }
 
-int thread_get_nice(void)
-{
-    return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
-}
+int thread_get_nice(void) { return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)); }
 
 /* creations left before one fails (thread_fail_after); -1: none will */
 static int fail_countdown = -1;

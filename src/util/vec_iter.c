@@ -18,7 +18,7 @@ typedef struct vec_ent {
 
 typedef struct vec_iter {
     tkv_it base;
-    vec_ent *e;       /* sorted by (ikey_cmp, ord); key/value bytes live in `data` */
+    vec_ent *e; /* sorted by (ikey_cmp, ord); key/value bytes live in `data` */
     size_t n;
     size_t pos;       /* current entry; pos == n means not positioned */
     int status;       /* 0 or the injected error; nonzero implies pos == n */
@@ -83,10 +83,8 @@ static void vi_seek(tkv_it *it, tkv_slice target)
     size_t lo = 0, hi = v->n; /* invariant: e[<lo] < target <= e[>=hi] */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (ikey_cmp(v->e[mid].k, target) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+        if (ikey_cmp(v->e[mid].k, target) < 0) lo = mid + 1;
+        else hi = mid;
     }
     v->pos = lo;
 }
@@ -146,8 +144,7 @@ tkv_it *vec_iter_new(const tkv_slice *ikeys, const tkv_slice *vals, size_t n)
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         if (ikeys[i].n < IKEY_TRAILER) {
-            tkv_err(TKV_INVALID, "vec_iter: internal key %zu is %zu bytes, shorter than its trailer", i,
-                    ikeys[i].n);
+            tkv_err(TKV_INVALID, "vec_iter: internal key %zu is %zu bytes, shorter than its trailer", i, ikeys[i].n);
             return NULL;
         }
         total += ikeys[i].n + vals[i].n;

@@ -34,10 +34,10 @@
 typedef struct chk {
     uint64_t seed;
     unsigned nthreads;
-    pc_state st;         /* the base state, then the state found */
-    pc_progress *p;      /* NULL: the writer died before its setup */
+    pc_state st;    /* the base state, then the state found */
+    pc_progress *p; /* NULL: the writer died before its setup */
     pc_slot slot[PC_MAX_THREADS];
-    uint64_t *dbs[PC_MAX_THREADS]; /* what the database holds, per key (pc_enc) */
+    uint64_t *dbs[PC_MAX_THREADS];                       /* what the database holds, per key (pc_enc) */
     uint64_t smin[PC_MAX_THREADS], smax[PC_MAX_THREADS]; /* the prefixes that match */
     int found[PC_MAX_THREADS];
     unsigned fails;
@@ -63,7 +63,7 @@ static const char *show(const void *p, size_t n)
     size_t o = (size_t)snprintf(b, 200, "[%zu]\"", n);
     for (size_t i = 0; s && i < n && i < 40 && o < 180; i++)
         o += s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' ? (size_t)snprintf(b + o, 200 - o, "%c", s[i])
-                                                         : (size_t)snprintf(b + o, 200 - o, "\\x%02x", s[i]);
+                                                        : (size_t)snprintf(b + o, 200 - o, "\\x%02x", s[i]);
     snprintf(b + o, 200 - o, "\"%s", n > 40 ? "..." : "");
     return b;
 }
@@ -109,8 +109,8 @@ static int read_db(chk *c, tkv_db *db, uint64_t *entries)
         }
         size_t en = pc_value(c->seed, t, key, i, j, vb);
         if (en != vn || memcmp(vb, v, vn) != 0) {
-            failf(c, "key %s: the value %s differs from the one op %llu item %u of thread %u wrote (%s)",
-                  show(k, kn), show(v, vn), i, j, t, show(vb, en));
+            failf(c, "key %s: the value %s differs from the one op %llu item %u of thread %u wrote (%s)", show(k, kn),
+                  show(v, vn), i, j, t, show(vb, en));
             bad = 1;
             break;
         }
@@ -190,9 +190,9 @@ static uint64_t acked_before(const chk *c, unsigned t, uint64_t G)
 {
     const pc_slot *s = &c->slot[t];
     const pc_rec *rec = pc_recs(c->p, t);
-    uint64_t n = s->acked - s->start; /* records with ack_g set (in increasing order) */
+    uint64_t n = s->acked - s->start;              /* records with ack_g set (in increasing order) */
     if (s->acked < s->issued && rec[n].ack_g) n++; /* acknowledged; killed before it stored acked */
-    uint64_t lo = 0, hi = n;   /* the first record whose ack index is >= G */
+    uint64_t lo = 0, hi = n;                       /* the first record whose ack index is >= G */
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
         if (rec[mid].ack_g - 1 < G) lo = mid + 1;
@@ -216,8 +216,8 @@ static void cross_check(chk *c, unsigned u, uint64_t j, const char *why)
               "acknowledged (ack #%llu of %llu before the issue), but thread %u's surviving state ends after op "
               "%llu (ops %llu..%llu lost; acked %llu, acked_sync %llu)",
               u, (unsigned long long)j, why, t, (unsigned long long)(need - 1),
-              (unsigned long long)(pc_recs(c->p, t)[need - 1 - c->slot[t].start].ack_g - 1), (unsigned long long)G,
-              t, (unsigned long long)lost, (unsigned long long)lost, (unsigned long long)(need - 1),
+              (unsigned long long)(pc_recs(c->p, t)[need - 1 - c->slot[t].start].ack_g - 1), (unsigned long long)G, t,
+              (unsigned long long)lost, (unsigned long long)lost, (unsigned long long)(need - 1),
               (unsigned long long)c->slot[t].acked, (unsigned long long)c->slot[t].acked_sync);
     }
 }
@@ -291,8 +291,10 @@ static int load_progress(chk *c, const char *path)
         uint64_t n = c->st.next[t];
         c->slot[t] = c->p ? c->p->slot[t] : (pc_slot){.start = n, .issued = n, .acked = n, .acked_sync = n};
         if (c->p && (c->slot[t].start != n || c->p->seed != c->seed)) {
-            fprintf(stderr, "pc_check: the progress file does not continue the state file (thread %u starts at %llu, "
-                    "not %llu)\n", t, (unsigned long long)c->slot[t].start, (unsigned long long)n);
+            fprintf(stderr,
+                    "pc_check: the progress file does not continue the state file (thread %u starts at %llu, "
+                    "not %llu)\n",
+                    t, (unsigned long long)c->slot[t].start, (unsigned long long)n);
             return -1;
         }
         c->dbs[t] = calloc(PC_KEYS, sizeof(uint64_t));
@@ -300,8 +302,7 @@ static int load_progress(chk *c, const char *path)
     if (c->p)
         printf("WRITER opened=%d open_ms=%.1f failed=%d %s\n", c->p->opened, c->p->open_ms, c->p->failed,
                c->p->failed ? c->p->msg : "");
-    else
-        printf("WRITER none (killed before its progress file was set up)\n");
+    else printf("WRITER none (killed before its progress file was set up)\n");
     if (c->p && c->p->failed) failf(c, "the writer failed: %s", c->p->msg);
     return 0;
 }

@@ -32,7 +32,10 @@ typedef struct pc_rng {
 } pc_rng;
 
 static uint64_t rng_next(pc_rng *r) { return pc_mix64(r->x += UINT64_C(0x9e3779b97f4a7c15)); }
-static uint64_t rng_below(pc_rng *r, uint64_t n) { return n ? (uint64_t)(((unsigned __int128)rng_next(r) * n) >> 64) : 0; }
+static uint64_t rng_below(pc_rng *r, uint64_t n)
+{
+    return n ? (uint64_t)(((unsigned __int128)rng_next(r) * n) >> 64) : 0;
+}
 static int rng_chance(pc_rng *r, uint32_t per_million) { return rng_below(r, 1000000) < per_million; }
 
 void pc_gen(uint64_t seed, unsigned t, uint64_t i, pc_op *o)

@@ -16,11 +16,11 @@
 #include "tierkv.h"
 
 #define PC_MAX_THREADS 16
-#define PC_KEYS 4096u        /* keys per thread: "t<tt>.<kkkkk>" */
-#define PC_KEY_LEN 9
-#define PC_MAX_ITEMS 8       /* items of a batch */
-#define PC_MAX_VALUE 8300    /* the longest value pc_value makes */
-#define PC_MAX_OPS (1u << 21) /* operations of one thread in one run (the records' room) */
+#define PC_KEYS        4096u /* keys per thread: "t<tt>.<kkkkk>" */
+#define PC_KEY_LEN     9
+#define PC_MAX_ITEMS   8          /* items of a batch */
+#define PC_MAX_VALUE   8300       /* the longest value pc_value makes */
+#define PC_MAX_OPS     (1u << 21) /* operations of one thread in one run (the records' room) */
 
 /* ---------------------------------------------------------------- operations */
 
@@ -80,7 +80,7 @@ typedef struct pc_rec {
     uint64_t issue_G;
 } pc_rec;
 
-#define PC_MAGIC 0x3174756372776370ull /* "pcwrcut1" */
+#define PC_MAGIC     0x3174756372776370ull /* "pcwrcut1" */
 #define PC_HDR_BYTES 8192
 
 typedef struct pc_progress {

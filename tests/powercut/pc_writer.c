@@ -86,7 +86,10 @@ static void *writer(void *arg)
         __atomic_store_n(&s->issued, i + 1, __ATOMIC_SEQ_CST);
         int rc = do_op(b, t, i, &o, vb);
         if (rc != TKV_OK) {
-            fail("%s%s: thread %u op %llu: %s: %s", o.batch ? "tkv_write" : o.it[0].del ? "tkv_delete" : "tkv_put",
+            fail("%s%s: thread %u op %llu: %s: %s",
+                 o.batch       ? "tkv_write"
+                 : o.it[0].del ? "tkv_delete"
+                               : "tkv_put",
                  o.sync ? " (TKV_SYNC)" : "", t, (unsigned long long)i, tkv_strerror(rc), tkv_errmsg());
             break;
         }

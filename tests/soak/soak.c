@@ -38,9 +38,9 @@
 #define MAX_SAMPLES 100000
 
 typedef struct sample {
-    double t;            /* seconds since the start */
+    double t; /* seconds since the start */
     uint64_t ops;
-    uint64_t rss, anon, file; /* bytes (VmRSS, RssAnon, RssFile + RssShmem) */
+    uint64_t rss, anon, file;      /* bytes (VmRSS, RssAnon, RssFile + RssShmem) */
     uint64_t heap_used, heap_held; /* malloc: bytes in use, and held from the OS (mallinfo2) */
     uint64_t fds;
     uint64_t pool_used, pool_alloc, dram_used, dram_budget, disk;
@@ -302,10 +302,11 @@ static int grew(soak *k, const char *name, size_t off, double tol_pct, double sl
     double p_early = (double)peak(k, 0, b, off), p_late = (double)peak(k, b, k->ns, off);
     double f = 1.0 + tol_pct / 100.0, u = bytes ? 1048576.0 : 1.0;
     int by_mean = m_late > m_mid * f + slack, by_peak = p_late > p_early * f + slack;
-    say(k, "[soak] %s: mean %.1f%s in the middle third, %.1f%s in the last (limit %.1f%s); peak %.1f%s before the "
-        "last third, %.1f%s in it (limit %.1f%s); slope over the last half %+.1f%s/h: %s\n", name, m_mid / u,
-        bytes ? "M" : "", m_late / u, bytes ? "M" : "", (m_mid * f + slack) / u, bytes ? "M" : "", p_early / u,
-        bytes ? "M" : "", p_late / u, bytes ? "M" : "", (p_early * f + slack) / u, bytes ? "M" : "",
+    say(k,
+        "[soak] %s: mean %.1f%s in the middle third, %.1f%s in the last (limit %.1f%s); peak %.1f%s before the "
+        "last third, %.1f%s in it (limit %.1f%s); slope over the last half %+.1f%s/h: %s\n",
+        name, m_mid / u, bytes ? "M" : "", m_late / u, bytes ? "M" : "", (m_mid * f + slack) / u, bytes ? "M" : "",
+        p_early / u, bytes ? "M" : "", p_late / u, bytes ? "M" : "", (p_early * f + slack) / u, bytes ? "M" : "",
         slope(k, k->ns / 2, k->ns, off) / u, bytes ? "M" : "", by_mean || by_peak ? "STILL GROWING" : "plateau");
     return by_mean || by_peak;
 }
@@ -346,8 +347,8 @@ static int judge(soak *k, const char *path, double tol_pct)
         double rss, anon, file, used, held, fds;
         char *p = strstr(line, "[soak] t=");
         if (!p || sscanf(p, "[soak] t=%lfs", &s->t) != 1 || !(p = strstr(line, " rss=")) ||
-            sscanf(p, " rss=%lfM anon=%lfM file=%lfM heap=%lfM/%lfM fds=%lf", &rss, &anon, &file, &used, &held,
-                   &fds) != 6)
+            sscanf(p, " rss=%lfM anon=%lfM file=%lfM heap=%lfM/%lfM fds=%lf", &rss, &anon, &file, &used, &held, &fds) !=
+                6)
             continue;
         s->rss = (uint64_t)(rss * 1048576.0);
         s->anon = (uint64_t)(anon * 1048576.0);
@@ -387,9 +388,10 @@ static int setup(soak *k, uint64_t seed)
         say(k, "[soak] FAIL: tkv_destroy %s: %s\n", k->dir, tkv_errmsg());
         return -1;
     }
-    say(k, "[soak] duration=%.0fs interval=%.0fs phase~%.0fs dir=%s dram_budget=%s pmem_size=%s workers=%d "
-        "keys/worker=%u seed=%llu\n", k->duration, k->interval, k->phase, k->dir, budget, pool, k->nworkers, keys,
-        (unsigned long long)seed);
+    say(k,
+        "[soak] duration=%.0fs interval=%.0fs phase~%.0fs dir=%s dram_budget=%s pmem_size=%s workers=%d "
+        "keys/worker=%u seed=%llu\n",
+        k->duration, k->interval, k->phase, k->dir, budget, pool, k->nworkers, keys, (unsigned long long)seed);
     return open_db(k);
 }
 
@@ -420,8 +422,10 @@ int main(int argc, char **argv)
     double tol = strtod(env_or("SOAK_TOLERANCE", "5"), NULL);
     if (argc == 3 && !strcmp(argv[1], "--judge")) return judge(&k, argv[2], tol);
     if (k.duration <= 0 || k.interval <= 0 || k.phase <= 0) {
-        fprintf(stderr, "usage: %s [DURATION]  (e.g. 90, 30s, 10m, 2h; SOAK_INTERVAL and SOAK_PHASE likewise)\n"
-                        "       %s --judge LOG  (the verdict on a soak log's sample lines)\n", argv[0], argv[0]);
+        fprintf(stderr,
+                "usage: %s [DURATION]  (e.g. 90, 30s, 10m, 2h; SOAK_INTERVAL and SOAK_PHASE likewise)\n"
+                "       %s --judge LOG  (the verdict on a soak log's sample lines)\n",
+                argv[0], argv[0]);
         return 2;
     }
     if (k.phase > k.duration / 3) k.phase = k.duration / 3; /* at least a couple of reopens */
@@ -443,8 +447,8 @@ int main(int argc, char **argv)
     else if (k.db) tkv_close(k.db); /* the failure is already reported; keep the directory */
     uint64_t ops = 0;
     for (int i = 0; i < k.nworkers; i++) ops += soak_ops_total(&k.w[i].ops);
-    say(&k, "[soak] %s: %.0fs, %llu operations, %d reopens (seed %llu)\n", rc ? "FAILED" : "passed",
-        now_s() - k.t0, (unsigned long long)ops, k.reopens, (unsigned long long)seed);
+    say(&k, "[soak] %s: %.0fs, %llu operations, %d reopens (seed %llu)\n", rc ? "FAILED" : "passed", now_s() - k.t0,
+        (unsigned long long)ops, k.reopens, (unsigned long long)seed);
     if (rc == 0) tkv_destroy(k.dir);
     for (int i = 0; i < k.nworkers; i++) soak_worker_free(&k.w[i]);
     free(k.s);

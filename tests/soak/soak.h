@@ -29,14 +29,14 @@ typedef struct soak_ops {
 
 typedef struct soak_worker {
     int id;
-    uint32_t keys;        /* keys in this worker's range */
-    uint32_t *ver;        /* model: current version of key i, 0 = absent */
-    uint32_t next_ver;    /* versions grow per worker */
+    uint32_t keys;     /* keys in this worker's range */
+    uint32_t *ver;     /* model: current version of key i, 0 = absent */
+    uint32_t next_ver; /* versions grow per worker */
     uint64_t rng;
-    tkv_db *db;           /* set by the main thread before each phase */
-    int *stop;            /* atomic: the phase is over */
+    tkv_db *db; /* set by the main thread before each phase */
+    int *stop;  /* atomic: the phase is over */
     soak_ops ops;
-    char fail[512];       /* set on the first wrong answer or error: the worker stops */
+    char fail[512]; /* set on the first wrong answer or error: the worker stops */
     pthread_t thread;
 } soak_worker;
 

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VAL_HDR 16
+#define VAL_HDR   16
 #define VAL_MAGIC 0x534bu /* "SK" */
-#define MGET_MAX 16
-#define SCAN_MAX 64
+#define MGET_MAX  16
+#define SCAN_MAX  64
 
 static uint64_t rng_next(uint64_t *s)
 {
@@ -38,10 +38,7 @@ static int fail(soak_worker *w, const char *fmt, ...)
     return -1;
 }
 
-size_t soak_key(int w, uint32_t i, char *buf)
-{
-    return (size_t)snprintf(buf, SOAK_KEY_MAX, "s%02d-%09u", w, i);
-}
+size_t soak_key(int w, uint32_t i, char *buf) { return (size_t)snprintf(buf, SOAK_KEY_MAX, "s%02d-%09u", w, i); }
 
 /* val_len -- the length of (w, i, ver)'s value: mostly 16..1K, sometimes
  * up to 16K, now and then empty of body. */
@@ -88,8 +85,8 @@ static int val_check(soak_worker *w, uint32_t i, uint32_t want, const void *v, s
         return fail(w, "%s: key %u of worker %d: version %u, the model has %u", op, i, w->id, get32(p + 8), want);
     size_t en = val_make(w->id, i, want, exp);
     if (en != n || memcmp(exp, v, n) != 0)
-        return fail(w, "%s: key %u of worker %d version %u: %zu bytes differ from the %zu written", op, i, w->id,
-                     want, n, en);
+        return fail(w, "%s: key %u of worker %d version %u: %zu bytes differ from the %zu written", op, i, w->id, want,
+                    n, en);
     return 0;
 }
 
@@ -199,8 +196,9 @@ static int op_multiget(soak_worker *w)
     if (rc) return fail(w, "tkv_multi_get: %s: %s", tkv_strerror(rc), tkv_errmsg());
     for (size_t j = 0; j < n; j++) {
         uint32_t want = w->ver[idx[j]];
-        if (r == 0 && st[j] == TKV_OK) r = want ? val_check(w, idx[j], want, vals[j], vlens[j], "tkv_multi_get")
-                                                : fail(w, "tkv_multi_get %s: found, the model has it deleted", kb[j]);
+        if (r == 0 && st[j] == TKV_OK)
+            r = want ? val_check(w, idx[j], want, vals[j], vlens[j], "tkv_multi_get")
+                     : fail(w, "tkv_multi_get %s: found, the model has it deleted", kb[j]);
         else if (r == 0 && st[j] == TKV_NOT_FOUND && want)
             r = fail(w, "tkv_multi_get %s: not found, the model has version %u", kb[j], want);
         else if (r == 0 && st[j] != TKV_OK && st[j] != TKV_NOT_FOUND)

@@ -227,8 +227,7 @@ JNIEXPORT jbyteArray JNICALL Java_site_ycsb_db_Tierkv_get(JNIEnv *env, jclass cl
 }
 
 /* put(h, key, value): tkv_put without TKV_SYNC (the options' wal/sync apply). */
-JNIEXPORT void JNICALL Java_site_ycsb_db_Tierkv_put(JNIEnv *env, jclass cls, jlong h, jbyteArray jkey,
-                                                    jbyteArray jval)
+JNIEXPORT void JNICALL Java_site_ycsb_db_Tierkv_put(JNIEnv *env, jclass cls, jlong h, jbyteArray jkey, jbyteArray jval)
 {
     (void)cls;
     tkv_db *db = db_of(env, h);
