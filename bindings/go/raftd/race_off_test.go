@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build !race
+
+package raftd
+
+const raceEnabled = false
