@@ -77,7 +77,10 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # other tests the static one (they reach internals).
 EMBED_SRCS := $(sort $(wildcard tests/test_embed_*.c))
 TEST_SRCS := $(filter-out $(EMBED_SRCS),$(sort $(wildcard tests/test_*.c)))
-TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%) $(EMBED_SRCS:tests/%.c=$(BUILD)/tests/%)
+# The benchmark harness's own tests sit beside it, in bench/tests/.
+BENCH_TEST_SRCS := $(sort $(wildcard bench/tests/test_*.c))
+TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%) $(EMBED_SRCS:tests/%.c=$(BUILD)/tests/%) \
+             $(BENCH_TEST_SRCS:bench/tests/%.c=$(BUILD)/tests/%)
 # The longest binaries, longest first (ASan timings on 2 cores): tests/run.sh
 # runs two at a time in the order given, so these start first and the short
 # ones fill the other slot.
@@ -154,6 +157,10 @@ $(BUILD)/libtkvbench.a: $(BENCH_LIB_OBJS)
 	ar rcs $@ $^
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_HELPER_OBJS) $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a -lcmocka $(EXE_LIBS)
+
+$(BUILD)/tests/test_bench_%: $(BUILD)/obj/bench/tests/test_bench_%.o $(TEST_HELPER_OBJS) $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_HELPER_OBJS) $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a -lcmocka $(EXE_LIBS)
 

@@ -11,7 +11,7 @@
   3. No library source file over MAX_FILE_LINES lines; no function over
      MAX_FUNC_LINES lines unless the comment just above it says
      "Long because" (the reason).
-  4. tests/ (with its subfolders) has its own, looser limits: no file over
+  4. tests/ (with its subfolders) and bench/tests/ have their own, looser limits: no file over
      MAX_TEST_FILE_LINES lines, no function over MAX_TEST_FUNC_LINES lines
      unless the comment above it says "Long because".
   5. Every source file of ours (HEAD_DIRS: C, headers, shell, Python, Java)
@@ -84,9 +84,10 @@ def head_files():
 
 def test_files():
     out = []
-    for root, dirs, names in os.walk("tests"):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        out += [os.path.join(root, n) for n in sorted(names) if n.endswith((".c", ".h"))]
+    for top in ("tests", "bench/tests"):
+        for root, dirs, names in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            out += [os.path.join(root, n) for n in sorted(names) if n.endswith((".c", ".h"))]
     return out
 
 

@@ -28,7 +28,7 @@
 
 #include "bench/engine.h"
 #include "bench/loadgen.h"
-#include "testutil.h"
+#include "tests/testutil.h"
 
 #define MAX_REQ 400000
 

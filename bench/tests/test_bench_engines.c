@@ -34,7 +34,7 @@
 #include <cmocka.h>
 
 #include "bench/engine.h"
-#include "testutil.h"
+#include "tests/testutil.h"
 
 #define KEY_LEN    16
 #define N_IDS      6000   /* distinct keys the random operations draw from */

@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "bench/hist.h"
-#include "testutil.h"
+#include "tests/testutil.h"
 
 #define LIMIT (UINT64_C(1) << HIST_MAX_MAG)
 

@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "bench/workload.h"
-#include "testutil.h"
+#include "tests/testutil.h"
 
 #define THETA 0.99
 
