@@ -283,12 +283,13 @@ bench-fill: deps lib $(BUILD)/tkv_bench
 bench-silk: deps lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_silk.sh
 
-# go-test: the Go binding (bindings/go) and its raft store
-# (bindings/go/raftstore): go vet and go test -race in each, against
+# go-test: the Go binding (bindings/go), its raft store
+# (bindings/go/raftstore) and tkv-raftd (bindings/go/raftd, whose tests run
+# three daemons on 127.0.0.1): go vet and go test -race in each, against
 # build/libtierkv.a. Skipped, saying so, when Go is missing (go on PATH, else
 # /usr/local/go/bin/go). Go modules come from the Go module proxy.
 GO_CMD ?= $(or $(shell command -v go 2>/dev/null),$(wildcard /usr/local/go/bin/go))
-GO_MODULES := bindings/go bindings/go/raftstore
+GO_MODULES := bindings/go bindings/go/raftstore bindings/go/raftd
 go-test: lib
 	@if [ -z "$(GO_CMD)" ]; then echo "go-test: SKIP: no go on PATH or at /usr/local/go/bin/go"; exit 0; fi; \
 	set -e; for m in $(GO_MODULES); do \
