@@ -33,9 +33,13 @@ var (
 )
 
 // daemon builds cmd/tkv-raftd into a directory that lives as long as the
-// test binary (with -race when the tests run with it).
+// test binary (with -race when the tests run with it), or returns
+// $TKV_RAFTD_BIN (say, boltd's tkv-raftd-bolt, with TKV_RAFTD_STORE=bolt).
 func daemon(t testing.TB) string {
 	t.Helper()
+	if p := os.Getenv("TKV_RAFTD_BIN"); p != "" {
+		return p
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "tkv-raftd-bin-")
 		if err != nil {

@@ -181,7 +181,7 @@ func Start(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.raft, err = raft.NewRaft(rc, n.fsm, n.stores.Log, n.stores.Stable, n.snaps, n.trans); err != nil {
+	if n.raft, err = newRaft(rc, n.fsm, n.stores, n.snaps, n.trans); err != nil {
 		return nil, err
 	}
 	if !hasState && cfg.Bootstrap {
@@ -221,6 +221,18 @@ func Start(cfg Config) (*Node, error) {
 	n.log.Info("node started", "id", cfg.ID, "http", n.httpAdv, "raft", n.trans.LocalAddr(),
 		"store", cfg.StoreName, "tls", cfg.TLS != nil, "existing_state", hasState, "fsm_applied", n.fsm.Applied())
 	return n, nil
+}
+
+// newRaft is raft.NewRaft, with a panic turned into an error: raft panics
+// when its log store cannot read an entry it replays at start (a damaged
+// store), and the daemon should then say so and exit, not dump a stack.
+func newRaft(rc *raft.Config, fsm raft.FSM, st Stores, snaps raft.SnapshotStore, trans raft.Transport) (r *raft.Raft, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("raftd: starting raft: the log store failed: %v", p)
+		}
+	}()
+	return raft.NewRaft(rc, fsm, st.Log, st.Stable, snaps, trans)
 }
 
 // HTTPAddr is the address the HTTP API listens on.
