@@ -12,6 +12,9 @@
 # Raw output and the table go to bench/results/raft-<date>/ (OUT overrides).
 # The databases live in DATA_DIR (default build/bench-raft: the repository's
 # disk, as the stores would be used, not a tmpfs /tmp).
+# Then run_raftd.sh measures writes/s and p99 through tkv-raftd, 3 nodes on
+# 127.0.0.1, on each of the three stores (its header has its settings;
+# RAFTD=0 skips it).
 # Needs build/libtierkv.a (make lib) and Go (on PATH, else /usr/local/go/bin/go).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -49,3 +52,6 @@ run raft-boltdb bench/raft/bolt
     python3 bench/raft/report.py "$OUT/tierkv.txt" "$OUT/raft-wal.txt" "$OUT/raft-boltdb.txt"
 } | tee "$OUT/table.txt"
 echo "bench-raft: results in $OUT" >&2
+if [ "${RAFTD:-1}" != 0 ]; then
+    OUT=$OUT DATA_DIR=$DATA_DIR COUNT=$COUNT bash bench/raft/run_raftd.sh
+fi

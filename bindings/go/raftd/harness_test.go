@@ -89,18 +89,18 @@ func freeAddr(t testing.TB) string {
 
 // proc is one node run as a child process.
 type proc struct {
-	t        testing.TB
-	bin      string
-	id       string
-	data     string
-	http     string
-	raft     string
-	args     []string // the flags beyond id, data and addresses
-	logPath  string
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	watch    atomic.Pointer[watch]
+	t       testing.TB
+	bin     string
+	id      string
+	data    string
+	http    string
+	raft    string
+	args    []string // the flags beyond id, data and addresses
+	logPath string
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	watch   atomic.Pointer[watch]
 }
 
 // watch is a signal on the next stderr line containing s: the reader of
