@@ -62,6 +62,36 @@ type Config struct {
 	ApplyTimeout      time.Duration // how long a request may wait for raft
 
 	Logger hclog.Logger
+
+	// OnFatal is called when the node cannot go on: raft's stable store
+	// failed to save the current term or vote (a full disk), after which
+	// raft panics. It must not return; nil means log the error and exit
+	// with status 1 (the stores are crash-safe: a restart once there is
+	// room again recovers every acknowledged write).
+	OnFatal func(error)
+}
+
+// guardedStable passes raft's stable store calls through, and on a failed
+// write calls the node's OnFatal before raft would panic on the error.
+type guardedStable struct {
+	raft.StableStore
+	fatal func(error)
+}
+
+func (g guardedStable) Set(key, val []byte) error {
+	err := g.StableStore.Set(key, val)
+	if err != nil {
+		g.fatal(fmt.Errorf("raft's stable store failed to save %q: %w", key, err))
+	}
+	return err
+}
+
+func (g guardedStable) SetUint64(key []byte, val uint64) error {
+	err := g.StableStore.SetUint64(key, val)
+	if err != nil {
+		g.fatal(fmt.Errorf("raft's stable store failed to save %q: %w", key, err))
+	}
+	return err
 }
 
 // Node is a running tkv-raftd node.
@@ -92,6 +122,14 @@ func Start(cfg Config) (*Node, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "tkv-raftd", Output: os.Stderr})
+	}
+	if cfg.OnFatal == nil {
+		logger := cfg.Logger
+		cfg.OnFatal = func(err error) {
+			logger.Error("stopping: raft cannot go on without saving its term and vote; "+
+				"make room (or fix the store) and restart the node", "error", err)
+			os.Exit(1)
+		}
 	}
 	if cfg.ApplyTimeout <= 0 {
 		cfg.ApplyTimeout = 10 * time.Second
@@ -132,6 +170,7 @@ func Start(cfg Config) (*Node, error) {
 	if n.stores, err = cfg.OpenStore(filepath.Join(cfg.DataDir, "raft-"+cfg.StoreName)); err != nil {
 		return nil, fmt.Errorf("raftd: opening the %s store: %w", cfg.StoreName, err)
 	}
+	n.stores.Stable = guardedStable{StableStore: n.stores.Stable, fatal: cfg.OnFatal}
 	sl, err := newStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise, cfg.TLS)
 	if err != nil {
 		return nil, err
