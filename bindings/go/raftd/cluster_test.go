@@ -28,9 +28,10 @@ import (
 //  1. kills the leader with SIGKILL, waits for a new one, restarts the old
 //     leader at once and waits for it to catch up from the log (TrailingLogs
 //     is 1000, more than the clients write meanwhile);
-//  2. kills a follower, writes until the leader's log has been compacted
-//     past it (SnapshotThreshold and TrailingLogs are low), restarts it and
-//     waits for it to catch up from an installed snapshot;
+//  2. kills the leader (even rounds; a follower in odd rounds), writes
+//     until the new leader's log has been compacted past it
+//     (SnapshotThreshold and TrailingLogs are low), restarts it and waits
+//     for it to catch up from an installed snapshot;
 //  3. asks a follower for a snapshot and kills it with SIGKILL as it
 //     starts persisting (its snapshot directory keeps the cut .tmp), then
 //     restarts it.
@@ -98,39 +99,44 @@ func TestClusterKills(t *testing.T) {
 		}
 		stats["leader kills, restarted and caught up from the log"]++
 
-		// 2: a follower, caught up from a snapshot.
+		// 2: the leader (even rounds) or a follower (odd rounds), caught
+		// up from an installed snapshot.
 		l := c.waitLeader(10 * time.Second)
-		f := c.follower(l)
-		fst, err := c.api.status(f.http)
+		victim, what := l, "leader"
+		if r%2 == 1 {
+			victim, what = c.follower(l), "follower"
+		}
+		vst, err := c.api.status(victim.http)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.kill()
+		victim.kill()
+		l = c.waitLeader(15 * time.Second)
 		for i := 0; ; i++ {
 			bulk(fmt.Sprintf("fill%d-%d", r, i), 300, 64)
 			c.api.do(http.MethodPost, c.api.scheme+"://"+l.http+"/snapshot", nil)
-			// fst was read just before the kill: the margin covers what
-			// the follower may have appended in between.
-			if lst, err := c.api.status(l.http); err == nil && lst.FirstIndex > fst.LastIndex+300 {
+			// vst was read just before the kill: the margin covers what
+			// the node may have appended in between.
+			if lst, err := c.api.status(l.http); err == nil && lst.FirstIndex > vst.LastIndex+300 {
 				break
 			}
 			if i == 20 {
-				t.Fatalf("the leader's log was not compacted past %s's last index %d", f.id, fst.LastIndex)
+				t.Fatalf("the leader's log was not compacted past %s's last index %d", victim.id, vst.LastIndex)
 			}
 			if c.leader() != l {
 				l = c.waitLeader(10 * time.Second)
 			}
 		}
-		f.start()
-		st = c.waitCaughtUp(f, 30*time.Second)
+		victim.start()
+		st = c.waitCaughtUp(victim, 30*time.Second)
 		if st.FSMRestores == 0 {
-			t.Fatalf("%s caught up without installing a snapshot (first index of the leader past its log)", f.id)
+			t.Fatalf("%s caught up without installing a snapshot (first index of the leader past its log)", victim.id)
 		}
-		stats["follower restarts caught up from an installed snapshot"]++
+		stats[what+" kills, restarted and caught up from an installed snapshot"]++
 
 		// 3: a follower, killed while it persists a snapshot.
 		l = c.waitLeader(10 * time.Second)
-		f = c.follower(l)
+		f := c.follower(l)
 		mid := false
 		for try := 0; try < 5 && !mid; try++ {
 			before, _ := filepath.Glob(filepath.Join(f.data, "snapshots", "*.tmp"))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -315,8 +316,14 @@ func (n *Node) serveJoin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if j.ID == "" || j.RaftAddr == "" || j.HTTPAddr == "" || len(j.ID) > 256 {
-		httpError(w, http.StatusBadRequest, "a join request needs id, raft_addr and http_addr")
+		httpError(w, http.StatusBadRequest, "a join request needs id (at most 256 bytes), raft_addr and http_addr")
 		return
+	}
+	for _, a := range []string{j.RaftAddr, j.HTTPAddr} {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" || port == "0" {
+			httpError(w, http.StatusBadRequest, "bad address %q in the join request: want host:port", a)
+			return
+		}
 	}
 	if n.raft.State() != raft.Leader {
 		n.notLeader(w, r)

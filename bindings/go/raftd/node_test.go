@@ -90,6 +90,7 @@ func TestHTTPRequests(t *testing.T) {
 		{"POST", "/join", []byte("{"), 400, ""},
 		{"POST", "/join", []byte(`{"id":"x"}`), 400, ""},
 		{"POST", "/join", []byte(`{"id":"x","raft_addr":"1","http_addr":"2","extra":1}`), 400, ""},
+		{"POST", "/join", []byte(`{"id":"x","raft_addr":"127.0.0.1","http_addr":"127.0.0.1:1"}`), 400, ""},
 		{"GET", "/nothing", nil, 404, ""},
 		{"GET", "/key/big", nil, 404, ""},
 		{"GET", "/key/a", nil, 200, "1"},
