@@ -3,6 +3,7 @@
 package raftd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,8 +31,9 @@ import (
 //     is 1000, more than the clients write meanwhile);
 //  2. kills the leader (even rounds; a follower in odd rounds), writes
 //     until the new leader's log has been compacted past it
-//     (SnapshotThreshold and TrailingLogs are low), restarts it and waits
-//     for it to catch up from an installed snapshot;
+//     (SnapshotThreshold and TrailingLogs are low), restarts it, kills it
+//     again while its FSM restores the snapshot the leader sent, restarts
+//     it and waits for it to catch up from an installed snapshot;
 //  3. asks a follower for a snapshot and kills it with SIGKILL as it
 //     starts persisting (its snapshot directory keeps the cut .tmp), then
 //     restarts it.
@@ -41,7 +43,7 @@ import (
 // disk after a clean stop, must hold exactly the acknowledged writes: the
 // final linearizable reads of the clients' keys and every bulk write.
 //
-// One round by default (about 10 s, 15 s with -race); TKV_RAFTD_ROUNDS=n
+// One round by default (about 16 s, 30 s with -race); TKV_RAFTD_ROUNDS=n
 // runs n rounds, TKV_RAFTD_STORE=wal runs it on raft-wal, and
 // TKV_RAFTD_ARGS adds daemon flags (TKV_RAFTD_ARGS=-stale-reads must fail
 // the linearizability check: it shows the check can).
@@ -127,8 +129,31 @@ func TestClusterKills(t *testing.T) {
 				l = c.waitLeader(10 * time.Second)
 			}
 		}
+		// The first restart is killed while its FSM restores the
+		// snapshot the leader sent: the new database is left beside the
+		// current one, which CURRENT still names.
+		curPath := filepath.Join(victim.data, "fsm", "CURRENT")
+		before, _ := os.ReadFile(curPath)
+		hit := victim.setWatch("fsm: restoring snapshot", func(p *os.Process) { p.Signal(syscall.SIGKILL) })
+		t1 := time.Now()
 		victim.start()
+		select {
+		case <-hit:
+			victim.kill()
+			after, _ := os.ReadFile(curPath)
+			if bytes.Equal(before, after) {
+				stats["restarts killed mid-restore (CURRENT still the old database)"]++
+			} else {
+				stats["restarts killed after the restore had switched CURRENT"]++
+			}
+			t.Logf("round %d: %s killed %v after its restart, restoring a snapshot; CURRENT %s -> %s", r, victim.id,
+				time.Since(t1).Round(time.Millisecond), bytes.TrimSpace(before), bytes.TrimSpace(after))
+			victim.start()
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s did not start restoring a snapshot", victim.id)
+		}
 		st = c.waitCaughtUp(victim, 30*time.Second)
+		t.Logf("round %d: %s caught up %v after its first restart", r, victim.id, time.Since(t1).Round(time.Millisecond))
 		if st.FSMRestores == 0 {
 			t.Fatalf("%s caught up without installing a snapshot (first index of the leader past its log)", victim.id)
 		}

@@ -535,6 +535,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		f.log.Info("fsm: restore skipped, the database is as new", "snapshot", idx, "applied", cur)
 		return nil
 	}
+	f.log.Info("fsm: restoring snapshot", "snapshot", idx, "applied", f.applied.Load())
 	f.mu.RLock()
 	gen := f.gen + 1
 	f.mu.RUnlock()
