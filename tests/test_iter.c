@@ -597,6 +597,67 @@ static uint64_t pick_snapshot(const dcase *c)
     }
 }
 
+/* vis_key -- the user key of model entry i. */
+static tkv_slice vis_key(const dcase *c, long i) { return slice(c->keys[c->vis[i]->key], c->klen[c->vis[i]->key]); }
+
+/* model_floor -- the last model entry with key <= t, or -1. */
+static long model_floor(const dcase *c, const uint8_t *t, size_t tn)
+{
+    long r = -1;
+    for (long i = 0; i < c->nvis; i++)
+        if (ukey_cmp(vis_key(c, i), slice(t, tn)) <= 0) r = i;
+    return r;
+}
+
+/* random_walks -- 12 times: a seek (seek_first, seek_last, seek to a key of
+ * the case or a random string, and with `for_prev` seek_for_prev on odd
+ * draws), then up to 24 random steps; every position checked against the
+ * model's visible entries. */
+static void random_walks(db_iter *it, const dcase *c, int for_prev)
+{
+    long n = c->nvis;
+    for (int walk = 0; walk < 12; walk++) {
+        long pos;
+        size_t op = rndn(8);
+        if (op == 0) {
+            db_iter_seek_first(it);
+            pos = n ? 0 : -1;
+        } else if (op == 1) {
+            db_iter_seek_last(it);
+            pos = n - 1;
+        } else {
+            uint8_t t[8];
+            size_t tn;
+            if (rndn(2)) {
+                size_t k = rndn(c->nkeys);
+                tn = c->klen[k];
+                memcpy(t, c->keys[k], tn);
+            } else {
+                tn = rand_bytes(t, 7, 0);
+            }
+            if (for_prev && (op & 1)) {
+                db_iter_seek_for_prev(it, t, tn);
+                pos = model_floor(c, t, tn);
+            } else {
+                db_iter_seek(it, t, tn);
+                pos = model_lower_bound(c, t, tn);
+            }
+        }
+        dcheck(it, c, pos);
+        size_t steps = rndn(25);
+        for (size_t st = 0; st < steps; st++) {
+            if (rndn(2)) {
+                db_iter_next(it);
+                if (pos >= 0) pos = pos + 1 < n ? pos + 1 : -1;
+            } else {
+                db_iter_prev(it);
+                if (pos >= 0) pos--;
+            }
+            dcheck(it, c, pos);
+        }
+    }
+}
+
 static void test_db_iter_model(void **state)
 {
     (void)state;
@@ -622,51 +683,13 @@ static void test_db_iter_model(void **state)
             db_iter_next(it);
             dcheck(it, &c, -1);
 
-            /* seeks followed by random walks */
-            for (int walk = 0; walk < 12; walk++) {
-                long pos;
-                size_t op = rndn(8);
-                if (op == 0) {
-                    db_iter_seek_first(it);
-                    pos = n ? 0 : -1;
-                } else if (op == 1) {
-                    db_iter_seek_last(it);
-                    pos = n - 1;
-                } else {
-                    uint8_t t[8];
-                    size_t tn;
-                    if (rndn(2)) {
-                        size_t k = rndn(c.nkeys);
-                        tn = c.klen[k];
-                        memcpy(t, c.keys[k], tn);
-                    } else {
-                        tn = rand_bytes(t, 7, 0);
-                    }
-                    db_iter_seek(it, t, tn);
-                    pos = model_lower_bound(&c, t, tn);
-                }
-                dcheck(it, &c, pos);
-                size_t steps = rndn(25);
-                for (size_t st = 0; st < steps; st++) {
-                    if (rndn(2)) {
-                        db_iter_next(it);
-                        if (pos >= 0) pos = pos + 1 < n ? pos + 1 : -1;
-                    } else {
-                        db_iter_prev(it);
-                        if (pos >= 0) pos--;
-                    }
-                    dcheck(it, &c, pos);
-                }
-            }
+            random_walks(it, &c, 0); /* seeks followed by random walks */
             assert_int_equal(db_iter_status(it), 0);
             db_iter_free(it);
         }
         dcase_free(&c);
     }
 }
-
-/* vis_key -- the user key of model entry i. */
-static tkv_slice vis_key(const dcase *c, long i) { return slice(c->keys[c->vis[i]->key], c->klen[c->vis[i]->key]); }
 
 /* A random bound: absent (NULL) a third of the time, else a key of the case
  * or a random string (possibly empty). */
@@ -698,15 +721,6 @@ static void bounds_filter(dcase *c, const uint8_t *lo, size_t ln, const uint8_t 
         c->vis[m++] = c->vis[i];
     }
     c->nvis = m;
-}
-
-/* model_floor -- the last model entry with key <= t, or -1. */
-static long model_floor(const dcase *c, const uint8_t *t, size_t tn)
-{
-    long r = -1;
-    for (long i = 0; i < c->nvis; i++)
-        if (ukey_cmp(vis_key(c, i), slice(t, tn)) <= 0) r = i;
-    return r;
 }
 
 /* db_iter with bounds, against the model restricted to them: every seek
@@ -743,46 +757,7 @@ static void test_db_iter_bounds_model(void **state)
             for (long i = n - 1; i >= 0; i--, db_iter_prev(it)) dcheck(it, &c, i);
             dcheck(it, &c, -1);
 
-            for (int walk = 0; walk < 12; walk++) {
-                long pos;
-                size_t op = rndn(8);
-                if (op == 0) {
-                    db_iter_seek_first(it);
-                    pos = n ? 0 : -1;
-                } else if (op == 1) {
-                    db_iter_seek_last(it);
-                    pos = n - 1;
-                } else {
-                    uint8_t t[8];
-                    size_t tn;
-                    if (rndn(2)) {
-                        size_t k = rndn(c.nkeys);
-                        tn = c.klen[k];
-                        memcpy(t, c.keys[k], tn);
-                    } else {
-                        tn = rand_bytes(t, 7, 0);
-                    }
-                    if (op & 1) {
-                        db_iter_seek_for_prev(it, t, tn);
-                        pos = model_floor(&c, t, tn);
-                    } else {
-                        db_iter_seek(it, t, tn);
-                        pos = model_lower_bound(&c, t, tn);
-                    }
-                }
-                dcheck(it, &c, pos);
-                size_t steps = rndn(25);
-                for (size_t st = 0; st < steps; st++) {
-                    if (rndn(2)) {
-                        db_iter_next(it);
-                        if (pos >= 0) pos = pos + 1 < n ? pos + 1 : -1;
-                    } else {
-                        db_iter_prev(it);
-                        if (pos >= 0) pos--;
-                    }
-                    dcheck(it, &c, pos);
-                }
-            }
+            random_walks(it, &c, 1);
             assert_int_equal(db_iter_status(it), 0);
             db_iter_free(it);
         }
