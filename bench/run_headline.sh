@@ -23,7 +23,7 @@
 # cache), WAL on without per-write sync, page cache allowed (DIRECT=1 for
 # O_DIRECT on both).
 # REPEAT=N runs every configuration N times, interleaved (configuration order
-# within a round), and the table gives the median of each figure: about 10
+# within a round), and the table gives the median of each figure: about 13
 # minutes per round on 2 cores. Writes table.md (the medians), each run's
 # output and CSV series, and PNG plots of the first round to
 # bench/results/<date>/ (and bench/results/latest).
