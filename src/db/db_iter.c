@@ -253,13 +253,20 @@ void db_iter_seek_first(db_iter *it)
     check_internal(it);
 }
 
+/* step_back -- from the first entry at or after some target (or past the
+ * end: not valid), to the last entry before it; not valid if there is none. */
+static void step_back(db_iter *it)
+{
+    if (it_valid(it->in)) it_prev(it->in);
+    else if (!it_status(it->in)) it_seek_last(it->in);
+}
+
 /* seek_before -- positions the internal iterator at the last entry that
  * sorts before internal key `target`, or unpositioned (not valid) if none. */
 static void seek_before(db_iter *it, tkv_slice target)
 {
     it_seek(it->in, target);
-    if (it_valid(it->in)) it_prev(it->in);
-    else if (!it_status(it->in)) it_seek_last(it->in);
+    step_back(it);
 }
 
 /* seek_rev_below_upper -- DIR_REV at the largest live user key below the upper
@@ -315,8 +322,7 @@ void db_iter_seek_for_prev(db_iter *it, const void *ukey, size_t klen)
     it->saved_key.len = klen + IKEY_TRAILER;
     it_seek(it->in, buf_slice(&it->saved_key));
     while (it_valid(it->in) && ukey_cmp(ikey_user(it_key(it->in)), slice(ukey, klen)) == 0) it_next(it->in);
-    if (it_valid(it->in)) it_prev(it->in);
-    else if (!it_status(it->in)) it_seek_last(it->in);
+    step_back(it);
     it->saved_key.len = 0;
     find_prev_user_entry(it);
     check_internal(it);

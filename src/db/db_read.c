@@ -55,28 +55,36 @@ static int copy_value(tkv_slice v, void **out, size_t *vlen)
     return TKV_OK;
 }
 
+/* lookup -- key's newest entry visible at seq in a pinned view: TKV_OK with
+ * *v its value (in a memtable, or in b, where rows and SSTs copy it),
+ * TKV_NOT_FOUND, or an error. Counts the get and, when found, gets_found. */
+static int lookup(tkv_db *db, superversion *sv, version *ver, uint64_t seq, const void *key, size_t klen, tkv_buf *b,
+                  tkv_slice *v)
+{
+    ikey_type type;
+    int rc;
+    ctr_add(&db->ctr.gets, 1);
+    if (sv_lookup(sv, key, klen, seq, &type, v)) {
+        rc = type == IKEY_DELETION ? TKV_NOT_FOUND : TKV_OK;
+    } else {
+        rc = mx_get(db, sv, ver, slice(key, klen), seq, &type, b);
+        if (rc == 0) rc = multiget_one(db->tc, ver, slice(key, klen), seq, &type, b);
+        rc = rc == 1 && type == IKEY_VALUE ? TKV_OK : rc >= 0 ? TKV_NOT_FOUND : rc;
+        *v = slice(b->data, b->len);
+    }
+    if (rc == TKV_OK) ctr_add(&db->ctr.gets_found, 1);
+    return rc;
+}
+
 /* get_in -- one lookup in a pinned view: a malloc'd copy of the value,
  * TKV_NOT_FOUND, or an error. */
 static int get_in(tkv_db *db, superversion *sv, version *ver, uint64_t seq, const void *key, size_t klen, void **val,
                   size_t *vlen)
 {
-    ikey_type type;
-    tkv_slice v;
-    ctr_add(&db->ctr.gets, 1);
-    if (sv_lookup(sv, key, klen, seq, &type, &v)) {
-        if (type == IKEY_DELETION) return TKV_NOT_FOUND;
-        ctr_add(&db->ctr.gets_found, 1);
-        return copy_value(v, val, vlen);
-    }
     tkv_buf b = {0};
-    int rc = mx_get(db, sv, ver, slice(key, klen), seq, &type, &b);
-    if (rc == 0) rc = multiget_one(db->tc, ver, slice(key, klen), seq, &type, &b);
-    if (rc == 1 && type == IKEY_VALUE) {
-        ctr_add(&db->ctr.gets_found, 1);
-        rc = copy_value(slice(b.data, b.len), val, vlen);
-    } else if (rc >= 0) {
-        rc = TKV_NOT_FOUND;
-    }
+    tkv_slice v;
+    int rc = lookup(db, sv, ver, seq, key, klen, &b, &v);
+    if (rc == TKV_OK) rc = copy_value(v, val, vlen);
     buf_free(&b);
     return rc;
 }
@@ -110,22 +118,11 @@ int tkv_get_into(tkv_db *db, const tkv_read_options *ro, const void *key, size_t
     version *ver;
     superversion *sv = sv_get_view(db, ro ? ro->snap : NULL, &seq, &ver);
     unsigned saved = table_read_flags_set(readopts_table_flags(ro));
-    ikey_type type;
     tkv_slice v;
     tkv_buf b;
     buf_init_fixed(&b, buf, cap); /* a value from the rows or an SST lands in buf when it fits */
-    int rc;
-    ctr_add(&db->ctr.gets, 1);
-    if (sv_lookup(sv, key, klen, seq, &type, &v)) {
-        rc = type == IKEY_DELETION ? TKV_NOT_FOUND : TKV_OK;
-    } else {
-        rc = mx_get(db, sv, ver, slice(key, klen), seq, &type, &b);
-        if (rc == 0) rc = multiget_one(db->tc, ver, slice(key, klen), seq, &type, &b);
-        rc = rc == 1 && type == IKEY_VALUE ? TKV_OK : rc >= 0 ? TKV_NOT_FOUND : rc;
-        v = slice(b.data, b.len);
-    }
+    int rc = lookup(db, sv, ver, seq, key, klen, &b, &v);
     if (rc == TKV_OK) {
-        ctr_add(&db->ctr.gets_found, 1);
         *vlen = v.n;
         size_t n = v.n <= cap ? v.n : cap;
         if (n && v.p != buf) memmove(buf, v.p, n);
