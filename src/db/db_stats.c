@@ -70,8 +70,6 @@ int tkv_statistics(tkv_db *db, uint64_t *tickers, size_t ntickers, tkv_histogram
     const db_counters *c = &db->ctr;
     if (ntickers) {
         uint64_t t[TKV_TICKER_COUNT] = {0};
-        lathist_summary stall;
-        lathist_summarize(&db->hist[TKV_HIST_STALL], &stall);
         t[TKV_TICKER_PUTS] = ctr_get(&c->user_puts);
         t[TKV_TICKER_DELETES] = ctr_get(&c->user_deletes);
         t[TKV_TICKER_BYTES_WRITTEN] = ctr_get(&c->user_bytes_written);
@@ -80,7 +78,7 @@ int tkv_statistics(tkv_db *db, uint64_t *tickers, size_t ntickers, tkv_histogram
         t[TKV_TICKER_GETS] = ctr_get(&c->gets);
         t[TKV_TICKER_GETS_FOUND] = ctr_get(&c->gets_found);
         t[TKV_TICKER_ITERATORS] = ctr_get(&c->iterators_created);
-        t[TKV_TICKER_STALLS] = stall.count;
+        t[TKV_TICKER_STALLS] = __atomic_load_n(&db->hist[TKV_HIST_STALL].count, __ATOMIC_RELAXED);
         t[TKV_TICKER_STALL_MICROS] = ctr_get(&c->stall_micros);
         t[TKV_TICKER_FLUSHES] = ctr_get(&c->flushes);
         uint64_t columns, pool_bytes;
