@@ -65,8 +65,9 @@ typedef struct flags {
     int seek_nexts; /* seekrandom: nexts after each seek */
     int use_existing_db, keep_db;
     double report_interval;
-    uint64_t throttle;   /* --throttle: blkio cap (bytes/s) during open-loop benchmarks */
-    uint64_t rate_limit; /* --rate_limiter: RocksDB's rate limiter */
+    uint64_t slow_log_ns; /* --slow_log: print every op slower than this (0: off) */
+    uint64_t throttle;    /* --throttle: blkio cap (bytes/s) during open-loop benchmarks */
+    uint64_t rate_limit;  /* --rate_limiter: RocksDB's rate limiter */
     int rate_limit_auto;
     char *label; /* --label: the engine's name in the output */
 } flags;
@@ -106,6 +107,8 @@ static void usage(FILE *f)
             "  --rate=SCHEDULE     open loop: OPS:DUR[,OPS:DUR...] repeated, e.g. 10000:10s,40000:50s;\n"
             "                      needs --duration; latency from the intended send time\n"
             "  --open_loop=LIST    benchmarks that use --rate (default: all except fillseq/fillrandom)\n"
+            "  --slow_log=US       print to stderr every operation slower than US microseconds, with its\n"
+            "                      start on the monotonic clock (the '# ...: t=0 at monotonic' line's clock)\n"
             "  --timer_slack_us=N  open loop: the workers' timer slack while they wait for a due time\n"
             "                      (default: the thread's own, the kernel's 50 us; 0.001 wakes for every\n"
             "                      request, costing most of a core at 90k/s on 2 vCPUs)\n"
@@ -250,6 +253,11 @@ static void parse_flags(int argc, char **argv)
         } else if (!strcmp(name, "duration")) {
             F.duration = strtod(val, NULL);
             if (F.duration <= 0) die("bad --duration %s", val);
+        } else if (!strcmp(name, "slow_log")) {
+            char *e;
+            double v = strtod(val, &e);
+            if (*e || !(v > 0)) die("bad --slow_log %s (microseconds > 0)", val);
+            F.slow_log_ns = (uint64_t)(v * 1000);
         } else if (!strcmp(name, "report_interval")) {
             F.report_interval = strtod(val, NULL);
             if (F.report_interval < 0.05) die("bad --report_interval %s", val);
@@ -425,6 +433,9 @@ static int writes_data(int kind, char letter)
 
 static void record(tstate *t, int op, uint64_t lat_ns, uint64_t nops)
 {
+    if (F.slow_log_ns && lat_ns > F.slow_log_ns)
+        fprintf(stderr, "slow op=%d start=%.6f s latency=%.3f ms\n", op, (double)(lg_now_ns() - lat_ns) / 1e9,
+                (double)lat_ns / 1e6);
     pthread_mutex_lock(&t->mu);
     hist_add(&t->iv[op], lat_ns);
     hist_add(&t->tot[op], lat_ns);
