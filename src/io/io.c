@@ -628,6 +628,7 @@ int io_sync(io_file *f)
     if (f->stats) count(&f->stats->write_ns[f->cls], sched_mono_ns() - t0);
     if (rc < 0) return rc;
     if (f->stats) count(&f->stats->syncs[f->cls], 1);
+    if (f->map) io_wmap_synced(f->map, f->size);
     f->synced_upto = f->size;
     return 0;
 }

@@ -25,18 +25,20 @@ struct io_wmap_file {
     io_wmap *w;
     int fd;
     uint8_t *base;
-    uint64_t len;   /* mapped bytes = the file's size while mapped */
-    uint64_t made;  /* atomic: pages below exist and are the writer's (wmap.h) */
-    uint64_t claim; /* mu: while busy the helper means to write zeros in [made, claim), a piece at a time */
-    uint64_t piece; /* mu: the end of the piece [made, piece) the helper is writing with mu released; 0 if none */
-    int claiming;   /* mu: writers waiting in io_wmap_claim for a piece: the helper starts no new step here */
-    uint64_t size;  /* atomic: the writer's appends end here */
-    uint64_t clean; /* atomic: the writer's page-table entries are dropped below this */
-    int busy;       /* mu: the helper works on this file with mu released */
-    int failed;     /* atomic: a pwrite failed (the helper's or the writer's): no more pages are
+    uint64_t len;     /* mapped bytes = the file's size while mapped */
+    uint64_t made;    /* atomic: pages below exist and are the writer's (wmap.h) */
+    uint64_t claim;   /* mu: while busy the helper means to write zeros in [made, claim), a piece at a time */
+    uint64_t piece;   /* mu: the end of the piece [made, piece) the helper is writing with mu released; 0 if none */
+    int claiming;     /* mu: writers waiting in io_wmap_claim for a piece: the helper starts no new step here */
+    uint64_t size;    /* atomic: the writer's appends end here */
+    uint64_t clean;   /* atomic: the writer's page-table entries are dropped below this */
+    int busy;         /* mu: the helper works on this file with mu released */
+    int failed;       /* atomic: a pwrite failed (the helper's or the writer's): no more pages are
                        * made and no more stores go through the mapping (pages past the size
                        * may not exist; a store there could fault) */
-    int detaching;  /* mu: io_wmap_detach waits for the helper to leave */
+    int detaching;    /* mu: io_wmap_detach waits for the helper to leave */
+    uint64_t sync_at; /* atomic: the size the writer's last sync covered */
+    int sync_often;   /* atomic: that sync came within IO_WMAP_SYNC_GAP bytes of the one before */
     io_wmap_file *next;
 };
 
@@ -50,6 +52,7 @@ struct io_wmap {
     pthread_t thread;
     io_wmap_stats st;                     /* mu; its mapped_bytes and written_bytes are kept in the two below */
     uint64_t mapped_bytes, written_bytes; /* atomic (the writers count without mu) */
+    uint64_t page_writes;                 /* atomic: st.page_writes (the helper counts with mu released) */
 };
 
 static uint64_t page_size(void)
@@ -123,11 +126,16 @@ static void step(io_wmap *w, io_wmap_file *m, int pages)
             m->piece = end;
             pthread_mutex_unlock(&w->mu);
             call_piece_hook(1);
+            /* a page per pwrite at the start of a log and behind a writer
+             * that syncs often ("Synced logs" in wmap.h) */
+            uint64_t unit =
+                off < IO_WMAP_AHEAD || __atomic_load_n(&m->sync_often, __ATOMIC_RELAXED) ? page_size() : end - off;
             for (uint64_t at = off; at < end && !err;) {
-                ssize_t k = pwrite(m->fd, zeros, (size_t)(end - at), (off_t)at);
+                ssize_t k = pwrite(m->fd, zeros, (size_t)(end - at < unit ? end - at : unit), (off_t)at);
                 if (k < 0 && errno == EINTR) continue;
                 if (k <= 0) err = k < 0 ? errno : EIO;
                 else at += (uint64_t)k;
+                if (k > 0 && (uint64_t)k <= page_size()) __atomic_fetch_add(&w->page_writes, 1, __ATOMIC_RELAXED);
             }
             pthread_mutex_lock(&w->mu);
             m->piece = 0;
@@ -246,6 +254,7 @@ void io_wmap_get_stats(io_wmap *w, io_wmap_stats *out)
     *out = w->st;
     out->mapped_bytes = __atomic_load_n(&w->mapped_bytes, __ATOMIC_RELAXED);
     out->written_bytes = __atomic_load_n(&w->written_bytes, __ATOMIC_RELAXED);
+    out->page_writes = __atomic_load_n(&w->page_writes, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -262,7 +271,7 @@ int io_wmap_attach(io_wmap *w, int fd, uint64_t size, uint64_t len, io_wmap_file
     }
     (void)madvise(b, (size_t)len, MADV_RANDOM); /* a fault reads no pages ahead (wmap.h) */
     uint64_t pg = page_size();
-    *m = (io_wmap_file){.w = w, .fd = fd, .base = b, .len = len, .size = size};
+    *m = (io_wmap_file){.w = w, .fd = fd, .base = b, .len = len, .size = size, .sync_at = size};
     /* the page holding `size` exists (the header was written); past it, the helper's */
     m->made = m->claim = round_up(size, pg) < len ? round_up(size, pg) : len;
     m->clean = size / pg * pg;
@@ -359,6 +368,14 @@ void io_wmap_appended(io_wmap_file *m, uint64_t size, uint64_t bytes, int failed
     __atomic_store_n(&m->size, size, __ATOMIC_RELEASE);
     __atomic_fetch_add(&m->w->written_bytes, bytes, __ATOMIC_RELAXED);
     kick(m, size, __atomic_load_n(&m->made, __ATOMIC_ACQUIRE));
+}
+
+void io_wmap_synced(io_wmap_file *m, uint64_t size)
+{
+    int often = size <= __atomic_load_n(&m->sync_at, __ATOMIC_RELAXED) + IO_WMAP_SYNC_GAP;
+    __atomic_store_n(&m->sync_at, size, __ATOMIC_RELAXED);
+    if (often != __atomic_load_n(&m->sync_often, __ATOMIC_RELAXED))
+        __atomic_store_n(&m->sync_often, often, __ATOMIC_RELAXED);
 }
 
 uint64_t io_wmap_clean_upto(io_wmap_file *m)
