@@ -17,7 +17,9 @@
 # table of medians per group (bench/headline_report.py) in
 # bench/results/<date>-fill/table.md, with the bytes each fill wrote to the
 # device under DB (/proc/diskstats, after a sync before and after the run;
-# one engine per process, so the count is the engine's). About 14 minutes per
+# one engine per process, so the count is the engine's) and the disk it uses
+# after the fill and reads (blocks of its files at close, the pool included).
+# About 14 minutes per
 # round on 2 cores.
 # Knobs: REPEAT, FILLS (the groups, default "4m 1m 300k 20m 16m"), READS, DB.
 set -euo pipefail
@@ -88,6 +90,15 @@ for g in $FILLS; do
         python3 - "$out/$c" "$c" <<'PY'
 import glob, statistics, sys
 v = [int(open(f).read()) for f in sorted(glob.glob(sys.argv[1] + "/run*/device_bytes"))]
+print(f"- {sys.argv[2]}: " + (f"{statistics.median(v) / 1e9:.2f} GB ({', '.join(f'{x / 1e9:.2f}' for x in v)})" if v else "n/a"))
+PY
+    done
+    echo
+    echo "disk used after each run (blocks of the engine's files at close, the pool included; median over rounds):"
+    for c in $(configs "$g"); do
+        python3 - "$out/$c" "$c" <<'PY'
+import glob, statistics, sys
+v = [int(open(f).read()) for f in sorted(glob.glob(sys.argv[1] + "/run*/disk_bytes"))]
 print(f"- {sys.argv[2]}: " + (f"{statistics.median(v) / 1e9:.2f} GB ({', '.join(f'{x / 1e9:.2f}' for x in v)})" if v else "n/a"))
 PY
     done

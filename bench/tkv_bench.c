@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -1038,6 +1039,22 @@ static void print_machine(FILE *f, int argc, char **argv)
                 F.rate_limit_auto ? ", auto-tuned" : "");
 }
 
+/* disk_used -- the bytes of blocks the files under path hold (st_blocks,
+ * so a preallocated pool counts whole and a sparse file what it holds). */
+static uint64_t g_du;
+static int du_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)p, (void)f;
+    if (flag == FTW_F) g_du += (uint64_t)sb->st_blocks * 512u;
+    return 0;
+}
+static uint64_t disk_used(const char *path)
+{
+    g_du = 0;
+    if (path[0]) (void)nftw(path, du_one, 16, FTW_PHYS);
+    return g_du;
+}
+
 /* rm_rf -- removes a database or NVM directory (engine files, at most one
  * level of subdirectories). */
 static void rm_rf(const char *path)
@@ -1229,6 +1246,15 @@ int main(int argc, char **argv)
             if (cfgf) fprintf(cfgf, "  stats at close: %s\n", st.detail);
         }
         ops->close(e);
+        uint64_t du = disk_used(dir) + disk_used(nvm);
+        printf("           %s: disk used after close %.2f GB (blocks of every file under %s%s%s)\n", ename(ops),
+               (double)du / 1e9, dir, nvm[0] ? " and " : "", nvm);
+        if (F.csv) {
+            char p[4300];
+            snprintf(p, sizeof p, "%s/disk_bytes", F.csv);
+            FILE *f = fopen(p, "w");
+            if (f) fprintf(f, "%" PRIu64 "\n", du), fclose(f);
+        }
         if (!F.keep_db) remove_dirs(dir, nvm, 1);
     }
     print_summary_table(stdout, S, ns);
