@@ -5,7 +5,7 @@
  *
  * Conventions (kept true; tests/test_c_api.c exercises each one):
  *  1. Handles (tkv_db, tkv_options, tkv_read_options, tkv_batch, tkv_iter,
- *     tkv_snapshot) are opaque.
+ *     tkv_snapshot, tkv_env) are opaque.
  *     Every _new or _open function has a matching _free or _close; every free function
  *     accepts NULL and does nothing.
  *  2. Functions that can fail return an int status: TKV_OK (0), TKV_NOT_FOUND (1,
@@ -120,6 +120,7 @@ typedef struct tkv_batch tkv_batch;
 typedef struct tkv_iter tkv_iter;
 typedef struct tkv_snapshot tkv_snapshot;
 typedef struct tkv_read_options tkv_read_options;
+typedef struct tkv_env tkv_env;
 
 /* tkv_strerror -- a constant string naming status `status` ("OK", "not found",
  * "invalid argument", ...). Unknown codes give "unknown status". */
@@ -184,6 +185,39 @@ typedef void (*tkv_event_fn)(const tkv_event *ev, void *arg);
  * NULL: none, the default, and no thread). TKV_OK or TKV_INVALID (NULL opts). */
 TKV_API int tkv_options_set_listener(tkv_options *opts, tkv_event_fn fn, void *arg);
 
+/* ---------------------------------------------------------------- env */
+
+/* A tkv_env shares resources between the databases of one process that are
+ * opened with it (tkv_options_set_env): one block cache, and a budget for
+ * the sum of their pmem pools (docs/options.md, "Shared resources: tkv_env").
+ * A database opened without an env owns all of its resources, as before.
+ * Thread safety: every env function may be called from any thread; the env
+ * is reference-counted by the databases open with it. */
+
+/* tkv_env_new -- an env with every default. NULL only if memory is exhausted. */
+TKV_API tkv_env *tkv_env_new(void);
+
+/* tkv_env_set -- sets `name` to `value` (a size: K/M/G/T suffixes, at most 1T):
+ *  block_cache_size  bytes of the one block cache of every database of the
+ *                    env (default 256M; their own block_cache_size is unused)
+ *  pmem_budget       the pmem pools of the env's open databases may not add
+ *                    up to more (default 0: no budget); an open that would
+ *                    pass it fails with TKV_NO_SPACE and creates nothing
+ * Settable only until the first tkv_open with the env: afterwards TKV_BUSY,
+ * and nothing changes. TKV_INVALID for a NULL argument, an unknown name or a
+ * bad value (nothing changes). */
+TKV_API int tkv_env_set(tkv_env *env, const char *name, const char *value);
+
+/* tkv_options_set_env -- databases opened with opts use env (NULL: none, the
+ * default). The env must outlive every database opened with it. TKV_OK or
+ * TKV_INVALID (NULL opts). */
+TKV_API int tkv_options_set_env(tkv_options *opts, tkv_env *env);
+
+/* tkv_env_free -- frees env and what it shares. While a database opened
+ * with it is still open it returns TKV_BUSY and frees nothing. NULL is a
+ * no-op returning TKV_OK. */
+TKV_API int tkv_env_free(tkv_env *env);
+
 /* ---------------------------------------------------------------- database */
 
 /* tkv_open -- opens (or, with create_if_missing, the default, creates) the
@@ -201,6 +235,8 @@ TKV_API int tkv_options_set_listener(tkv_options *opts, tkv_event_fn fn, void *a
  *                  (checked before anything is created) (docs/options.md)
  *  TKV_BUSY        another handle (in this or another process) has `dir` or its
  *                  pool file open
+ *  TKV_NO_SPACE    with an env: the pool would take the env's pools past its
+ *                  pmem_budget (checked before anything is created)
  *  TKV_CORRUPTION  a checksum failed in the middle of a log or other file; the
  *                  pool header or a row fails to verify (the message names the
  *                  pool file and row); the MANIFEST lists rows the pool lacks

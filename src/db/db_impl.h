@@ -185,6 +185,12 @@ struct tkv_db {
      * first at open and stopped last at close, so every event is delivered. */
     lathist hist[TKV_HIST_COUNT];
     events *events;
+
+    /* The env whose resources this database shares (opts.env, env.h; NULL:
+     * none): attached at open, detached last at close. env_pool is the pool
+     * bytes counted against its pmem_budget. */
+    struct tkv_env *env;
+    uint64_t env_pool;
 };
 
 /* db_set_bg_error -- records a sticky error (first one wins) with the

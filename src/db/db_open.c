@@ -18,6 +18,7 @@
 #include "db/compact_merge.h"
 #include "db/compact_thread.h"
 #include "db/db_impl.h"
+#include "db/env.h"
 #include "db/files.h"
 #include "db/flush.h"
 #include "db/mx.h"
@@ -105,6 +106,39 @@ static int open_rings(tkv_db *db)
     return 0;
 }
 
+/* open_env -- with an env (opts.env): attaches db to it (its pool, `pool_bytes`
+ * bytes, is already counted against the env's pmem_budget, and is given
+ * back if the attach fails); from here tkv_close detaches. */
+static int open_env(tkv_db *db, uint64_t pool_bytes)
+{
+    tkv_env *env = db->opts.env;
+    if (!env) return 0;
+    int rc = env_attach(env, db->dir);
+    if (rc < 0) {
+        env_pool_release(env, pool_bytes);
+        return rc;
+    }
+    db->env = env;
+    db->env_pool = pool_bytes;
+    return 0;
+}
+
+/* open_env_pool -- after mx_open: the pool's real size replaces the planned
+ * one in the env's pmem_budget (they differ only if the pool file's size
+ * was not the pool's). */
+static int open_env_pool(tkv_db *db)
+{
+    uint64_t real = mx_pool_size(db);
+    if (!db->env || real == db->env_pool) return 0;
+    env_pool_release(db->env, db->env_pool);
+    db->env_pool = 0;
+    TKV_TRY(env_pool_reserve(db->env, real, db->dir));
+    db->env_pool = real;
+    return 0;
+}
+
+static int open_tiers(tkv_db *db, int created, uint64_t pool_bytes);
+
 int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
 {
     if (out) *out = NULL;
@@ -115,21 +149,47 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     else options_init_defaults(&o);
     dram_split dram;
     TKV_TRY(budget_split(&o, &dram)); /* derives memtable_size and block_cache_size under a dram_budget */
-    int created;
-    TKV_TRY(prepare_dir(dir, &o, &created));
-    tkv_db *db = calloc(1, sizeof *db);
-    if (!db || !(db->dir = strdup(dir))) {
+    /* an env's pmem_budget is checked before anything is created */
+    uint64_t pool_bytes = o.env ? mx_planned_pool_size(&o, dir) : 0;
+    if (o.env) TKV_TRY(env_pool_reserve(o.env, pool_bytes, dir));
+    int created, rc = prepare_dir(dir, &o, &created);
+    tkv_db *db = rc == 0 ? calloc(1, sizeof *db) : NULL;
+    if (rc == 0 && (!db || !(db->dir = strdup(dir)))) {
         free(db);
-        return tkv_err(TKV_NO_MEMORY, "out of memory opening %s", dir);
+        rc = tkv_err(TKV_NO_MEMORY, "out of memory opening %s", dir);
+    }
+    if (rc < 0) {
+        if (o.env) env_pool_release(o.env, pool_bytes);
+        return rc;
     }
     db->opts = o;
     db->dram = dram;
+    rc = open_tiers(db, created, pool_bytes);
+    if (rc < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tkv_errmsg());
+        tkv_close(db);
+        return tkv_err(rc, "%s", msg);
+    }
+    *out = db;
+    return TKV_OK;
+}
+
+/* open_tiers -- the rest of tkv_open, in order: lock, the tiers, recovery,
+ * the background threads. On error tkv_open closes what was opened. Long
+ * because it is the one place that shows the whole order. */
+static int open_tiers(tkv_db *db, int created, uint64_t pool_bytes)
+{
+    const char *dir = db->dir;
+    struct tkv_options o = db->opts;
     db->lock_fd = -1;
     db->io.bytes_per_sync = o.bytes_per_sync; /* before any file is opened (io.h) */
     db->io.wal_bytes_per_sync = o.wal_bytes_per_sync;
     db->snapshots.next = db->snapshots.prev = &db->snapshots;
     pthread_mutex_init(&db->mu, NULL);
-    int rc = arena_spares_init(&db->mem_spares, memtable_block_size(o.memtable_size), dram.share[BUDGET_MEMTABLES],
+    int rc = open_env(db, pool_bytes); /* first: from here tkv_close detaches */
+    if (rc == 0)
+        rc = arena_spares_init(&db->mem_spares, memtable_block_size(o.memtable_size), db->dram.share[BUDGET_MEMTABLES],
                                &db->mem_bytes);
     if (rc == 0) rc = lock_dir(dir, &db->lock_fd);
     if (rc == 0 && o.direct_io) rc = io_probe_direct(dir); /* refuse early, before writing anything */
@@ -149,8 +209,10 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
     if (rc == 0) rc = open_rings(db);
     if (rc == 0) rc = vset_open(dir, &db->io, &db->vs);
     if (rc == 0) rc = mx_open(db); /* before WAL replay: rows the MANIFEST does not list go first */
-    if (rc == 0) options_resolve_at_open(&db->opts, mx_pool_size(db)); /* l1_size=0: the pool's size */
-    if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, -1)))
+    if (rc == 0) rc = open_env_pool(db);
+    if (rc == 0) options_resolve_at_open(&db->opts, mx_pool_size(db));  /* l1_size=0: the pool's size */
+    if (rc == 0 && db->env) db->block_cache = env_block_cache(db->env); /* shared */
+    else if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, -1)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the block cache");
     if (rc == 0 && !(db->tc = table_cache_new(dir, (size_t)db->opts.max_open_files, db->dram.share[BUDGET_TABLES],
                                               db->block_cache, &db->io, db->opts.direct_io ? IO_DIRECT : 0)))
@@ -176,14 +238,7 @@ int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
         if (rc == 0) rc = mx_start(db);
         if (rc == 0) rc = silk_start(db);
     }
-    if (rc < 0) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tkv_errmsg());
-        tkv_close(db);
-        return tkv_err(rc, "%s", msg);
-    }
-    *out = db;
-    return TKV_OK;
+    return rc;
 }
 
 int tkv_close(tkv_db *db)
@@ -225,15 +280,19 @@ int tkv_close(tkv_db *db)
     if (db->vs) vset_close(db->vs);
     int mrc = mx_close(db); /* after every rowset is gone */
     if (rc == 0) rc = mrc;
-    silk_close(db); /* after every thread that passes the gate has ended */
-    cache_free(db->block_cache);
-    io_ring_pool_free(db->rings); /* every reader has given its ring back */
+    silk_close(db);                            /* after every thread that passes the gate has ended */
+    if (!db->env) cache_free(db->block_cache); /* an env's is shared */
+    io_ring_pool_free(db->rings);              /* every reader has given its ring back */
     free(db->pending);
     pthread_cond_destroy(&db->bg_cv);
     buf_free(&db->group.rep);
     if (db->lock_fd >= 0) close(db->lock_fd);
     arena_spares_destroy(&db->mem_spares); /* every memtable is gone with the last view */
     pthread_mutex_destroy(&db->mu);
+    if (db->env) { /* last: the env may be freed once this returns */
+        env_pool_release(db->env, db->env_pool);
+        env_detach(db->env);
+    }
     free(db->dir);
     free(db);
     return rc;

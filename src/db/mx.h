@@ -49,6 +49,11 @@ int mx_recorded_pool(const char *dir, char *path, size_t n, uint8_t uuid[16]);
  * l0=sst: refuses a database whose MANIFEST still lists rows. Single-threaded
  * (open), after vset_open and before WAL replay; no lock. */
 int mx_open(tkv_db *db);
+/* mx_planned_pool_size -- the size the pool of database `dir` will have
+ * when opened with o, before anything is opened: 0 with l0=sst; pmem_size
+ * if set; else the existing pool file's size, or the default for a new one.
+ * (tkv_open counts it against an env's pmem_budget.) */
+uint64_t mx_planned_pool_size(const struct tkv_options *o, const char *dir);
 /* mx_pool_size -- the pool's size in bytes, from its header (0 with l0=sst).
  * After mx_open; no lock (the geometry never changes). */
 uint64_t mx_pool_size(tkv_db *db);

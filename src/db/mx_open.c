@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "db/silk_pmem.h"
@@ -247,6 +248,17 @@ int mx_open(tkv_db *db)
                            db->dir, (unsigned long long)v->rows[i].row_id, mx->path);
     }
     return 0;
+}
+
+uint64_t mx_planned_pool_size(const struct tkv_options *o, const char *dir)
+{
+    if (o->l0 != L0_MATRIX) return 0;
+    if (o->pmem_size) return o->pmem_size;
+    char *path = options_pmem_path(o, dir);
+    struct stat st;
+    uint64_t size = path && stat(path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : MX_DEFAULT_POOL_SIZE;
+    free(path);
+    return size;
 }
 
 uint64_t mx_pool_size(tkv_db *db)

@@ -80,6 +80,8 @@ struct tkv_options {
     /* Set by tkv_options_set_listener, not by name: the event listener */
     tkv_event_fn listener;
     void *listener_arg;
+    /* Set by tkv_options_set_env: the resources shared with other databases (env.h); NULL: none */
+    struct tkv_env *env;
     /* Not an option: bit i is set once tkv_options_set has set row i of
      * the option table, so that a derived value (dram_budget's split) never
      * overrides an explicit one (options_user_set). */

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * env.c -- the tkv_env object (env.h): tkv_env_new/set/free,
+ * tkv_options_set_env, the reference count of the databases using it, the
+ * shared block cache, and the pmem pool budget.
+ */
+#include "db/env.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db/options.h"
+#include "util/status.h"
+
+struct tkv_env {
+    pthread_mutex_t mu;
+    int refs; /* databases open with it */
+    int used; /* a database has used it: the settings are fixed */
+    /* settings */
+    uint64_t block_cache_size;
+    uint64_t pmem_budget; /* 0 = none */
+    /* shared resources (made at the first attach) */
+    tkv_cache *cache;
+    uint64_t pmem_reserved; /* pools of the open databases */
+};
+
+tkv_env *tkv_env_new(void)
+{
+    tkv_env *env = calloc(1, sizeof *env);
+    if (!env) return NULL;
+    pthread_mutex_init(&env->mu, NULL);
+    env->block_cache_size = ENV_DEFAULT_BLOCK_CACHE;
+    return env;
+}
+
+int tkv_env_set(tkv_env *env, const char *name, const char *value)
+{
+    if (!env || !name || !value) return tkv_err(TKV_INVALID, "tkv_env_set: NULL argument");
+    uint64_t *field = !strcmp(name, "block_cache_size") ? &env->block_cache_size
+                      : !strcmp(name, "pmem_budget")      ? &env->pmem_budget
+                                                          : NULL;
+    if (!field)
+        return tkv_err(TKV_INVALID, "tkv_env_set: unknown setting \"%s\" (block_cache_size, pmem_budget)",
+                       name);
+    uint64_t v;
+    if (options_parse_size(value, &v) < 0)
+        return tkv_err(TKV_INVALID, "tkv_env_set: %s=\"%s\" is not a size (e.g. 64M)", name, value);
+    if (v > (UINT64_C(1) << 40)) return tkv_err(TKV_INVALID, "tkv_env_set: %s=%s is above 1T", name, value);
+    pthread_mutex_lock(&env->mu);
+    int used = env->used;
+    if (!used) *field = v;
+    pthread_mutex_unlock(&env->mu);
+    if (used)
+        return tkv_err(TKV_BUSY, "tkv_env_set: %s cannot change: a database has used this env already (settings are "
+                                 "fixed from the first tkv_open with it)",
+                       name);
+    return TKV_OK;
+}
+
+int tkv_options_set_env(tkv_options *opts, tkv_env *env)
+{
+    if (!opts) return tkv_err(TKV_INVALID, "tkv_options_set_env: NULL opts");
+    opts->env = env;
+    return TKV_OK;
+}
+
+int tkv_env_free(tkv_env *env)
+{
+    if (!env) return TKV_OK;
+    pthread_mutex_lock(&env->mu);
+    int refs = env->refs;
+    pthread_mutex_unlock(&env->mu);
+    if (refs) return tkv_err(TKV_BUSY, "tkv_env_free: %d database(s) still use this env; close them first", refs);
+    cache_free(env->cache);
+    pthread_mutex_destroy(&env->mu);
+    free(env);
+    return TKV_OK;
+}
+
+int env_attach(tkv_env *env, const char *dir)
+{
+    pthread_mutex_lock(&env->mu);
+    int rc = 0;
+    if (!env->cache && !(env->cache = cache_new(env->block_cache_size, -1)))
+        rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the env's block cache (opening %s)", dir);
+    if (rc == 0) {
+        env->refs++;
+        env->used = 1;
+    }
+    pthread_mutex_unlock(&env->mu);
+    return rc;
+}
+
+void env_detach(tkv_env *env)
+{
+    pthread_mutex_lock(&env->mu);
+    env->refs--;
+    pthread_mutex_unlock(&env->mu);
+}
+
+tkv_cache *env_block_cache(tkv_env *env) { return env->cache; }
+
+int env_pool_reserve(tkv_env *env, uint64_t bytes, const char *dir)
+{
+    pthread_mutex_lock(&env->mu);
+    uint64_t have = env->pmem_reserved, budget = env->pmem_budget;
+    int fits = !budget || (bytes <= budget && have <= budget - bytes);
+    if (fits) env->pmem_reserved += bytes;
+    pthread_mutex_unlock(&env->mu);
+    if (!fits)
+        return tkv_err(TKV_NO_SPACE,
+                       "opening %s: its pmem pool of %llu bytes would take the env's pools to %llu bytes, over its "
+                       "pmem_budget of %llu (lower pmem_size, close a database, or raise the budget)",
+                       dir, (unsigned long long)bytes, (unsigned long long)(have + bytes),
+                       (unsigned long long)budget);
+    return 0;
+}
+
+void env_pool_release(tkv_env *env, uint64_t bytes)
+{
+    pthread_mutex_lock(&env->mu);
+    env->pmem_reserved -= bytes < env->pmem_reserved ? bytes : env->pmem_reserved;
+    pthread_mutex_unlock(&env->mu);
+}

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * test_env.c -- several databases sharing one tkv_env (src/db/env.c):
+ *  - env_contract: settings (unknown names, bad values, refused after the
+ *    first open: TKV_BUSY), tkv_env_free refused while a database is open,
+ *    NULLs.
+ *  - env_pool_budget: pools past pmem_budget are refused at open with
+ *    TKV_NO_SPACE, before anything is created; closing gives the bytes back;
+ *    a reopened pool is counted at its own size.
+ *  - env_shared_cache: two databases whose SSTs have the same file numbers
+ *    read through one block cache: each gets its own data, and the cache is
+ *    the env's (its capacity, hits from both).
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+
+/* env_options -- small options using env, plus name/value pairs (NULL-ended). */
+static tkv_options *env_options(tkv_env *env, const char *first, ...)
+{
+    tkv_options *o = tu_small_options();
+    assert_int_equal(tkv_options_set_env(o, env), TKV_OK);
+    va_list ap;
+    va_start(ap, first);
+    for (const char *name = first; name; name = va_arg(ap, const char *)) {
+        const char *value = va_arg(ap, const char *);
+        assert_int_equal(tkv_options_set(o, name, value), TKV_OK);
+    }
+    va_end(ap);
+    return o;
+}
+
+static void env_contract(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("env_contract");
+    assert_int_equal(tkv_env_free(NULL), TKV_OK);
+    assert_int_equal(tkv_options_set_env(NULL, NULL), TKV_INVALID);
+    tkv_env *env = tkv_env_new();
+    assert_non_null(env);
+    assert_int_equal(tkv_env_set(env, "no_such_setting", "1M"), TKV_INVALID);
+    assert_non_null(strstr(tkv_errmsg(), "no_such_setting"));
+    assert_int_equal(tkv_env_set(env, "block_cache_size", "lots"), TKV_INVALID);
+    assert_int_equal(tkv_env_set(env, "pmem_budget", "2T"), TKV_INVALID);
+    assert_int_equal(tkv_env_set(NULL, "pmem_budget", "1G"), TKV_INVALID);
+    assert_int_equal(tkv_env_set(env, "block_cache_size", "2M"), TKV_OK);
+    assert_int_equal(tkv_env_set(env, "pmem_budget", "1G"), TKV_OK);
+
+    tkv_options *o = env_options(env, NULL);
+    char *a = tu_path(dir, "a"), *b = tu_path(dir, "b");
+    tkv_db *da = tu_open_ok(a, o);
+    /* fixed from the first open: refused, and nothing changes */
+    assert_int_equal(tkv_env_set(env, "block_cache_size", "4M"), TKV_BUSY);
+    assert_non_null(strstr(tkv_errmsg(), "block_cache_size"));
+    assert_int_equal(tkv_env_set(env, "pmem_budget", "0"), TKV_BUSY);
+    assert_int_equal(tu_prop_u64(da, "tkv.stats", "block_cache: capacity="), 2u << 20);
+    /* in use: refused, and the env still works for the next open */
+    assert_int_equal(tkv_env_free(env), TKV_BUSY);
+    assert_non_null(strstr(tkv_errmsg(), "1 database"));
+    tkv_db *db = tu_open_ok(b, o);
+    assert_int_equal(tkv_put(db, "k", 1, "v", 1, 0), TKV_OK);
+    tu_close_ok(da);
+    assert_int_equal(tkv_env_free(env), TKV_BUSY); /* b is still open */
+    tu_close_ok(db);
+    /* closed: still fixed (the settings never change once used) */
+    assert_int_equal(tkv_env_set(env, "pmem_budget", "2G"), TKV_BUSY);
+    assert_int_equal(tkv_env_free(env), TKV_OK);
+    tkv_options_free(o);
+    free(a);
+    free(b);
+    tu_rmrf(dir);
+    tu_tmpdir_free(dir);
+}
+
+static int exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static void env_pool_budget(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("env_pool_budget");
+    tkv_env *env = tkv_env_new();
+    assert_non_null(env);
+    assert_int_equal(tkv_env_set(env, "pmem_budget", "40M"), TKV_OK);
+    tkv_options *o16 = env_options(env, "pmem_size", "16M", NULL);
+    tkv_options *o32 = env_options(env, "pmem_size", "32M", NULL);
+    tkv_options *sst = env_options(env, "l0", "sst", NULL);
+    char *a = tu_path(dir, "a"), *b = tu_path(dir, "b"), *c = tu_path(dir, "c"), *d = tu_path(dir, "d");
+    tkv_db *da = tu_open_ok(a, o16);
+    tkv_db *dbb = tu_open_ok(b, o16); /* 32M of 40M */
+    tkv_db *dc = NULL;
+    assert_int_equal(tkv_open(c, o16, &dc), TKV_NO_SPACE);
+    assert_null(dc);
+    assert_non_null(strstr(tkv_errmsg(), "pmem_budget"));
+    assert_false(exists(c)); /* refused before anything was created */
+    tkv_db *dd = tu_open_ok(d, sst); /* l0=sst has no pool: nothing counted */
+    tu_close_ok(da);
+    assert_int_equal(tkv_open(c, o32, &dc), TKV_NO_SPACE); /* 16 + 32 > 40 */
+    dc = tu_open_ok(c, o16);                              /* the bytes of a came back */
+    tu_close_ok(dc);
+    /* a reopened pool is counted at its own size (pmem_size unset): c's 16M
+     * fits beside b's 16M, a fresh pool would be 1G */
+    tkv_options *dflt = env_options(env, NULL);
+    assert_int_equal(tkv_options_set(dflt, "pmem_size", "0"), TKV_OK);
+    dc = tu_open_ok(c, dflt);
+    char *e = tu_path(dir, "e");
+    tkv_db *de = NULL;
+    assert_int_equal(tkv_open(e, dflt, &de), TKV_NO_SPACE); /* the default 1G */
+    tu_close_ok(dc);
+    tu_close_ok(dbb);
+    tu_close_ok(dd);
+    assert_int_equal(tkv_env_free(env), TKV_OK);
+    tkv_options_free(o16);
+    tkv_options_free(o32);
+    tkv_options_free(sst);
+    tkv_options_free(dflt);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    free(e);
+    tu_rmrf(dir);
+    tu_tmpdir_free(dir);
+}
+
+/* fill_sst -- n keys "k%06d" -> "<tag>-%06d-..." into db and m, flushed to SSTs. */
+static void fill_sst(tkv_db *db, tu_model *m, const char *tag, int n)
+{
+    char k[16], v[200];
+    for (int i = 0; i < n; i++) {
+        snprintf(k, sizeof k, "k%06d", i);
+        int vn = snprintf(v, sizeof v, "%s-%06d-%0150d", tag, i, i);
+        assert_int_equal(tu_put_model(db, m, k, strlen(k), v, (size_t)vn, 0), TKV_OK);
+    }
+    assert_int_equal(tkv_flush(db), TKV_OK);
+}
+
+/* cache_line -- the numbers of tkv.stats' block_cache line. */
+static void cache_line(tkv_db *db, unsigned long long *cap, unsigned long long *usage, unsigned long long *hits)
+{
+    char *p = tkv_property(db, "tkv.stats");
+    assert_non_null(p);
+    const char *l = strstr(p, "block_cache: ");
+    assert_non_null(l);
+    assert_int_equal(sscanf(l, "block_cache: capacity=%llu usage=%llu hits=%llu", cap, usage, hits), 3);
+    tkv_free(p);
+}
+
+static void env_shared_cache(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("env_shared_cache");
+    tkv_env *env = tkv_env_new();
+    assert_non_null(env);
+    assert_int_equal(tkv_env_set(env, "block_cache_size", "8M"), TKV_OK);
+    /* l0=sst, no compactions: the two databases make the same file numbers */
+    tkv_options *o = env_options(env, "l0", "sst", "l0_compaction_trigger", "1000", "l0_slowdown_trigger", "1000",
+                                 "l0_stop_trigger", "1000", "preload_tables", "0", NULL);
+    char *a = tu_path(dir, "a"), *b = tu_path(dir, "b");
+    tkv_db *da = tu_open_ok(a, o), *dbb = tu_open_ok(b, o);
+    tu_model *ma = tu_model_new(), *mb = tu_model_new();
+    fill_sst(da, ma, "a", 2000);
+    fill_sst(dbb, mb, "b", 2000);
+    uint64_t *na, *nb;
+    size_t ca = tu_list_numbered(a, ".sst", &na), cb = tu_list_numbered(b, ".sst", &nb);
+    assert_true(ca > 0 && cb > 0);
+    assert_true(tu_count_missing(na, ca, nb, cb) < ca); /* some file number is in both */
+    free(na);
+    free(nb);
+    for (int round = 0; round < 2; round++) { /* the second round reads from the cache */
+        tu_check_db(da, NULL, ma, "db a through the shared cache");
+        tu_check_db(dbb, NULL, mb, "db b through the shared cache");
+    }
+    /* one cache: the env's capacity, the same usage and hits seen from both */
+    unsigned long long cap_a, use_a, hits_a, cap_b, use_b, hits_b;
+    cache_line(da, &cap_a, &use_a, &hits_a);
+    cache_line(dbb, &cap_b, &use_b, &hits_b);
+    assert_int_equal(cap_a, 8u << 20);
+    assert_int_equal(cap_b, 8u << 20); /* not the databases' own block_cache_size (1M) */
+    assert_true(hits_a > 0);
+    assert_int_equal(hits_a, hits_b);
+    assert_int_equal(use_a, use_b);
+    tu_close_reopen_check(da, a, o, ma, "db a reopened");
+    tu_close_reopen_check(dbb, b, o, mb, "db b reopened");
+    assert_int_equal(tkv_env_free(env), TKV_OK);
+    tu_model_free(ma);
+    tu_model_free(mb);
+    tkv_options_free(o);
+    free(a);
+    free(b);
+    tu_rmrf(dir);
+    tu_tmpdir_free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(env_contract),
+        cmocka_unit_test(env_pool_budget),
+        cmocka_unit_test(env_shared_cache),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
