@@ -188,8 +188,9 @@ TKV_API int tkv_options_set_listener(tkv_options *opts, tkv_event_fn fn, void *a
 /* ---------------------------------------------------------------- env */
 
 /* A tkv_env shares resources between the databases of one process that are
- * opened with it (tkv_options_set_env): one block cache, and a budget for
- * the sum of their pmem pools (docs/options.md, "Shared resources: tkv_env").
+ * opened with it (tkv_options_set_env): one device budget for their
+ * schedulers, one block cache, and a budget for the sum of their pmem pools
+ * (docs/options.md, "Shared resources: tkv_env").
  * A database opened without an env owns all of its resources, as before.
  * Thread safety: every env function may be called from any thread; the env
  * is reference-counted by the databases open with it. */
@@ -198,6 +199,9 @@ TKV_API int tkv_options_set_listener(tkv_options *opts, tkv_event_fn fn, void *a
 TKV_API tkv_env *tkv_env_new(void);
 
 /* tkv_env_set -- sets `name` to `value` (a size: K/M/G/T suffixes, at most 1T):
+ *  device_bandwidth  the device's bytes/s that the databases' schedulers share:
+ *                    one limiter for the internal I/O of all of them (default
+ *                    0: the first database's device_bandwidth or probe)
  *  block_cache_size  bytes of the one block cache of every database of the
  *                    env (default 256M; their own block_cache_size is unused)
  *  pmem_budget       the pmem pools of the env's open databases may not add

@@ -10,6 +10,12 @@
  *  - env_shared_cache: two databases whose SSTs have the same file numbers
  *    read through one block cache: each gets its own data, and the cache is
  *    the env's (its capacity, hits from both).
+ *  - env_eight: eight databases of one env filled at once by eight writer
+ *    threads, with small memtables and pools so that flushes, columns and
+ *    compactions run: every database finished its fill and flushed and ran
+ *    columns (none starved); their internal I/O went through the env's one
+ *    limiter, which granted no more than T x time + one burst; every
+ *    database equals its model, also after reopen.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -24,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "db/env.h"
 #include "testutil.h"
 
 /* env_options -- small options using env, plus name/value pairs (NULL-ended). */
@@ -106,11 +113,11 @@ static void env_pool_budget(void **state)
     assert_int_equal(tkv_open(c, o16, &dc), TKV_NO_SPACE);
     assert_null(dc);
     assert_non_null(strstr(tkv_errmsg(), "pmem_budget"));
-    assert_false(exists(c)); /* refused before anything was created */
+    assert_false(exists(c));         /* refused before anything was created */
     tkv_db *dd = tu_open_ok(d, sst); /* l0=sst has no pool: nothing counted */
     tu_close_ok(da);
     assert_int_equal(tkv_open(c, o32, &dc), TKV_NO_SPACE); /* 16 + 32 > 40 */
-    dc = tu_open_ok(c, o16);                              /* the bytes of a came back */
+    dc = tu_open_ok(c, o16);                               /* the bytes of a came back */
     tu_close_ok(dc);
     /* a reopened pool is counted at its own size (pmem_size unset): c's 16M
      * fits beside b's 16M, a fresh pool would be 1G */
@@ -206,12 +213,120 @@ static void env_shared_cache(void **state)
     tu_tmpdir_free(dir);
 }
 
+#define NDB 8
+
+typedef struct env_writer {
+    tkv_db *db;
+    tu_model *m;
+    uint64_t seed;
+    int n, done;
+} env_writer;
+
+/* writer_main -- n puts of random keys of one database (keys repeat: overwrites). */
+static void *writer_main(void *arg)
+{
+    env_writer *w = arg;
+    tu_rng r;
+    tu_rng_init(&r, w->seed);
+    char k[24], v[400];
+    for (int i = 0; i < w->n; i++) {
+        int kn = snprintf(k, sizeof k, "key%08llu", (unsigned long long)tu_rng_below(&r, (uint64_t)w->n * 2));
+        size_t vn = (size_t)tu_rng_range(&r, 100, sizeof v);
+        tu_rng_fill(&r, v, vn);
+        if (tkv_put(w->db, k, (size_t)kn, v, vn, 0) != TKV_OK) return NULL; /* done stays 0: the test fails */
+        tu_model_put(w->m, k, (size_t)kn, v, vn);
+    }
+    w->done = 1;
+    return NULL;
+}
+
+/* sched_total -- the sum of fields f[0..n) of tkv.sched's "total_bytes:" line. */
+static uint64_t sched_total(tkv_db *db, const char *const *f, int n)
+{
+    char *p = tkv_property(db, "tkv.sched");
+    assert_non_null(p);
+    const char *l = strstr(p, "total_bytes:");
+    assert_non_null(l);
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        const char *x = strstr(l, f[i]);
+        assert_non_null(x);
+        sum += strtoull(x + strlen(f[i]), NULL, 10);
+    }
+    tkv_free(p);
+    return sum;
+}
+
+/* check_limiter -- the env's limiter: every database's internal bytes
+ * passed it (their sum is at most what it granted), and it granted at most
+ * T per second of its life, plus the one burst it starts with. */
+static void check_limiter(tkv_env *env, tkv_db **dbs)
+{
+    static const char *const internal[] = {" flush=", " compact-l0=", " compact-deep="};
+    rl_stats rs;
+    uint64_t T, age_us, granted = 0, used = 0;
+    env_sched_stats(env, &rs, &T, &age_us);
+    for (int p = 0; p < RL_NPRIO; p++) granted += rs.granted[p];
+    for (int i = 0; i < NDB; i++) used += sched_total(dbs[i], internal, 3);
+    double allowed = (double)T * (double)age_us / 1e6 + (double)(T / 1000 * 5 + 1); /* a 5 ms burst at T */
+    printf("env limiter: T=%llu age=%.2fs granted=%llu (%.1f%% of T x age) internal=%llu\n", (unsigned long long)T,
+           (double)age_us / 1e6, (unsigned long long)granted, 100.0 * (double)granted / allowed,
+           (unsigned long long)used);
+    assert_true(granted > 0);
+    assert_true(used <= granted);
+    assert_true((double)granted <= allowed);
+}
+
+static void env_eight(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("env_eight");
+    tkv_env *env = tkv_env_new();
+    assert_non_null(env);
+    assert_int_equal(tkv_env_set(env, "device_bandwidth", "24M"), TKV_OK); /* I in [8M, 14M]: it binds */
+    assert_int_equal(tkv_env_set(env, "block_cache_size", "4M"), TKV_OK);
+    assert_int_equal(tkv_env_set(env, "pmem_budget", "64M"), TKV_OK);
+    tkv_options *o = env_options(env, "pmem_size", "8M", "min_internal_bandwidth", "8M", NULL);
+    char *paths[NDB];
+    tkv_db *dbs[NDB];
+    env_writer w[NDB];
+    pthread_t th[NDB];
+    uint64_t seed = tu_seed();
+    for (int i = 0; i < NDB; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "db%d", i);
+        paths[i] = tu_path(dir, name);
+        dbs[i] = tu_open_ok(paths[i], o);
+        w[i] = (env_writer){.db = dbs[i], .m = tu_model_new(), .seed = seed + (uint64_t)i, .n = 6000 * (int)tu_scale()};
+    }
+    for (int i = 0; i < NDB; i++) assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
+    for (int i = 0; i < NDB; i++) assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < NDB; i++) {
+        assert_int_equal(w[i].done, 1);
+        assert_true(tu_prop_u64(dbs[i], "tkv.matrix", "flush: rows=") > 0);
+        assert_true(tu_prop_u64(dbs[i], "tkv.matrix", "columns: count=") > 0);
+    }
+    check_limiter(env, dbs);
+    for (int i = 0; i < NDB; i++) tu_check_db(dbs[i], NULL, w[i].m, "after the fill");
+    for (int i = 0; i < NDB; i++) tu_close_reopen_check(dbs[i], paths[i], o, w[i].m, "reopened");
+    assert_int_equal(tkv_env_free(env), TKV_OK);
+    for (int i = 0; i < NDB; i++) {
+        tu_model_free(w[i].m);
+        free(paths[i]);
+    }
+    tkv_options_free(o);
+    tu_rmrf(dir);
+    tu_tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(env_contract),
         cmocka_unit_test(env_pool_budget),
         cmocka_unit_test(env_shared_cache),
+        cmocka_unit_test(env_eight),
     };
+    tu_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 /*
  * env.c -- the tkv_env object (env.h): tkv_env_new/set/free,
  * tkv_options_set_env, the reference count of the databases using it, the
- * shared block cache, and the pmem pool budget.
+ * shared block cache, the pmem pool budget and the shared scheduler (one
+ * monitor and one internal limiter for all of the env's databases).
  */
 #include "db/env.h"
 
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "db/options.h"
+#include "sched/clock.h"
 #include "util/status.h"
 
 struct tkv_env {
@@ -18,11 +20,20 @@ struct tkv_env {
     int refs; /* databases open with it */
     int used; /* a database has used it: the settings are fixed */
     /* settings */
+    uint64_t device_bandwidth; /* T of the shared scheduler; 0 = the first database's (set or probed) */
     uint64_t block_cache_size;
     uint64_t pmem_budget; /* 0 = none */
     /* shared resources (made at the first attach) */
     tkv_cache *cache;
     uint64_t pmem_reserved; /* pools of the open databases */
+    /* the shared scheduler (env_sched_attach) */
+    monitor *mon;
+    ratelimit *rl;
+    uint64_t T;
+    uint64_t born_us;   /* when rl was made */
+    uint64_t win_bytes; /* client bytes reported since the last sample */
+    uint64_t win_start; /* when that window began */
+    monitor_stats last; /* the monitor's stats after the last sample */
 };
 
 tkv_env *tkv_env_new(void)
@@ -37,12 +48,13 @@ tkv_env *tkv_env_new(void)
 int tkv_env_set(tkv_env *env, const char *name, const char *value)
 {
     if (!env || !name || !value) return tkv_err(TKV_INVALID, "tkv_env_set: NULL argument");
-    uint64_t *field = !strcmp(name, "block_cache_size") ? &env->block_cache_size
+    uint64_t *field = !strcmp(name, "device_bandwidth")   ? &env->device_bandwidth
+                      : !strcmp(name, "block_cache_size") ? &env->block_cache_size
                       : !strcmp(name, "pmem_budget")      ? &env->pmem_budget
                                                           : NULL;
     if (!field)
-        return tkv_err(TKV_INVALID, "tkv_env_set: unknown setting \"%s\" (block_cache_size, pmem_budget)",
-                       name);
+        return tkv_err(TKV_INVALID,
+                       "tkv_env_set: unknown setting \"%s\" (device_bandwidth, block_cache_size, pmem_budget)", name);
     uint64_t v;
     if (options_parse_size(value, &v) < 0)
         return tkv_err(TKV_INVALID, "tkv_env_set: %s=\"%s\" is not a size (e.g. 64M)", name, value);
@@ -52,8 +64,9 @@ int tkv_env_set(tkv_env *env, const char *name, const char *value)
     if (!used) *field = v;
     pthread_mutex_unlock(&env->mu);
     if (used)
-        return tkv_err(TKV_BUSY, "tkv_env_set: %s cannot change: a database has used this env already (settings are "
-                                 "fixed from the first tkv_open with it)",
+        return tkv_err(TKV_BUSY,
+                       "tkv_env_set: %s cannot change: a database has used this env already (settings are "
+                       "fixed from the first tkv_open with it)",
                        name);
     return TKV_OK;
 }
@@ -73,6 +86,8 @@ int tkv_env_free(tkv_env *env)
     pthread_mutex_unlock(&env->mu);
     if (refs) return tkv_err(TKV_BUSY, "tkv_env_free: %d database(s) still use this env; close them first", refs);
     cache_free(env->cache);
+    rl_free(env->rl);
+    monitor_free(env->mon);
     pthread_mutex_destroy(&env->mu);
     free(env);
     return TKV_OK;
@@ -112,8 +127,7 @@ int env_pool_reserve(tkv_env *env, uint64_t bytes, const char *dir)
         return tkv_err(TKV_NO_SPACE,
                        "opening %s: its pmem pool of %llu bytes would take the env's pools to %llu bytes, over its "
                        "pmem_budget of %llu (lower pmem_size, close a database, or raise the budget)",
-                       dir, (unsigned long long)bytes, (unsigned long long)(have + bytes),
-                       (unsigned long long)budget);
+                       dir, (unsigned long long)bytes, (unsigned long long)(have + bytes), (unsigned long long)budget);
     return 0;
 }
 
@@ -121,5 +135,77 @@ void env_pool_release(tkv_env *env, uint64_t bytes)
 {
     pthread_mutex_lock(&env->mu);
     env->pmem_reserved -= bytes < env->pmem_reserved ? bytes : env->pmem_reserved;
+    pthread_mutex_unlock(&env->mu);
+}
+
+uint64_t env_device_bandwidth(tkv_env *env)
+{
+    pthread_mutex_lock(&env->mu);
+    uint64_t t = env->device_bandwidth;
+    pthread_mutex_unlock(&env->mu);
+    return t;
+}
+
+/* sched_create -- the env's monitor and limiter from the first database's
+ * parameters. Caller holds mu. */
+static int sched_create(tkv_env *env, const env_sched_params *p)
+{
+    env->T = env->device_bandwidth ? env->device_bandwidth : p->T;
+    monitor_options mo;
+    monitor_options_default(&mo);
+    mo.device_bw = env->T;
+    mo.min_internal_bw = p->min_internal_bw;
+    mo.epsilon = p->epsilon;
+    mo.threshold = p->threshold;
+    mo.period_us = p->period_us;
+    uint64_t now = sched_mono_us();
+    TKV_TRY(monitor_create(&mo, now, &env->mon));
+    rl_options ro;
+    rl_options_default(&ro);
+    ro.rate = monitor_internal_bw(env->mon);
+    ro.low_reserved = p->low_reserved;
+    ro.mid_reserved = p->mid_reserved;
+    int rc = rl_create(&ro, NULL, &env->rl);
+    if (rc < 0) {
+        monitor_free(env->mon);
+        env->mon = NULL;
+        return rc;
+    }
+    env->born_us = env->win_start = now;
+    monitor_get_stats(env->mon, &env->last);
+    return 0;
+}
+
+int env_sched_attach(tkv_env *env, const env_sched_params *p, ratelimit **rl, uint64_t *T)
+{
+    pthread_mutex_lock(&env->mu);
+    int rc = env->rl ? 0 : sched_create(env, p);
+    *rl = env->rl;
+    *T = env->T;
+    pthread_mutex_unlock(&env->mu);
+    return rc;
+}
+
+void env_sched_sample(tkv_env *env, uint64_t client_bytes, uint64_t now_us, uint64_t period_us, monitor_stats *out)
+{
+    pthread_mutex_lock(&env->mu);
+    env->win_bytes += client_bytes;
+    if (now_us > env->win_start && now_us - env->win_start >= period_us) {
+        if (monitor_sample(env->mon, env->win_bytes, now_us)) rl_set_rate(env->rl, monitor_internal_bw(env->mon));
+        monitor_get_stats(env->mon, &env->last);
+        env->win_bytes = 0;
+        env->win_start = now_us;
+    }
+    if (out) *out = env->last;
+    pthread_mutex_unlock(&env->mu);
+}
+
+void env_sched_stats(tkv_env *env, rl_stats *rs, uint64_t *T, uint64_t *age_us)
+{
+    pthread_mutex_lock(&env->mu);
+    memset(rs, 0, sizeof *rs);
+    if (env->rl) rl_get_stats(env->rl, rs);
+    *T = env->T;
+    *age_us = env->rl ? sched_mono_us() - env->born_us : 0;
     pthread_mutex_unlock(&env->mu);
 }

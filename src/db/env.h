@@ -21,6 +21,8 @@
 
 #include <stdint.h>
 
+#include "sched/monitor.h"
+#include "sched/ratelimit.h"
 #include "sst/cache.h"
 #include "tierkv.h"
 
@@ -42,5 +44,38 @@ tkv_cache *env_block_cache(tkv_env *env);
  * env_pool_release gives the bytes back (close, or an open that failed). */
 int env_pool_reserve(tkv_env *env, uint64_t bytes, const char *dir);
 void env_pool_release(tkv_env *env, uint64_t bytes);
+
+/* The shared scheduler: one internal limiter (three priorities) for every
+ * database of the env, its rate I = max(floor, T - C - epsilon) set by one
+ * monitor from the client bytes of all of them. */
+typedef struct env_sched_params {
+    uint64_t T;               /* this database's T: the env's device_bandwidth wins when set */
+    uint64_t period_us;       /* the monitor's window */
+    uint64_t min_internal_bw; /* the monitor's floor */
+    uint64_t epsilon, threshold;
+    uint64_t low_reserved, mid_reserved; /* the limiter's reserves */
+} env_sched_params;
+
+/* env_device_bandwidth -- the env's device_bandwidth setting (0: unset). */
+uint64_t env_device_bandwidth(tkv_env *env);
+
+/* env_sched_attach -- a database with scheduler=silk joins the shared
+ * scheduler; the first one creates it with its parameters (the env's
+ * device_bandwidth, when set, as T). Returns the shared limiter (*rl) and
+ * the env's T (*T). TKV_NO_MEMORY or the monitor's TKV_INVALID. */
+int env_sched_attach(tkv_env *env, const env_sched_params *p, ratelimit **rl, uint64_t *T);
+
+/* env_sched_sample -- one monitor window of one database: its client bytes
+ * are added to the env's window; once SILK_PERIOD has passed since the
+ * env's last sample, the env's monitor takes the sum and a published
+ * change sets the shared limiter's rate. *out (may be NULL) gets the env
+ * monitor's stats (client_bw of all databases, candidate), for the pause
+ * decision. Any monitor thread of the env's databases may call it. */
+void env_sched_sample(tkv_env *env, uint64_t client_bytes, uint64_t now_us, uint64_t period_us, monitor_stats *out);
+
+/* env_sched_stats -- the shared limiter's counters, its T, and the
+ * microseconds since it was created (0s if no database has joined). For
+ * tkv.sched and the tests. */
+void env_sched_stats(tkv_env *env, rl_stats *rs, uint64_t *T, uint64_t *age_us);
 
 #endif

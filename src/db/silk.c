@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "db/db_impl.h"
+#include "db/env.h"
 #include "db/silk_pmem.h"
 #include "sched/flushprog.h"
 #include "sched/monitor.h"
@@ -49,7 +50,8 @@ typedef struct silk_state {
     int T_probed;
     tadapt *ta;            /* T adapted to the observed throughput (pinned by device_bandwidth) */
     uint64_t last_busy_ns; /* sum of read_ns + write_ns at the previous window (monitor thread only) */
-    ratelimit *rl;         /* internal budget I (silk only) */
+    ratelimit *rl;         /* internal budget I (silk only); with an env, the env's (shared: not ours to free) */
+    struct tkv_env *env;   /* silk with an env: the shared scheduler sets rl's rate (env.h) */
     ratelimit *ssd;        /* emulated device (ssd_bandwidth), NULL = off */
     monitor *mon;
     wctl *wc;
@@ -134,6 +136,21 @@ static uint64_t probe_bandwidth_cached(const char *dir)
     return bw;
 }
 
+/* join_env -- with an env (silk): internal I/O takes from the env's limiter,
+ * made with the first database's parameters; T becomes the env's. */
+static int join_env(tkv_db *db, silk_state *s)
+{
+    const struct tkv_options *o = &db->opts;
+    env_sched_params p = {.T = s->T,
+                          .period_us = SILK_PERIOD_US,
+                          .min_internal_bw = o->min_internal_bandwidth,
+                          .epsilon = o->sched_epsilon,
+                          .threshold = o->sched_threshold,
+                          .low_reserved = o->deep_reserved_bandwidth,
+                          .mid_reserved = o->l0_reserved_bandwidth};
+    return env_sched_attach(s->env, &p, &s->rl, &s->T);
+}
+
 /* open_device_bw -- T at open: device_bandwidth, else ssd_bandwidth (the
  * emulated device is the device), else a probe (500 MiB/s if it fails);
  * and its adaptation (sched/tadapt.h), pinned when device_bandwidth was
@@ -142,20 +159,24 @@ static uint64_t probe_bandwidth_cached(const char *dir)
 static int open_device_bw(tkv_db *db, silk_state *s)
 {
     const struct tkv_options *o = &db->opts;
-    s->T = o->device_bandwidth;
+    s->env = s->fifo ? NULL : db->env;
+    s->T = s->env ? env_device_bandwidth(s->env) : 0;
+    if (!s->T) s->T = o->device_bandwidth;
     if (!s->T && o->ssd_bandwidth) s->T = o->ssd_bandwidth;
     if (!s->T) {
         s->T = probe_bandwidth_cached(db->dir);
         s->T_probed = s->T != 0;
         if (!s->T) s->T = 500u << 20;
     }
+    if (s->env) TKV_TRY(join_env(db, s)); /* T becomes the env's */
     tadapt_options ta;
     tadapt_options_default(&ta, s->T);
     /* off by default: with one synchronous compaction thread the device is
      * "busy" (queue >= 1) at whatever rate that thread's pipeline reaches,
      * so the law read a 4M x 1 KiB fill's 230 MB/s as the device's limit and
      * halved T on a disk that writes 740 MB/s (docs/scheduler.md) */
-    ta.pinned = !o->adapt_bandwidth || (o->device_bandwidth != 0 && options_user_set(o, "device_bandwidth")) ||
+    ta.pinned = !o->adapt_bandwidth || s->env || /* the env's T is one for every database */
+                (o->device_bandwidth != 0 && options_user_set(o, "device_bandwidth")) ||
                 (o->device_bandwidth == 0 && o->ssd_bandwidth != 0);
     return tadapt_create(&ta, sched_mono_us(), &s->ta);
 }
@@ -176,10 +197,11 @@ static int open_limits(tkv_db *db, silk_state *s)
     /* the read-latency cap (sched/monitor.h): "auto" turns it on when SST
      * reads are direct, i.e. when a client read's time is a device read's
      * (with the page cache, hits and misses mix and the mean says little) */
-    s->latency_cap = !s->fifo && (o->sched_latency == LATCAP_ON || (o->sched_latency == LATCAP_AUTO && o->direct_io));
+    s->latency_cap =
+        !s->fifo && !s->env && (o->sched_latency == LATCAP_ON || (o->sched_latency == LATCAP_AUTO && o->direct_io));
     if (s->latency_cap) mo.latency_factor_pct = (unsigned)o->sched_latency_factor;
     TKV_TRY(monitor_create(&mo, sched_mono_us(), &s->mon));
-    if (!s->fifo) {
+    if (!s->fifo && !s->rl) {
         rl_options ro;
         rl_options_default(&ro);
         ro.rate = monitor_internal_bw(s->mon);
@@ -310,9 +332,13 @@ static void tick(void *arg, uint64_t now_us)
     uint64_t dreads = reads - s->last_reads, dread_ns = read_ns - s->last_read_ns;
     s->last_reads = reads;
     s->last_read_ns = read_ns;
-    if (monitor_sample_reads(s->mon, client, dreads, dread_ns, now_us) && s->rl)
+    if (monitor_sample_reads(s->mon, client, dreads, dread_ns, now_us) && s->rl && !s->env)
         rl_set_rate(s->rl, monitor_internal_bw(s->mon));
     if (s->fifo) return;
+    /* the budget and the peak are the device's: with an env, every database's clients */
+    monitor_stats ms;
+    if (s->env) env_sched_sample(s->env, client, now_us, SILK_PERIOD_US, &ms);
+    else monitor_get_stats(s->mon, &ms);
 
     if (now_us - s->last_urgent_check_us >= SILK_URGENT_CHECK_US) {
         s->last_urgent_check_us = now_us;
@@ -324,8 +350,6 @@ static void tick(void *arg, uint64_t now_us)
     /* Pause deep work in a client peak (the budget is at its floor: what is
      * left belongs to flushes and columns) and while writers wait on a
      * flush (all memtables full, or the container full). */
-    monitor_stats ms;
-    monitor_get_stats(s->mon, &ms);
     /* a peak: clients use enough of T that the budget is down to its floor
      * (T - C - epsilon <= floor) -- and they do use the device (C above the
      * threshold: an idle database is never "in a peak", whatever T) */
@@ -372,6 +396,7 @@ void silk_close(tkv_db *db)
     if (!s) return;
     db->io.gate = NULL; /* first: nothing may pass the gate into freed state */
     db->silk = NULL;
+    if (s->env) s->rl = NULL; /* the env's: other databases use it */
     if (s->rl) rl_shutdown(s->rl);
     if (s->ssd) rl_shutdown(s->ssd);
     rl_free(s->rl);
@@ -676,6 +701,34 @@ static void report_adapt(silk_state *s, tkv_buf *b, int *oom)
                 (unsigned long long)ts.intervals, (unsigned long long)ts.raises, (unsigned long long)ts.lowers);
 }
 
+/* report_limiter -- tkv.sched's "limiter:" line (silk only; with an env, the shared one). */
+static void report_limiter(silk_state *s, tkv_buf *b, int *oom)
+{
+    if (!s->rl) return;
+    rl_stats rs;
+    rl_get_stats(s->rl, &rs);
+    buf_appendf(b, oom,
+                "limiter: rate=%llu high_granted=%llu mid_granted=%llu low_granted=%llu high_waits=%llu "
+                "mid_waits=%llu low_waits=%llu high_wait_us=%llu mid_wait_us=%llu low_wait_us=%llu "
+                "mid_reserved=%llu low_reserved=%llu\n",
+                (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
+                (unsigned long long)rs.granted[RL_MID], (unsigned long long)rs.granted[RL_LOW],
+                (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.waits[RL_MID],
+                (unsigned long long)rs.waits[RL_LOW], (unsigned long long)rs.wait_us[RL_HIGH],
+                (unsigned long long)rs.wait_us[RL_MID], (unsigned long long)rs.wait_us[RL_LOW],
+                (unsigned long long)rs.mid_reserved, (unsigned long long)rs.low_reserved);
+}
+
+/* report_env -- tkv.sched's "env:" line: the shared scheduler (with an env). */
+static void report_env(silk_state *s, tkv_buf *b, int *oom)
+{
+    if (!s->env) return;
+    rl_stats rs;
+    uint64_t T, age;
+    env_sched_stats(s->env, &rs, &T, &age);
+    buf_appendf(b, oom, "env: shared_limiter=1 T=%llu age_us=%llu\n", (unsigned long long)T, (unsigned long long)age);
+}
+
 void silk_report(tkv_db *db, tkv_buf *b, int *oom)
 {
     silk_state *s = db->silk;
@@ -688,7 +741,10 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
         b, oom,
         "bandwidth: T=%llu%s C=%llu I=%llu floor=%llu epsilon=%llu threshold=%llu rate_changes=%llu samples=%llu\n",
         (unsigned long long)__atomic_load_n(&s->T, __ATOMIC_RELAXED), s->T_probed ? " (probed)" : "",
-        (unsigned long long)ms.client_bw, (unsigned long long)(s->rl ? ms.internal_bw : 0),
+        (unsigned long long)ms.client_bw,
+        (unsigned long long)(!s->rl   ? 0
+                             : s->env ? rl_get_rate(s->rl)
+                                      : ms.internal_bw), /* env: the shared rate */
         (unsigned long long)db->opts.min_internal_bandwidth, (unsigned long long)db->opts.sched_epsilon,
         (unsigned long long)db->opts.sched_threshold, (unsigned long long)ms.changes, (unsigned long long)ms.samples);
     buf_appendf(b, oom,
@@ -707,20 +763,7 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
         buf_appendf(b, oom, " %s=%llu", io_class_name((io_class)c),
                     (unsigned long long)(ctr_get(&db->io.read_bytes[c]) + ctr_get(&db->io.write_bytes[c])));
     buf_appendf(b, oom, "\n");
-    if (s->rl) {
-        rl_stats rs;
-        rl_get_stats(s->rl, &rs);
-        buf_appendf(b, oom,
-                    "limiter: rate=%llu high_granted=%llu mid_granted=%llu low_granted=%llu high_waits=%llu "
-                    "mid_waits=%llu low_waits=%llu high_wait_us=%llu mid_wait_us=%llu low_wait_us=%llu "
-                    "mid_reserved=%llu low_reserved=%llu\n",
-                    (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
-                    (unsigned long long)rs.granted[RL_MID], (unsigned long long)rs.granted[RL_LOW],
-                    (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.waits[RL_MID],
-                    (unsigned long long)rs.waits[RL_LOW], (unsigned long long)rs.wait_us[RL_HIGH],
-                    (unsigned long long)rs.wait_us[RL_MID], (unsigned long long)rs.wait_us[RL_LOW],
-                    (unsigned long long)rs.mid_reserved, (unsigned long long)rs.low_reserved);
-    }
+    report_limiter(s, b, oom);
     if (s->ssd) {
         rl_stats rs;
         rl_get_stats(s->ssd, &rs);
@@ -728,6 +771,7 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
                     (unsigned long long)rs.rate, (unsigned long long)rs.granted[RL_HIGH],
                     (unsigned long long)rs.waits[RL_HIGH], (unsigned long long)rs.wait_us[RL_HIGH]);
     }
+    report_env(s, b, oom);
     silk_pmem_report(db, b, oom);
     report_deep(db, b, oom);
     const silk_counters *c = &s->ctr;
