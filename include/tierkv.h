@@ -189,7 +189,8 @@ TKV_API int tkv_options_set_listener(tkv_options *opts, tkv_event_fn fn, void *a
 
 /* A tkv_env shares resources between the databases of one process that are
  * opened with it (tkv_options_set_env): one device budget for their
- * schedulers, one block cache, and a budget for the sum of their pmem pools
+ * schedulers, one pool of background threads, one block cache, and a budget
+ * for the sum of their pmem pools
  * (docs/options.md, "Shared resources: tkv_env").
  * A database opened without an env owns all of its resources, as before.
  * Thread safety: every env function may be called from any thread; the env
@@ -198,12 +199,17 @@ TKV_API int tkv_options_set_listener(tkv_options *opts, tkv_event_fn fn, void *a
 /* tkv_env_new -- an env with every default. NULL only if memory is exhausted. */
 TKV_API tkv_env *tkv_env_new(void);
 
-/* tkv_env_set -- sets `name` to `value` (a size: K/M/G/T suffixes, at most 1T):
+/* tkv_env_set -- sets `name` to `value` (a size: K/M/G/T suffixes, at most 1T;
+ * background_threads: a count):
  *  device_bandwidth  the device's bytes/s that the databases' schedulers share:
  *                    one limiter for the internal I/O of all of them (default
  *                    0: the first database's device_bandwidth or probe)
  *  block_cache_size  bytes of the one block cache of every database of the
  *                    env (default 256M; their own block_cache_size is unused)
+ *  background_threads  the threads that run the background work (flushes,
+ *                    compactions) of all of the env's databases together
+ *                    (default 4, 2..64); they start with the first database
+ *                    opened with the env and end in the tkv_close of the last
  *  pmem_budget       the pmem pools of the env's open databases may not add
  *                    up to more (default 0: no budget); an open that would
  *                    pass it fails with TKV_NO_SPACE and creates nothing

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -213,7 +214,68 @@ static void env_shared_cache(void **state)
     tu_tmpdir_free(dir);
 }
 
-#define NDB 8
+/* The threads of the process by name, sampled while the databases work. */
+typedef struct thread_census {
+    int stop;
+    int samples;
+    int max_pool;   /* "tkv-bg": the env's pool */
+    int max_own;    /* the per-database background threads an env replaces */
+    int max_tkv;    /* every thread of the library */
+    int max_mon;    /* "tkv-sched-mon": the env's one monitor thread */
+    char other[32]; /* a library thread of a name not expected */
+} thread_census;
+
+/* Per-database helpers that stay with an env (docs/options.md): they sleep
+ * most of the time and are not background work threads. */
+static const char *const HELPERS[] = {"tkv-wal-wb", "tkv-wal-map", "tkv-trash", "tkv-pool-wb", "tkv-prefault"};
+#define NHELPERS (int)(sizeof HELPERS / sizeof HELPERS[0])
+
+/* census_once -- counts the threads of this process by name. */
+static void census_once(thread_census *c)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return;
+    int pool = 0, own = 0, tkv = 0, mon = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[300], name[32] = {0};
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue; /* it ended meanwhile */
+        if (fgets(name, sizeof name, f)) name[strcspn(name, "\n")] = 0;
+        fclose(f);
+        if (strncmp(name, "tkv-", 4) != 0) continue;
+        tkv++;
+        int helper = 0;
+        for (int i = 0; i < NHELPERS; i++) helper |= !strcmp(name, HELPERS[i]);
+        if (!strcmp(name, "tkv-bg")) pool++;
+        else if (!strcmp(name, "tkv-sched-mon")) mon++;
+        else if (!strcmp(name, "tkv-flush") || !strcmp(name, "tkv-l0") || !strcmp(name, "tkv-deep") ||
+                 !strcmp(name, "tkv-column"))
+            own++;
+        else if (!helper && !c->other[0]) snprintf(c->other, sizeof c->other, "%s", name);
+    }
+    closedir(d);
+    c->samples++;
+    if (pool > c->max_pool) c->max_pool = pool;
+    if (own > c->max_own) c->max_own = own;
+    if (tkv > c->max_tkv) c->max_tkv = tkv;
+    if (mon > c->max_mon) c->max_mon = mon;
+}
+
+static void *census_main(void *arg)
+{
+    thread_census *c = arg;
+    while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+        census_once(c);
+        usleep(2000);
+    }
+    return NULL;
+}
+
+#define NDB      8
+#define NTHREADS 3 /* background_threads: fewer than one database alone had */
 
 typedef struct env_writer {
     tkv_db *db;
@@ -265,9 +327,11 @@ static void check_limiter(tkv_env *env, tkv_db **dbs)
     static const char *const internal[] = {" flush=", " compact-l0=", " compact-deep="};
     rl_stats rs;
     uint64_t T, age_us, granted = 0, used = 0;
+    /* the databases' bytes first: each was granted before it was counted,
+     * and their background work goes on meanwhile */
+    for (int i = 0; i < NDB; i++) used += sched_total(dbs[i], internal, 3);
     env_sched_stats(env, &rs, &T, &age_us);
     for (int p = 0; p < RL_NPRIO; p++) granted += rs.granted[p];
-    for (int i = 0; i < NDB; i++) used += sched_total(dbs[i], internal, 3);
     double allowed = (double)T * (double)age_us / 1e6 + (double)(T / 1000 * 5 + 1); /* a 5 ms burst at T */
     printf("env limiter: T=%llu age=%.2fs granted=%llu (%.1f%% of T x age) internal=%llu\n", (unsigned long long)T,
            (double)age_us / 1e6, (unsigned long long)granted, 100.0 * (double)granted / allowed,
@@ -275,6 +339,27 @@ static void check_limiter(tkv_env *env, tkv_db **dbs)
     assert_true(granted > 0);
     assert_true(used <= granted);
     assert_true((double)granted <= allowed);
+}
+
+/* check_census -- during the fill: no database ran threads of its own for
+ * background work or its monitor, the env's pool had at most NTHREADS, the
+ * env one monitor thread, and every other library thread was a
+ * per-database helper. The pool's own counters agree. */
+static void check_census(const thread_census *c, tkv_env *env)
+{
+    printf("threads: samples=%d pool<=%d own<=%d monitors<=%d library<=%d\n", c->samples, c->max_pool, c->max_own,
+           c->max_mon, c->max_tkv);
+    assert_true(c->samples > 0);
+    assert_int_equal(c->max_own, 0);
+    assert_true(c->max_pool >= 1 && c->max_pool <= NTHREADS);
+    assert_int_equal(c->max_mon, 1);
+    assert_true(c->max_tkv <= NTHREADS + 1 + NDB * NHELPERS);
+    if (c->other[0]) fail_msg("unexpected library thread %s", c->other);
+    bg_pool_stats ps;
+    bg_pool_get_stats(env_pool(env), &ps);
+    assert_int_equal(ps.threads, NTHREADS);
+    assert_true(ps.busy_max >= 1 && ps.busy_max <= NTHREADS);
+    assert_true(ps.steps[0] > 0 && ps.steps[1] > 0);
 }
 
 static void env_eight(void **state)
@@ -285,22 +370,30 @@ static void env_eight(void **state)
     assert_non_null(env);
     assert_int_equal(tkv_env_set(env, "device_bandwidth", "24M"), TKV_OK); /* I in [8M, 14M]: it binds */
     assert_int_equal(tkv_env_set(env, "block_cache_size", "4M"), TKV_OK);
-    assert_int_equal(tkv_env_set(env, "pmem_budget", "64M"), TKV_OK);
-    tkv_options *o = env_options(env, "pmem_size", "8M", "min_internal_bandwidth", "8M", NULL);
+    assert_int_equal(tkv_env_set(env, "pmem_budget", "32M"), TKV_OK);
+    assert_int_equal(tkv_env_set(env, "background_threads", "3"), TKV_OK);
+    /* a 4M pool holds less than the fill: every database needs its columns to finish */
+    tkv_options *o = env_options(env, "pmem_size", "4M", "min_internal_bandwidth", "8M", NULL);
     char *paths[NDB];
     tkv_db *dbs[NDB];
     env_writer w[NDB];
     pthread_t th[NDB];
     uint64_t seed = tu_seed();
     for (int i = 0; i < NDB; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "db%d", i);
         paths[i] = tu_path(dir, name);
         dbs[i] = tu_open_ok(paths[i], o);
         w[i] = (env_writer){.db = dbs[i], .m = tu_model_new(), .seed = seed + (uint64_t)i, .n = 6000 * (int)tu_scale()};
     }
+    thread_census census = {0};
+    pthread_t ct;
+    assert_int_equal(pthread_create(&ct, NULL, census_main, &census), 0);
     for (int i = 0; i < NDB; i++) assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
     for (int i = 0; i < NDB; i++) assert_int_equal(pthread_join(th[i], NULL), 0);
+    __atomic_store_n(&census.stop, 1, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_join(ct, NULL), 0);
+    check_census(&census, env);
     for (int i = 0; i < NDB; i++) {
         assert_int_equal(w[i].done, 1);
         assert_true(tu_prop_u64(dbs[i], "tkv.matrix", "flush: rows=") > 0);
@@ -309,6 +402,12 @@ static void env_eight(void **state)
     check_limiter(env, dbs);
     for (int i = 0; i < NDB; i++) tu_check_db(dbs[i], NULL, w[i].m, "after the fill");
     for (int i = 0; i < NDB; i++) tu_close_reopen_check(dbs[i], paths[i], o, w[i].m, "reopened");
+    thread_census after = {0};
+    census_once(&after);
+    assert_int_equal(after.max_tkv, 0); /* the last close stopped the pool's threads */
+    bg_pool_stats ps;
+    bg_pool_get_stats(env_pool(env), &ps);
+    assert_int_equal(ps.threads, 0);
     assert_int_equal(tkv_env_free(env), TKV_OK);
     for (int i = 0; i < NDB; i++) {
         tu_model_free(w[i].m);

@@ -298,7 +298,7 @@ done_locked:
              us, rc == 0 ? c->read_bytes : 0, rc == 0 ? c->kept_bytes : 0);
     if (rc < 0 && rc != SILK_ABORTED) db_set_bg_error(db, rc);
     else if (rc == 0) files_delete_obsolete(db);
-    pthread_cond_broadcast(&db->bg_cv);
+    db_bg_signal(db);
     pthread_mutex_unlock(&db->mu);
     edit_free(&e);
     return rc;

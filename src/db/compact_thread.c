@@ -38,41 +38,65 @@ static void run_deep(tkv_db *db, compaction *c)
     silk_job_end(db, &job, how, c->kept_bytes);
 }
 
-/* compact_worker -- one thread of a compaction pool. The high pool's L0
- * worker (deep = 0) takes only L0 SST -> L1 compactions; the low pool's
- * workers (deep = 1) only L1+ (SILK: the high pool never runs deep work).
- * With scheduler=silk an L0 pick blocked by L1 files a deep job holds asks
- * that job to yield (l0_preempt), and asks again while it waits. */
+/* A compaction worker: the L0 worker (deep = 0) or a deep one (deep = 1). */
+typedef struct cmp_worker {
+    tkv_db *db;
+    int deep;
+} cmp_worker;
+
+/* cmp_step -- one turn of a compaction worker (mu held; released while a
+ * compaction runs). The high pool's L0 worker (deep = 0) takes only L0 SST
+ * -> L1 compactions; the low pool's workers (deep = 1) only L1+ (SILK: the
+ * high pool never runs deep work). With scheduler=silk an L0 pick blocked
+ * by L1 files a deep job holds asks that job to yield (l0_preempt), and
+ * asks again while it waits. In the env's pool a deep worker picks nothing
+ * while deep work is paused (silk_deep_held): a paused job would hold a
+ * shared thread. BG_DONE at shutdown, BG_IDLE with nothing to do
+ * (*wait_us: 0 until signalled), else BG_AGAIN. */
+static int cmp_step(cmp_worker *w, uint64_t *wait_us)
+{
+    tkv_db *db = w->db;
+    int deep = w->deep;
+    *wait_us = 0;
+    if (db->shutting_down) return BG_DONE;
+    compaction *c = NULL;
+    int busy = 0;
+    if (deep && db->bg && silk_deep_held(db)) {
+        *wait_us = SILK_HELD_RETRY_US;
+        return BG_SLEEP;
+    }
+    if (!db->bg_error && !db->manual_waiting)
+        c = cmp_pick_in(db, vset_current(db->vs), deep ? 1 : 0, deep ? VERSION_LEVELS - 2 : 0, &busy);
+    if (!c) {
+        if (busy && !deep) {
+            l0_preempt(db);
+            *wait_us = SILK_WANTED_US / 4; /* woken when a job lets go; else ask again */
+        } else if (busy) {
+            *wait_us = SILK_WANTED_US; /* passed over wanted files: their marks expire by then */
+        }
+        return BG_IDLE;
+    }
+    /* pool discipline: never a deep job in the high pool (cmp_pick_in
+     * picks only from the levels it is given) */
+    db->compactions_running++;
+    pthread_mutex_unlock(&db->mu);
+    if (deep) run_deep(db, c);
+    else cmp_run(db, c);
+    cmp_free(c);
+    pthread_mutex_lock(&db->mu);
+    db->compactions_running--;
+    db_bg_signal(db);
+    return BG_AGAIN;
+}
+
+/* compact_worker -- one thread of a compaction pool: cmp_step in a loop. */
 static void compact_worker(tkv_db *db, int deep)
 {
+    cmp_worker w = {.db = db, .deep = deep};
     pthread_mutex_lock(&db->mu);
-    while (!db->shutting_down) {
-        compaction *c = NULL;
-        int busy = 0;
-        if (!db->bg_error && !db->manual_waiting)
-            c = cmp_pick_in(db, vset_current(db->vs), deep ? 1 : 0, deep ? VERSION_LEVELS - 2 : 0, &busy);
-        if (!c) {
-            if (busy && !deep) {
-                l0_preempt(db);
-                db_wait_us(db, SILK_WANTED_US / 4); /* woken when a job lets go; else ask again */
-            } else if (busy) {
-                db_wait_us(db, SILK_WANTED_US); /* passed over wanted files: their marks expire by then */
-            } else {
-                pthread_cond_wait(&db->bg_cv, &db->mu);
-            }
-            continue;
-        }
-        /* pool discipline: never a deep job in the high pool (cmp_pick_in
-         * picks only from the levels it is given) */
-        db->compactions_running++;
-        pthread_mutex_unlock(&db->mu);
-        if (deep) run_deep(db, c);
-        else cmp_run(db, c);
-        cmp_free(c);
-        pthread_mutex_lock(&db->mu);
-        db->compactions_running--;
-        pthread_cond_broadcast(&db->bg_cv);
-    }
+    uint64_t wait;
+    for (int st; (st = cmp_step(&w, &wait)) != BG_DONE;)
+        if (st != BG_AGAIN) db_step_wait(db, wait);
     pthread_mutex_unlock(&db->mu);
 }
 
@@ -92,8 +116,41 @@ static void *deep_main(void *arg)
     return NULL;
 }
 
+/* cmp_task -- a compaction worker as a task of the env's pool. */
+static int cmp_task(void *arg, uint64_t *wait_us)
+{
+    cmp_worker *w = arg;
+    pthread_mutex_lock(&w->db->mu);
+    int st = cmp_step(w, wait_us);
+    pthread_mutex_unlock(&w->db->mu);
+    return st;
+}
+
+/* workers_add -- with an env: the L0 worker (priority 1) and the deep
+ * workers (priority 2) as tasks of its pool. */
+static int workers_add(tkv_db *db)
+{
+    int n = 1 + db->opts.compaction_threads;
+    db->cmp_tasks = calloc((size_t)n, sizeof *db->cmp_tasks);
+    if (!db->cmp_tasks) return tkv_err(TKV_NO_MEMORY, "out of memory starting %d compaction workers", n);
+    for (int i = 0; i < n; i++) {
+        cmp_worker *w = calloc(1, sizeof *w);
+        if (!w) return tkv_err(TKV_NO_MEMORY, "out of memory starting %d compaction workers", n);
+        w->db = db;
+        w->deep = i > 0;
+        int rc = bg_task_add(db->bg, w->deep ? 2 : 1, cmp_task, w, &db->cmp_tasks[i]);
+        if (rc < 0) {
+            free(w);
+            return rc;
+        }
+        db->ncmp_tasks++;
+    }
+    return 0;
+}
+
 int cmp_workers_start(tkv_db *db)
 {
+    if (db->bg) return workers_add(db);
     TKV_TRY(thread_create(&db->l0_thread, l0_main, db, "the L0 compaction thread"));
     db->workers_started = 1;
     int n = db->opts.compaction_threads;
@@ -109,6 +166,17 @@ int cmp_workers_start(tkv_db *db)
 void cmp_workers_stop(tkv_db *db)
 {
     db_shut_down(db);
+    if (db->cmp_tasks) {
+        silk_abort_all(db); /* running deep compactions stop at their next pause point (keeping their cuts) */
+        for (int i = 0; i < db->ncmp_tasks; i++) {
+            void *w = bg_task_arg(db->cmp_tasks[i]);
+            bg_task_join(db->cmp_tasks[i]);
+            free(w);
+        }
+        free(db->cmp_tasks);
+        db->cmp_tasks = NULL;
+        db->ncmp_tasks = 0;
+    }
     if (!db->workers_started) return;
     silk_abort_all(db); /* running deep compactions stop at their next pause point (keeping their cuts) */
     for (int i = 0; i < db->ndeep_threads; i++) pthread_join(db->deep_threads[i], NULL);

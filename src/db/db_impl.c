@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * db_impl.c -- the helpers every engine module shares: the sticky
- * background error, shutting down, and timed waits on bg_cv (db_impl.h).
+ * background error, shutting down, timed waits on bg_cv and waking the
+ * background work (db_impl.h).
  */
 #include "db/db_impl.h"
 
@@ -41,8 +42,20 @@ void db_shut_down(tkv_db *db)
 {
     pthread_mutex_lock(&db->mu);
     db->shutting_down = 1;
-    pthread_cond_broadcast(&db->bg_cv);
+    db_bg_signal(db);
     pthread_mutex_unlock(&db->mu);
 }
 
 void db_wait_us(tkv_db *db, uint64_t us) { (void)sched_cond_wait_us(&db->bg_cv, &db->mu, us); }
+
+void db_bg_signal(tkv_db *db)
+{
+    pthread_cond_broadcast(&db->bg_cv);
+    if (db->bg) bg_group_kick(db->bg);
+}
+
+void db_step_wait(tkv_db *db, uint64_t wait_us)
+{
+    if (wait_us) db_wait_us(db, wait_us);
+    else pthread_cond_wait(&db->bg_cv, &db->mu);
+}

@@ -44,6 +44,7 @@
 #include "mem/batch.h"
 #include "mem/memtable.h"
 #include "mem/wal.h"
+#include "sched/bgpool.h"
 #include "sched/clock.h"
 #include "sst/cache.h"
 #include "sst/table_cache.h"
@@ -166,10 +167,13 @@ struct tkv_db {
      * column thread is in its own state). */
     pthread_t flush_thread;
     int flush_started;
-    pthread_t l0_thread;     /* high pool: L0 SST -> L1 compactions */
-    pthread_t *deep_threads; /* compaction_threads threads: deep (L1+) compactions only */
+    struct bg_task *flush_task; /* with an env: the flush as a task of its pool */
+    pthread_t l0_thread;        /* high pool: L0 SST -> L1 compactions */
+    pthread_t *deep_threads;    /* compaction_threads threads: deep (L1+) compactions only */
     int ndeep_threads;
     int workers_started;
+    struct bg_task **cmp_tasks; /* with an env: the L0 worker, then the deep workers, as tasks of its pool */
+    int ncmp_tasks;
 
     /* Back-pressure flags (atomic), read without mu by the scheduler's
      * monitor (silk.c) to pause deep work while writers wait. */
@@ -191,6 +195,7 @@ struct tkv_db {
      * bytes counted against its pmem_budget. */
     struct tkv_env *env;
     uint64_t env_pool;
+    struct bg_group *bg; /* with an env: this database's tasks in its pool (sched/bgpool.h) */
 };
 
 /* db_set_bg_error -- records a sticky error (first one wins) with the
@@ -208,6 +213,19 @@ void db_shut_down(tkv_db *db);
 
 /* db_wait_us -- waits on bg_cv for at most `us` microseconds. Caller holds mu. */
 void db_wait_us(tkv_db *db, uint64_t us);
+
+/* db_bg_signal -- a background state change: broadcasts bg_cv and, with an
+ * env, kicks the database's tasks in the shared pool (every waiter of bg_cv
+ * is woken this way, never by a bare broadcast). Caller holds mu. */
+void db_bg_signal(tkv_db *db);
+
+/* Background loops (the flush, the compaction workers, the column
+ * compactions) are written as steps that return BG_AGAIN, BG_IDLE or
+ * BG_SLEEP (with a wait, 0: until signalled) or BG_DONE (sched/bgpool.h):
+ * without an env a thread of the database runs them in a loop, waiting on
+ * bg_cv after BG_IDLE or BG_SLEEP alike (db_step_wait); with one they are
+ * tasks of the env's pool. */
+void db_step_wait(tkv_db *db, uint64_t wait_us);
 
 /* db_event -- posts event `type` to the listener (none: nothing) with the
  * given fields (tkv_event). Never blocks; may be called with mu held. */

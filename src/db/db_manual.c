@@ -79,12 +79,12 @@ int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *en
             cmp_free(c);
             pthread_mutex_lock(&db->mu);
             db->compactions_running--;
-            pthread_cond_broadcast(&db->bg_cv);
+            db_bg_signal(db);
             break;
         }
     }
     db->manual_waiting--;
-    pthread_cond_broadcast(&db->bg_cv);
+    db_bg_signal(db);
     pthread_mutex_unlock(&db->mu);
     return rc;
 }

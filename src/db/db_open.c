@@ -113,13 +113,15 @@ static int open_env(tkv_db *db, uint64_t pool_bytes)
 {
     tkv_env *env = db->opts.env;
     if (!env) return 0;
-    int rc = env_attach(env, db->dir);
+    /* the pool's threads run flushes too: at the flush thread's nice value (flush.c) */
+    int rc = env_attach(env, db->dir, db->opts.background_nice / 5);
     if (rc < 0) {
         env_pool_release(env, pool_bytes);
         return rc;
     }
     db->env = env;
     db->env_pool = pool_bytes;
+    if (!(db->bg = bg_group_new(env_pool(env)))) return tkv_err(TKV_NO_MEMORY, "out of memory opening %s", db->dir);
     return 0;
 }
 
@@ -289,7 +291,8 @@ int tkv_close(tkv_db *db)
     if (db->lock_fd >= 0) close(db->lock_fd);
     arena_spares_destroy(&db->mem_spares); /* every memtable is gone with the last view */
     pthread_mutex_destroy(&db->mu);
-    if (db->env) { /* last: the env may be freed once this returns */
+    if (db->env) {             /* last: the env may be freed once this returns */
+        bg_group_free(db->bg); /* every task of it has been joined */
         env_pool_release(db->env, db->env_pool);
         env_detach(db->env);
     }

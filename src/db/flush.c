@@ -10,6 +10,8 @@
  */
 #include "db/flush.h"
 
+#include <stdlib.h>
+
 #include "db/compact_merge.h"
 #include "db/files.h"
 #include "db/mx.h"
@@ -97,7 +99,7 @@ static int flush_one_sst(tkv_db *db)
     }
     if (rc < 0) db_set_bg_error(db, rc);
     sv_unref(sv);
-    pthread_cond_broadcast(&db->bg_cv);
+    db_bg_signal(db);
     return rc;
 }
 
@@ -133,9 +135,66 @@ static void flush_ended(tkv_db *db, uint64_t job, uint64_t started, uint64_t byt
     db_event(db, TKV_EVENT_FLUSH_END, job, 0, rc, us, 0, rc == 0 ? bytes : 0);
 }
 
+/* The flush loop's state between steps: the flush under way (started 0:
+ * none), its batch bytes and event job number. */
+typedef struct flush_run {
+    tkv_db *db;
+    uint64_t started, bytes, job;
+} flush_run;
+
+/* flush_step -- one turn of the flush loop (mu held; released while it
+ * works): BG_DONE once shutting down with nothing left to flush, BG_IDLE
+ * (until signalled) with nothing to do, BG_SLEEP for *wait_us while the
+ * pool has no room, else BG_AGAIN. */
+static int flush_step(flush_run *r, uint64_t *wait_us)
+{
+    tkv_db *db = r->db;
+    *wait_us = 0;
+    if (db->shutting_down && (db->sv->nimm == 0 || db->bg_error)) return BG_DONE;
+    if (db->sv->nimm == 0 || db->bg_error) return BG_IDLE;
+    if (!r->started) { /* a flush sample spans waits for pool room: its bandwidth is what writers can get */
+        reserve_memtable_blocks(db); /* may release db->mu */
+        if (db->sv->nimm == 0 || db->bg_error) return BG_AGAIN;
+        r->started = sched_mono_us();
+        /* in the units writers are charged in (their batch bytes), so
+         * pacing at this rate fills a memtable no faster than a flush
+         * empties one */
+        r->bytes = memtable_batch_bytes(db->sv->imm[0]);
+        r->job = db_event_job(db);
+        db_event(db, TKV_EVENT_FLUSH_BEGIN, r->job, 0, 0, 0, 0, 0);
+    }
+    int frc = db->mx ? mx_flush_one(db) : flush_one_sst(db);
+    if (frc == MX_NO_SPACE) {
+        /* The pool is full: wait for column compaction to make room
+         * (writers wait in make_room meanwhile: back-pressure). */
+        if (!mx_flush_blocked(db)) {
+            flush_ended(db, r->job, r->started, r->bytes, db->bg_error ? db->bg_error : TKV_NO_SPACE);
+            r->started = 0;
+            if (db->bg_error) return BG_AGAIN; /* the pool cannot hold a row at all (error set) */
+            return BG_DONE;                    /* shutting down and no room will come: the WAL keeps the data */
+        }
+        *wait_us = 10000;
+        return BG_SLEEP; /* every stopped writer signals each ms: a rebuild each time would take the pool */
+    }
+    mx_flush_unblocked(db);
+    silk_flush_ended(db);
+    if (frc == 0) silk_flush_sample(db, r->bytes, sched_mono_us() - r->started);
+    flush_ended(db, r->job, r->started, r->bytes, frc);
+    r->started = 0;
+    return BG_AGAIN;
+}
+
+/* flush_done -- the flush loop has ended (mu held). */
+static void flush_done(tkv_db *db)
+{
+    mx_flush_unblocked(db);
+    db_bg_signal(db);
+}
+
 static void *flush_main(void *arg)
 {
-    tkv_db *db = arg;
+    flush_run r = {.db = arg};
+    tkv_db *db = r.db;
     /* a fifth of the other background threads' nice value (2 by default):
      * on few cores the flush must not get only its share beside a column
      * compaction, as a writer that fills the last memtable waits on the
@@ -144,50 +203,35 @@ static void *flush_main(void *arg)
      * flush: a 1M x 1 KiB fill ran 12 % slower, 4M 6 % */
     thread_background("tkv-flush", db->opts.background_nice / 5);
     pthread_mutex_lock(&db->mu);
-    uint64_t started = 0, bytes = 0, job = 0;
-    while (!db->shutting_down || (db->sv->nimm > 0 && !db->bg_error)) {
-        if (db->sv->nimm > 0 && !db->bg_error) {
-            if (!started) { /* a flush sample spans waits for pool room: its bandwidth is what writers can get */
-                reserve_memtable_blocks(db); /* may release db->mu */
-                if (db->sv->nimm == 0 || db->bg_error) continue;
-                started = sched_mono_us();
-                /* in the units writers are charged in (their batch bytes),
-                 * so pacing at this rate fills a memtable no faster than a
-                 * flush empties one */
-                bytes = memtable_batch_bytes(db->sv->imm[0]);
-                job = db_event_job(db);
-                db_event(db, TKV_EVENT_FLUSH_BEGIN, job, 0, 0, 0, 0, 0);
-            }
-            int frc = db->mx ? mx_flush_one(db) : flush_one_sst(db);
-            if (frc == MX_NO_SPACE) {
-                /* The pool is full: wait for column compaction to make room
-                 * (writers wait in make_room meanwhile: back-pressure). */
-                if (!mx_flush_blocked(db)) {
-                    flush_ended(db, job, started, bytes, db->bg_error ? db->bg_error : TKV_NO_SPACE);
-                    started = 0;
-                    if (db->bg_error) continue; /* the pool cannot hold a row at all (error set) */
-                    break;                      /* shutting down and no room will come: the WAL keeps the data */
-                }
-                db_wait_us(db, 10000);
-                continue;
-            }
-            mx_flush_unblocked(db);
-            silk_flush_ended(db);
-            if (frc == 0) silk_flush_sample(db, bytes, sched_mono_us() - started);
-            flush_ended(db, job, started, bytes, frc);
-            started = 0;
-            continue;
-        }
-        pthread_cond_wait(&db->bg_cv, &db->mu);
-    }
-    mx_flush_unblocked(db);
-    pthread_cond_broadcast(&db->bg_cv);
+    uint64_t wait;
+    for (int st; (st = flush_step(&r, &wait)) != BG_DONE;)
+        if (st != BG_AGAIN) db_step_wait(db, wait);
+    flush_done(db);
     pthread_mutex_unlock(&db->mu);
     return NULL;
 }
 
+/* flush_task -- the flush as a task of the env's pool: one turn a step. */
+static int flush_task(void *arg, uint64_t *wait_us)
+{
+    flush_run *r = arg;
+    pthread_mutex_lock(&r->db->mu);
+    int st = flush_step(r, wait_us);
+    if (st == BG_DONE) flush_done(r->db);
+    pthread_mutex_unlock(&r->db->mu);
+    return st;
+}
+
 int flush_start(tkv_db *db)
 {
+    if (db->bg) {
+        flush_run *r = calloc(1, sizeof *r);
+        if (!r) return tkv_err(TKV_NO_MEMORY, "out of memory starting the flush");
+        r->db = db;
+        int rc = bg_task_add(db->bg, 0, flush_task, r, &db->flush_task);
+        if (rc < 0) free(r);
+        return rc;
+    }
     TKV_TRY(thread_create(&db->flush_thread, flush_main, db, "the flush thread"));
     db->flush_started = 1;
     return 0;
@@ -196,6 +240,12 @@ int flush_start(tkv_db *db)
 void flush_stop(tkv_db *db)
 {
     db_shut_down(db);
+    if (db->flush_task) {
+        flush_run *r = bg_task_arg(db->flush_task);
+        bg_task_join(db->flush_task);
+        db->flush_task = NULL;
+        free(r);
+    }
     if (!db->flush_started) return;
     pthread_join(db->flush_thread, NULL);
     db->flush_started = 0;

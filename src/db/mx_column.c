@@ -424,7 +424,7 @@ void mx_note_drain_wait(tkv_db *db, uint64_t now_us)
     struct mx_state *mx = db->mx;
     if (!mx) return;
     uint64_t prev = __atomic_exchange_n(&mx->drain_wait_us, now_us ? now_us : 1, __ATOMIC_RELAXED);
-    if (!prev || now_us - prev >= MX_BOOST_HOLD_US) pthread_cond_broadcast(&db->bg_cv); /* the boost thread's turn */
+    if (!prev || now_us - prev >= MX_BOOST_HOLD_US) db_bg_signal(db); /* the boost thread's turn */
 }
 
 /* may_start -- 1 if this thread may pick a column now (caller holds mu).
@@ -479,7 +479,7 @@ static void column_end(tkv_db *db, column_job *j, int rc)
         dm_note(&mx->drain, j->drains, now - drain_since(mx, j));
         mx->last_commit_us = now;
     }
-    pthread_cond_broadcast(&db->bg_cv);
+    db_bg_signal(db);
 }
 
 /* column_failed -- the bookkeeping of a column that did not commit (mu held):
@@ -522,75 +522,93 @@ static void idle_trim(tkv_db *db)
     if (done != UINT64_MAX) mx->trim_mark = mark; /* else still busy: again later */
 }
 
-/* column_loop -- one column thread: picks a column when it may (may_start),
- * runs and commits it in turn, and collects what the commit freed. The
- * boost thread (boost = 1) keeps the process's CPU priority, the others run
- * at background_nice: a thread cannot take back a priority it gave up
- * without privileges, so the two kinds are separate threads. */
+/* column_step -- one turn of a column thread (mu held; released while a
+ * column runs): picks a column when it may (may_start), runs and commits it
+ * in turn, and collects what the commit freed. BG_DONE when the loop ends
+ * (shutting down, with no flush waiting for room or columns given up),
+ * BG_IDLE to wait *wait_us, else BG_AGAIN. */
+static int column_step(tkv_db *db, int boost, uint64_t *wait_us)
+{
+    struct mx_state *mx = db->mx;
+    *wait_us = 0;
+    if (db->shutting_down && (!__atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED) || mx->gave_up)) return BG_DONE;
+    if (db->bg_error) {
+        if (db->shutting_down) return BG_DONE;
+        *wait_us = MX_IDLE_WAIT_US;
+        return BG_IDLE;
+    }
+    uint64_t now = sched_mono_us();
+    if (now < mx->retry_at_us) {
+        *wait_us = mx->retry_at_us - now;
+        return BG_IDLE;
+    }
+    int busy = 0, err = 0;
+    if (boost) mx->boost_busy_us = 0; /* at its pick */
+    column_job *j = may_start(db, boost, now) ? pick_column(db, &busy, &err) : NULL;
+    if (!j) {
+        if (err < 0) {
+            db_set_bg_error(db, err);
+            return BG_AGAIN;
+        }
+        /* Idle: views that readers released since the last flush or
+         * column may let pages and rows go now. */
+        if (mx->ncolumns == 0) {
+            if (boost) mx->boost_busy_us = now; /* (both may release mu) */
+            mx_collect(db);
+            idle_trim(db);
+            if (boost) mx->boost_busy_us = 0;
+        }
+        *wait_us = mx->ncolumns ? CPULOAD_WINDOW_US : MX_IDLE_WAIT_US;
+        return BG_IDLE;
+    }
+    column_begin(mx, j, j->plan.row_bytes);
+    uint64_t job = db_event_job(db);
+    db_event(db, TKV_EVENT_COLUMN_BEGIN, job, 1, 0, 0, 0, 0);
+    pthread_mutex_unlock(&db->mu);
+    int rc = run_column(db, j); /* returns holding mu */
+    int cancelled = j->cancelled;
+    uint64_t us = sched_mono_us() - j->started_us;
+    if (rc == 0) db_hist_add_us(db, TKV_HIST_COLUMN, us);
+    db_event(db, TKV_EVENT_COLUMN_END, job, 1, rc < 0 ? rc : 0, us, j->read_bytes, j->written_bytes);
+    column_end(db, j, rc);
+    if (boost) mx->boost_busy_us = sched_mono_us(); /* the work after the commit */
+    job_free(j); /* unpins its version before mx_collect looks for the oldest live cursors */
+    if (rc == 0) {
+        if (boost) ctr_add(&mx->ctr.columns_boosted, 1);
+        mx->failures = 0;
+        mx->retry_at_us = 0;
+        mx_collect(db);
+        files_delete_obsolete(db);
+    } else {
+        if (!db->bg_error) column_failed(db, rc, cancelled);
+        /* the job's version may have held files a job beside it made obsolete (files_unpin) */
+        if (__atomic_load_n(&db->obsolete_kept, __ATOMIC_ACQUIRE)) files_delete_obsolete(db);
+    }
+    db_bg_signal(db);
+    return BG_AGAIN;
+}
+
+/* column_done -- a column thread's loop has ended (mu held). */
+static void column_done(tkv_db *db, int boost)
+{
+    struct mx_state *mx = db->mx;
+    if (boost) mx->boost_busy_us = 1; /* gone: the others take every column */
+    mx->gave_up = 1;                  /* no more columns: a waiting flush must not wait for one */
+    db_bg_signal(db);
+}
+
+/* column_loop -- one column thread: column_step in a loop. The boost
+ * thread (boost = 1) keeps the process's CPU priority, the others run at
+ * background_nice: a thread cannot take back a priority it gave up without
+ * privileges, so the two kinds are separate threads. */
 static void *column_loop(tkv_db *db, int boost)
 {
     thread_background("tkv-column", boost ? 0 : db->opts.background_nice);
-    struct mx_state *mx = db->mx;
     pthread_mutex_lock(&db->mu);
-    for (;;) {
-        if (db->shutting_down && (!__atomic_load_n(&db->flush_blocked, __ATOMIC_RELAXED) || mx->gave_up)) break;
-        if (db->bg_error) {
-            if (db->shutting_down) break;
-            db_wait_us(db, MX_IDLE_WAIT_US);
-            continue;
-        }
-        uint64_t now = sched_mono_us();
-        if (now < mx->retry_at_us) {
-            db_wait_us(db, mx->retry_at_us - now);
-            continue;
-        }
-        int busy = 0, err = 0;
-        if (boost) mx->boost_busy_us = 0; /* at its pick */
-        column_job *j = may_start(db, boost, now) ? pick_column(db, &busy, &err) : NULL;
-        if (!j) {
-            if (err < 0) {
-                db_set_bg_error(db, err);
-                continue;
-            }
-            /* Idle: views that readers released since the last flush or
-             * column may let pages and rows go now. */
-            if (mx->ncolumns == 0) {
-                if (boost) mx->boost_busy_us = now; /* (both may release mu) */
-                mx_collect(db);
-                idle_trim(db);
-                if (boost) mx->boost_busy_us = 0;
-            }
-            db_wait_us(db, mx->ncolumns ? CPULOAD_WINDOW_US : MX_IDLE_WAIT_US);
-            continue;
-        }
-        column_begin(mx, j, j->plan.row_bytes);
-        uint64_t job = db_event_job(db);
-        db_event(db, TKV_EVENT_COLUMN_BEGIN, job, 1, 0, 0, 0, 0);
-        pthread_mutex_unlock(&db->mu);
-        int rc = run_column(db, j); /* returns holding mu */
-        int cancelled = j->cancelled;
-        uint64_t us = sched_mono_us() - j->started_us;
-        if (rc == 0) db_hist_add_us(db, TKV_HIST_COLUMN, us);
-        db_event(db, TKV_EVENT_COLUMN_END, job, 1, rc < 0 ? rc : 0, us, j->read_bytes, j->written_bytes);
-        column_end(db, j, rc);
-        if (boost) mx->boost_busy_us = sched_mono_us(); /* the work after the commit */
-        job_free(j); /* unpins its version before mx_collect looks for the oldest live cursors */
-        if (rc == 0) {
-            if (boost) ctr_add(&mx->ctr.columns_boosted, 1);
-            mx->failures = 0;
-            mx->retry_at_us = 0;
-            mx_collect(db);
-            files_delete_obsolete(db);
-        } else {
-            if (!db->bg_error) column_failed(db, rc, cancelled);
-            /* the job's version may have held files a job beside it made obsolete (files_unpin) */
-            if (__atomic_load_n(&db->obsolete_kept, __ATOMIC_ACQUIRE)) files_delete_obsolete(db);
-        }
-        pthread_cond_broadcast(&db->bg_cv);
-    }
-    if (boost) mx->boost_busy_us = 1; /* gone: the others take every column */
-    mx->gave_up = 1;                  /* no more columns: a waiting flush must not wait for one */
-    pthread_cond_broadcast(&db->bg_cv);
+    uint64_t wait;
+    for (int st; (st = column_step(db, boost, &wait)) != BG_DONE;)
+        if (st == BG_IDLE) db_wait_us(db, wait);
+    column_done(db, boost);
     pthread_mutex_unlock(&db->mu);
     return NULL;
 }
@@ -598,11 +616,44 @@ static void *column_loop(tkv_db *db, int boost)
 static void *column_main(void *arg) { return column_loop(arg, 0); }
 static void *boost_main(void *arg) { return column_loop(arg, 1); }
 
+/* column_task -- a column thread as a task of the env's pool (no boost:
+ * the pool's threads share one CPU priority). */
+static int column_task(void *arg, uint64_t *wait_us)
+{
+    tkv_db *db = arg;
+    pthread_mutex_lock(&db->mu);
+    int st = column_step(db, 0, wait_us);
+    if (st == BG_DONE) column_done(db, 0);
+    pthread_mutex_unlock(&db->mu);
+    return st;
+}
+
+/* tasks_add -- with an env: column_threads column tasks (priority 1) in its
+ * pool. Caller holds nothing. */
+static int tasks_add(tkv_db *db, int n)
+{
+    struct mx_state *mx = db->mx;
+    mx->tasks = calloc((size_t)n, sizeof *mx->tasks);
+    if (!mx->tasks) return tkv_err(TKV_NO_MEMORY, "out of memory starting the column compactions");
+    cpuload_init(&mx->load, sched_mono_us());
+    pthread_mutex_lock(&db->mu);
+    mx->max_columns = n;
+    mx->boost_busy_us = 1; /* no boost thread */
+    mx->thread_started = 1;
+    pthread_mutex_unlock(&db->mu);
+    for (int i = 0; i < n; i++) {
+        TKV_TRY(bg_task_add(db->bg, 1, column_task, db, &mx->tasks[i]));
+        mx->ntasks++;
+    }
+    return 0;
+}
+
 int mx_start(tkv_db *db)
 {
     struct mx_state *mx = db->mx;
     if (!mx) return 0;
     int n = db->opts.column_threads > 0 ? db->opts.column_threads : 1;
+    if (db->bg) return tasks_add(db, n);
     mx->threads = calloc((size_t)n + 1, sizeof *mx->threads);
     if (!mx->threads) return tkv_err(TKV_NO_MEMORY, "out of memory starting the column-compaction threads");
     cpuload_init(&mx->load, sched_mono_us());
@@ -617,7 +668,7 @@ int mx_start(tkv_db *db)
     mx->max_columns = started;
     mx->boost_started = boost;
     db->mx->thread_started = started > 0;
-    pthread_cond_broadcast(&db->bg_cv); /* threads that looked before max_columns was set */
+    db_bg_signal(db); /* threads that looked before max_columns was set */
     pthread_mutex_unlock(&db->mu);
     if (started == 0) {
         free(mx->threads); /* (mx_stop frees it only once a thread runs) */
@@ -637,8 +688,12 @@ void mx_stop(tkv_db *db)
      * load); the next open drains its rows */
     __atomic_store_n(&db->columns_stop, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&db->mu);
-    pthread_cond_broadcast(&db->bg_cv);
+    db_bg_signal(db);
     pthread_mutex_unlock(&db->mu);
+    for (int i = 0; i < mx->ntasks; i++) bg_task_join(mx->tasks[i]);
+    free(mx->tasks);
+    mx->tasks = NULL;
+    mx->ntasks = 0;
     for (int i = 0; i < mx->nthreads; i++) pthread_join(mx->threads[i], NULL);
     free(mx->threads);
     mx->threads = NULL;
@@ -654,7 +709,7 @@ int mx_drain(tkv_db *db)
     if (rs->n == 0) return 0;
     uint64_t target = rowtable_id(rs->rows[0]);
     mx->drain_waiters++;
-    pthread_cond_broadcast(&db->bg_cv);
+    db_bg_signal(db);
     int rc = 0;
     for (;;) {
         if (db->bg_error) {

@@ -172,7 +172,7 @@ static int flush_one(tkv_db *db)
         files_delete_obsolete(db); /* step (5) */
     }
     sv_unref(sv);
-    pthread_cond_broadcast(&db->bg_cv);
+    db_bg_signal(db);
     return rc;
 }
 
@@ -197,7 +197,7 @@ int mx_flush_blocked(tkv_db *db)
     }
     __atomic_store_n(&db->flush_blocked, 1, __ATOMIC_RELAXED); /* read unlocked by the silk monitor */
     mx_collect(db);
-    pthread_cond_broadcast(&db->bg_cv);
+    db_bg_signal(db);
     if (mx->rows_at_flush == 0 && mx->nrows == 0) {
         /* Nothing can free room: the memtable did not fit in an empty pool,
          * or the file system under the pool is full (no_space_msg says which). */

@@ -128,13 +128,15 @@ struct mx_state {
     drainmeter drain;            /* the committed columns' drains (writer units) and times (drain_since) */
     pthread_t *threads;          /* column_threads column-compaction threads, then the boost thread */
     int nthreads;                /* threads started (to join) */
-    int max_columns;             /* columns in flight at most: column_threads */
-    int boost_started;           /* the boost thread runs (the last of threads[]) */
-    uint64_t boost_busy_us;      /* 0 while the boost thread is at its pick (or waiting there); else when it
+    struct bg_task **tasks;      /* with an env: column_threads tasks of its pool instead of threads */
+    int ntasks;
+    int max_columns;        /* columns in flight at most: column_threads */
+    int boost_started;      /* the boost thread runs (the last of threads[]) */
+    uint64_t boost_busy_us; /* 0 while the boost thread is at its pick (or waiting there); else when it
                               * began the work after its last commit, or an idle collect */
-    uint64_t drain_wait_us;      /* the last mx_note_drain_wait (atomic); 0: none */
-    int thread_started;          /* 1 once they run (mx_flush.c reads it) */
-    cpuload load;                /* the process's idle CPUs: the gate for a second column */
+    uint64_t drain_wait_us; /* the last mx_note_drain_wait (atomic); 0: none */
+    int thread_started;     /* 1 once they run (mx_flush.c reads it) */
+    cpuload load;           /* the process's idle CPUs: the gate for a second column */
     mx_counters ctr;
 };
 

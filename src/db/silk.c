@@ -52,6 +52,7 @@ typedef struct silk_state {
     uint64_t last_busy_ns; /* sum of read_ns + write_ns at the previous window (monitor thread only) */
     ratelimit *rl;         /* internal budget I (silk only); with an env, the env's (shared: not ours to free) */
     struct tkv_env *env;   /* silk with an env: the shared scheduler sets rl's rate (env.h) */
+    int pooled;            /* background work runs on an env's pool: a pause stops a deep job at once */
     ratelimit *ssd;        /* emulated device (ssd_bandwidth), NULL = off */
     monitor *mon;
     wctl *wc;
@@ -136,21 +137,6 @@ static uint64_t probe_bandwidth_cached(const char *dir)
     return bw;
 }
 
-/* join_env -- with an env (silk): internal I/O takes from the env's limiter,
- * made with the first database's parameters; T becomes the env's. */
-static int join_env(tkv_db *db, silk_state *s)
-{
-    const struct tkv_options *o = &db->opts;
-    env_sched_params p = {.T = s->T,
-                          .period_us = SILK_PERIOD_US,
-                          .min_internal_bw = o->min_internal_bandwidth,
-                          .epsilon = o->sched_epsilon,
-                          .threshold = o->sched_threshold,
-                          .low_reserved = o->deep_reserved_bandwidth,
-                          .mid_reserved = o->l0_reserved_bandwidth};
-    return env_sched_attach(s->env, &p, &s->rl, &s->T);
-}
-
 /* open_device_bw -- T at open: device_bandwidth, else ssd_bandwidth (the
  * emulated device is the device), else a probe (500 MiB/s if it fails);
  * and its adaptation (sched/tadapt.h), pinned when device_bandwidth was
@@ -160,6 +146,7 @@ static int open_device_bw(tkv_db *db, silk_state *s)
 {
     const struct tkv_options *o = &db->opts;
     s->env = s->fifo ? NULL : db->env;
+    s->pooled = db->bg != NULL;
     s->T = s->env ? env_device_bandwidth(s->env) : 0;
     if (!s->T) s->T = o->device_bandwidth;
     if (!s->T && o->ssd_bandwidth) s->T = o->ssd_bandwidth;
@@ -168,7 +155,7 @@ static int open_device_bw(tkv_db *db, silk_state *s)
         s->T_probed = s->T != 0;
         if (!s->T) s->T = 500u << 20;
     }
-    if (s->env) TKV_TRY(join_env(db, s)); /* T becomes the env's */
+    if (s->env) TKV_TRY(env_sched_attach(s->env, o, s->T, SILK_PERIOD_US, &s->rl, &s->T)); /* T: the env's */
     tadapt_options ta;
     tadapt_options_default(&ta, s->T);
     /* off by default: with one synchronous compaction thread the device is
@@ -374,6 +361,8 @@ int silk_start(tkv_db *db)
     s->last_read_ns = ctr_get(&db->io.read_ns[IO_USER_READ]);
     s->last_busy_ns = busy_ns(db);
     silk_pmem_start(db);
+    _Static_assert(ENV_TICK_US == SILK_PERIOD_US, "the env's ticker runs the monitor windows");
+    if (db->bg) return env_tick_add(db->env, tick, db); /* the env's one monitor thread */
     return monitor_thread_start(SILK_PERIOD_US, tick, db, &s->thread);
 }
 
@@ -381,6 +370,7 @@ void silk_stop(tkv_db *db)
 {
     silk_state *s = db->silk;
     if (!s || !s->mon) return;
+    if (db->bg) env_tick_remove(db->env, db);
     monitor_thread_stop(s->thread);
     s->thread = NULL;
     pthread_mutex_lock(&s->mu);
@@ -516,6 +506,8 @@ int silk_yield_l1(tkv_db *db, file_meta *const *f, size_t n)
     return holders;
 }
 
+int silk_deep_held(tkv_db *db) { return __atomic_load_n(&db->silk->deep_paused, __ATOMIC_RELAXED); }
+
 void silk_get_deep_stats(tkv_db *db, silk_deep_stats *out)
 {
     const silk_deep_stats *d = &db->silk->ctr.deep;
@@ -569,6 +561,7 @@ static int pause_point(silk_state *s, silk_job *j)
     if (atomic_load(&j->abort)) return SILK_ABORTED;
     if (yield_expired(s, j)) return stop_now(s, j);
     if (!__atomic_load_n(&s->deep_paused, __ATOMIC_RELAXED)) return 0;
+    if (s->pooled) return stop_now(s, j); /* a paused job would hold a thread of the env's pool */
     pthread_mutex_lock(&s->mu);
     uint64_t t0 = 0;
     while (s->deep_paused && !s->stopping && !atomic_load(&j->abort) && !atomic_load(&j->yield)) {
@@ -726,7 +719,11 @@ static void report_env(silk_state *s, tkv_buf *b, int *oom)
     rl_stats rs;
     uint64_t T, age;
     env_sched_stats(s->env, &rs, &T, &age);
-    buf_appendf(b, oom, "env: shared_limiter=1 T=%llu age_us=%llu\n", (unsigned long long)T, (unsigned long long)age);
+    bg_pool_stats ps;
+    bg_pool_get_stats(env_pool(s->env), &ps);
+    buf_appendf(b, oom, "env: shared_limiter=1 T=%llu age_us=%llu threads=%d busy_max=%d steps=%llu,%llu,%llu\n",
+                (unsigned long long)T, (unsigned long long)age, ps.threads, ps.busy_max,
+                (unsigned long long)ps.steps[0], (unsigned long long)ps.steps[1], (unsigned long long)ps.steps[2]);
 }
 
 void silk_report(tkv_db *db, tkv_buf *b, int *oom)

@@ -141,6 +141,14 @@ void silk_job_committing(struct tkv_db *db);
 #define SILK_WANTED_US 500000u
 int silk_yield_l1(struct tkv_db *db, file_meta *const *f, size_t n);
 
+/* silk_deep_held -- 1 while deep work is paused (a peak, or writers wait;
+ * never while urgent). With an env's pool a deep worker picks nothing then
+ * and looks again after SILK_HELD_RETRY_US, and a running deep job meets
+ * the pause as a stop at its next pause point (it installs its work up to
+ * its last cut): a paused job would hold a thread every database shares. */
+#define SILK_HELD_RETRY_US 50000u
+int silk_deep_held(struct tkv_db *db);
+
 /* silk_abort_all -- shutdown: every running deep job stops at its next
  * pause point; it installs its work up to its last cut (the rest is redone
  * after reopen). */

@@ -332,7 +332,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
             slots = 1; /* room is held only by open views: queue in DRAM instead of waiting (mx.h) */
         if (active_full && slots && !stop_l0) {
             rc = write_switch_memtable(db);
-            pthread_cond_broadcast(&db->bg_cv); /* wake the flush thread */
+            db_bg_signal(db); /* wake the flush thread */
             if (rc < 0 || force) break;
             continue;
         }
@@ -363,7 +363,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
                 silk_note_stop_flush_running(db);
             stopped = 1;
             __atomic_store_n(&db->write_stopped, 1, __ATOMIC_RELAXED); /* the monitor pauses deep work */
-            pthread_cond_broadcast(&db->bg_cv);
+            db_bg_signal(db);
             db_wait_us(db, d);
         } else {
             paced = 1;
