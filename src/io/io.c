@@ -726,6 +726,29 @@ int io_rename(const char *from, const char *to)
     return 0;
 }
 
+int io_rename_noreplace(const char *from, const char *to)
+{
+    int e = io_fault(IO_OP_RENAME, to, 0);
+    if (e > 0) return tkv_err_errno(e, "rename %s", to);
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+    e = errno;
+    if (e == EINVAL || e == ENOSYS) { /* no RENAME_NOREPLACE here */
+        e = access(to, F_OK) == 0 ? EEXIST : rename(from, to) == 0 ? 0 : errno;
+        if (e == 0) return 0;
+    }
+    if (e == EEXIST || e == ENOTEMPTY) return tkv_err(TKV_INVALID, "%s already exists", to);
+    return tkv_err_errno(e, "rename %s to %s", from, to);
+}
+
+int io_link(const char *from, const char *to)
+{
+    int e = io_fault(IO_OP_LINK, to, 0);
+    if (e <= 0) e = link(from, to) == 0 ? 0 : errno;
+    if (e == 0) return 0;
+    if (e == EXDEV || e == EPERM || e == EOPNOTSUPP || e == ENOSYS || e == EMLINK) return IO_LINK_UNSUPPORTED;
+    return tkv_err_errno(e, "link %s to %s", from, to);
+}
+
 int io_sync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

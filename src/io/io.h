@@ -162,7 +162,8 @@ typedef enum io_op {
     IO_OP_RING_SETUP, /* io_uring_queue_init of a read ring (io/uring.h); path "io_uring"; an errno
                        * makes the setup fail as the kernel would (ENOSYS, EPERM, ENOMEM) */
     IO_OP_MSYNC,
-    IO_OP_FALLOCATE
+    IO_OP_FALLOCATE,
+    IO_OP_LINK /* link(2) (io_link); path: the new name. EXDEV makes the caller copy instead */
 } io_op;
 
 /* A fault hook returns 0 to let the operation proceed, or an errno value to
@@ -247,6 +248,19 @@ int io_write_file_atomic(const char *dir, const char *name, const void *data, si
 int io_remove(const char *path);
 /* io_rename -- rename(2) (not synced: callers that need it durable sync the directory). */
 int io_rename(const char *from, const char *to);
+/* io_rename_noreplace -- renames `from` (a file or a directory) to `to`
+ * unless `to` exists: then TKV_INVALID ("... already exists") and nothing
+ * changes (renameat2 RENAME_NOREPLACE; where the file system does not
+ * support it, a check for `to` then rename(2), which a directory made at
+ * `to` in between could still lose to). Not synced. */
+int io_rename_noreplace(const char *from, const char *to);
+/* io_link -- a hard link `to` of the file `from` (not synced: sync the
+ * directory). IO_LINK_UNSUPPORTED (> 0, nothing done, no error message) when
+ * the file system cannot link them -- another file system (EXDEV), no hard
+ * links (EPERM, EOPNOTSUPP, ENOSYS) or too many links (EMLINK) -- for the
+ * caller to copy the file instead; else 0 or an error. */
+#define IO_LINK_UNSUPPORTED 1
+int io_link(const char *from, const char *to);
 /* io_sync_dir -- fsync a directory so that creates/renames/unlinks persist. */
 int io_sync_dir(const char *dir);
 
