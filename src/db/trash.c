@@ -39,7 +39,9 @@ struct trash {
 
 /* delete_chunked -- truncates path down chunk by chunk, pausing so that at
  * most rate bytes/s are released, then unlinks it. With stopping set
- * (trash_free) the rest goes at once. */
+ * (trash_free) the rest goes at once. A file with another name (a
+ * checkpoint's hard link, tkv_checkpoint) is only unlinked: truncating it
+ * would empty the other name's file too, and unlinking frees no blocks. */
 static void delete_chunked(trash *t, const char *path)
 {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -47,7 +49,7 @@ static void delete_chunked(trash *t, const char *path)
     uint64_t freed = 0;
     if (fd >= 0) {
         struct stat sb;
-        uint64_t size = fstat(fd, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+        uint64_t size = fstat(fd, &sb) == 0 && sb.st_nlink <= 1 ? (uint64_t)sb.st_size : 0;
         while (size > t->chunk && !__atomic_load_n(&t->stopping, __ATOMIC_ACQUIRE)) {
             size -= t->chunk;
             if (ftruncate(fd, (off_t)size) != 0) break;
