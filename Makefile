@@ -85,7 +85,7 @@ TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%) $(EMBED_SRCS:tests/%.c=$(BU
 # runs two at a time in the order given, so these start first and the short
 # ones fill the other slot.
 SLOW_TESTS := test_sched_db test_matrix_db test_model test_memory test_crash test_matrix_l1 test_fault_sweep \
-              test_sst_faults test_footprint test_table test_async test_bench_engines test_bench_loadgen
+              test_checkpoint test_sst_faults test_footprint test_table test_async test_bench_engines test_bench_loadgen
 TESTS_RUN := $(foreach t,$(SLOW_TESTS),$(filter $(BUILD)/tests/$(t),$(TESTS))) \
              $(filter-out $(SLOW_TESTS:%=$(BUILD)/tests/%),$(TESTS))
 TEST_HELPERS := $(filter-out $(TEST_SRCS) $(EMBED_SRCS),$(wildcard tests/*.c))
@@ -229,7 +229,7 @@ test: deps
 
 tsan: deps
 	$(MAKE) SAN=tsan tests
-	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_stats %_readopts %_skiplist %_memtable %_cache %_version %_table %_matrix_db \
+	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_checkpoint %_stats %_readopts %_skiplist %_memtable %_cache %_version %_table %_matrix_db \
 	    %_sched_clock %_sched_monitor %_sched_tadapt %_sched_ratelimit %_sched_wctl %_sched_flushprog \
 	    %_sched_drainmeter %_sched_db %_sched_bgpool %_env %_deep_yield %_uring %_async %_bgerror %_footprint %_wal,$(TESTS:build/%=build/tsan/%))
 

@@ -34,7 +34,8 @@
  * Thread safety:
  *  - tkv_db: safe for concurrent use by any number of threads without external
  *    locking (puts, gets, iterators, snapshots, flush, property ...). tkv_close()
- *    must not race with other calls on the same handle.
+ *    must not race with other calls on the same handle (a tkv_checkpoint
+ *    already running when it is called is waited for).
  *  - tkv_options: not synchronized; build it in one thread, then it may be
  *    passed to tkv_open() (which copies it) from any thread.
  *  - tkv_read_options: not synchronized while being changed; once set up,
@@ -242,7 +243,9 @@ TKV_API int tkv_env_free(tkv_env *env);
  *                  still holds rows; a pmem_size other than the existing pool's;
  *                  a pool too small for 4 memtables; pmem_mode=pmem on memory
  *                  that is not pmem; a dram_budget too small for the sizes set
- *                  (checked before anything is created) (docs/options.md)
+ *                  (checked before anything is created) (docs/options.md); dir
+ *                  is a checkpoint still being built or cut short by a crash
+ *                  (tkv_checkpoint)
  *  TKV_BUSY        another handle (in this or another process) has `dir` or its
  *                  pool file open
  *  TKV_NO_SPACE    with an env: the pool would take the env's pools past its
@@ -261,6 +264,7 @@ TKV_API int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
  * Every iterator of `db` must be freed first: if any is still open, close
  * returns TKV_BUSY and does nothing (the handle stays open and usable).
  * Snapshots still held are released by close (do not use them afterwards).
+ * A tkv_checkpoint running on another thread is waited for.
  * NULL is a no-op returning TKV_OK. Otherwise returns the background error
  * that made the database read-only, if there was one (TKV_IO_ERROR,
  * TKV_NO_SPACE, TKV_CORRUPTION, TKV_NO_MEMORY; tkv_errmsg() says what failed,
@@ -488,6 +492,49 @@ TKV_API int tkv_flush(tkv_db *db);
  * matrix container (every row that exists at the call, whatever the range)
  * into L1. Returns TKV_OK or the error that stopped it. */
 TKV_API int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen);
+
+/* tkv_checkpoint -- makes a new database in directory `out_dir` that holds
+ * the contents of `db` at one moment: every write acknowledged before the
+ * call began, and of the writes running beside it a prefix in sequence
+ * order (as a snapshot taken during the call would see them; never part of
+ * a batch). Writes, reads, flushes and compactions go on meanwhile, and
+ * several checkpoints may run at once. The checkpoint is opened with
+ * tkv_open like any database and is independent of `db` from then on:
+ * writes to one are not seen in the other, and both may be open at once.
+ * What it holds, and costs (docs/checkpoint.md):
+ *  - every SST of the moment, hard-linked from `db`'s directory (no copy,
+ *    no extra space while both keep the file), or copied where out_dir is
+ *    on another file system;
+ *  - the memtables and the matrix container's rows (l0=matrix) written as
+ *    L0 SSTs: this is the part of the call that writes data, up to the
+ *    memtables' and the pool's contents;
+ *  - with l0=matrix, a new, empty pmem pool of the size of `db`'s at
+ *    <out_dir>/matrix.pmem (the default pmem_path), with a uuid of its own
+ *    that the checkpoint's MANIFEST records: opened with the default
+ *    pmem_path it uses that pool, with another pmem_path it creates one
+ *    there, and it refuses every existing pool but its own -- `db`'s
+ *    above all;
+ *  - a MANIFEST and CURRENT describing those files, and IDENTITY. No WAL:
+ *    its writes are in the L0 SSTs.
+ * While it runs, the call pins what it reads as an iterator does (SSTs,
+ * memtables, and until they are written the rows and their pool pages).
+ * Writes made without the WAL (TKV_NO_WAL, wal=0) are included too: the
+ * checkpoint reads the memtables, not the log.
+ * out_dir must not exist: it is built as a temporary sibling
+ * ("<out_dir>.tmp-ckpt-<pid>-<n>", marked incomplete, which tkv_open
+ * refuses) and renamed to out_dir as the last step, after every file and
+ * directory is synced. So after a crash or power cut out_dir either does
+ * not exist or is a complete checkpoint; the next checkpoint to the same
+ * out_dir removes a temporary directory a crash left. `db` is only read.
+ * Returns TKV_OK, or:
+ *  TKV_INVALID     NULL argument; out_dir exists (nothing is changed), is
+ *                  empty, or its parent directory does not exist
+ *  TKV_CORRUPTION  an SST of `db` is shorter than its MANIFEST says (when
+ *                  copying)
+ *  TKV_IO_ERROR, TKV_NO_SPACE, TKV_NO_MEMORY
+ *  or the background error that made `db` read-only (no checkpoint is made).
+ * On every error out_dir is not created, and `db` is unaffected. */
+TKV_API int tkv_checkpoint(tkv_db *db, const char *out_dir);
 
 /* tkv_property -- a text report, freed with tkv_free, or NULL for an unknown
  * name (tkv_errmsg says so). Names: "tkv.stats" (multi-line counters),

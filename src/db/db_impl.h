@@ -51,6 +51,11 @@
 #include "sst/version.h"
 #include "util/lathist.h"
 
+/* The file that marks a directory as a tierkv database (db_open.c), and
+ * what it holds; a checkpoint writes it too (db_checkpoint.c). */
+#define DB_IDENTITY_FILE "IDENTITY"
+#define DB_IDENTITY_TEXT "tierkv database\nformat 1\n"
+
 struct mx_state;   /* the matrix container (mx_int.h); NULL with l0=sst */
 struct silk_state; /* the scheduler (silk.c) */
 struct silk_pmem;  /* the scheduler's pmem tier (silk_pmem.c) */
@@ -159,6 +164,7 @@ struct tkv_db {
     int columns_stop;        /* atomic: set by mx_stop (after the flush thread has ended): a column merge in
                                   * flight stops at its next user key, CMP_STOPPED, and is discarded */
     int manual_waiting;      /* a tkv_compact_range waits for every compaction to end; no new picks */
+    int checkpoints;         /* tkv_checkpoint calls in progress (mu): tkv_close waits for them on bg_cv */
     int compactions_running; /* deep + L0 compactions in flight */
     uint64_t compact_cursor[VERSION_LEVELS]; /* round-robin file index per level (compact_pick.c) */
     double deep_score;                       /* the current version's deep backlog (files_deep_score); mu */

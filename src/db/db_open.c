@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "db/ckpt_dir.h"
 #include "db/compact_merge.h"
 #include "db/compact_thread.h"
 #include "db/db_impl.h"
@@ -32,7 +33,7 @@
 #include "sched/clock.h"
 #include "util/status.h"
 
-#define IDENTITY_FILE "IDENTITY"
+#define IDENTITY_FILE DB_IDENTITY_FILE
 #define LOCK_FILE     "LOCK"
 
 int tkv_version(void) { return TKV_VERSION_NUMBER; }
@@ -76,6 +77,11 @@ static int prepare_dir(const char *dir, const struct tkv_options *o, int *create
         if (mkdir(dir, 0755) != 0 && errno != EEXIST) return tkv_err_errno(errno, "mkdir %s", dir);
     } else if (!S_ISDIR(sb.st_mode)) {
         return tkv_err(TKV_INVALID, "%s exists and is not a directory", dir);
+    } else if (ckpt_dir_incomplete(dir)) {
+        return tkv_err(TKV_INVALID,
+                       "%s is an incomplete checkpoint (it holds " CKPT_MARKER_FILE
+                       ": a tkv_checkpoint still builds it, or was cut short); it is not a database -- remove it",
+                       dir);
     }
     if (file_exists(dir, IDENTITY_FILE)) {
         if (o->error_if_exists) return tkv_err(TKV_INVALID, "database %s already exists (error_if_exists=1)", dir);
@@ -196,7 +202,7 @@ static int open_tiers(tkv_db *db, int created, uint64_t pool_bytes)
     if (rc == 0) rc = lock_dir(dir, &db->lock_fd);
     if (rc == 0 && o.direct_io) rc = io_probe_direct(dir); /* refuse early, before writing anything */
     if (rc == 0 && created) {
-        static const char identity[] = "tierkv database\nformat 1\n";
+        static const char identity[] = DB_IDENTITY_TEXT;
         rc = io_write_file_atomic(dir, IDENTITY_FILE, identity, sizeof identity - 1, &db->io);
     }
     sched_cond_init(&db->bg_cv); /* CLOCK_MONOTONIC: db_wait_us */
@@ -246,6 +252,9 @@ static int open_tiers(tkv_db *db, int created, uint64_t pool_bytes)
 int tkv_close(tkv_db *db)
 {
     if (!db) return TKV_OK;
+    pthread_mutex_lock(&db->mu); /* a tkv_checkpoint running on another thread finishes first */
+    while (db->checkpoints) pthread_cond_wait(&db->bg_cv, &db->mu);
+    pthread_mutex_unlock(&db->mu);
     uint64_t its = __atomic_load_n(&db->open_iterators, __ATOMIC_ACQUIRE);
     if (its)
         return tkv_err(TKV_BUSY, "tkv_close: %llu iterator(s) still open; free them first", (unsigned long long)its);
@@ -304,8 +313,8 @@ int tkv_close(tkv_db *db)
 /* is_db_file -- names tierkv creates in its directory. */
 static int is_db_file(const char *name)
 {
-    static const char *exact[] = {IDENTITY_FILE, LOCK_FILE,     IDENTITY_FILE ".tmp", "CURRENT",
-                                  "CURRENT.tmp", "matrix.pmem", MX_POOL_FILE,         MX_POOL_FILE ".tmp"};
+    static const char *exact[] = {IDENTITY_FILE, LOCK_FILE,    IDENTITY_FILE ".tmp", "CURRENT",       "CURRENT.tmp",
+                                  "matrix.pmem", MX_POOL_FILE, MX_POOL_FILE ".tmp",  CKPT_MARKER_FILE};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
         if (!strcmp(name, exact[i])) return 1;
     const char *dot = strrchr(name, '.');

@@ -137,6 +137,13 @@ int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t se
 int mx_add_iters(tkv_db *db, superversion *sv, version *v, tkv_it **children, size_t *k);
 size_t mx_iter_count(const superversion *sv);
 
+/* mx_row_iters -- out[i] = an iterator over row i of sv (newest first, as
+ * many as mx_iter_count) from v's cursor to its end, each on its own (no
+ * shared seek plan: for reading rows whole, tkv_checkpoint), what they read
+ * charged to the scheduler's pmem tier as class cls. 0, or an error (no
+ * iterator left). No lock needed. */
+int mx_row_iters(tkv_db *db, superversion *sv, version *v, io_class cls, tkv_it **out);
+
 /* mx_start / mx_stop -- the column-compaction thread; no lock. mx_stop runs
  * after the flush thread has stopped (it keeps compacting while a flush
  * waits for room during shutdown); a column still merging then is stopped

@@ -68,3 +68,21 @@ int mx_add_iters(tkv_db *db, superversion *sv, version *v, tkv_it **children, si
     *k += rs->n;
     return rc;
 }
+
+int mx_row_iters(tkv_db *db, superversion *sv, version *v, io_class cls, tkv_it **out)
+{
+    rowset *rs = sv->rows;
+    int rc = 0;
+    for (size_t i = 0; rs && i < rs->n; i++) out[i] = NULL;
+    for (size_t i = 0; rs && i < rs->n && rc == 0; i++) {
+        uint32_t cur;
+        rc = mx_cursor_in(v, rs->rows[i], &cur);
+        if (rc == 0 && !(out[i] = silk_pmem_meter(db, rowtable_iter_at(rs->rows[i], cur), cls, 0, 1)))
+            rc = tkv_err(TKV_NO_MEMORY, "out of memory creating a row iterator");
+    }
+    for (size_t i = 0; rc < 0 && rs && i < rs->n; i++) {
+        it_destroy(out[i]);
+        out[i] = NULL;
+    }
+    return rc;
+}

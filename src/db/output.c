@@ -17,17 +17,24 @@ int output_open(tkv_db *db, output *o, io_class cls, int level)
     int rc = files_add_pending(db, number);
     pthread_mutex_unlock(&db->mu);
     TKV_TRY(rc);
-    o->f = file_meta_new();
-    if (!o->f) {
+    /* with async_io, a direct output's writes run behind the builder (io.h) */
+    unsigned flags = db->opts.direct_io ? IO_DIRECT | (db->rings ? IO_WRITE_BEHIND : 0) : 0;
+    rc = output_open_in(db, o, db->dir, number, flags, cls, level);
+    if (rc < 0 && !o->f) { /* output_discard cannot find the number: unpend it here */
         pthread_mutex_lock(&db->mu);
         files_remove_pending(db, number);
         pthread_mutex_unlock(&db->mu);
-        return tkv_err(TKV_NO_MEMORY, "out of memory");
     }
+    return rc;
+}
+
+int output_open_in(tkv_db *db, output *o, const char *dir, uint64_t number, unsigned flags, io_class cls, int level)
+{
+    memset(o, 0, sizeof *o);
+    o->f = file_meta_new();
+    if (!o->f) return tkv_err(TKV_NO_MEMORY, "out of memory");
     o->f->number = number;
-    sst_path(db->dir, number, o->path, sizeof o->path);
-    /* with async_io, a direct output's writes run behind the builder (io.h) */
-    unsigned flags = db->opts.direct_io ? IO_DIRECT | (db->rings ? IO_WRITE_BEHIND : 0) : 0;
+    sst_path(dir, number, o->path, sizeof o->path);
     TKV_TRY(io_open_append_ex(o->path, 0, flags, cls, &db->io, &o->file));
     table_options to;
     table_options_default(&to);

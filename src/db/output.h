@@ -23,6 +23,11 @@ typedef struct output {
  * L0 and L1, compression below). On error the caller still calls
  * output_discard. mu NOT held. */
 int output_open(tkv_db *db, output *o, io_class cls, int level);
+/* output_open_in -- a new SST numbered `number` in directory `dir`, opened
+ * with IO_* flags, not added to the pending set (for files outside the
+ * database directory: tkv_checkpoint). As output_open otherwise; on error
+ * the caller still calls output_discard. mu NOT held. */
+int output_open_in(tkv_db *db, output *o, const char *dir, uint64_t number, unsigned flags, io_class cls, int level);
 /* output_codec -- the compression SSTs of `level` are written with
  * (SST_COMPRESS_NONE or SST_COMPRESS_LZ4): l1_compression for L0 and L1
  * unless it is `same`, compression below. */
