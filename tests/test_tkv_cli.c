@@ -4,8 +4,8 @@
  * build/tkv), run as a user runs it: every command on a small database,
  * checking its output and its exit status (0 success, 1 a negative answer,
  * 2 usage error or failure): --help and the manuals, put/get/delete/scan
- * (plain, --hex, ranges), stats, check (clean, a flipped byte, an open
- * database), dump-sst (intact and damaged) and dump-matrix.
+ * (plain, --hex, ranges), stats, checkpoint, check (clean, a flipped byte,
+ * an open database), dump-sst (intact and damaged) and dump-matrix.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -212,7 +212,8 @@ static void help_and_usage(void **state)
 {
     (void)state;
     result r = tkv("--help", NULL);
-    for (const char *c = "get\0put\0delete\0scan\0stats\0check\0dump-sst\0dump-matrix\0"; *c; c += strlen(c) + 1)
+    for (const char *c = "get\0put\0delete\0scan\0stats\0check\0checkpoint\0dump-sst\0dump-matrix\0"; *c;
+         c += strlen(c) + 1)
         if (!strstr(r.out, c)) fail_msg("tkv --help does not list %s:\n%s", c, r.out);
     expect_has(r, 0, 0, "EXIT STATUS");
     expect_has(tkv("scan", "--help", NULL), 0, 0, "SYNOPSIS\n    tkv scan");
@@ -273,6 +274,26 @@ static void stats(void **state)
     expect_has(tkv("stats", "-o", MT, dir, "tkv.bogus", NULL), 2, 1, "tkv.bogus");
     tu_rmrf(dir);
     free(dir);
+}
+
+static void checkpoint(void **state)
+{
+    (void)state;
+    char *dir = big_db("ckpt-src"), *out = tu_path(g_root, "ckpt-out");
+    expect(tkv("checkpoint", "-o", MT, dir, out, NULL), 0, "");
+    result a = tkv("scan", "-o", MT, dir, NULL), b = tkv("scan", "-o", MT, out, NULL);
+    if (a.status || b.status || strcmp(a.out, b.out) || count_lines(a.out, "key") != 2000)
+        fail_msg("the checkpoint's scan differs from the source's (%d, %d):\n%.300s\n---\n%.300s", a.status, b.status,
+                 a.out, b.out);
+    result_free(&a);
+    result_free(&b);
+    expect(tkv("check", out, NULL), 0, NULL);
+    expect_has(tkv("checkpoint", "-o", MT, dir, out, NULL), 2, 1, "already exists"); /* OUT exists */
+    expect_has(tkv("checkpoint", "-o", MT, dir, NULL), 2, 1, "usage: tkv checkpoint");
+    tu_rmrf(dir);
+    tu_rmrf(out);
+    free(dir);
+    free(out);
 }
 
 static void check(void **state)
@@ -382,8 +403,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(help_and_usage), cmocka_unit_test(put_get_delete_scan),
-        cmocka_unit_test(stats),          cmocka_unit_test(check),
-        cmocka_unit_test(dump_sst),       cmocka_unit_test(dump_matrix),
+        cmocka_unit_test(stats),          cmocka_unit_test(checkpoint),
+        cmocka_unit_test(check),          cmocka_unit_test(dump_sst),
+        cmocka_unit_test(dump_matrix),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

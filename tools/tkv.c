@@ -83,6 +83,17 @@ static const char man_check[] =
     "\nEXIT STATUS\n    0 clean, 1 problems found, 2 usage error or the database could not be checked (missing,\n"
     "    not a database, open elsewhere).\n";
 
+static const char man_checkpoint[] =
+    "NAME\n    tkv checkpoint -- copy a database into a new directory\n\n"
+    "SYNOPSIS\n    tkv checkpoint [-o KEY=VALUE]... DIR OUT\n\n"
+    "DESCRIPTION\n    Opens the database in DIR and makes a checkpoint of it in the new directory OUT\n"
+    "    (tkv_checkpoint): a database of its own, opened like any other, holding what DIR holds. Its SSTs\n"
+    "    are hard links to DIR's (copies when OUT is on another file system); the memtables and the\n"
+    "    matrix container's rows become L0 SSTs, and OUT gets an empty pmem pool of its own\n"
+    "    (OUT/matrix.pmem). OUT must not exist; it appears only once it is complete.\n" OPENS "\n"
+    "OPTIONS\n" OPT_O OPT_HELP
+    "\nEXIT STATUS\n    0 the checkpoint is in OUT, 2 usage error or failure (OUT was not made).\n";
+
 static const char man_dump_sst[] =
     "NAME\n    tkv dump-sst -- print the contents of an SST file\n\n"
     "SYNOPSIS\n    tkv dump-sst [--hex] [--summary | --blocks] [--values] FILE\n\n"
@@ -115,6 +126,7 @@ static const tkv_command commands[] = {
     {"scan", "print a range of keys and values", man_scan, tkv_cmd_scan},
     {"stats", "print properties (default tkv.stats)", man_stats, tkv_cmd_stats},
     {"check", "verify every checksum of a closed database (tkv_verify)", man_check, tkv_cmd_check},
+    {"checkpoint", "copy a database into a new directory (tkv_checkpoint)", man_checkpoint, tkv_cmd_checkpoint},
     {"dump-sst", "print the contents of an SST file", man_dump_sst, tkv_cmd_dump_sst},
     {"dump-matrix", "print the pmem pool: rows, pages, forward pointers", man_dump_matrix, tkv_cmd_dump_matrix},
 };
@@ -135,8 +147,9 @@ static void main_manual(FILE *f)
                "COMMANDS\n");
     for (size_t i = 0; i < NCOMMANDS; i++) fprintf(f, "    %-12s  %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
-            "\nDESCRIPTION\n    get, put, delete, scan and stats open the database through the public API (tierkv.h);\n"
-            "    check runs tkv_verify on a closed database; the dump commands read the files as they are.\n"
+            "\nDESCRIPTION\n    get, put, delete, scan, stats and checkpoint open the database through the public API\n"
+            "    (tierkv.h); check runs tkv_verify on a closed database; the dump commands read the files as\n"
+            "    they are.\n"
             "    \"tkv COMMAND --help\" prints the manual of a command; docs/tkv.md is the reference.\n\n"
             "EXIT STATUS\n    0 success, 1 a negative answer (a key not found, problems found), 2 a usage error\n"
             "    or a failure.\n");

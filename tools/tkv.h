@@ -5,8 +5,8 @@
  * of keys and values on the command line and in the output.
  *
  * Files: tkv.c (main, usage, shared helpers), tkv_data.c (get, put, delete,
- * scan), tkv_admin.c (stats, check), tkv_dump.c (dump-sst, dump-matrix).
- * get/put/delete/scan/stats/check use the public API only (tierkv.h);
+ * scan), tkv_admin.c (stats, check, checkpoint), tkv_dump.c (dump-sst, dump-matrix).
+ * get/put/delete/scan/stats/check/checkpoint use the public API only (tierkv.h);
  * dump-sst and dump-matrix read the files with the library's internal
  * readers (the tool is linked with libtierkv.a).
  *
@@ -78,6 +78,7 @@ int tkv_cmd_delete(int argc, char **argv);
 int tkv_cmd_scan(int argc, char **argv);
 int tkv_cmd_stats(int argc, char **argv);
 int tkv_cmd_check(int argc, char **argv);
+int tkv_cmd_checkpoint(int argc, char **argv);
 int tkv_cmd_dump_sst(int argc, char **argv);
 int tkv_cmd_dump_matrix(int argc, char **argv);
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * tkv_admin.c -- the commands that look at a database as a whole through
- * the public API: tkv stats (tkv_property) and tkv check (tkv_verify)
- * (tkv.h; manuals in tkv.c).
+ * the public API: tkv stats (tkv_property), tkv check (tkv_verify) and
+ * tkv checkpoint (tkv_checkpoint) (tkv.h; manuals in tkv.c).
  */
 #include "tools/tkv.h"
 
@@ -83,6 +83,28 @@ int tkv_cmd_check(int argc, char **argv)
         else rc = tool_fail("check", argv[i], st);
         tkv_free(report);
         if (rc == TKV_EXIT_NEGATIVE && !quiet) fprintf(stderr, "tkv check: %s\n", tkv_errmsg());
+    }
+    tool_common_free(&c);
+    return rc;
+}
+
+int tkv_cmd_checkpoint(int argc, char **argv)
+{
+    static const struct option lo[] = {{0, 0, 0, 0}};
+    tool_common c;
+    int i = parse(argc, argv, lo, &c, NULL), rc = TKV_EXIT_ERROR;
+    tkv_db *db = NULL;
+    if (i >= 0 && argc - i != 2) tool_usage("checkpoint", "DIR and OUT are needed");
+    else if (i >= 0) rc = tool_open("checkpoint", argv[i], &c, &db);
+    if (db) {
+        int st = tkv_checkpoint(db, argv[i + 1]);
+        if (st != TKV_OK) {
+            char what[4200];
+            snprintf(what, sizeof what, "checkpoint of %s into %s", argv[i], argv[i + 1]);
+            rc = tool_fail("checkpoint", what, st);
+        }
+        int r = tkv_close(db);
+        if (r != TKV_OK && rc == 0) rc = tool_fail("checkpoint", "close", r);
     }
     tool_common_free(&c);
     return rc;
