@@ -29,6 +29,8 @@ package tierkv
 // #cgo nocallback gtkv_batch_new
 // #cgo noescape gtkv_batch_put
 // #cgo nocallback gtkv_batch_put
+// #cgo noescape gtkv_checkpoint
+// #cgo nocallback gtkv_checkpoint
 // #cgo noescape gtkv_close
 // #cgo nocallback gtkv_close
 // #cgo noescape gtkv_delete
@@ -394,6 +396,26 @@ func (db *DB) Flush() error {
 	defer db.release()
 	var e C.gtkv_err
 	return newError(C.gtkv_flush(c, &e), &e)
+}
+
+// Checkpoint makes a new database in dir, which must not exist, holding
+// the contents of db at one moment while writes go on (tkv_checkpoint): its
+// SSTs hard-linked (copied across file systems), the memtables and rows
+// written as SSTs, an empty pmem pool of its own. Open it with Open like any
+// database; it is independent of db. ErrInvalid if dir exists.
+func (db *DB) Checkpoint(dir string) error {
+	c, err := db.acquire()
+	if err != nil {
+		return err
+	}
+	defer db.release()
+	cdir, err := cString("directory name", dir)
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(cdir))
+	var e C.gtkv_err
+	return newError(C.gtkv_checkpoint(c, cdir, &e), &e)
 }
 
 // Property returns a text report by name ("tkv.stats", "tkv.levels",

@@ -158,6 +158,11 @@ int gtkv_flush(tkv_db *db, gtkv_err *e)
     return check(tkv_flush(db), e);
 }
 
+int gtkv_checkpoint(tkv_db *db, const char *dir, gtkv_err *e)
+{
+    return check(tkv_checkpoint(db, dir), e);
+}
+
 int gtkv_property(tkv_db *db, const char *name, char **out, gtkv_err *e)
 {
     *out = tkv_property(db, name);

@@ -54,6 +54,7 @@ int gtkv_snapshot_new(tkv_db *db, const tkv_snapshot **out, gtkv_err *e);
 int gtkv_iter_new(tkv_db *db, const tkv_snapshot *s, tkv_iter **out, gtkv_err *e);
 void gtkv_iter_move(tkv_iter *it, int op, const void *k, size_t kl, gtkv_pos *p, gtkv_err *e);
 int gtkv_flush(tkv_db *db, gtkv_err *e);
+int gtkv_checkpoint(tkv_db *db, const char *dir, gtkv_err *e);
 int gtkv_property(tkv_db *db, const char *name, char **out, gtkv_err *e);
 int gtkv_verify(const char *dir, const tkv_options *opts, char **report, gtkv_err *e);
 

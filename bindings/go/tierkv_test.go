@@ -408,6 +408,63 @@ func TestPropertyAndVerify(t *testing.T) {
 	}
 }
 
+// TestCheckpoint: a checkpoint taken while goroutines write holds every
+// write acknowledged before it, opens beside the source, and the two are
+// independent; a second checkpoint to the same directory is ErrInvalid.
+func TestCheckpoint(t *testing.T) {
+	db, _ := openTest(t)
+	for i := 0; i < 3000; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("k%05d", i)), []byte(fmt.Sprintf("v%d", i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // writes beside the checkpoint, to keys the checks below do not read
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := db.Put([]byte(fmt.Sprintf("z%07d", i)), []byte("x"), nil); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	out := filepath.Join(t.TempDir(), "ckpt")
+	err := db.Checkpoint(out)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Checkpoint(out); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("checkpoint to an existing directory: %v", err)
+	}
+	ck, err := Open(out, testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	for i := 0; i < 3000; i += 7 {
+		mustGet(t, ck, fmt.Sprintf("k%05d", i), fmt.Sprintf("v%d", i))
+	}
+	if err := db.Put([]byte("k00000"), []byte("source"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ck.Put([]byte("k00001"), []byte("checkpoint"), nil); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "k00000", "source")
+	mustGet(t, db, "k00001", "v1")
+	mustGet(t, ck, "k00000", "v0")
+	mustGet(t, ck, "k00001", "checkpoint")
+}
+
 func TestReopenKeepsData(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
 	db, err := Open(dir, testOptions)
