@@ -31,48 +31,17 @@
 #include "matrix/pool.h"
 #include "sst/table.h"
 #include "testutil.h"
-#include "util/checksum.h"
 
 static char *g_root; /* temporary directory of the group */
 static char *g_base; /* the database every case copies */
 
 /* ---------------------------------------------------------------- files */
 
-/* copy_file -- a sparse copy of src to dst (the pool stays small). */
-static void copy_file(const char *src, const char *dst)
-{
-    int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || out < 0) fail_msg("copy %s -> %s: open failed", src, dst);
-    static uint8_t buf[1 << 16];
-    static const uint8_t zero[1 << 16];
-    ssize_t n;
-    off_t off = 0;
-    while ((n = read(in, buf, sizeof buf)) > 0) {
-        if (memcmp(buf, zero, (size_t)n) != 0 && pwrite(out, buf, (size_t)n, off) != n) fail_msg("write %s", dst);
-        off += n;
-    }
-    assert_int_equal(ftruncate(out, off), 0);
-    close(in);
-    close(out);
-}
-
 /* copy_db -- a copy of the base database in a new directory of the group. */
 static char *copy_db(const char *name)
 {
     char *dst = tu_path(g_root, name);
-    tu_rmrf(dst);
-    assert_int_equal(mkdir(dst, 0755), 0);
-    DIR *d = opendir(g_base);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || !strcmp(e->d_name, "LOCK")) continue;
-        char *s = tu_path(g_base, e->d_name), *t = tu_path(dst, e->d_name);
-        copy_file(s, t);
-        free(s);
-        free(t);
-    }
-    closedir(d);
+    tu_copy_db(g_base, dst, 0);
     return dst;
 }
 
@@ -424,7 +393,7 @@ static void pool_of_another(void **state)
     tkv_options_free(o);
     char *dir = copy_db("another");
     char *src = tu_path(other, "matrix.pmem"), *dst = tu_path(dir, "matrix.pmem");
-    copy_file(src, dst);
+    tu_copy_file(src, dst);
     expect_one_problem(dir, "matrix.pmem", "belongs to another database");
     free(src);
     free(dst);
@@ -443,7 +412,7 @@ static void crash_leftovers(void **state)
     assert_non_null(f);
     assert_int_equal(fwrite("\x11\x22\x33\x44\x55", 1, 5, f), 5);
     assert_int_equal(fclose(f), 0);
-    copy_file(s, orphan);
+    tu_copy_file(s, orphan);
     char *report = verify(dir, TKV_OK);
     assert_int_equal(report_u64(report, "verify:", "problems="), 0);
     assert_int_equal(report_u64(report, "verify:", "notes="), 2);
@@ -534,46 +503,28 @@ static void crash_state(void **state)
     free(dir);
 }
 
-/* digest -- a hash of every file's name, size, blocks and content in dir. */
-static uint64_t digest(const char *dir)
-{
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    uint64_t h = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.') continue;
-        char *p = tu_path(dir, e->d_name);
-        struct stat sb;
-        assert_int_equal(stat(p, &sb), 0);
-        uint64_t fh = tkv_hash64(e->d_name, strlen(e->d_name), (uint64_t)sb.st_size * 31 + (uint64_t)sb.st_blocks);
-        int fd = open(p, O_RDONLY);
-        static uint8_t buf[1 << 16];
-        ssize_t n;
-        while ((n = read(fd, buf, sizeof buf)) > 0) fh = tkv_hash64(buf, (size_t)n, fh);
-        close(fd);
-        h += fh; /* order-independent */
-        free(p);
-    }
-    closedir(d);
-    return h;
-}
-
-/* changes_nothing -- verify (clean, or with problems) leaves every byte and
- * every block of every file as it was. */
+/* changes_nothing -- verify (clean, or with problems) leaves every byte,
+ * every block and every time stamp of every file as it was, and makes no
+ * file. */
 static void changes_nothing(void **state)
 {
     (void)state;
-    uint64_t before = digest(g_base);
+    tu_dir_state *before = tu_dir_state_take(g_base);
     tkv_free(verify(g_base, TKV_OK));
-    assert_true(digest(g_base) == before);
+    tu_dir_state *after = tu_dir_state_take(g_base);
+    tu_dir_state_expect_same(before, after, "tkv_verify of a clean database");
+    tu_dir_state_free(before);
+    tu_dir_state_free(after);
     char *dir = copy_db("unchanged");
     char *sst = file_with(dir, ".sst", 0);
     flip(dir, sst, 3);
     flip(dir, "matrix.pmem", 30);
-    before = digest(dir);
+    before = tu_dir_state_take(dir);
     tkv_free(verify(dir, TKV_CORRUPTION));
-    assert_true(digest(dir) == before);
+    after = tu_dir_state_take(dir);
+    tu_dir_state_expect_same(before, after, "tkv_verify of a damaged database");
+    tu_dir_state_free(before);
+    tu_dir_state_free(after);
     free(sst);
     tu_rmrf(dir);
     free(dir);

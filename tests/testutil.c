@@ -4,10 +4,12 @@
  * ordered in-memory model and the model-vs-database check (see testutil.h).
  */
 #include "testutil.h"
+#include "util/checksum.h"
 #include "util/rng.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
 #include <setjmp.h>
@@ -261,6 +263,126 @@ uint64_t tu_file_size(const char *path)
     struct stat sb;
     if (stat(path, &sb) != 0) fail_msg("stat %s: %s", path, strerror(errno));
     return (uint64_t)sb.st_size;
+}
+
+void tu_copy_file(const char *src, const char *dst)
+{
+    int in = open(src, O_RDONLY), out = open(dst, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0) fail_msg("copy %s -> %s: open failed: %s", src, dst, strerror(errno));
+    static __thread uint8_t buf[1 << 16];
+    static const uint8_t zero[1 << 16];
+    ssize_t n;
+    off_t off = 0;
+    while ((n = read(in, buf, sizeof buf)) > 0) {
+        if (memcmp(buf, zero, (size_t)n) != 0 && pwrite(out, buf, (size_t)n, off) != n) fail_msg("write %s", dst);
+        off += n;
+    }
+    if (n < 0 || ftruncate(out, off) != 0) fail_msg("copy %s -> %s: %s", src, dst, strerror(errno));
+    close(in);
+    close(out);
+}
+
+void tu_copy_db(const char *src, const char *dst, int with_lock)
+{
+    tu_rmrf(dst);
+    if (mkdir(dst, 0755) != 0) fail_msg("mkdir %s: %s", dst, strerror(errno));
+    DIR *d = opendir(src);
+    if (!d) fail_msg("opendir %s: %s", src, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || (!with_lock && !strcmp(e->d_name, "LOCK"))) continue;
+        char *s = tu_path(src, e->d_name), *t = tu_path(dst, e->d_name);
+        tu_copy_file(s, t);
+        free(s);
+        free(t);
+    }
+    closedir(d);
+}
+
+/* One file (or the directory itself, name ".") as tu_dir_state_take saw it. */
+typedef struct tu_file_state {
+    char name[256];
+    uint64_t size, blocks, mode, hash;
+    struct timespec mtime, ctime;
+} tu_file_state;
+
+struct tu_dir_state {
+    tu_file_state *f; /* sorted by name; f[0] is the directory itself */
+    size_t n;
+};
+
+/* file_state -- stat and content hash of path into *s. */
+static void file_state(const char *path, const char *name, tu_file_state *s)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) fail_msg("stat %s: %s", path, strerror(errno));
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->size = (uint64_t)sb.st_size;
+    s->blocks = (uint64_t)sb.st_blocks;
+    s->mode = (uint64_t)sb.st_mode;
+    s->mtime = sb.st_mtim;
+    s->ctime = sb.st_ctim;
+    if (!S_ISREG(sb.st_mode)) return;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) fail_msg("open %s: %s", path, strerror(errno));
+    static __thread uint8_t buf[1 << 16];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) s->hash = tkv_hash64(buf, (size_t)n, s->hash);
+    close(fd);
+}
+
+static int file_state_cmp(const void *a, const void *b)
+{
+    return strcmp(((const tu_file_state *)a)->name, ((const tu_file_state *)b)->name);
+}
+
+tu_dir_state *tu_dir_state_take(const char *dir)
+{
+    tu_dir_state *s = calloc(1, sizeof *s);
+    size_t cap = 16;
+    if (!s || !(s->f = malloc(cap * sizeof *s->f))) fail_msg("out of memory");
+    file_state(dir, ".", &s->f[s->n++]);
+    DIR *d = opendir(dir);
+    if (!d) fail_msg("opendir %s: %s", dir, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (s->n == cap && !(s->f = realloc(s->f, (cap *= 2) * sizeof *s->f))) fail_msg("out of memory");
+        char *p = tu_path(dir, e->d_name);
+        file_state(p, e->d_name, &s->f[s->n++]);
+        free(p);
+    }
+    closedir(d);
+    qsort(s->f + 1, s->n - 1, sizeof *s->f, file_state_cmp);
+    return s;
+}
+
+static int ts_equal(struct timespec a, struct timespec b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
+
+void tu_dir_state_expect_same(const tu_dir_state *a, const tu_dir_state *b, const char *what)
+{
+    for (size_t i = 0, j = 0; i < a->n || j < b->n; i++, j++) {
+        int c = i == a->n ? 1 : j == b->n ? -1 : strcmp(a->f[i].name, b->f[j].name);
+        if (c < 0) fail_msg("%s: file %s is gone", what, a->f[i].name);
+        if (c > 0) fail_msg("%s: file %s appeared", what, b->f[j].name);
+        const tu_file_state *x = &a->f[i], *y = &b->f[j];
+        const char *diff = x->size != y->size              ? "its size"
+                           : x->blocks != y->blocks        ? "its allocated blocks"
+                           : x->mode != y->mode            ? "its mode"
+                           : x->hash != y->hash            ? "its content"
+                           : !ts_equal(x->mtime, y->mtime) ? "its mtime"
+                           : !ts_equal(x->ctime, y->ctime) ? "its ctime"
+                                                           : NULL;
+        if (diff) fail_msg("%s: %s changed %s", what, x->name, diff);
+    }
+}
+
+void tu_dir_state_free(tu_dir_state *s)
+{
+    if (!s) return;
+    free(s->f);
+    free(s);
 }
 
 size_t tu_list_numbered(const char *dir, const char *suffix, uint64_t **out)

@@ -119,6 +119,21 @@ int tu_cmp_u64(const void *a, const void *b);
 uint64_t tu_absdiff(uint64_t a, uint64_t b);
 /* tu_file_size -- st_size of path; fails the test if it cannot be stat'ed. */
 uint64_t tu_file_size(const char *path);
+/* tu_copy_file -- a sparse copy of src to dst (blocks of zeros become holes:
+ * a pool stays small); fails the test on an error. */
+void tu_copy_file(const char *src, const char *dst);
+/* tu_copy_db -- a copy of the closed database directory src in dst (removed
+ * first, then made), every file copied by tu_copy_file; its LOCK file only
+ * when with_lock. */
+void tu_copy_db(const char *src, const char *dst, int with_lock);
+/* tu_dir_state_take -- what dir holds now: the list of its files, and for
+ * the directory and each file its size, allocated blocks, mode, mtime,
+ * ctime and (files) a hash of every byte. tu_dir_state_expect_same fails
+ * the test, naming `what`, the file and what changed, unless b is a. */
+typedef struct tu_dir_state tu_dir_state;
+tu_dir_state *tu_dir_state_take(const char *dir);
+void tu_dir_state_expect_same(const tu_dir_state *a, const tu_dir_state *b, const char *what);
+void tu_dir_state_free(tu_dir_state *s);
 
 /* ---------------------------------------------------------------- faults */
 
