@@ -106,6 +106,7 @@ TKV_API int tkv_version(void);
 #define TKV_NO_SPACE   (-4) /* the device or a pool is full */
 #define TKV_BUSY       (-5) /* the resource is in use (e.g. directory or pmem pool file locked) */
 #define TKV_NO_MEMORY  (-6) /* an allocation failed */
+#define TKV_READ_ONLY  (-7) /* a write call on a handle opened with read_only=1 */
 
 /* Limits, enforced by every function that takes keys or values. */
 #define TKV_MAX_KEY_SIZE   (64u * 1024u)          /* 64 KiB */
@@ -237,22 +238,49 @@ TKV_API int tkv_env_free(tkv_env *env);
  * With l0=matrix (the default) it also opens, or creates, the pmem pool file
  * (pmem_path, default <dir>/matrix.pmem) and reconciles it with the MANIFEST
  * before replaying the WAL (docs/format-matrix.md section 9.3).
+ *
+ * With the option read_only=1 the database is opened to be read, and
+ * nothing in its directory or its pool is written, created, renamed,
+ * deleted, synced, reserved or punched (not even with create_if_missing=1):
+ *  - it must exist (its IDENTITY, LOCK and MANIFEST files): else TKV_INVALID;
+ *  - it sees what a read-write open would recover: the MANIFEST's state,
+ *    the pool's rows at their cursors, and every WAL replayed into
+ *    memtables held in DRAM only -- however much the logs hold, past
+ *    memtables x memtable_size and dram_budget (nothing flushes them);
+ *  - no new WAL or MANIFEST, no flush, compaction or column, no obsolete
+ *    file deleted, no pool reconciliation: a row the MANIFEST does not
+ *    list is ignored (the next read-write open drops it), no page is
+ *    released; the pool is mapped PROT_READ and every file opened O_RDONLY;
+ *    pmem_mode and the pool's room for 4 memtables are not checked;
+ *  - no background thread (a listener gets no events: there are none), and
+ *    no env: one set with tkv_options_set_env is not used (the handle has
+ *    its own block cache and is not counted in the env or its pmem_budget);
+ *  - it takes shared locks on <dir>/LOCK and on the pool file: read-only
+ *    handles (in this or other processes) and tkv_verify share a database;
+ *    a read-write open, or tkv_destroy, while one is open is TKV_BUSY, and
+ *    a read-only open while a read-write handle is open is TKV_BUSY;
+ *  - tkv_put, tkv_delete, tkv_write, tkv_flush and tkv_compact_range on it
+ *    return TKV_READ_ONLY; every read call, snapshots and properties work.
+ *
  * Returns TKV_OK and *out, or:
- *  TKV_INVALID     NULL argument; dir missing and create_if_missing=0; dir exists
- *                  and error_if_exists=1; l0=sst while the matrix container
- *                  still holds rows; a pmem_size other than the existing pool's;
- *                  a pool too small for 4 memtables; pmem_mode=pmem on memory
- *                  that is not pmem; a dram_budget too small for the sizes set
- *                  (checked before anything is created) (docs/options.md); dir
- *                  is a checkpoint still being built or cut short by a crash
- *                  (tkv_checkpoint)
+ *  TKV_INVALID     NULL argument; dir missing and create_if_missing=0 (or
+ *                  read_only=1); dir exists and error_if_exists=1; l0=sst
+ *                  while the matrix container still holds rows; a pmem_size
+ *                  other than the existing pool's; a pool too small for 4
+ *                  memtables; pmem_mode=pmem on memory that is not pmem; a
+ *                  dram_budget too small for the sizes set (checked before
+ *                  anything is created) (docs/options.md); dir is a
+ *                  checkpoint still being built or cut short by a crash
+ *                  (tkv_checkpoint); read_only=1 and no LOCK file (never
+ *                  opened read-write) or no MANIFEST
  *  TKV_BUSY        another handle (in this or another process) has `dir` or its
- *                  pool file open
+ *                  pool file open (read_only=1: open read-write)
  *  TKV_NO_SPACE    with an env: the pool would take the env's pools past its
  *                  pmem_budget (checked before anything is created)
  *  TKV_CORRUPTION  a checksum failed in the middle of a log or other file; the
  *                  pool header or a row fails to verify (the message names the
  *                  pool file and row); the MANIFEST lists rows the pool lacks
+ *                  or SSTs that are missing or of the wrong size
  *  TKV_IO_ERROR, TKV_NO_SPACE, TKV_NO_MEMORY
  * On error *out is set to NULL. */
 TKV_API int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
@@ -271,7 +299,8 @@ TKV_API int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out);
  * even if no write was made after it), else the first error met while
  * finishing (syncing the WAL, the final msync of the pmem pool); the handle
  * is freed regardless. Data acknowledged before the error is in the WAL
- * and comes back at the next open. */
+ * and comes back at the next open. A read-only handle (read_only=1) has
+ * nothing to finish: close frees it and releases its shared locks. */
 TKV_API int tkv_close(tkv_db *db);
 
 /* tkv_destroy -- removes the database in `dir` (all of tierkv's files, then the
@@ -279,7 +308,8 @@ TKV_API int tkv_close(tkv_db *db);
  * path <dir>/matrix.pmem, or at pmem_path, which the database records in
  * <dir>/POOL with the pool's uuid (a file at that path that is no longer this
  * database's pool is left alone). Returns TKV_BUSY if the database or its
- * pool is open (nothing is removed then), TKV_OK if `dir` does not exist. */
+ * pool is open, read-write or read-only (nothing is removed then), TKV_OK if
+ * `dir` does not exist. */
 TKV_API int tkv_destroy(const char *dir);
 
 /* tkv_put -- sets key to value. flags: TKV_SYNC, TKV_NO_WAL.
@@ -289,7 +319,10 @@ TKV_API int tkv_destroy(const char *dir);
  * has every write acknowledged before it.
  * Returns TKV_OK, TKV_INVALID (NULL/empty/oversized key, oversized value,
  * unknown flag), or a background error that made the database read-only
- * (TKV_IO_ERROR, TKV_NO_SPACE, TKV_CORRUPTION). */
+ * (TKV_IO_ERROR, TKV_NO_SPACE, TKV_CORRUPTION). On a handle opened with
+ * read_only=1 it returns TKV_READ_ONLY, before any other check, and writes
+ * nothing (tkv_errmsg() names the call and the database); so do
+ * tkv_delete, tkv_write, tkv_flush and tkv_compact_range. */
 TKV_API int tkv_put(tkv_db *db, const void *key, size_t klen, const void *val, size_t vlen, unsigned flags);
 
 /* tkv_delete -- removes key (a no-op if absent). Same returns as tkv_put. */
@@ -311,7 +344,7 @@ TKV_API int tkv_batch_delete(tkv_batch *b, const void *key, size_t klen);
 /* tkv_write -- applies every operation of `b` atomically, in order (a later
  * operation on the same key wins): after a crash either all or none of it is
  * present, and no reader ever sees part of it. `b` is not modified. An empty
- * batch is TKV_OK. Returns as tkv_put. */
+ * batch is TKV_OK (TKV_READ_ONLY on a read-only handle). Returns as tkv_put. */
 TKV_API int tkv_write(tkv_db *db, tkv_batch *b, unsigned flags);
 
 /* ---------------------------------------------------------------- reads */
@@ -483,14 +516,16 @@ TKV_API const char *tkv_histogram_name(int id);
 /* tkv_flush -- makes every write acknowledged so far durable in the next tier
  * (rows of the matrix container with l0=matrix, L0 SSTs with l0=sst) and waits
  * for it; with a full pool it waits for column compaction to make room.
- * Returns TKV_OK or the error that stopped it. */
+ * Returns TKV_OK or the error that stopped it (TKV_READ_ONLY on a handle
+ * opened with read_only=1). */
 TKV_API int tkv_flush(tkv_db *db);
 
 /* tkv_compact_range -- compacts the key range [begin, end] (NULL with length 0 =
  * open end; NULL with a non-zero length is TKV_INVALID)
  * down the tree and waits for it. With l0=matrix it first drains the whole
  * matrix container (every row that exists at the call, whatever the range)
- * into L1. Returns TKV_OK or the error that stopped it. */
+ * into L1. Returns TKV_OK or the error that stopped it (TKV_READ_ONLY on a
+ * handle opened with read_only=1). */
 TKV_API int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen);
 
 /* tkv_checkpoint -- makes a new database in directory `out_dir` that holds
@@ -566,11 +601,12 @@ TKV_API char *tkv_property(tkv_db *db, const char *name);
  *    holds every row the MANIFEST lists and that each cursor is possible.
  * `opts` may be NULL; only pmem_path is used. Nothing is written, created,
  * renamed or deleted: files are opened read-only and the pool is mapped
- * read-only, with no recovery. The database must be closed: while a handle
- * (in this or another process) has it open the call returns TKV_BUSY and
- * checks nothing; while the call runs it holds shared locks on <dir>/LOCK
- * and on the pool file, so a tkv_open of the database (or of the pool)
- * returns TKV_BUSY until it ends.
+ * read-only, with no recovery. The database must be closed: while a
+ * read-write handle (in this or another process) has it open the call
+ * returns TKV_BUSY and checks nothing; while the call runs it holds shared locks on <dir>/LOCK
+ * and on the pool file, so a read-write tkv_open of the database (or of the
+ * pool) returns TKV_BUSY until it ends. Read-only handles (read_only=1)
+ * hold shared locks too: the call runs beside them.
  * What a crash legitimately leaves and the next open cleans up (a torn last
  * record of a log, SSTs the MANIFEST does not list, a row the MANIFEST does
  * not list, WALs older than the MANIFEST's log number) is a note, not a
@@ -594,7 +630,7 @@ TKV_API char *tkv_property(tkv_db *db, const char *name);
  *  TKV_IO_ERROR    problems were found, none of them corruption (a file
  *                  could not be read)
  *  TKV_INVALID     NULL or empty dir; dir missing or holding no database
- *  TKV_BUSY        the database or its pool is open
+ *  TKV_BUSY        the database or its pool is open read-write
  *  TKV_NO_MEMORY
  * *report is set (non-NULL) exactly when the return is TKV_OK,
  * TKV_CORRUPTION or TKV_IO_ERROR. The command-line tool's `tkv check` prints

@@ -108,8 +108,8 @@ static void version_and_status(void **state)
     assert_string_equal(tkv_strerror(TKV_OK), "OK");
     assert_string_equal(tkv_strerror(TKV_NOT_FOUND), "not found");
     assert_string_equal(tkv_strerror(TKV_INVALID), "invalid argument");
-    const int codes[] = {TKV_OK,         TKV_NOT_FOUND, TKV_TRUNCATED, TKV_INVALID,  TKV_IO_ERROR,
-                         TKV_CORRUPTION, TKV_NO_SPACE,  TKV_BUSY,      TKV_NO_MEMORY};
+    const int codes[] = {TKV_OK,         TKV_NOT_FOUND, TKV_TRUNCATED, TKV_INVALID,   TKV_IO_ERROR,
+                         TKV_CORRUPTION, TKV_NO_SPACE,  TKV_BUSY,      TKV_NO_MEMORY, TKV_READ_ONLY};
     const size_t ncodes = sizeof codes / sizeof codes[0];
     for (size_t i = 0; i < ncodes; i++) {
         const char *s = tkv_strerror(codes[i]);
@@ -120,7 +120,7 @@ static void version_and_status(void **state)
             if (!strcmp(s, tkv_strerror(codes[j])))
                 fail_msg("tkv_strerror(%d) == tkv_strerror(%d) == \"%s\"", codes[i], codes[j], s);
     }
-    const int unknown[] = {3, 42, -7, -100, 1 << 30, -(1 << 30)};
+    const int unknown[] = {3, 42, -8, -100, 1 << 30, -(1 << 30)};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
         assert_string_equal(tkv_strerror(unknown[i]), "unknown status");
 }

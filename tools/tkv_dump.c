@@ -214,7 +214,7 @@ static int pool_of(const char *arg, const dump_args *a, char *path, size_t n, ve
         snprintf(path, n, "%s", a->c.opts->pmem_path);
     else if (access(path, F_OK) != 0 && mx_recorded_pool(arg, recorded, sizeof recorded, uuid))
         snprintf(path, n, "%s", recorded);
-    if (vset_open_readonly(arg, NULL, vs) < 0)
+    if (vset_open_readonly(arg, NULL, 0, vs) < 0)
         printf("manifest: unreadable (%s); cursors are not shown\n", tkv_errmsg());
     return 0;
 }

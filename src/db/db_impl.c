@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * db_impl.c -- the helpers every engine module shares: the sticky
- * background error, shutting down, timed waits on bg_cv and waking the
- * background work (db_impl.h).
+ * background error, the read-only refusal, shutting down, timed waits on
+ * bg_cv and waking the background work (db_impl.h).
  */
 #include "db/db_impl.h"
 
@@ -37,6 +37,13 @@ void db_event(tkv_db *db, int type, uint64_t job, int level, int status, uint64_
 }
 
 int db_bg_error(tkv_db *db) { return tkv_err(db->bg_error, "%s", db->bg_errmsg); }
+
+int db_check_writable(tkv_db *db, const char *what)
+{
+    if (!db->opts.read_only) return 0;
+    return tkv_err(TKV_READ_ONLY, "%s: database %s is open read-only (read_only=1); nothing was written", what,
+                   db->dir);
+}
 
 void db_shut_down(tkv_db *db)
 {

@@ -213,6 +213,12 @@ void db_set_bg_error(tkv_db *db, int code);
  * return to a caller that found bg_error set. Caller holds mu. */
 int db_bg_error(tkv_db *db);
 
+/* db_check_writable -- 0, or TKV_READ_ONLY naming `what` (the API call)
+ * and the database when db was opened with read_only=1: every call that
+ * would change the database asks first, before it checks anything else.
+ * No lock needed (the options never change). */
+int db_check_writable(tkv_db *db, const char *what);
+
 /* db_shut_down -- sets shutting_down and wakes every background thread
  * waiting on bg_cv (idempotent). Takes mu. */
 void db_shut_down(tkv_db *db);

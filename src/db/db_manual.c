@@ -16,6 +16,7 @@
 int tkv_flush(tkv_db *db)
 {
     if (!db) return tkv_err(TKV_INVALID, "tkv_flush: NULL db");
+    TKV_TRY(db_check_writable(db, "tkv_flush"));
     /* A queued "writer" without a batch switches the active memtable when it
      * leads (so no leader is inserting into it), then we wait for the flush
      * thread to write every immutable memtable to L0. */
@@ -29,6 +30,7 @@ int tkv_flush(tkv_db *db)
 int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen)
 {
     if (!db) return tkv_err(TKV_INVALID, "tkv_compact_range: NULL db");
+    TKV_TRY(db_check_writable(db, "tkv_compact_range"));
     if ((!begin && blen) || (!end && elen)) return tkv_err(TKV_INVALID, "tkv_compact_range: NULL key with a length");
     TKV_TRY(tkv_flush(db));
     tkv_slice lo = slice(begin, blen), hi = slice(end, elen);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * db_open.c -- the public lifecycle API: tkv_open (directory, lock, the
- * tiers, recovery, background threads, in that order), tkv_close,
+ * tiers, recovery, background threads, in that order; read_only=1 stops
+ * before the threads and writes nothing on the way), tkv_close,
  * tkv_destroy, tkv_version, tkv_free.
  */
 #include <dirent.h>
@@ -40,18 +41,33 @@ int tkv_version(void) { return TKV_VERSION_NUMBER; }
 
 void tkv_free(void *p) { free(p); }
 
-/* lock_dir -- takes an exclusive flock on <dir>/LOCK (per open file
- * description, so a second open in the same process conflicts too). */
-static int lock_dir(const char *dir, int *fd_out)
+/* lock_dir -- takes a flock on <dir>/LOCK (per open file description, so a
+ * second open in the same process conflicts too): exclusive for a
+ * read-write open (creating the file), shared for a read-only one (the
+ * file must exist: a read-only open creates nothing). Read-only handles
+ * share the directory with each other and with tkv_verify; any of them
+ * keeps a read-write open out, and the reverse. */
+static int lock_dir(const char *dir, int shared, int *fd_out)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/" LOCK_FILE, dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = shared ? open(path, O_RDONLY | O_CLOEXEC) : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 && shared && errno == ENOENT)
+        return tkv_err(TKV_INVALID,
+                       "database %s has no lock file %s: read_only=1 opens only a database that has been opened "
+                       "read-write before, and creates nothing",
+                       dir, path);
     if (fd < 0) return tkv_err_errno(errno, "open lock file %s", path);
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
         int e = errno;
         close(fd);
-        if (e == EWOULDBLOCK) return tkv_err(TKV_BUSY, "database %s is already open (locked by %s)", dir, path);
+        if (e == EWOULDBLOCK && shared)
+            return tkv_err(TKV_BUSY, "database %s is open read-write by another handle (%s is locked)", dir, path);
+        if (e == EWOULDBLOCK)
+            return tkv_err(TKV_BUSY,
+                           "database %s is already open by another handle, read-write or read-only (%s is "
+                           "locked)",
+                           dir, path);
         return tkv_err_errno(e, "lock %s", path);
     }
     *fd_out = fd;
@@ -65,12 +81,38 @@ static int file_exists(const char *dir, const char *name)
     return access(path, F_OK) == 0;
 }
 
+/* incomplete_checkpoint -- TKV_INVALID: dir is a checkpoint being built
+ * or cut short (ckpt_dir.h), not a database. */
+static int incomplete_checkpoint(const char *dir)
+{
+    return tkv_err(TKV_INVALID,
+                   "%s is an incomplete checkpoint (it holds " CKPT_MARKER_FILE
+                   ": a tkv_checkpoint still builds it, or was cut short); it is not a database -- remove it",
+                   dir);
+}
+
+/* check_exists -- read_only=1: dir must hold a database (its IDENTITY
+ * file); nothing is created whatever create_if_missing says. */
+static int check_exists(const char *dir, const struct tkv_options *o)
+{
+    struct stat sb;
+    int st = stat(dir, &sb);
+    if (st != 0 && errno != ENOENT && errno != ENOTDIR) return tkv_err_errno(errno, "stat %s", dir);
+    if (st != 0 || !S_ISDIR(sb.st_mode) || !file_exists(dir, IDENTITY_FILE))
+        return tkv_err(TKV_INVALID, "%s holds no tierkv database (read_only=1 opens an existing one and creates none)",
+                       dir);
+    if (ckpt_dir_incomplete(dir)) return incomplete_checkpoint(dir);
+    if (o->error_if_exists) return tkv_err(TKV_INVALID, "database %s already exists (error_if_exists=1)", dir);
+    return 0;
+}
+
 /* prepare_dir -- checks/creates the directory and the IDENTITY file per the
- * create_if_missing / error_if_exists options. */
+ * create_if_missing / error_if_exists options (read_only=1: check_exists). */
 static int prepare_dir(const char *dir, const struct tkv_options *o, int *created)
 {
     struct stat sb;
     *created = 0;
+    if (o->read_only) return check_exists(dir, o);
     if (stat(dir, &sb) != 0) {
         if (errno != ENOENT) return tkv_err_errno(errno, "stat %s", dir);
         if (!o->create_if_missing) return tkv_err(TKV_INVALID, "database %s does not exist (create_if_missing=0)", dir);
@@ -78,10 +120,7 @@ static int prepare_dir(const char *dir, const struct tkv_options *o, int *create
     } else if (!S_ISDIR(sb.st_mode)) {
         return tkv_err(TKV_INVALID, "%s exists and is not a directory", dir);
     } else if (ckpt_dir_incomplete(dir)) {
-        return tkv_err(TKV_INVALID,
-                       "%s is an incomplete checkpoint (it holds " CKPT_MARKER_FILE
-                       ": a tkv_checkpoint still builds it, or was cut short); it is not a database -- remove it",
-                       dir);
+        return incomplete_checkpoint(dir);
     }
     if (file_exists(dir, IDENTITY_FILE)) {
         if (o->error_if_exists) return tkv_err(TKV_INVALID, "database %s already exists (error_if_exists=1)", dir);
@@ -145,84 +184,87 @@ static int open_env_pool(tkv_db *db)
     return 0;
 }
 
-static int open_tiers(tkv_db *db, int created, uint64_t pool_bytes);
-
-int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
+/* db_new -- a handle for dir with options o, nothing opened yet; NULL on
+ * out of memory. */
+static tkv_db *db_new(const char *dir, const struct tkv_options *o, const dram_split *dram)
 {
-    if (out) *out = NULL;
-    if (!dir || !out) return tkv_err(TKV_INVALID, "tkv_open: NULL %s", dir ? "out" : "dir");
-    if (!*dir) return tkv_err(TKV_INVALID, "tkv_open: empty directory name");
-    struct tkv_options o;
-    if (opts) o = *opts;
-    else options_init_defaults(&o);
-    dram_split dram;
-    TKV_TRY(budget_split(&o, &dram)); /* derives memtable_size and block_cache_size under a dram_budget */
-    /* an env's pmem_budget is checked before anything is created */
-    uint64_t pool_bytes = o.env ? mx_planned_pool_size(&o, dir) : 0;
-    if (o.env) TKV_TRY(env_pool_reserve(o.env, pool_bytes, dir));
-    int created, rc = prepare_dir(dir, &o, &created);
-    tkv_db *db = rc == 0 ? calloc(1, sizeof *db) : NULL;
-    if (rc == 0 && (!db || !(db->dir = strdup(dir)))) {
+    tkv_db *db = calloc(1, sizeof *db);
+    if (!db || !(db->dir = strdup(dir))) {
         free(db);
-        rc = tkv_err(TKV_NO_MEMORY, "out of memory opening %s", dir);
+        tkv_err(TKV_NO_MEMORY, "out of memory opening %s", dir);
+        return NULL;
     }
-    if (rc < 0) {
-        if (o.env) env_pool_release(o.env, pool_bytes);
-        return rc;
-    }
-    db->opts = o;
-    db->dram = dram;
-    rc = open_tiers(db, created, pool_bytes);
-    if (rc < 0) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", tkv_errmsg());
-        tkv_close(db);
-        return tkv_err(rc, "%s", msg);
-    }
-    *out = db;
-    return TKV_OK;
-}
-
-/* open_tiers -- the rest of tkv_open, in order: lock, the tiers, recovery,
- * the background threads. On error tkv_open closes what was opened. Long
- * because it is the one place that shows the whole order. */
-static int open_tiers(tkv_db *db, int created, uint64_t pool_bytes)
-{
-    const char *dir = db->dir;
-    struct tkv_options o = db->opts;
+    db->opts = *o;
+    db->dram = *dram;
     db->lock_fd = -1;
-    db->io.bytes_per_sync = o.bytes_per_sync; /* before any file is opened (io.h) */
-    db->io.wal_bytes_per_sync = o.wal_bytes_per_sync;
+    db->io.bytes_per_sync = o->bytes_per_sync; /* before any file is opened (io.h) */
+    db->io.wal_bytes_per_sync = o->wal_bytes_per_sync;
     db->snapshots.next = db->snapshots.prev = &db->snapshots;
     pthread_mutex_init(&db->mu, NULL);
+    sched_cond_init(&db->bg_cv); /* CLOCK_MONOTONIC: db_wait_us */
+    return db;
+}
+
+/* open_dir -- the env, the directory's lock, IDENTITY for a new database,
+ * and what must exist before the first data file is opened: the event
+ * thread, the WAL helpers, the trash, the scheduler's gate, the read
+ * rings. A read-only handle (read_only=1; it has no env, tkv_open) takes a
+ * shared lock, writes no probe and starts no thread: no events (it makes
+ * none), no WAL helpers, a trash without a thread (it is never given a
+ * file). */
+static int open_dir(tkv_db *db, int created, uint64_t pool_bytes)
+{
+    const struct tkv_options *o = &db->opts;
+    int ro = o->read_only;
     int rc = open_env(db, pool_bytes); /* first: from here tkv_close detaches */
     if (rc == 0)
-        rc = arena_spares_init(&db->mem_spares, memtable_block_size(o.memtable_size), db->dram.share[BUDGET_MEMTABLES],
+        rc = arena_spares_init(&db->mem_spares, memtable_block_size(o->memtable_size), db->dram.share[BUDGET_MEMTABLES],
                                &db->mem_bytes);
-    if (rc == 0) rc = lock_dir(dir, &db->lock_fd);
-    if (rc == 0 && o.direct_io) rc = io_probe_direct(dir); /* refuse early, before writing anything */
+    if (rc == 0) rc = lock_dir(db->dir, ro, &db->lock_fd);
+    if (rc == 0 && o->direct_io && !ro) rc = io_probe_direct(db->dir); /* refuse early, before writing anything */
     if (rc == 0 && created) {
         static const char identity[] = DB_IDENTITY_TEXT;
-        rc = io_write_file_atomic(dir, IDENTITY_FILE, identity, sizeof identity - 1, &db->io);
+        rc = io_write_file_atomic(db->dir, IDENTITY_FILE, identity, sizeof identity - 1, &db->io);
     }
-    sched_cond_init(&db->bg_cv); /* CLOCK_MONOTONIC: db_wait_us */
-    if (rc == 0 && o.listener) rc = events_start(&db->events, o.listener, o.listener_arg); /* before any event */
+    if (rc == 0 && o->listener && !ro) rc = events_start(&db->events, o->listener, o->listener_arg); /* first */
     /* before the first WAL (io.h); also gives back retired WALs' reserved blocks (wb.h) */
-    if (rc == 0 && o.wal && (o.wal_bytes_per_sync || o.bytes_per_sync)) rc = io_wb_start(&db->io.wb, dir);
+    if (rc == 0 && !ro && o->wal && (o->wal_bytes_per_sync || o->bytes_per_sync)) rc = io_wb_start(&db->io.wb, db->dir);
     /* before the first WAL (io.h); not with sync=1: every fdatasync would also write the zero pages made ahead */
-    if (rc == 0 && o.wal && o.wal_mmap && !o.sync) rc = io_wmap_start(&db->io.wmap);
-    if (rc == 0 && trash_new(o.delete_chunk, o.delete_rate, &db->trash) < 0)
+    if (rc == 0 && !ro && o->wal && o->wal_mmap && !o->sync) rc = io_wmap_start(&db->io.wmap);
+    if (rc == 0 && trash_new(ro ? 0 : o->delete_chunk, o->delete_rate, &db->trash) < 0)
         rc = tkv_err(TKV_NO_MEMORY, "out of memory starting the trash thread");
     if (rc == 0) rc = silk_open(db); /* installs the I/O gate before any data file is opened */
     if (rc == 0) rc = open_rings(db);
-    if (rc == 0) rc = vset_open(dir, &db->io, &db->vs);
+    return rc;
+}
+
+/* open_versions -- the MANIFEST's state: recovered and rewritten
+ * (vset_open), or with read_only=1 only read, its SSTs checked on disk
+ * as vset_open checks them. */
+static int open_versions(tkv_db *db)
+{
+    if (!db->opts.read_only) return vset_open(db->dir, &db->io, &db->vs);
+    int rc = vset_open_readonly(db->dir, &db->io, 1, &db->vs);
+    if (rc == 1)
+        return tkv_err(TKV_INVALID,
+                       "database %s has no MANIFEST (its creation was cut short): read_only=1 cannot open it; a "
+                       "read-write open completes it",
+                       db->dir);
+    return rc;
+}
+
+/* open_tiers -- the MANIFEST, the pool, the caches, the first view, then
+ * WAL replay (recovery) and the tables preloaded. */
+static int open_tiers(tkv_db *db)
+{
+    int rc = open_versions(db);
     if (rc == 0) rc = mx_open(db); /* before WAL replay: rows the MANIFEST does not list go first */
     if (rc == 0) rc = open_env_pool(db);
     if (rc == 0) options_resolve_at_open(&db->opts, mx_pool_size(db));  /* l1_size=0: the pool's size */
     if (rc == 0 && db->env) db->block_cache = env_block_cache(db->env); /* shared */
     else if (rc == 0 && !(db->block_cache = cache_new(db->opts.block_cache_size, -1)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the block cache");
-    if (rc == 0 && !(db->tc = table_cache_new(dir, (size_t)db->opts.max_open_files, db->dram.share[BUDGET_TABLES],
+    if (rc == 0 && !(db->tc = table_cache_new(db->dir, (size_t)db->opts.max_open_files, db->dram.share[BUDGET_TABLES],
                                               db->block_cache, &db->io, db->opts.direct_io ? IO_DIRECT : 0)))
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the table cache");
     memtable *mem = NULL;
@@ -238,15 +280,58 @@ static int open_tiers(tkv_db *db, int created, uint64_t pool_bytes)
     if (rc == 0) cmp_preload_tables(db); /* before clients: the first reads do not open tables */
     if (rc == 0) {
         pthread_mutex_lock(&db->mu);
-        files_delete_obsolete(db); /* orphans of a crash, WALs already in SSTs */
+        files_delete_obsolete(db); /* orphans of a crash, WALs already in SSTs (not with read_only=1) */
         files_update_deep_score(db);
         pthread_mutex_unlock(&db->mu);
-        rc = flush_start(db);
-        if (rc == 0) rc = cmp_workers_start(db);
-        if (rc == 0) rc = mx_start(db);
-        if (rc == 0) rc = silk_start(db);
     }
     return rc;
+}
+
+/* start_background -- the flush, compaction, column and scheduler threads,
+ * or with an env their tasks in its pool (a read-write handle only). */
+static int start_background(tkv_db *db)
+{
+    int rc = flush_start(db);
+    if (rc == 0) rc = cmp_workers_start(db);
+    if (rc == 0) rc = mx_start(db);
+    if (rc == 0) rc = silk_start(db);
+    return rc;
+}
+
+int tkv_open(const char *dir, const tkv_options *opts, tkv_db **out)
+{
+    if (out) *out = NULL;
+    if (!dir || !out) return tkv_err(TKV_INVALID, "tkv_open: NULL %s", dir ? "out" : "dir");
+    if (!*dir) return tkv_err(TKV_INVALID, "tkv_open: empty directory name");
+    struct tkv_options o;
+    if (opts) o = *opts;
+    else options_init_defaults(&o);
+    /* a read-only handle runs no background work and keeps its own cache:
+     * it does not attach to an env (whose first database starts its pool) */
+    if (o.read_only) o.env = NULL;
+    dram_split dram;
+    TKV_TRY(budget_split(&o, &dram)); /* derives memtable_size and block_cache_size under a dram_budget */
+    /* an env's pmem_budget is checked before anything is created */
+    uint64_t pool_bytes = o.env ? mx_planned_pool_size(&o, dir) : 0;
+    if (o.env) TKV_TRY(env_pool_reserve(o.env, pool_bytes, dir));
+    int created, rc = prepare_dir(dir, &o, &created);
+    tkv_db *db = rc == 0 ? db_new(dir, &o, &dram) : NULL;
+    if (rc == 0 && !db) rc = TKV_NO_MEMORY;
+    if (rc < 0) {
+        if (o.env) env_pool_release(o.env, pool_bytes);
+        return rc;
+    }
+    rc = open_dir(db, created, pool_bytes);
+    if (rc == 0) rc = open_tiers(db);
+    if (rc == 0 && !o.read_only) rc = start_background(db);
+    if (rc < 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", tkv_errmsg());
+        tkv_close(db);
+        return tkv_err(rc, "%s", msg);
+    }
+    *out = db;
+    return TKV_OK;
 }
 
 int tkv_close(tkv_db *db)
@@ -365,7 +450,7 @@ int tkv_destroy(const char *dir)
     if (stat(dir, &sb) != 0) return errno == ENOENT ? TKV_OK : tkv_err_errno(errno, "stat %s", dir);
     if (!S_ISDIR(sb.st_mode)) return tkv_err(TKV_INVALID, "%s is not a directory", dir);
     int lock_fd;
-    TKV_TRY(lock_dir(dir, &lock_fd));
+    TKV_TRY(lock_dir(dir, 0, &lock_fd));
     int rc = destroy_pool(dir); /* first: a pool in use stops the whole destroy */
     if (rc < 0) {
         close(lock_fd);

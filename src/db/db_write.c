@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * db_write.c -- the public write API: tkv_write, tkv_put, tkv_delete
- * (argument checks; the write path itself is write.c).
+ * (argument checks and the read-only refusal; the write path itself is
+ * write.c).
  */
 #include "db/db_impl.h"
 #include "db/write.h"
@@ -18,7 +19,9 @@ static int check_flags(unsigned flags)
 
 int tkv_write(tkv_db *db, tkv_batch *b, unsigned flags)
 {
-    if (!db || !b) return tkv_err(TKV_INVALID, "tkv_write: NULL %s", db ? "batch" : "db");
+    if (!db) return tkv_err(TKV_INVALID, "tkv_write: NULL db");
+    TKV_TRY(db_check_writable(db, "tkv_write"));
+    if (!b) return tkv_err(TKV_INVALID, "tkv_write: NULL batch");
     TKV_TRY(check_flags(flags));
     if (batch_count(b->rep.data) == 0) return TKV_OK;
     uint64_t t0 = db_stat_start(db);
@@ -32,6 +35,7 @@ static int single_write(tkv_db *db, ikey_type t, const void *key, size_t klen, c
                         unsigned flags)
 {
     if (!db) return tkv_err(TKV_INVALID, "NULL db");
+    TKV_TRY(db_check_writable(db, t == IKEY_VALUE ? "tkv_put" : "tkv_delete"));
     TKV_TRY(check_flags(flags));
     struct tkv_batch b = {{0}};
     int rc = batch_init(&b);

@@ -96,8 +96,8 @@ void files_delete_obsolete(tkv_db *db)
     /* Read-only after an error: a job whose MANIFEST write or sync failed
      * kept outputs that no version lists but the edit may still name at the
      * next open (invariant 5 of docs/design.md); the next open removes what
-     * is really obsolete. */
-    if (db->bg_error) return;
+     * is really obsolete. A read-only handle (read_only=1) deletes nothing. */
+    if (db->bg_error || db->opts.read_only) return;
     tkv_errmsg_saved saved; /* best effort: the caller's message survives (status.h) */
     tkv_errmsg_save(&saved);
     delete_obsolete(db);

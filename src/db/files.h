@@ -61,7 +61,8 @@ void files_update_deep_score(tkv_db *db);
  * remover of the same file just sees ENOENT.) Does nothing once a
  * background error made the database read-only: the outputs a failed
  * MANIFEST write or sync kept are in no version, yet the edit may name them
- * at the next open, which removes what is really obsolete. */
+ * at the next open, which removes what is really obsolete. Nothing either
+ * on a read-only handle. */
 void files_delete_obsolete(tkv_db *db);
 
 /* files_unpin -- drops a view's or a job's reference to v (version_unref,

@@ -47,7 +47,12 @@ int mx_recorded_pool(const char *dir, char *path, size_t n, uint8_t uuid[16]);
  * MANIFEST lists a row the pool does not have or a row fails verification.
  * It records the pool's path and uuid in <dir>/POOL (MX_POOL_FILE).
  * l0=sst: refuses a database whose MANIFEST still lists rows. Single-threaded
- * (open), after vset_open and before WAL replay; no lock. */
+ * (open), after vset_open and before WAL replay; no lock.
+ * read_only=1: the pool is opened with pool_open_readonly (mapped PROT_READ,
+ * a shared lock) and nothing is written -- no row dropped, no page
+ * released, no uuid logged, no POOL file: rows the MANIFEST does not list
+ * are ignored. No pool file (or an unformatted one) while the MANIFEST
+ * lists no rows leaves db->mx NULL, as with l0=sst. */
 int mx_open(tkv_db *db);
 /* mx_planned_pool_size -- the size the pool of database `dir` will have
  * when opened with o, before anything is opened: 0 with l0=sst; pmem_size

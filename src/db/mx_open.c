@@ -102,10 +102,38 @@ static int open_pool(tkv_db *db, struct mx_state *mx, size_t manifest_rows, int 
     return silk_pmem_open(db, pm_profile_write_bw(pm_profile_in_use(reg)), pm_mode_in_use(reg) == PM_PMEM);
 }
 
+/* open_pool_readonly -- read_only=1: the existing pool mapped read-only
+ * under a shared lock (pool_open_readonly: nothing formatted, reserved or
+ * given back, no thread). *none when there is no pool to read -- no file,
+ * or one whose creation was cut short -- and the MANIFEST lists no rows:
+ * then the database has no rows to read. */
+static int open_pool_readonly(tkv_db *db, struct mx_state *mx, size_t manifest_rows, int *none)
+{
+    *none = 0;
+    int exists = access(mx->path, F_OK) == 0;
+    int rc = exists ? pool_open_readonly(mx->path, &mx->pool) : 1;
+    if (rc < 0) return rc;
+    if (rc == 1 && manifest_rows)
+        return tkv_err(TKV_CORRUPTION, "the MANIFEST of %s lists %zu rows but the pmem pool %s is %s", db->dir,
+                       manifest_rows, mx->path, exists ? "unformatted" : "missing");
+    if (rc == 1) {
+        *none = 1;
+        return 0;
+    }
+    pool_stats st;
+    pool_get_stats(mx->pool, &st);
+    if (db->opts.pmem_size && db->opts.pmem_size != st.pool_size)
+        return tkv_err(TKV_INVALID, "pmem pool %s has %llu bytes, not pmem_size=%llu", mx->path,
+                       (unsigned long long)st.pool_size, (unsigned long long)db->opts.pmem_size);
+    mx->column_bytes = db->opts.column_bytes ? db->opts.column_bytes : st.pool_size / 16;
+    return 0;
+}
+
 /* claim_pool -- the pool must be this database's: reconciling another
  * database's pool with our MANIFEST would drop its rows. The MANIFEST
  * records the uuid of the pool it uses (from the first open with
- * l0=matrix on); a pool never recorded is claimed by logging its uuid. */
+ * l0=matrix on); a pool never recorded is claimed by logging its uuid
+ * (not by a read-only handle, which logs nothing). */
 static int claim_pool(tkv_db *db, struct mx_state *mx, size_t pool_rows, int created)
 {
     version *v = vset_current(db->vs);
@@ -122,7 +150,7 @@ static int claim_pool(tkv_db *db, struct mx_state *mx, size_t pool_rows, int cre
                        "pmem pool %s holds %zu rows that database %s never recorded: it belongs to another database; "
                        "nothing was changed -- set pmem_path to this database's pool",
                        mx->path, pool_rows, db->dir);
-    if (has_known && memcmp(known, uuid, 16) == 0) return 0;
+    if ((has_known && memcmp(known, uuid, 16) == 0) || db->opts.read_only) return 0;
     version_edit e;
     edit_init(&e);
     e.has_pool_uuid = 1;
@@ -135,13 +163,16 @@ static int claim_pool(tkv_db *db, struct mx_state *mx, size_t pool_rows, int cre
 /* reconcile_row -- one committed row of the pool: dropped if the MANIFEST
  * does not list it (a flush cut short before its edit -- its WAL is still
  * replayed -- or a drained row not yet dropped); else opened, registered,
- * set to the MANIFEST's cursor, and its pages below the cursor released. */
+ * set to the MANIFEST's cursor, and its pages below the cursor released.
+ * A read-only handle leaves the pool as it is: an unlisted row is ignored
+ * (its data is in the WAL, or in L1) and no page is released. */
 static int reconcile_row(tkv_db *db, struct mx_state *mx, const pool_row_id *prow)
 {
     version *v = vset_current(db->vs);
     uint64_t cur;
     vset_mark_file_number_used(db->vs, prow->row_id); /* row ids are never reused */
     if (!version_row_cursor(v, prow->row_id, &cur)) {
+        if (db->opts.read_only) return 0;
         int rc = pool_drop_row(mx->pool, prow->slot);
         if (rc == 0) ctr_add(&mx->ctr.rows_dropped, 1);
         return rc;
@@ -158,7 +189,7 @@ static int reconcile_row(tkv_db *db, struct mx_state *mx, const pool_row_id *pro
         rc = tkv_err(TKV_CORRUPTION, "pool %s: row %llu has %u entries but the MANIFEST cursor is %llu", mx->path,
                      (unsigned long long)prow->row_id, rowtable_count(r), (unsigned long long)cur);
     uint32_t released = 0;
-    if (rc == 0) rc = rowtable_release_dead_pages(r, &released);
+    if (rc == 0 && !db->opts.read_only) rc = rowtable_release_dead_pages(r, &released);
     ctr_add(&mx->ctr.pages_released, released);
     return rc;
 }
@@ -229,13 +260,18 @@ int mx_open(tkv_db *db)
     db->mx = mx; /* freed by mx_close, also after a failed open */
     mx->path = options_pmem_path(&db->opts, db->dir);
     if (!mx->path) return tkv_err(TKV_NO_MEMORY, "out of memory");
-    int created = 0;
-    TKV_TRY(open_pool(db, mx, v->nrows, &created));
+    int created = 0, none = 0;
+    if (db->opts.read_only) TKV_TRY(open_pool_readonly(db, mx, v->nrows, &none));
+    else TKV_TRY(open_pool(db, mx, v->nrows, &created));
+    if (none) { /* read-only, no pool and no rows: nothing to read (mx.h: as with l0=sst) */
+        mx_close(db);
+        return 0;
+    }
     pool_row_id *prow;
     size_t np;
     TKV_TRY(pool_rows(mx->pool, &prow, &np));
     int rc = claim_pool(db, mx, np, created);
-    if (rc == 0) rc = record_pool(db, mx);
+    if (rc == 0 && !db->opts.read_only) rc = record_pool(db, mx);
     for (size_t i = 0; i < np && rc == 0; i++) rc = reconcile_row(db, mx, &prow[i]);
     free(prow);
     if (rc < 0) return rc;

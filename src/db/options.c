@@ -50,6 +50,7 @@ static const char *const ASYNC_NAMES[] = {"auto", "on", "off", NULL};
 static const opt_def OPTION_TABLE[] = {
     {"create_if_missing", OPT_BOOL, OFF(create_if_missing), 0, 1, "1", NULL},
     {"error_if_exists", OPT_BOOL, OFF(error_if_exists), 0, 1, "0", NULL},
+    {"read_only", OPT_BOOL, OFF(read_only), 0, 1, "0", NULL},
     {"memtable_size", OPT_SIZE, OFF(memtable_size), 16u << 10, UINT64_C(4) << 30, "64M", NULL},
     {"memtables", OPT_INT, OFF(memtables), 2, 64, "2", NULL},
     {"wal", OPT_BOOL, OFF(wal), 0, 1, "1", NULL},

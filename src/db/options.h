@@ -18,6 +18,7 @@
 struct tkv_options {
     int create_if_missing;  /* create the directory and database if absent */
     int error_if_exists;    /* fail if a database already exists */
+    int read_only;          /* 1: open an existing database to read it, writing nothing (db_open.c) */
     uint64_t memtable_size; /* bytes of arena per memtable before it is switched */
     int memtables;          /* memtables in DRAM: 1 mutable + (memtables-1) immutable */
     int wal;                /* 1: write-ahead log on; 0: off (writes survive only via flush) */

@@ -297,19 +297,21 @@ int recover_wals(tkv_db *db)
         files_wal_path(db, nums[i], path, sizeof path);
         rc = recover_log(db, &ch, &c, nums[i], path, &skipped);
     }
-    int recovered = any_records(&ch, 0);
+    int recovered = any_records(&ch, 0), rw = !db->opts.read_only;
     if (rc == 0) {
         db->last_seq = c.max_seq;
         vset_set_last_seq(db->vs, c.max_seq);
-        rc = settle_logs(db, &ch, recovered);
     }
-    if (rc == 0) rc = open_new_wal(db, &ch, recovered);
+    /* read_only=1 stops here: the memtables hold what was replayed, in
+     * DRAM only, and no file is synced, deleted or created. */
+    if (rc == 0 && rw) rc = settle_logs(db, &ch, recovered);
+    if (rc == 0 && rw) rc = open_new_wal(db, &ch, recovered);
     /* Nothing was recovered (no memtable holds a write): the WALs just
      * replayed hold none either (at most a torn tail), and as no flush will
      * advance the log number past them, they go now -- else every open of an
      * idle database left one more. Not after a skipped corruption (the file
      * is the only trace of it). */
-    for (size_t i = 0; rc == 0 && !skipped && !recovered && db->sv->nimm == 0 && i < n; i++) {
+    for (size_t i = 0; rc == 0 && rw && !skipped && !recovered && db->sv->nimm == 0 && i < n; i++) {
         char path[4096];
         files_wal_path(db, nums[i], path, sizeof path);
         if (nums[i] >= ch.log_number && nums[i] != db->wal_number) (void)io_remove(path); /* best effort */

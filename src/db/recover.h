@@ -21,7 +21,11 @@
  * a fresh WAL is opened for new writes, naming the last log replayed at the
  * size replayed as its predecessor (a torn tail of an old WAL is never
  * followed by new records in the same file). Single-threaded (open), after
- * mx_open. */
+ * mx_open.
+ * read_only=1: the replay alone. The memtables hold every replayed record
+ * in DRAM -- as many memtables as the logs fill, past `memtables` and the
+ * DRAM budget (nothing will flush them) -- and no log is synced, deleted
+ * or opened for writing; db->wal stays NULL. */
 int recover_wals(tkv_db *db);
 
 /* ---------------------------------------------------------------- the chain rule */

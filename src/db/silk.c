@@ -138,7 +138,9 @@ static uint64_t probe_bandwidth_cached(const char *dir)
 }
 
 /* open_device_bw -- T at open: device_bandwidth, else ssd_bandwidth (the
- * emulated device is the device), else a probe (500 MiB/s if it fails);
+ * emulated device is the device), else a probe (500 MiB/s if it fails, and
+ * on a read-only handle, which writes no probe file and runs no background
+ * I/O for T to pace);
  * and its adaptation (sched/tadapt.h), pinned when device_bandwidth was
  * set to a nonzero value or T is the emulated device's rate (known
  * exactly; and its queue is a wait in the gate, which tadapt does not see). */
@@ -151,7 +153,7 @@ static int open_device_bw(tkv_db *db, silk_state *s)
     if (!s->T) s->T = o->device_bandwidth;
     if (!s->T && o->ssd_bandwidth) s->T = o->ssd_bandwidth;
     if (!s->T) {
-        s->T = probe_bandwidth_cached(db->dir);
+        s->T = o->read_only ? 0 : probe_bandwidth_cached(db->dir);
         s->T_probed = s->T != 0;
         if (!s->T) s->T = 500u << 20;
     }

@@ -96,7 +96,7 @@ int verify_list(const char *dir, const char *suffix, uint64_t **out, size_t *n)
 
 int verify_manifest(verify_ctx *v)
 {
-    int rc = vset_open_readonly(v->dir, NULL, &v->vs);
+    int rc = vset_open_readonly(v->dir, NULL, 0, &v->vs);
     if (rc == TKV_NO_MEMORY) return rc;
     if (rc == 1) {
         verify_note(v, "%s has no MANIFEST yet (its creation was cut short; the next open writes one)", v->dir);

@@ -430,6 +430,7 @@ static void hand_off(tkv_db *db, writer *w, writer *last, int rc)
 
 int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags)
 {
+    TKV_TRY(db_check_writable(db, "write")); /* the public calls refused it already: a second fence */
     writer w = {
         .batch = b, .sync = (flags & TKV_SYNC) || db->opts.sync, .no_wal = (flags & TKV_NO_WAL) || !db->opts.wal};
     pthread_cond_init(&w.cv, NULL);

@@ -12,7 +12,8 @@
  * checked) and waits until its group is written: if this thread becomes the
  * leader it writes the group's WAL record (+ sync), inserts it into the
  * active memtable and publishes the sequences. b == NULL switches a
- * non-empty active memtable (tkv_flush) when its turn comes. Takes mu. */
+ * non-empty active memtable (tkv_flush) when its turn comes. Takes mu.
+ * TKV_READ_ONLY on a read-only handle (nothing queued). */
 int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags);
 
 /* write_switch_memtable -- makes the active memtable immutable and starts a

@@ -144,12 +144,14 @@ int vset_open(const char *dir, io_stats *st, version_set **out);
 /* vset_open_readonly -- the state the MANIFEST named by CURRENT records,
  * recovered as vset_open does (same TKV_CORRUPTION cases), for looking at a
  * database without changing it (tkv_verify, the tkv tool): no new MANIFEST,
- * no CURRENT switch, nothing deleted, and the listed SSTs are not checked
- * on disk (the caller does that file by file). vset_log_and_apply on it
- * fails (TKV_INVALID); vset_manifest_number names the MANIFEST read.
+ * no CURRENT switch, nothing deleted. With check_files every listed SST
+ * must exist with its recorded size, as vset_open checks (a read-only
+ * tkv_open); without it they are not looked at (tkv_verify checks them
+ * file by file). vset_log_and_apply on it fails (TKV_INVALID);
+ * vset_manifest_number names the MANIFEST read.
  * Returns 0 and *out, 1 (TKV_NOT_FOUND, *out NULL) when dir has no
  * MANIFEST, or an error. */
-int vset_open_readonly(const char *dir, io_stats *st, version_set **out);
+int vset_open_readonly(const char *dir, io_stats *st, int check_files, version_set **out);
 void vset_close(version_set *vs); /* frees; all versions must be unreferenced except current */
 
 version *vset_current(version_set *vs); /* not ref'd: call with db mutex held and ref it */

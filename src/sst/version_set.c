@@ -421,7 +421,7 @@ static int vset_new(const char *dir, io_stats *st, version_set **out)
 }
 
 /* vset_open_readonly -- recovery alone: the state the MANIFEST records. */
-int vset_open_readonly(const char *dir, io_stats *st, version_set **out)
+int vset_open_readonly(const char *dir, io_stats *st, int check_files, version_set **out)
 {
     if (!out) return tkv_err(TKV_INVALID, "vset_open_readonly: NULL out");
     *out = NULL;
@@ -429,7 +429,7 @@ int vset_open_readonly(const char *dir, io_stats *st, version_set **out)
     version_set *vs;
     TKV_TRY(vset_new(dir, st, &vs));
     uint64_t number;
-    int rc = vset_recover(vs, &number, 0);
+    int rc = vset_recover(vs, &number, check_files);
     if (rc == 0 && number == 0) rc = 1; /* no MANIFEST */
     if (rc != 0) {
         char saved[512];

@@ -32,6 +32,8 @@ const char *tkv_strerror(int status)
         return "busy";
     case TKV_NO_MEMORY:
         return "out of memory";
+    case TKV_READ_ONLY:
+        return "read-only";
     default:
         return "unknown status";
     }
