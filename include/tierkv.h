@@ -260,7 +260,8 @@ TKV_API int tkv_env_free(tkv_env *env);
  *    a read-write open, or tkv_destroy, while one is open is TKV_BUSY, and
  *    a read-only open while a read-write handle is open is TKV_BUSY;
  *  - tkv_put, tkv_delete, tkv_write, tkv_flush and tkv_compact_range on it
- *    return TKV_READ_ONLY; every read call, snapshots and properties work.
+ *    return TKV_READ_ONLY; every read call, snapshots, properties and
+ *    tkv_checkpoint (which writes only its out_dir) work.
  *
  * Returns TKV_OK and *out, or:
  *  TKV_INVALID     NULL argument; dir missing and create_if_missing=0 (or
@@ -549,8 +550,9 @@ TKV_API int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const 
  *    pmem_path it uses that pool, with another pmem_path it creates one
  *    there, and it refuses every existing pool but its own -- `db`'s
  *    above all;
- *  - a MANIFEST and CURRENT describing those files, and IDENTITY. No WAL:
- *    its writes are in the L0 SSTs.
+ *  - a MANIFEST and CURRENT describing those files, IDENTITY, and an
+ *    empty LOCK (so that a read-only open, which creates nothing, can lock
+ *    it). No WAL: its writes are in the L0 SSTs.
  * While it runs, the call pins what it reads as an iterator does (SSTs,
  * memtables, and until they are written the rows and their pool pages).
  * Writes made without the WAL (TKV_NO_WAL, wal=0) are included too: the
@@ -560,7 +562,9 @@ TKV_API int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const 
  * refuses) and renamed to out_dir as the last step, after every file and
  * directory is synced. So after a crash or power cut out_dir either does
  * not exist or is a complete checkpoint; the next checkpoint to the same
- * out_dir removes a temporary directory a crash left. `db` is only read.
+ * out_dir removes a temporary directory a crash left. `db` is only read;
+ * it may be a read-only handle (read_only=1), whose database then changes
+ * in nothing but the SSTs' link counts and ctimes (their hard links).
  * Returns TKV_OK, or:
  *  TKV_INVALID     NULL argument; out_dir exists (nothing is changed), is
  *                  empty, or its parent directory does not exist

@@ -201,8 +201,8 @@ static void basic(const char *l0, int elsewhere)
     if (matrix) assert_true(tu_prop_u64(db, "tkv.matrix", "rows: ") > 0);
     assert_int_equal(tkv_checkpoint(db, out), TKV_OK);
 
-    /* what it holds: SSTs (some linked), MANIFEST, CURRENT, IDENTITY, with l0=matrix a new pool of its own
-     * -- no WAL, POOL, LOCK or marker */
+    /* what it holds: SSTs (some linked), MANIFEST, CURRENT, IDENTITY, an empty LOCK, with l0=matrix a new pool
+     * of its own -- no WAL, POOL or marker */
     char *p = tu_path(out, "matrix.pmem"), *src_pool = elsewhere ? strdup(epool) : tu_path(src, "matrix.pmem");
     assert_int_equal(exists(p), matrix);
     if (matrix) {
@@ -215,7 +215,10 @@ static void basic(const char *l0, int elsewhere)
     assert_true(count_suffix(out, ".sst") > 0);
     assert_int_equal(count_suffix(out, ".wal"), 0);
     assert_true(linked_ssts(src, out) > 0);
-    static const char *absent[] = {"POOL", "LOCK", CKPT_MARKER_FILE};
+    p = tu_path(out, "LOCK"); /* empty, for read-only opens (which create nothing) */
+    assert_int_equal(tu_file_size(p), 0);
+    free(p);
+    static const char *absent[] = {"POOL", CKPT_MARKER_FILE};
     for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) {
         p = tu_path(out, absent[i]);
         if (exists(p)) fail_msg("the checkpoint holds %s", absent[i]);

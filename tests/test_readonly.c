@@ -32,6 +32,9 @@
  *  corruption      a flipped byte in every SST: reads that reach it are
  *                  TKV_CORRUPTION, never other data; a flipped byte in a
  *                  row: the read-only open is TKV_CORRUPTION; no file changes
+ *  checkpoint      tkv_checkpoint of a read-only handle writes nothing in
+ *                  the source (its SSTs' ctimes aside: the links), holds
+ *                  every tier, and opens read-only itself
  *
  * The base database is built once (group setup) and each case reads a copy.
  */
@@ -166,21 +169,24 @@ static char *copy_base(const char *name)
 
 /* ---------------------------------------------------------------- what a read-only handle must not do */
 
-/* The write-side operations of the I/O layer and emul/ (io.h io_op); the
- * spy counts them from tkv_open to tkv_close. */
+/* The write-side operations of the I/O layer and emul/ (io.h io_op) on a
+ * path in the watched directory; the spy counts them from tkv_open to
+ * tkv_close. */
 static int g_writes;
 static char g_first_write[600];
+static char g_watched[4096]; /* "<dir>/" */
 
 static int write_spy(io_op op, const char *path, size_t len, void *arg)
 {
     (void)len;
     (void)arg;
+    if (!path || strncmp(path, g_watched, strlen(g_watched)) != 0) return 0;
     static const char *const names[] = {"open",   "write",      "sync",  "read",     "rename",
                                         "remove", "ring setup", "msync", "fallocate"};
     int w = op == IO_OP_WRITE || op == IO_OP_SYNC || op == IO_OP_RENAME || op == IO_OP_REMOVE || op == IO_OP_MSYNC ||
             op == IO_OP_FALLOCATE;
     if (w && __atomic_fetch_add(&g_writes, 1, __ATOMIC_RELAXED) == 0)
-        snprintf(g_first_write, sizeof g_first_write, "%s of %s", names[op], path ? path : "?");
+        snprintf(g_first_write, sizeof g_first_write, "%s of %s", names[op], path);
     return 0;
 }
 
@@ -190,6 +196,7 @@ static int write_spy(io_op op, const char *path, size_t len, void *arg)
 static tu_dir_state *watch_begin(const char *dir)
 {
     tu_dir_state *s = tu_dir_state_take(dir);
+    snprintf(g_watched, sizeof g_watched, "%s/", dir);
     __atomic_store_n(&g_writes, 0, __ATOMIC_RELAXED);
     io_set_fault_hook(write_spy, NULL);
     thread_fail_after(0);
@@ -633,6 +640,42 @@ static void unlisted_row(void **state)
     free(dir);
 }
 
+/* checkpoint -- tkv_checkpoint of a read-only handle: no write-side I/O in
+ * the source, which afterwards (the checkpoint removed) differs in nothing
+ * but its SSTs' ctimes (the checkpoint's hard links changed them); the
+ * checkpoint holds every tier's data, the WAL's included, and opens
+ * read-only itself (it has a LOCK file). */
+static void checkpoint(void **state)
+{
+    (void)state;
+    char *dir = copy_base("ckpt-src"), *out = tu_path(g_root, "ckpt-out");
+    tkv_options *o = ro_options();
+    tu_dir_state *before = tu_dir_state_take(dir);
+    snprintf(g_watched, sizeof g_watched, "%s/", dir);
+    __atomic_store_n(&g_writes, 0, __ATOMIC_RELAXED);
+    io_set_fault_hook(write_spy, NULL);
+    tkv_db *db = open_ro(dir, o);
+    assert_int_equal(tkv_checkpoint(db, out), TKV_OK);
+    tu_close_ok(db);
+    io_set_fault_hook(NULL, NULL);
+    if (g_writes)
+        fail_msg("checkpoint of a read-only handle: %d writes in the source, the first a %s", g_writes, g_first_write);
+    tu_rmrf(out); /* its links go: the SSTs' link counts are as before, their ctimes not */
+    tu_dir_state *after = tu_dir_state_take(dir);
+    tu_dir_state_expect_same_linked(before, after, "checkpoint of a read-only handle", ".sst");
+    tu_dir_state_free(before);
+    tu_dir_state_free(after);
+    db = open_ro(dir, o); /* again, and this time the checkpoint is read read-only too */
+    assert_int_equal(tkv_checkpoint(db, out), TKV_OK);
+    tu_close_ok(db);
+    check_readonly(out, o, g_model, "read-only open of a checkpoint of a read-only handle");
+    tkv_options_free(o);
+    tu_rmrf(out);
+    tu_rmrf(dir);
+    free(out);
+    free(dir);
+}
+
 /* ---------------------------------------------------------------- locks */
 
 typedef struct reader_arg {
@@ -960,6 +1003,7 @@ int main(void)
         cmocka_unit_test_teardown(sst_tier, disarm),     cmocka_unit_test_teardown(after_crash, disarm),
         cmocka_unit_test_teardown(unlisted_row, disarm), cmocka_unit_test_teardown(shared_locks, disarm),
         cmocka_unit_test_teardown(missing, disarm),      cmocka_unit_test_teardown(corruption, disarm),
+        cmocka_unit_test_teardown(checkpoint, disarm),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -133,6 +133,11 @@ void tu_copy_db(const char *src, const char *dst, int with_lock);
 typedef struct tu_dir_state tu_dir_state;
 tu_dir_state *tu_dir_state_take(const char *dir);
 void tu_dir_state_expect_same(const tu_dir_state *a, const tu_dir_state *b, const char *what);
+/* tu_dir_state_expect_same_linked -- the same, but the ctime of files whose
+ * name ends in `suffix` may differ: hard links to them (a checkpoint's)
+ * change their ctime and link count, and nothing else. */
+void tu_dir_state_expect_same_linked(const tu_dir_state *a, const tu_dir_state *b, const char *what,
+                                     const char *suffix);
 void tu_dir_state_free(tu_dir_state *s);
 
 /* ---------------------------------------------------------------- faults */

@@ -33,8 +33,8 @@ int ckpt_dir_incomplete(const char *dir)
 /* ckpt_file_name -- 1 for the names a checkpoint puts in its directory. */
 static int ckpt_file_name(const char *n)
 {
-    static const char *exact[] = {"CURRENT",      "CURRENT.tmp", "IDENTITY",
-                                  "IDENTITY.tmp", "matrix.pmem", CKPT_MARKER_FILE};
+    static const char *exact[] = {"CURRENT", "CURRENT.tmp", "IDENTITY",    "IDENTITY.tmp",
+                                  "LOCK",    "LOCK.tmp",    "matrix.pmem", CKPT_MARKER_FILE};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
         if (!strcmp(n, exact[i])) return 1;
     if (!strncmp(n, "MANIFEST-", 9)) return 1;

@@ -19,7 +19,7 @@
  *      into the checkpoint, or copied across file systems;
  *  (4) l0=matrix: a new, empty pool of the source's size at the default
  *      path, <checkpoint>/matrix.pmem (a new uuid; pool_open syncs it);
- *  (5) IDENTITY, then a MANIFEST listing exactly those files (log number
+ *  (5) IDENTITY and LOCK, then a MANIFEST listing exactly those files (log number
  *      past every file, last sequence S) and the new pool's uuid, and
  *      CURRENT, all synced. The uuid makes the checkpoint's open refuse any
  *      existing pool but this one (mx_open.c claim_pool) -- the source's
@@ -154,15 +154,17 @@ static int make_pool(ckpt *c)
     return 0;
 }
 
-/* write_manifest -- step (5): IDENTITY, then a MANIFEST (through a version
- * set of the checkpoint's own, which checks the levels' rules) holding v's
- * files and c->made at L0, the last sequence S, a log number past every
- * file (the checkpoint has no WAL) and the pool's uuid, and CURRENT naming
- * it. */
+/* write_manifest -- step (5): IDENTITY and an empty LOCK (a read-only
+ * open locks a database but creates nothing: it needs the file), then a
+ * MANIFEST (through a version set of the checkpoint's own, which checks
+ * the levels' rules) holding v's files and c->made at L0, the last
+ * sequence S, a log number past every file (the checkpoint has no WAL) and
+ * the pool's uuid, and CURRENT naming it. */
 static int write_manifest(ckpt *c, version *v)
 {
     static const char identity[] = DB_IDENTITY_TEXT;
     TKV_TRY(io_write_file_atomic(c->d.tmp, DB_IDENTITY_FILE, identity, sizeof identity - 1, &c->db->io));
+    TKV_TRY(io_write_file_atomic(c->d.tmp, DB_LOCK_FILE, "", 0, &c->db->io));
     version_set *vs;
     TKV_TRY(vset_open(c->d.tmp, &c->db->io, &vs));
     version_edit e;

@@ -55,6 +55,8 @@
  * what it holds; a checkpoint writes it too (db_checkpoint.c). */
 #define DB_IDENTITY_FILE "IDENTITY"
 #define DB_IDENTITY_TEXT "tierkv database\nformat 1\n"
+/* The file whose flock keeps read-write and read-only opens apart (db_open.c). */
+#define DB_LOCK_FILE "LOCK"
 
 struct mx_state;   /* the matrix container (mx_int.h); NULL with l0=sst */
 struct silk_state; /* the scheduler (silk.c) */

@@ -35,7 +35,7 @@
 #include "util/status.h"
 
 #define IDENTITY_FILE DB_IDENTITY_FILE
-#define LOCK_FILE     "LOCK"
+#define LOCK_FILE     DB_LOCK_FILE
 
 int tkv_version(void) { return TKV_VERSION_NUMBER; }
 
