@@ -4,8 +4,10 @@
  * build/tkv), run as a user runs it: every command on a small database,
  * checking its output and its exit status (0 success, 1 a negative answer,
  * 2 usage error or failure): --help and the manuals, put/get/delete/scan
- * (plain, --hex, ranges), stats, checkpoint, check (clean, a flipped byte,
- * an open database), dump-sst (intact and damaged) and dump-matrix.
+ * (plain, --hex, ranges), get/scan/stats/checkpoint opening read-only (no
+ * file changed, shared with read-only handles), stats, checkpoint, check
+ * (clean, a flipped byte, an open database), dump-sst (intact and damaged)
+ * and dump-matrix.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -256,8 +258,53 @@ static void put_get_delete_scan(void **state)
     expect(tkv("delete", "-o", MT, dir, "a", "b", "nothing", NULL), 0, "");
     expect(tkv("scan", "-o", MT, "--keys-only", dir, NULL), 0, "\\x00\\xff\nc d\n");
     expect_has(tkv("get", "-o", MT, dir, "a", NULL), 1, 1, "not found");
-    /* a database that cannot be opened with these options */
-    expect_has(tkv("get", dir, "a", NULL), 2, 1, "memtable_size");
+    /* a database that cannot be opened read-write with these options (the
+     * pool holds no 4 memtables of 64M); read-only it can */
+    expect_has(tkv("put", dir, "a", "1", NULL), 2, 1, "memtable_size");
+    expect(tkv("get", dir, "c d", NULL), 0, "x\\x09y\n");
+    free(dir);
+}
+
+/* read_only_commands -- get, scan, stats and checkpoint open the database
+ * read-only: they see what is only in the WAL, change no file (list,
+ * bytes, blocks, times), work beside a read-only handle and not beside a
+ * read-write one; put is refused beside a read-only handle. */
+static void read_only_commands(void **state)
+{
+    (void)state;
+    char *dir = big_db("read-only");
+    tkv_options *o = options();
+    tkv_db *db = tu_open_ok(dir, o);
+    assert_int_equal(tkv_put(db, "wal-only", 8, "here", 4, 0), TKV_OK); /* stays in the WAL */
+    tu_close_ok(db);
+    tu_dir_state *before = tu_dir_state_take(dir);
+    expect(tkv("get", dir, "wal-only", "key00007", NULL), 0, "here\nvalue-1-00007-000000000000000000000000000007\n");
+    expect(tkv("scan", "--from", "key01998", "--keys-only", dir, NULL), 0, "key01998\nkey01999\nwal-only\n");
+    expect_has(tkv("stats", dir, "tkv.levels", NULL), 0, 0, "rows: count=");
+    expect_has(tkv("stats", "-o", "read_only=0", dir, "tkv.options", NULL), 0, 0, "read_only=1");
+    assert_int_equal(tkv_options_set(o, "read_only", "1"), TKV_OK);
+    db = tu_open_ok(dir, o); /* a read-only handle: read-only commands share it, put does not */
+    expect(tkv("get", dir, "wal-only", NULL), 0, "here\n");
+    expect_has(tkv("put", "-o", MT, dir, "k", "v", NULL), 2, 1, "busy");
+    tu_close_ok(db);
+    tu_dir_state *after = tu_dir_state_take(dir);
+    tu_dir_state_expect_same(before, after, "tkv get, scan and stats");
+    tu_dir_state_free(before);
+    tu_dir_state_free(after);
+    /* checkpoint reads read-only too (beside a read-only handle), the WAL's writes included */
+    char *out = tu_path(g_root, "read-only-ckpt");
+    db = tu_open_ok(dir, o);
+    expect(tkv("checkpoint", dir, out, NULL), 0, "");
+    tu_close_ok(db);
+    expect(tkv("get", out, "wal-only", NULL), 0, "here\n");
+    tu_rmrf(out);
+    free(out);
+    assert_int_equal(tkv_options_set(o, "read_only", "0"), TKV_OK);
+    db = tu_open_ok(dir, o);
+    expect_has(tkv("get", dir, "wal-only", NULL), 2, 1, "open read-write");
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_rmrf(dir);
     free(dir);
 }
 
@@ -402,10 +449,9 @@ static void dump_matrix(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(help_and_usage), cmocka_unit_test(put_get_delete_scan),
-        cmocka_unit_test(stats),          cmocka_unit_test(checkpoint),
-        cmocka_unit_test(check),          cmocka_unit_test(dump_sst),
-        cmocka_unit_test(dump_matrix),
+        cmocka_unit_test(help_and_usage), cmocka_unit_test(put_get_delete_scan), cmocka_unit_test(read_only_commands),
+        cmocka_unit_test(stats),          cmocka_unit_test(checkpoint),          cmocka_unit_test(check),
+        cmocka_unit_test(dump_sst),       cmocka_unit_test(dump_matrix),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -22,12 +22,16 @@
 #define OPENS                                                                                                          \
     "    The database is opened with tkv_open (recovering it, as any open does); it must not be open in\n"             \
     "    another process.\n"
+#define OPENS_RO                                                                                                       \
+    "    The database is opened read-only (read_only=1): it reads what is on disk, the WAL of a crashed\n"             \
+    "    run included, and changes nothing. It must not be open read-write; other read-only opens may\n"               \
+    "    share it.\n"
 
 static const char man_get[] =
     "NAME\n    tkv get -- print the values of keys\n\n"
     "SYNOPSIS\n    tkv get [-o KEY=VALUE]... [--hex] [--raw] DIR KEY...\n\n"
     "DESCRIPTION\n    Prints the value of each KEY of the database in DIR on a line of its own. A key that is\n"
-    "    not found prints nothing on stdout and is named on stderr.\n" OPENS ESCAPES "\n"
+    "    not found prints nothing on stdout and is named on stderr.\n" OPENS_RO ESCAPES "\n"
     "OPTIONS\n" OPT_O OPT_HEX
     "    --raw         print the value's bytes as they are, with no newline (one KEY only)\n" OPT_HELP
     "\nEXIT STATUS\n    0 every key was found, 1 a key was not found, 2 usage error or failure.\n";
@@ -53,8 +57,8 @@ static const char man_scan[] =
     "SYNOPSIS\n    tkv scan [-o KEY=VALUE]... [--hex] [--from KEY] [--to KEY] [--limit N] [--reverse]\n"
     "             [--keys-only] DIR\n\n"
     "DESCRIPTION\n    Prints the entries of the database in DIR in key order, one per line: the key, a tab,\n"
-    "    the value. The range is [--from, --to): from the first key >= --from to the last key < --to.\n" OPENS ESCAPES
-    "\n"
+    "    the value. The range is [--from, --to): from the first key >= --from to the last key < --to.\n" OPENS_RO
+        ESCAPES "\n"
     "OPTIONS\n" OPT_O OPT_HEX "    --from KEY    start at the first key >= KEY (default: the first key)\n"
     "    --to KEY      stop before the first key >= KEY (default: after the last key)\n"
     "    --limit N     print at most N entries\n"
@@ -67,7 +71,7 @@ static const char man_stats[] =
     "SYNOPSIS\n    tkv stats [-o KEY=VALUE]... DIR [PROPERTY]...\n\n"
     "DESCRIPTION\n    Opens the database in DIR and prints each PROPERTY (tkv_property; default tkv.stats):\n"
     "    tkv.stats, tkv.levels, tkv.matrix, tkv.pmem, tkv.options, tkv.sched and the numeric properties\n"
-    "    of docs/options.md. With several, each is preceded by a line \"== PROPERTY\".\n" OPENS "\n"
+    "    of docs/options.md. With several, each is preceded by a line \"== PROPERTY\".\n" OPENS_RO "\n"
     "OPTIONS\n" OPT_O OPT_HELP "\nEXIT STATUS\n    0 printed, 2 usage error, unknown property or failure.\n";
 
 static const char man_check[] =
@@ -90,7 +94,7 @@ static const char man_checkpoint[] =
     "    (tkv_checkpoint): a database of its own, opened like any other, holding what DIR holds. Its SSTs\n"
     "    are hard links to DIR's (copies when OUT is on another file system); the memtables and the\n"
     "    matrix container's rows become L0 SSTs, and OUT gets an empty pmem pool of its own\n"
-    "    (OUT/matrix.pmem). OUT must not exist; it appears only once it is complete.\n" OPENS "\n"
+    "    (OUT/matrix.pmem). OUT must not exist; it appears only once it is complete.\n" OPENS_RO "\n"
     "OPTIONS\n" OPT_O OPT_HELP
     "\nEXIT STATUS\n    0 the checkpoint is in OUT, 2 usage error or failure (OUT was not made).\n";
 
@@ -148,8 +152,8 @@ static void main_manual(FILE *f)
     for (size_t i = 0; i < NCOMMANDS; i++) fprintf(f, "    %-12s  %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
             "\nDESCRIPTION\n    get, put, delete, scan, stats and checkpoint open the database through the public API\n"
-            "    (tierkv.h); check runs tkv_verify on a closed database; the dump commands read the files as\n"
-            "    they are.\n"
+            "    (tierkv.h); get, scan, stats and checkpoint open it read-only and change nothing in it. check\n"
+            "    runs tkv_verify on a closed database; the dump commands read the files as they are.\n"
             "    \"tkv COMMAND --help\" prints the manual of a command; docs/tkv.md is the reference.\n\n"
             "EXIT STATUS\n    0 success, 1 a negative answer (a key not found, problems found), 2 a usage error\n"
             "    or a failure.\n");
@@ -215,9 +219,11 @@ int tool_set_option(tool_common *c, const char *cmd, const char *kv)
     return 0;
 }
 
-int tool_open(const char *cmd, const char *dir, const tool_common *c, tkv_db **db)
+int tool_open(const char *cmd, const char *dir, const tool_common *c, int read_only, tkv_db **db)
 {
-    int rc = tkv_open(dir, c->opts, db);
+    *db = NULL;
+    int rc = read_only ? tkv_options_set(c->opts, "read_only", "1") : TKV_OK;
+    if (rc == TKV_OK) rc = tkv_open(dir, c->opts, db);
     if (rc == TKV_OK) return 0;
     char what[4200];
     snprintf(what, sizeof what, "cannot open %s", dir);

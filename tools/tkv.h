@@ -59,9 +59,10 @@ int tool_help(const char *cmd);
  * returns TKV_EXIT_ERROR. */
 int tool_fail(const char *cmd, const char *what, int status);
 
-/* tool_open -- tkv_open(dir) with c's options; on failure prints why and
- * returns TKV_EXIT_ERROR. */
-int tool_open(const char *cmd, const char *dir, const tool_common *c, tkv_db **db);
+/* tool_open -- tkv_open(dir) with c's options, and with read_only=1 when
+ * `read_only` (the commands that only read: they change nothing on disk);
+ * on failure prints why and returns TKV_EXIT_ERROR. */
+int tool_open(const char *cmd, const char *dir, const tool_common *c, int read_only, tkv_db **db);
 
 /* tool_decode -- a key or value given on the command line: its bytes, or
  * with --hex the bytes its hex digits spell (malloc'd into *out, *n). 0, or

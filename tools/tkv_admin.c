@@ -55,7 +55,7 @@ int tkv_cmd_stats(int argc, char **argv)
     int i = parse(argc, argv, lo, &c, NULL), rc = TKV_EXIT_ERROR;
     tkv_db *db = NULL;
     if (i >= 0 && argc - i < 1) tool_usage("stats", "DIR is needed");
-    else if (i >= 0) rc = tool_open("stats", argv[i], &c, &db);
+    else if (i >= 0) rc = tool_open("stats", argv[i], &c, 1, &db);
     if (db) {
         if (argc - i == 1) rc = print_property(db, "tkv.stats", 0);
         for (int k = i + 1; rc == 0 && k < argc; k++) rc = print_property(db, argv[k], argc - i > 2);
@@ -95,7 +95,7 @@ int tkv_cmd_checkpoint(int argc, char **argv)
     int i = parse(argc, argv, lo, &c, NULL), rc = TKV_EXIT_ERROR;
     tkv_db *db = NULL;
     if (i >= 0 && argc - i != 2) tool_usage("checkpoint", "DIR and OUT are needed");
-    else if (i >= 0) rc = tool_open("checkpoint", argv[i], &c, &db);
+    else if (i >= 0) rc = tool_open("checkpoint", argv[i], &c, 1, &db);
     if (db) {
         int st = tkv_checkpoint(db, argv[i + 1]);
         if (st != TKV_OK) {

@@ -111,7 +111,7 @@ int tkv_cmd_get(int argc, char **argv)
     else if (i >= 0 && a.raw && argc - i != 2) tool_usage("get", "--raw prints one value: give one KEY");
     else if (i >= 0) {
         tkv_db *db;
-        rc = tool_open("get", argv[i], &a.c, &db);
+        rc = tool_open("get", argv[i], &a.c, 1, &db);
         for (int k = i + 1; db && k < argc; k++) {
             int r = get_one(db, &a, argv[k]);
             if (r > rc) rc = r;
@@ -143,7 +143,7 @@ static int write_batch(const char *cmd, int is_put, const data_args *a, char **o
         free(v);
     }
     tkv_db *db = NULL;
-    if (rc == 0) rc = tool_open(cmd, dir, &a->c, &db);
+    if (rc == 0) rc = tool_open(cmd, dir, &a->c, 0, &db);
     if (rc == 0) {
         int r = tkv_write(db, b, a->sync ? TKV_SYNC : 0);
         if (r != TKV_OK) rc = tool_fail(cmd, "write", r);
@@ -246,7 +246,7 @@ int tkv_cmd_scan(int argc, char **argv)
         i = -1;
     }
     tkv_db *db = NULL;
-    if (i >= 0 && (rc = tool_open("scan", argv[i], &a.c, &db)) == 0) {
+    if (i >= 0 && (rc = tool_open("scan", argv[i], &a.c, 1, &db)) == 0) {
         tkv_iter *it;
         int r = tkv_iter_new(db, NULL, &it);
         rc = r == TKV_OK ? scan_range(it, &a, from, fn, to, tn) : tool_fail("scan", "iterator", r);
