@@ -23,6 +23,7 @@ const (
 	CodeNoSpace    Code = C.TKV_NO_SPACE
 	CodeBusy       Code = C.TKV_BUSY
 	CodeNoMemory   Code = C.TKV_NO_MEMORY
+	CodeReadOnly   Code = C.TKV_READ_ONLY // a write on a DB opened with read_only=1
 )
 
 // String names the code as tkv_strerror does ("invalid argument", ...).
@@ -62,6 +63,7 @@ var (
 	ErrNoSpace    = &Error{Code: CodeNoSpace}
 	ErrBusy       = &Error{Code: CodeBusy}
 	ErrNoMemory   = &Error{Code: CodeNoMemory}
+	ErrReadOnly   = &Error{Code: CodeReadOnly}
 )
 
 // ErrClosed is returned by calls on a closed DB, Snapshot or Iterator. It is

@@ -134,6 +134,45 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// TestReadOnly: a DB opened with read_only=1 reads what was written (the WAL
+// included), refuses writes with ErrReadOnly, shares the directory with
+// another read-only DB and keeps a read-write Open out with ErrBusy.
+func TestReadOnly(t *testing.T) {
+	db, dir := openTest(t)
+	if err := db.Put([]byte("k"), []byte("v"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro := Options{"read_only": "1"}
+	for k, v := range testOptions {
+		ro[k] = v
+	}
+	r1, err := Open(dir, ro)
+	if err != nil {
+		t.Fatalf("read-only open: %v", err)
+	}
+	defer r1.Close()
+	r2, err := Open(dir, ro)
+	if err != nil {
+		t.Fatalf("second read-only open: %v", err)
+	}
+	defer r2.Close()
+	mustGet(t, r1, "k", "v")
+	mustGet(t, r2, "k", "v")
+	if err := r1.Put([]byte("k"), []byte("w"), nil); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("put on a read-only DB: %v, want ErrReadOnly naming %s", err, dir)
+	}
+	if err := r1.Flush(); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("flush on a read-only DB: %v, want ErrReadOnly", err)
+	}
+	if _, err := Open(dir, testOptions); !errors.Is(err, ErrBusy) {
+		t.Fatalf("read-write open beside read-only ones: %v, want ErrBusy", err)
+	}
+	mustGet(t, r2, "k", "v")
+}
+
 func TestCloseIdempotentAndClosedUse(t *testing.T) {
 	db, _ := openTest(t)
 	if err := db.Close(); err != nil {
