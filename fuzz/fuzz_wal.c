@@ -40,7 +40,8 @@ static int on_entry(void *arg, uint64_t seq, ikey_type type, tkv_slice key, tkv_
     for (size_t i = 0; i < key.n; i++) sink += key.p[i];
     for (size_t i = 0; i < value.n; i++) sink += value.p[i];
     (void)sink;
-    fz_check(type == IKEY_VALUE || type == IKEY_DELETION, "batch entry with a bad type");
+    fz_check(type == IKEY_VALUE || type == IKEY_DELETION || type == IKEY_RANGE_DELETION, "batch entry with a bad type");
+    fz_check(type != IKEY_RANGE_DELETION || ukey_cmp(key, value) < 0, "a range deletion with begin >= end");
     (void)arg;
     return 0;
 }

@@ -329,6 +329,20 @@ TKV_API int tkv_put(tkv_db *db, const void *key, size_t klen, const void *val, s
 /* tkv_delete -- removes key (a no-op if absent). Same returns as tkv_put. */
 TKV_API int tkv_delete(tkv_db *db, const void *key, size_t klen, unsigned flags);
 
+/* tkv_delete_range -- removes every key k with begin <= k < end (memcmp
+ * order, as keys are ordered), present or not: one write, atomic like
+ * tkv_put, that costs the same whatever the range holds. Reads at a
+ * snapshot taken before it still see the keys; a put after it (of a key in
+ * the range) is visible again. Both bounds are keys (1 <= length <=
+ * TKV_MAX_KEY_SIZE). An empty range, begin == end, is a no-op returning
+ * TKV_OK (nothing is written), as in RocksDB; begin > end is TKV_INVALID.
+ * The range is kept as one tombstone through every tier (docs/design.md,
+ * "Range deletions"); the space of the keys it covers is given back as
+ * compactions reach them. flags: as tkv_put. Returns as tkv_put.
+ * A database that holds range deletions cannot be opened by a tierkv
+ * without them (its files carry a newer format version). */
+TKV_API int tkv_delete_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen, unsigned flags);
+
 /* ---------------------------------------------------------------- batches */
 
 /* tkv_batch_new -- an empty batch; NULL if memory is exhausted. */
@@ -342,6 +356,12 @@ TKV_API void tkv_batch_clear(tkv_batch *b);
 TKV_API int tkv_batch_put(tkv_batch *b, const void *key, size_t klen, const void *val, size_t vlen);
 /* tkv_batch_delete -- appends a delete (copied). Returns as tkv_batch_put. */
 TKV_API int tkv_batch_delete(tkv_batch *b, const void *key, size_t klen);
+/* tkv_batch_delete_range -- appends a range deletion of [begin, end)
+ * (copied), with tkv_delete_range's meaning and argument rules: begin ==
+ * end appends nothing and returns TKV_OK, begin > end is TKV_INVALID.
+ * Within the batch it takes effect in order: a put of a key in the range
+ * before it is deleted, one after it stays. Returns as tkv_batch_put. */
+TKV_API int tkv_batch_delete_range(tkv_batch *b, const void *begin, size_t blen, const void *end, size_t elen);
 /* tkv_write -- applies every operation of `b` atomically, in order (a later
  * operation on the same key wins): after a crash either all or none of it is
  * present, and no reader ever sees part of it. `b` is not modified. An empty
@@ -481,7 +501,8 @@ TKV_API int tkv_iter_status(const tkv_iter *it);
 #define TKV_TICKER_POOL_BYTES             16 /* now: bytes of pool pages in use (0 with l0=sst) */
 #define TKV_TICKER_SST_BYTES              17 /* now: bytes of the live SSTs, every level */
 #define TKV_TICKER_EVENTS_DROPPED         18 /* listener events dropped on a full queue */
-#define TKV_TICKER_COUNT                  19
+#define TKV_TICKER_RANGE_DELETES          19 /* range deletions (tkv_delete_range, batches count each) */
+#define TKV_TICKER_COUNT                  20
 
 /* Latency histograms, in nanoseconds. GET and WRITE are measured only with
  * the option statistics=1 (two clock reads per call); the others always. */

@@ -3,7 +3,8 @@
  * test_memtable.c -- the arena (alignment, separate blocks for big allocations,
  * usage accounting) and the memtable's point reads: visibility by sequence,
  * deletions, empty and prefix keys, large values, counters, memory usage,
- * reference counting, and a randomized check of memtable_get against a model.
+ * reference counting, a randomized check of memtable_get against a model, and
+ * range tombstones (the list, its fragments, readers beside the writer).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -538,15 +539,107 @@ static void test_get_vs_model(void **state)
     memtable_unref(m);
 }
 
+/* ---------------------------------------------------------------- range tombstones */
+
+/* test_range_dels -- tombstones beside the entries: counted as entries, in
+ * the order added by memtable_range_del_list, their fragments rebuilt once a
+ * tombstone was added (the newest below a snapshot covers), and
+ * memtable_get_seq gives the entry's sequence. */
+static void test_range_dels(void **state)
+{
+    (void)state;
+    memtable *m = memtable_new();
+    uint64_t seq = 99;
+    assert_int_equal(memtable_range_del_covering(m, slice("b", 1), 100, &seq), 0);
+    assert_int_equal(seq, 0);
+    rd_frags *f = (rd_frags *)1;
+    assert_int_equal(memtable_range_dels(m, &f), 0);
+    assert_null(f);
+    assert_int_equal(memtable_add(m, 1, IKEY_VALUE, "b", 1, "v", 1), 0);
+    assert_int_equal(memtable_add_range_del(m, 2, "a", 1, "c", 1), 0);
+    assert_int_equal(memtable_num_range_dels(m), 1);
+    assert_int_equal(memtable_num_entries(m), 2);
+    assert_int_equal(memtable_range_del_covering(m, slice("b", 1), 100, &seq), 0);
+    assert_int_equal(seq, 2);
+    assert_int_equal(memtable_range_del_covering(m, slice("b", 1), 1, &seq), 0);
+    assert_int_equal(seq, 0);
+    assert_int_equal(memtable_range_del_covering(m, slice("c", 1), 100, &seq), 0);
+    assert_int_equal(seq, 0);
+    assert_int_equal(memtable_range_dels(m, &f), 0);
+    assert_int_equal(rd_frags_tombs(f), 1);
+    assert_int_equal(memtable_add_range_del(m, 5, "b", 1, "d", 1), 0); /* the fragments are rebuilt */
+    assert_int_equal(memtable_range_del_covering(m, slice("c", 1), 100, &seq), 0);
+    assert_int_equal(seq, 5);
+    assert_int_equal(rd_frags_covering(f, slice("c", 1), 100), 0); /* an older set stays valid */
+    rd_frags_unref(f);
+    rd_list l = {0};
+    assert_int_equal(memtable_range_del_list(m, &l), 0);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.t[0].seq, 2);
+    assert_int_equal(l.t[1].seq, 5);
+    assert_int_equal(ukey_cmp(l.t[1].end, slice("d", 1)), 0);
+    rd_list_free(&l);
+    ikey_type t;
+    tkv_slice v;
+    uint64_t found = 0;
+    assert_int_equal(memtable_get_seq(m, "b", 1, 100, &t, &v, &found), 1);
+    assert_int_equal(found, 1);
+    memtable_unref(m);
+}
+
+/* The writer adds tombstones [k, k+1) one after another while readers ask
+ * for the newest covering each key: a reader sees a prefix of the list, so
+ * for key k it finds the tombstone of k or nothing, never garbage. */
+typedef struct rd_race {
+    memtable *m;
+    int stop;
+    int errors;
+} rd_race;
+
+static void *rd_reader(void *arg)
+{
+    rd_race *r = arg;
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+        uint64_t n = memtable_num_range_dels(r->m);
+        for (uint64_t k = 0; k < n; k++) {
+            char key[24];
+            snprintf(key, sizeof key, "%08llu", (unsigned long long)k);
+            uint64_t seq;
+            if (memtable_range_del_covering(r->m, slice(key, 8), UINT64_MAX, &seq) < 0 || seq != k + 1)
+                __atomic_fetch_add(&r->errors, 1, __ATOMIC_RELAXED);
+        }
+    }
+    return NULL;
+}
+
+static void test_range_dels_threads(void **state)
+{
+    (void)state;
+    rd_race r = {memtable_new(), 0, 0};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, rd_reader, &r), 0);
+    for (uint64_t k = 0; k < 300; k++) {
+        char b[24], e[24];
+        snprintf(b, sizeof b, "%08llu", (unsigned long long)k);
+        snprintf(e, sizeof e, "%08llu", (unsigned long long)k + 1);
+        assert_int_equal(memtable_add_range_del(r.m, k + 1, b, 8, e, 8), 0);
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    assert_int_equal(r.errors, 0);
+    memtable_unref(r.m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_arena_alloc),    cmocka_unit_test(test_arena_big_block),
-        cmocka_unit_test(test_arena_spares),   cmocka_unit_test(test_arena_spares_threads),
-        cmocka_unit_test(test_get_visibility), cmocka_unit_test(test_empty_key),
-        cmocka_unit_test(test_large_values),   cmocka_unit_test(test_memory_usage_grows),
-        cmocka_unit_test(test_refcount),       cmocka_unit_test(test_too_large),
-        cmocka_unit_test(test_get_vs_model),
+        cmocka_unit_test(test_arena_alloc),        cmocka_unit_test(test_arena_big_block),
+        cmocka_unit_test(test_arena_spares),       cmocka_unit_test(test_arena_spares_threads),
+        cmocka_unit_test(test_get_visibility),     cmocka_unit_test(test_empty_key),
+        cmocka_unit_test(test_large_values),       cmocka_unit_test(test_memory_usage_grows),
+        cmocka_unit_test(test_refcount),           cmocka_unit_test(test_too_large),
+        cmocka_unit_test(test_get_vs_model),       cmocka_unit_test(test_range_dels),
+        cmocka_unit_test(test_range_dels_threads),
     };
     return cmocka_run_group_tests_name("memtable", tests, NULL, NULL);
 }

@@ -633,6 +633,18 @@ void tu_model_del(tu_model *m, const void *k, size_t kn)
     m->n--;
 }
 
+void tu_model_del_range(tu_model *m, const void *b, size_t bn, const void *e, size_t en)
+{
+    if (tu_keycmp(b, bn, e, en) >= 0) return;
+    size_t i = tu_model_lower_bound(m, b, bn), j = tu_model_lower_bound(m, e, en);
+    for (size_t x = i; x < j; x++) {
+        blob_unref(m->e[x].k);
+        blob_unref(m->e[x].v);
+    }
+    memmove(&m->e[i], &m->e[j], (m->n - j) * sizeof *m->e);
+    m->n -= j - i;
+}
+
 int tu_model_get(const tu_model *m, const void *k, size_t kn, const void **v, size_t *vn)
 {
     size_t i;

@@ -174,6 +174,8 @@ tu_model *tu_model_copy(const tu_model *m);
 size_t tu_model_count(const tu_model *m);
 void tu_model_put(tu_model *m, const void *k, size_t kn, const void *v, size_t vn);
 void tu_model_del(tu_model *m, const void *k, size_t kn);
+/* tu_model_del_range -- removes every key k with b <= k < e (none if b >= e). */
+void tu_model_del_range(tu_model *m, const void *b, size_t bn, const void *e, size_t en);
 /* tu_model_get -- 1 and the value (v, vn) if present, else 0. */
 int tu_model_get(const tu_model *m, const void *k, size_t kn, const void **v, size_t *vn);
 /* tu_model_lower_bound -- index of the first key >= k (count if none). */

@@ -92,6 +92,7 @@ struct tkv_snapshot {
 /* Counters reported by tkv.stats (atomic, relaxed). */
 typedef struct db_counters {
     uint64_t user_puts, user_deletes, user_bytes_written; /* keys + values accepted */
+    uint64_t user_range_deletes;                          /* range deletions accepted */
     uint64_t batches, groups, wal_records, wal_syncs;
     uint64_t gets, gets_found, multigets, iterators_created;
     /* async reads (async_io): keys of batched multi_gets that reached the SSD

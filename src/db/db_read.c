@@ -33,14 +33,39 @@ static int check_key(const void *key, size_t klen)
     return 0;
 }
 
-/* sv_lookup -- the newest entry of key visible at seq in sv. 1 found (type and
- * value set), 0 absent. */
-static int sv_lookup(superversion *sv, const void *key, size_t klen, uint64_t seq, ikey_type *type, tkv_slice *val)
+/* mem_lookup -- key's newest entry visible at seq in memtable m, with *rd
+ * the newest range tombstone visible at seq covering key in the tiers read
+ * so far (raised by m's): 1 found (type and value set; an entry older than
+ * *rd reads as a deletion), 1 with a deletion when no entry but a tombstone
+ * was found (no older tier can hold a newer entry of the key: tiers are in
+ * sequence order for each key, tombstones too), 0 absent, < 0 error. */
+static int mem_lookup(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_type *type, tkv_slice *val,
+                      uint64_t *rd)
 {
-    if (memtable_get(sv->mem, key, klen, seq, type, val)) return 1;
-    for (size_t i = sv->nimm; i-- > 0;)
-        if (memtable_get(sv->imm[i], key, klen, seq, type, val)) return 1;
-    return 0;
+    uint64_t t, found;
+    TKV_TRY(memtable_range_del_covering(m, slice(key, klen), seq, &t));
+    if (t > *rd) *rd = t;
+    if (memtable_get_seq(m, key, klen, seq, type, val, &found)) {
+        if (found < *rd) {
+            *type = IKEY_DELETION;
+            *val = slice(NULL, 0);
+        }
+        return 1;
+    }
+    if (*rd == 0) return 0;
+    *type = IKEY_DELETION;
+    *val = slice(NULL, 0);
+    return 1;
+}
+
+/* sv_lookup -- the newest entry of key visible at seq in sv's memtables,
+ * newest first (mem_lookup: same returns; *rd starts at 0). */
+static int sv_lookup(superversion *sv, const void *key, size_t klen, uint64_t seq, ikey_type *type, tkv_slice *val,
+                     uint64_t *rd)
+{
+    int rc = mem_lookup(sv->mem, key, klen, seq, type, val, rd);
+    for (size_t i = sv->nimm; rc == 0 && i-- > 0;) rc = mem_lookup(sv->imm[i], key, klen, seq, type, val, rd);
+    return rc;
 }
 
 /* copy_value -- malloc'd NUL-terminated copy for the caller. */
@@ -62,11 +87,12 @@ static int lookup(tkv_db *db, superversion *sv, version *ver, uint64_t seq, cons
                   tkv_slice *v)
 {
     ikey_type type;
-    int rc;
+    uint64_t rd = 0;
     ctr_add(&db->ctr.gets, 1);
-    if (sv_lookup(sv, key, klen, seq, &type, v)) {
+    int rc = sv_lookup(sv, key, klen, seq, &type, v, &rd);
+    if (rc == 1) {
         rc = type == IKEY_DELETION ? TKV_NOT_FOUND : TKV_OK;
-    } else {
+    } else if (rc == 0) {
         rc = mx_get(db, sv, ver, slice(key, klen), seq, &type, b);
         if (rc == 0) rc = multiget_one(db->tc, ver, slice(key, klen), seq, &type, b);
         rc = rc == 1 && type == IKEY_VALUE ? TKV_OK : rc >= 0 ? TKV_NOT_FOUND : rc;
@@ -166,9 +192,12 @@ static int mget_async(tkv_db *db, superversion *sv, version *ver, uint64_t seq, 
         if (statuses[i] < 0) continue; /* a bad key */
         ikey_type type;
         tkv_slice v;
+        uint64_t rd = 0;
         ctr_add(&db->ctr.gets, 1);
-        int rc = sv_lookup(sv, keys[i], klens[i], seq, &type, &v);
-        if (rc == 1) {
+        int rc = sv_lookup(sv, keys[i], klens[i], seq, &type, &v, &rd);
+        if (rc < 0) {
+            statuses[i] = rc;
+        } else if (rc == 1) {
             statuses[i] = type == IKEY_DELETION ? TKV_NOT_FOUND : copy_value(v, &vals[i], &vlens[i]);
         } else if ((rc = mx_get(db, sv, ver, slice(keys[i], klens[i]), seq, &type, &bufs[i])) != 0) {
             statuses[i] = rc < 0                  ? rc

@@ -32,6 +32,7 @@ static const char *const TICKER_NAMES[TKV_TICKER_COUNT] = {
     "pool_bytes",
     "sst_bytes",
     "events_dropped",
+    "range_deletes",
 };
 
 static const char *const HIST_NAMES[TKV_HIST_COUNT] = {
@@ -91,6 +92,7 @@ int tkv_statistics(tkv_db *db, uint64_t *tickers, size_t ntickers, tkv_histogram
         t[TKV_TICKER_POOL_BYTES] = pool_bytes;
         t[TKV_TICKER_SST_BYTES] = sst_bytes(db);
         t[TKV_TICKER_EVENTS_DROPPED] = events_dropped(db->events);
+        t[TKV_TICKER_RANGE_DELETES] = ctr_get(&c->user_range_deletes);
         for (size_t i = 0; i < ntickers; i++) tickers[i] = i < TKV_TICKER_COUNT ? t[i] : 0;
     }
     for (size_t i = 0; i < nhists; i++) {

@@ -189,6 +189,7 @@ int write_switch_memtable_after(tkv_db *db, uint64_t prev_number, uint64_t prev_
 /* insert_record -- batch_iterate's callback: one record into the memtable arg. */
 static int insert_record(void *arg, uint64_t seq, ikey_type type, tkv_slice key, tkv_slice value)
 {
+    if (type == IKEY_RANGE_DELETION) return memtable_add_range_del(arg, seq, key.p, key.n, value.p, value.n);
     return memtable_add(arg, seq, type, key.p, key.n, value.p, value.n);
 }
 
@@ -202,7 +203,7 @@ static int count_record(void *arg, uint64_t seq, ikey_type type, tkv_slice key, 
 {
     (void)seq;
     db_counters *c = arg;
-    ctr_add(type == IKEY_VALUE ? &c->user_puts : &c->user_deletes, 1);
+    ctr_add(type == IKEY_VALUE ? &c->user_puts : type == IKEY_DELETION ? &c->user_deletes : &c->user_range_deletes, 1);
     ctr_add(&c->user_bytes_written, key.n + value.n);
     return 0;
 }

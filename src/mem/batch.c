@@ -42,13 +42,20 @@ void tkv_batch_clear(tkv_batch *b)
     memset(b->rep.data, 0, BATCH_HEADER);
 }
 
+/* check_user_key -- validates a key argument (`what`: "key", "begin", "end"). */
+static int check_user_key(const void *key, size_t klen, const char *what)
+{
+    if (!key) return tkv_err(TKV_INVALID, "NULL %s", what);
+    if (klen == 0 || klen > TKV_MAX_KEY_SIZE)
+        return tkv_err(TKV_INVALID, "%s length %zu outside [1, %u]", what, klen, TKV_MAX_KEY_SIZE);
+    return 0;
+}
+
 /* batch_add -- appends one record; the batch is unchanged on failure. */
 static int batch_add(tkv_batch *b, ikey_type t, const void *key, size_t klen, const void *val, size_t vlen)
 {
     if (!b) return tkv_err(TKV_INVALID, "NULL batch");
-    if (!key && klen) return tkv_err(TKV_INVALID, "NULL key");
-    if (klen == 0 || klen > TKV_MAX_KEY_SIZE)
-        return tkv_err(TKV_INVALID, "key length %zu outside [1, %u]", klen, TKV_MAX_KEY_SIZE);
+    TKV_TRY(check_user_key(key, klen, t == IKEY_RANGE_DELETION ? "begin" : "key"));
     if (t == IKEY_VALUE) {
         if (vlen > TKV_MAX_VALUE_SIZE)
             return tkv_err(TKV_INVALID, "value length %zu exceeds %u", vlen, TKV_MAX_VALUE_SIZE);
@@ -56,14 +63,15 @@ static int batch_add(tkv_batch *b, ikey_type t, const void *key, size_t klen, co
     }
     uint32_t n = batch_count(b->rep.data);
     if (n == UINT32_MAX) return tkv_err(TKV_INVALID, "batch holds too many records");
-    size_t need = 1 + 10 + klen + (t == IKEY_VALUE ? 10 + vlen : 0);
+    int has_val = t != IKEY_DELETION;
+    size_t need = 1 + 10 + klen + (has_val ? 10 + vlen : 0);
     TKV_TRY(buf_reserve(&b->rep, need));
     uint8_t *p = b->rep.data + b->rep.len;
     *p++ = (uint8_t)t;
     p = enc_varint(p, klen);
     memcpy(p, key, klen);
     p += klen;
-    if (t == IKEY_VALUE) {
+    if (has_val) {
         p = enc_varint(p, vlen);
         if (vlen) memcpy(p, val, vlen);
         p += vlen;
@@ -83,6 +91,23 @@ int tkv_batch_delete(tkv_batch *b, const void *key, size_t klen)
     return batch_add(b, IKEY_DELETION, key, klen, NULL, 0);
 }
 
+int batch_check_range(const void *begin, size_t blen, const void *end, size_t elen)
+{
+    TKV_TRY(check_user_key(begin, blen, "begin"));
+    TKV_TRY(check_user_key(end, elen, "end"));
+    int c = ukey_cmp(slice(begin, blen), slice(end, elen));
+    if (c > 0) return tkv_err(TKV_INVALID, "range deletion with begin > end (an empty range is begin == end)");
+    return c == 0; /* empty: nothing to delete */
+}
+
+int tkv_batch_delete_range(tkv_batch *b, const void *begin, size_t blen, const void *end, size_t elen)
+{
+    if (!b) return tkv_err(TKV_INVALID, "NULL batch");
+    int rc = batch_check_range(begin, blen, end, elen);
+    if (rc != 0) return rc < 0 ? rc : TKV_OK;
+    return batch_add(b, IKEY_RANGE_DELETION, begin, blen, end, elen);
+}
+
 int batch_append(struct tkv_batch *dst, const uint8_t *src, size_t srclen)
 {
     TKV_TRY(buf_append(&dst->rep, src + BATCH_HEADER, srclen - BATCH_HEADER));
@@ -99,19 +124,22 @@ int batch_iterate(const uint8_t *rep, size_t len, batch_fn fn, void *arg)
     while (p < end) {
         uint8_t t = *p++;
         uint64_t klen, vlen = 0;
-        if (t != IKEY_VALUE && t != IKEY_DELETION)
+        if (t != IKEY_VALUE && t != IKEY_DELETION && t != IKEY_RANGE_DELETION)
             return tkv_err(TKV_CORRUPTION, "batch record %u has unknown type %u", found, t);
         p = dec_varint(p, end, &klen);
         if (!p || klen > (uint64_t)(end - p)) return tkv_err(TKV_CORRUPTION, "batch record %u: bad key length", found);
         tkv_slice key = slice(p, (size_t)klen), val = slice(NULL, 0);
         p += klen;
-        if (t == IKEY_VALUE) {
+        if (t != IKEY_DELETION) {
             p = dec_varint(p, end, &vlen);
             if (!p || vlen > (uint64_t)(end - p))
                 return tkv_err(TKV_CORRUPTION, "batch record %u: bad value length", found);
             val = slice(p, (size_t)vlen);
             p += vlen;
         }
+        if (t == IKEY_RANGE_DELETION && (key.n == 0 || key.n > TKV_MAX_KEY_SIZE || val.n == 0 ||
+                                         val.n > TKV_MAX_KEY_SIZE || ukey_cmp(key, val) >= 0))
+            return tkv_err(TKV_CORRUPTION, "batch record %u: a range deletion whose begin is not below its end", found);
         if (fn) {
             int rc = fn(arg, seq + found, (ikey_type)t, key, val);
             if (rc) return rc;

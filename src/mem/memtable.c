@@ -37,10 +37,12 @@
  */
 #include "mem/memtable.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mem/arena.h"
+#include "util/rangedel.h"
 #include "util/status.h"
 
 #define SL_MAX_HEIGHT 12
@@ -56,6 +58,14 @@ typedef struct sl_node {
 
 #define SL_VREF (4 + sizeof(const uint8_t *)) /* value length (u32), value address */
 
+/* A range tombstone of the memtable: begin and end keys follow the node. */
+typedef struct rd_node {
+    struct rd_node *next; /* the next one added; published with a release store */
+    uint64_t seq;
+    uint32_t blen, elen;
+    uint8_t keys[];
+} rd_node;
+
 struct memtable {
     /* Read by every reader, written (rarely) by the writer. */
     sl_node *head;  /* sentinel of height SL_MAX_HEIGHT; never compared */
@@ -68,6 +78,15 @@ struct memtable {
     uint64_t batch_bytes; /* atomic (relaxed): memtable_add_batch_bytes */
     arena nodes;          /* the head and every node */
     arena values;         /* the values' bytes */
+    /* Range tombstones: a list in the node arena, oldest first, appended by
+     * the writer (rd_tail, then a release store of num_range_dels, which
+     * readers load with acquire and walk that many nodes from rd_head), and
+     * their fragments for readers, rebuilt under rd_mu when a reader finds
+     * them older than the list (memtable_range_dels). */
+    rd_node *rd_head, *rd_tail;
+    uint64_t num_range_dels; /* atomic */
+    pthread_mutex_t rd_mu;
+    rd_frags *rd_cache; /* under rd_mu: the fragments of the first rd_frags_tombs(rd_cache) tombstones */
 };
 
 /* A search key: user key and trailer, compared in ikey order without building
@@ -221,6 +240,10 @@ static memtable *memtable_create(size_t arena_block, size_t *account, arena_spar
     m->num_entries = 0;
     m->num_deletes = 0;
     m->batch_bytes = 0;
+    m->rd_head = m->rd_tail = NULL;
+    m->num_range_dels = 0;
+    m->rd_cache = NULL;
+    pthread_mutex_init(&m->rd_mu, NULL);
     /* Readers in other threads get m through a synchronizing hand-off (a lock or
      * a release store) made by the creator; nothing more is needed here. */
     return m;
@@ -234,6 +257,8 @@ void memtable_unref(memtable *m)
     if (!m) return;
     /* acq_rel: every use by other holders happens before the free. */
     if (__atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+    rd_frags_unref(m->rd_cache);
+    pthread_mutex_destroy(&m->rd_mu);
     arena_destroy(&m->nodes);
     arena_destroy(&m->values);
     free(m);
@@ -291,9 +316,10 @@ int memtable_add(memtable *m, uint64_t seq, ikey_type type, const void *key, siz
     return 0;
 }
 
-/* memtable_get -- seeks (key, seq, IKEY_SEEK_TYPE); a hit on the same user key is
- * the newest visible version. */
-int memtable_get(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_type *type, tkv_slice *val)
+/* memtable_get_seq -- seeks (key, seq, IKEY_SEEK_TYPE); a hit on the same
+ * user key is the newest visible version. */
+int memtable_get_seq(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_type *type, tkv_slice *val,
+                     uint64_t *found_seq)
 {
     if (seq > IKEY_MAX_SEQ) seq = IKEY_MAX_SEQ;
     sl_key k = {(const uint8_t *)key, klen, ikey_pack(seq, IKEY_SEEK_TYPE)};
@@ -304,7 +330,86 @@ int memtable_get(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_t
     ikey_type t = (ikey_type)(found.trailer & 0xff);
     *type = t;
     *val = t == IKEY_DELETION ? slice(NULL, 0) : node_value(n);
+    if (found_seq) *found_seq = found.trailer >> 8;
     return 1;
+}
+
+int memtable_get(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_type *type, tkv_slice *val)
+{
+    return memtable_get_seq(m, key, klen, seq, type, val, NULL);
+}
+
+/* ---------------------------------------------------------------- range tombstones */
+
+int memtable_add_range_del(memtable *m, uint64_t seq, const void *begin, size_t blen, const void *end, size_t elen)
+{
+    if (blen > RD_MAX_KEY || elen > RD_MAX_KEY)
+        return tkv_err(TKV_INVALID, "memtable: range tombstone keys of %zu and %zu bytes", blen, elen);
+    rd_node *n = arena_alloc(&m->nodes, sizeof *n + blen + elen);
+    if (!n) return TKV_NO_MEMORY;
+    n->next = NULL;
+    n->seq = seq;
+    n->blen = (uint32_t)blen;
+    n->elen = (uint32_t)elen;
+    if (blen) memcpy(n->keys, begin, blen);
+    if (elen) memcpy(n->keys + blen, end, elen);
+    if (m->rd_tail) __atomic_store_n(&m->rd_tail->next, n, __ATOMIC_RELEASE);
+    else __atomic_store_n(&m->rd_head, n, __ATOMIC_RELEASE);
+    m->rd_tail = n;
+    __atomic_store_n(&m->num_entries, m->num_entries + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&m->num_range_dels, m->num_range_dels + 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+uint64_t memtable_num_range_dels(const memtable *m) { return __atomic_load_n(&m->num_range_dels, __ATOMIC_ACQUIRE); }
+
+/* rd_walk -- the first n range tombstones into l (n <= the published count). */
+static int rd_walk(const memtable *m, uint64_t n, rd_list *l)
+{
+    const rd_node *x = __atomic_load_n(&m->rd_head, __ATOMIC_ACQUIRE);
+    for (uint64_t i = 0; i < n && x; i++, x = __atomic_load_n(&x->next, __ATOMIC_ACQUIRE))
+        TKV_TRY(rd_list_add(l, slice(x->keys, x->blen), slice(x->keys + x->blen, x->elen), x->seq, 0));
+    return 0;
+}
+
+int memtable_range_del_list(const memtable *m, rd_list *out) { return rd_walk(m, memtable_num_range_dels(m), out); }
+
+int memtable_range_dels(memtable *m, rd_frags **out)
+{
+    *out = NULL;
+    uint64_t n = memtable_num_range_dels(m);
+    if (n == 0) return 0;
+    pthread_mutex_lock(&m->rd_mu);
+    int rc = 0;
+    if (!m->rd_cache || rd_frags_tombs(m->rd_cache) < n) {
+        rd_list l = {0};
+        rc = rd_walk(m, n, &l);
+        rd_frags *f = rc == 0 ? rd_frags_new(l.t, l.n, UINT64_MAX) : NULL;
+        rd_list_free(&l);
+        if (f) {
+            rd_frags_unref(m->rd_cache);
+            m->rd_cache = f;
+        } else if (rc == 0) {
+            rc = TKV_NO_MEMORY;
+        }
+    }
+    if (rc == 0) {
+        rd_frags_ref(m->rd_cache);
+        *out = m->rd_cache;
+    }
+    pthread_mutex_unlock(&m->rd_mu);
+    return rc;
+}
+
+int memtable_range_del_covering(memtable *m, tkv_slice key, uint64_t snap, uint64_t *seq)
+{
+    *seq = 0;
+    if (memtable_num_range_dels(m) == 0) return 0;
+    rd_frags *f;
+    TKV_TRY(memtable_range_dels(m, &f));
+    *seq = rd_frags_covering(f, key, snap);
+    rd_frags_unref(f);
+    return 0;
 }
 
 size_t memtable_memory_usage(const memtable *m)

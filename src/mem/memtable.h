@@ -27,6 +27,7 @@
 #include "util/ikey.h"
 #include "tierkv.h" /* status codes and size limits */
 #include "util/iter.h"
+#include "util/rangedel.h"
 
 typedef struct memtable memtable;
 
@@ -73,6 +74,30 @@ int memtable_add(memtable *m, uint64_t seq, ikey_type type, const void *key, siz
  * empty slice for a deletion) if an entry was found (value or deletion), 0 if
  * none. Never allocates. */
 int memtable_get(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_type *type, tkv_slice *val);
+
+/* memtable_get_seq -- memtable_get that also gives the entry's sequence
+ * number (*found_seq, when not NULL). */
+int memtable_get_seq(memtable *m, const void *key, size_t klen, uint64_t seq, ikey_type *type, tkv_slice *val,
+                     uint64_t *found_seq);
+
+/* Range tombstones (util/rangedel.h) live beside the skiplist, in a list of
+ * their own in the node arena, in the order added (they count as entries in
+ * memtable_num_entries and memory_usage).
+ * memtable_add_range_del -- adds (begin, end, seq): single writer, as
+ * memtable_add; keys are copied (at most RD_MAX_KEY bytes, else
+ * TKV_INVALID). 0 or TKV_NO_MEMORY. Readers see it once added, like an entry.
+ * memtable_num_range_dels -- how many were added (any thread).
+ * memtable_range_del_list -- copies every one into out (any thread).
+ * memtable_range_dels -- their fragments (ref'd: rd_frags_unref), NULL
+ * with 0 when there are none; rebuilt (under a mutex of the memtable) when a
+ * tombstone was added since the last call. 0 or TKV_NO_MEMORY. Any thread.
+ * memtable_range_del_covering -- *seq = the newest tombstone <= snap
+ * covering user key `key` (0: none); no lock when there are none. */
+int memtable_add_range_del(memtable *m, uint64_t seq, const void *begin, size_t blen, const void *end, size_t elen);
+uint64_t memtable_num_range_dels(const memtable *m);
+int memtable_range_del_list(const memtable *m, rd_list *out);
+int memtable_range_dels(memtable *m, rd_frags **out);
+int memtable_range_del_covering(memtable *m, tkv_slice key, uint64_t snap, uint64_t *seq);
 
 /* memtable_memory_usage -- bytes of arena blocks held (the skiplist and every
  * entry). Safe from any thread. */

@@ -23,7 +23,11 @@
 #define IKEY_TRAILER 8
 #define IKEY_MAX_SEQ ((UINT64_C(1) << 56) - 1)
 
-typedef enum ikey_type { IKEY_DELETION = 0, IKEY_VALUE = 1 } ikey_type;
+/* IKEY_RANGE_DELETION is a record type of write batches (and so of WAL
+ * records) only: a range tombstone (util/rangedel.h). It is never the type of
+ * an internal key in a sorted structure, whose entries are values and
+ * deletions. */
+typedef enum ikey_type { IKEY_DELETION = 0, IKEY_VALUE = 1, IKEY_RANGE_DELETION = 2 } ikey_type;
 #define IKEY_SEEK_TYPE IKEY_VALUE /* the largest type: sorts first among equal (key, seq) */
 
 /* A borrowed byte range. */
