@@ -546,8 +546,11 @@ TKV_API int tkv_flush(tkv_db *db);
  * open end; NULL with a non-zero length is TKV_INVALID)
  * down the tree and waits for it. With l0=matrix it first drains the whole
  * matrix container (every row that exists at the call, whatever the range)
- * into L1. Returns TKV_OK or the error that stopped it (TKV_READ_ONLY on a
- * handle opened with read_only=1). */
+ * into L1. Files of the deepest level in the range that hold range
+ * tombstones (tkv_delete_range) are then rewritten, so that tombstones no
+ * snapshot needs any more go, with the keys they cover.
+ * Returns TKV_OK or the error that stopped it (TKV_READ_ONLY on a handle
+ * opened with read_only=1). */
 TKV_API int tkv_compact_range(tkv_db *db, const void *begin, size_t blen, const void *end, size_t elen);
 
 /* tkv_checkpoint -- makes a new database in directory `out_dir` that holds

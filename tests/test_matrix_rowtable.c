@@ -647,6 +647,119 @@ static void test_corruption(void **state)
     fx_free(&f);
 }
 
+/* rd_covering -- brute force: the newest of l's tombstones covering k. */
+static uint64_t rd_covering(const rd_list *l, tkv_slice k)
+{
+    uint64_t best = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->t[i].seq > best && ukey_cmp(l->t[i].begin, k) <= 0 && ukey_cmp(k, l->t[i].end) < 0) best = l->t[i].seq;
+    return best;
+}
+
+/* check_rd -- row r holds exactly the tombstones of l: sorted, and its
+ * fragments give brute force's answer for keys across the key space. */
+static void check_rd(const rowtable *r, const rd_list *l, const char *what)
+{
+    const rd_list *got = rowtable_range_del_list(r);
+    if (got->n != l->n) fail_msg("%s: %zu tombstones, want %zu", what, got->n, l->n);
+    for (size_t i = 1; i < got->n; i++) assert_true(ukey_cmp(got->t[i - 1].begin, got->t[i].begin) <= 0);
+    rowtable_props pr;
+    rowtable_get_props(r, &pr);
+    assert_int_equal(pr.num_range_dels, l->n);
+    for (uint64_t u = 1; u < 3000; u += 7) {
+        char k[32];
+        tkv_slice key = slice(k, ukey_of(u, k));
+        if (rd_frags_covering(rowtable_range_dels(r), key, UINT64_MAX) != rd_covering(l, key))
+            fail_msg("%s: key %s covered wrongly", what, tu_hex(key.p, key.n));
+    }
+}
+
+/* test_range_dels -- rows with range tombstones (format version 2): built
+ * with entries and with tombstones only, they read back their tombstones and
+ * fragments, after a reopen too; a row drained to its end keeps the pages of
+ * its tombstone block (released pages stop before it) and still opens; a
+ * flipped byte of the block is TKV_CORRUPTION naming it. */
+static void test_range_dels(void **state)
+{
+    (void)state;
+    tu_rng rng;
+    tu_rng_init(&rng, tu_seed() + 9);
+    fixture f = fx_new("rows-rd");
+    pool_options o = {.page_size = 4096};
+    pool *p = open_pool(f.path, 1u << 20, PM_EMULATED, &o);
+    uint64_t seq = 0;
+    row_data d = gen_row(&rng, 300, 3000, &seq, 60, 0);
+    rd_list l = {0};
+    for (int i = 0; i < 40; i++) {
+        char a[32], b[32];
+        uint64_t x = tu_rng_range(&rng, 1, 2900);
+        tkv_slice ka = slice(a, ukey_of(x, a)), kb = slice(b, ukey_of(x + tu_rng_range(&rng, 1, 90), b));
+        if (ukey_cmp(ka, kb) == 0) continue;
+        if (ukey_cmp(ka, kb) > 0) assert_int_equal(rd_list_add(&l, kb, ka, ++seq, 0), 0); /* key order is not u's */
+        else assert_int_equal(rd_list_add(&l, ka, kb, ++seq, 0), 0);
+    }
+    rowtable *r = NULL, *t = NULL;
+    tkv_it *it = iter_of(&d);
+    assert_int_equal(rowtable_build_rd(p, 42, it, &l, NULL, 0, &r), 0);
+    it_destroy(it);
+    assert_int_equal(rowtable_commit(r), 0);
+    row_data none = {NULL, 0};
+    it = iter_of(&none);
+    assert_int_equal(rowtable_build_rd(p, 43, it, &l, r, rowtable_cursor(r), &t), 0); /* tombstones only */
+    it_destroy(it);
+    assert_int_equal(rowtable_commit(t), 0);
+    check_rd(r, &l, "built");
+    check_rd(t, &l, "built, tombstones only");
+    assert_int_equal(rowtable_count(t), 0);
+    assert_int_equal(rowtable_max_seq(t), seq); /* the sequence range covers the tombstones */
+    check_iter(&rng, r, &d, 0, "entries beside tombstones");
+    assert_int_equal(rowtable_set_cursor(r, rowtable_count(r)), 0); /* drained: the block's pages stay */
+    uint32_t released;
+    assert_int_equal(rowtable_release_dead_pages(r, &released), 0);
+    rowtable_props pr;
+    rowtable_get_props(r, &pr);
+    assert_true(released > 0 && pr.pages_released < pr.pages - 1);
+    uint64_t data_bytes = pr.data_bytes, meta_pages = pr.meta_pages;
+    rowtable_close(r);
+    rowtable_close(t);
+    rowtable *rs[4];
+    assert_int_equal(open_all(p, rs, 4), 2); /* newest first */
+    check_rd(rs[0], &l, "reopened, tombstones only");
+    check_rd(rs[1], &l, "reopened after its drain");
+    assert_int_equal(rowtable_cursor(rs[1]), rowtable_count(rs[1]));
+    pool_row row;
+    rowtable_get_props(rs[1], &pr);
+    assert_int_equal(pool_row_read(p, pr.slot, &row), 0);
+    tkv_buf enc = {0};
+    rd_list sorted = {0};
+    assert_int_equal(rd_list_append(&sorted, l.t, l.n), 0);
+    rd_list_sort(&sorted);
+    assert_int_equal(rd_encode(sorted.t, sorted.n, &enc), 0);
+    uint64_t rd_off = data_bytes - enc.len + tu_rng_below(&rng, enc.len); /* a byte of the block */
+    uint64_t off = file_offset(p, pool_row_page(&row, (uint32_t)(meta_pages + rd_off / 4096))) + rd_off % 4096;
+    rowtable_close(rs[0]);
+    rowtable_close(rs[1]);
+    pool_close(p);
+    flip_byte(f.path, off);
+    p = open_pool(f.path, 0, PM_EMULATED, &o);
+    pool_row_id *ids;
+    size_t n;
+    assert_int_equal(pool_rows(p, &ids, &n), 0);
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i].row_id != 42) continue;
+        int rc = rowtable_open(p, ids[i].slot, &r);
+        expect_corruption(rc, "row 42", "range tombstone block");
+        print_message("# flipped range tombstone byte: %s\n", tkv_errmsg());
+    }
+    free(ids);
+    pool_close(p);
+    buf_free(&enc);
+    rd_list_free(&sorted);
+    rd_list_free(&l);
+    free_row(&d);
+    fx_free(&f);
+}
+
 static void test_crash(void **state)
 {
     (void)state;
@@ -1151,6 +1264,7 @@ int main(void)
         cmocka_unit_test(test_view_cursors),
         cmocka_unit_test(test_cursor_after_trim),
         cmocka_unit_test(test_row_willneed),
+        cmocka_unit_test(test_range_dels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,20 @@
  *
  * Database tests (tierkv.h's contract): arguments, the semantics in the
  * memtables (bounds, snapshots, puts after a range deletion, order inside a
- * batch), gets and multi_gets.
+ * batch), gets and multi_gets; then through every tier, with l0=sst and
+ * l0=matrix: tiers_* flush and compact range deletions over data already in
+ * the tree, with puts after them and a snapshot from before them, reopen and
+ * tkv_verify, and check that once the snapshot is gone no tombstone is left;
+ * space_* check that compaction gives back the space of the keys a range
+ * deletion covers (SST bytes drop to a tenth after 90 % of the keys are
+ * deleted in ranges), but only once a snapshot that still reads them is
+ * released; random_* run puts, deletes, range deletions (alone and in
+ * batches, bounds on and between keys, empty ranges) and up to three
+ * snapshots against the model, with flushes, compactions and reopens, on
+ * small tiers (random_full_pool: a 1M pool, two columns at a time, rows read
+ * with partly drained cursors and range tombstone starts); corrupt_block
+ * damages an SST's range deletion block: reads and tkv_verify report
+ * TKV_CORRUPTION.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +34,8 @@
 
 #include <cmocka.h>
 
+#include "io/io.h"
+#include "sst/table.h"
 #include "testutil.h"
 #include "util/rangedel.h"
 #include "util/status.h"
@@ -368,12 +383,597 @@ static void mem_semantics(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* ---------------------------------------------------------------- through the tiers */
+
+#define TK_N 3000 /* keys of the tier tests: "k00000" .. */
+
+static void tk(char *b, size_t i) { snprintf(b, 16, "k%05zu", i); }
+
+/* check_model -- tkv_get of every key 0..TK_N-1 (and a few absent ones) at
+ * snap agrees with m, and so does one tkv_multi_get of them in batches. */
+static void check_model(tkv_db *db, const tkv_snapshot *snap, const tu_model *m, const char *what)
+{
+    enum { B = 50 };
+    char kb[B][16];
+    const void *kp[B];
+    size_t kl[B], vl[B];
+    void *vals[B];
+    int st[B];
+    for (size_t base = 0; base < TK_N + 10; base += B) {
+        for (size_t i = 0; i < B; i++) {
+            tk(kb[i], base + i);
+            kp[i] = kb[i];
+            kl[i] = strlen(kb[i]);
+        }
+        assert_int_equal(tkv_multi_get(db, snap, B, kp, kl, vals, vl, st), TKV_OK);
+        for (size_t i = 0; i < B; i++) {
+            const void *mv;
+            size_t mvn;
+            int present = tu_model_get(m, kb[i], kl[i], &mv, &mvn);
+            void *v = NULL;
+            size_t vn = 0;
+            int rc = tkv_get(db, snap, kb[i], kl[i], &v, &vn);
+            if (present != (rc == TKV_OK) || (present && (vn != mvn || memcmp(v, mv, vn))))
+                fail_msg("%s: get %s = %d (%s), model %s", what, kb[i], rc, rc == TKV_OK ? tu_hex(v, vn) : "-",
+                         present ? tu_hex(mv, mvn) : "absent");
+            if (st[i] != rc || vl[i] != vn || (rc == TKV_OK && memcmp(vals[i], v, vn)))
+                fail_msg("%s: multi_get %s = %d, get %d", what, kb[i], st[i], rc);
+            tkv_free(v);
+            tkv_free(vals[i]);
+        }
+    }
+}
+
+static void put_model(tkv_db *db, tu_model *m, size_t i, const char *tag)
+{
+    char k[16], v[48];
+    tk(k, i);
+    snprintf(v, sizeof v, "%s-%zu-value", tag, i);
+    assert_int_equal(tu_put_model(db, m, k, strlen(k), v, strlen(v), 0), TKV_OK);
+}
+
+static void delr_model(tkv_db *db, tu_model *m, size_t a, size_t b)
+{
+    char ka[16], kb[16];
+    tk(ka, a);
+    tk(kb, b);
+    delr_s(db, ka, kb);
+    tu_model_del_range(m, ka, strlen(ka), kb, strlen(kb));
+}
+
+/* level_sum -- the sum of field (e.g. "range_dels=") over the L0..L6 lines of tkv.levels. */
+static uint64_t level_sum(tkv_db *db, const char *field)
+{
+    char *p = tkv_property(db, "tkv.levels");
+    assert_non_null(p);
+    uint64_t sum = 0;
+    for (int l = 0; l < 7; l++) {
+        char name[8];
+        snprintf(name, sizeof name, "L%d: ", l);
+        const char *line = strstr(p, name), *f = line ? strstr(line, field) : NULL;
+        if (f) sum += strtoull(f + strlen(field), NULL, 10);
+    }
+    tkv_free(p);
+    return sum;
+}
+
+static uint64_t sst_bytes(tkv_db *db)
+{
+    uint64_t t[TKV_TICKER_COUNT];
+    assert_int_equal(tkv_statistics(db, t, TKV_TICKER_COUNT, NULL, 0), TKV_OK);
+    return t[TKV_TICKER_SST_BYTES];
+}
+
+/* tiers_opts -- small tiers (testutil), with l0 as given. */
+static tkv_options *tiers_opts(const char *l0)
+{
+    tkv_options *o = tu_small_options();
+    assert_int_equal(tkv_options_set(o, "l0", l0), TKV_OK);
+    return o;
+}
+
+/* run_tiers -- range deletions flushed, compacted and reopened, checked
+ * against the model at every step and at a snapshot from before them; puts
+ * after a deletion survive it; once the snapshot is gone a full compaction
+ * leaves no tombstone behind (dropped at the bottom level). */
+static void run_tiers(const char *l0)
+{
+    char *dir = tu_tmpdir("rdel-tiers");
+    tkv_options *o = tiers_opts(l0);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    for (size_t i = 0; i < TK_N; i++) put_model(db, m, i, "a");
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    delr_model(db, m, 100, 500); /* in the memtable, over flushed data */
+    check_model(db, NULL, m, "memtable tombstone");
+    const tkv_snapshot *s1 = tkv_snapshot_new(db);
+    tu_model *m1 = tu_model_copy(m);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    check_model(db, NULL, m, "flushed tombstone");
+    put_model(db, m, 200, "b"); /* a put after the deletion */
+    delr_model(db, m, 1000, 1100);
+    delr_model(db, m, 1050, 1200); /* overlapping */
+    delr_model(db, m, 2999, 3005); /* past the last key */
+    for (size_t i = 1090; i < 1110; i++) put_model(db, m, i, "c");
+    delr_model(db, m, 1095, 1096);
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    check_model(db, NULL, m, "second flush");
+    check_model(db, s1, m1, "snapshot after flushes");
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    check_model(db, NULL, m, "after compact_range");
+    check_model(db, s1, m1, "snapshot after compact_range");
+    tkv_snapshot_free(db, s1);
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    check_model(db, NULL, m, "after a second compact_range");
+    assert_int_equal(level_sum(db, "range_dels="), 0); /* all at the bottom, seen by every reader: dropped */
+    tu_close_ok(db);
+    char *report = NULL;
+    int vrc = tkv_verify(dir, o, &report); /* the MANIFEST's records cover the tombstones as the tables say */
+    if (vrc != TKV_OK) fail_msg("tkv_verify = %d: %s", vrc, report ? report : tkv_errmsg());
+    tkv_free(report);
+    db = tu_open_ok(dir, o);
+    check_model(db, NULL, m, "after reopen");
+    tu_close_ok(db);
+    tu_model_free(m);
+    tu_model_free(m1);
+    tkv_options_free(o);
+    assert_int_equal(tkv_destroy(dir), TKV_OK);
+    tu_tmpdir_free(dir);
+}
+
+static void tiers_sst(void **state)
+{
+    (void)state;
+    run_tiers("sst");
+}
+
+/* run_space -- compaction gives the space of range-deleted keys back: a
+ * database of 20,000 keys compacted to the bottom, 90 % of them deleted in
+ * 10 ranges; while a snapshot from before the deletion lives, a full
+ * compaction keeps the keys (the snapshot reads them all); once it is
+ * released, the next one leaves a tenth of the bytes. */
+static void run_space(const char *l0)
+{
+    enum { N = 20000 };
+    char *dir = tu_tmpdir("rdel-space");
+    tkv_options *o = tiers_opts(l0);
+    tkv_db *db = tu_open_ok(dir, o);
+    char v[200];
+    memset(v, 'v', sizeof v);
+    for (size_t i = 0; i < N; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "s%06zu", i);
+        snprintf(v, sizeof v, "%06zu", i);
+        v[6] = 'v';
+        assert_int_equal(tkv_put(db, k, strlen(k), v, sizeof v, 0), TKV_OK);
+    }
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    uint64_t full = sst_bytes(db);
+    const tkv_snapshot *snap = tkv_snapshot_new(db);
+    for (size_t r = 0; r < 10; r++) { /* [2000r + 200, 2000r + 2000) */
+        char a[16], b[16];
+        snprintf(a, sizeof a, "s%06zu", r * 2000 + 200);
+        snprintf(b, sizeof b, "s%06zu", r * 2000 + 2000);
+        delr_s(db, a, b);
+    }
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    uint64_t kept = sst_bytes(db);
+    for (size_t i = 0; i < N; i += 97) { /* the snapshot still reads every key */
+        char k[16];
+        snprintf(k, sizeof k, "s%06zu", i);
+        void *val = NULL;
+        size_t vn = 0;
+        assert_int_equal(tkv_get(db, snap, k, strlen(k), &val, &vn), TKV_OK);
+        tkv_free(val);
+        int deleted = i % 2000 >= 200;
+        assert_int_equal(tkv_get(db, NULL, k, strlen(k), &val, &vn), deleted ? TKV_NOT_FOUND : TKV_OK);
+        tkv_free(val);
+    }
+    tkv_snapshot_free(db, snap);
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    uint64_t after = sst_bytes(db);
+    fprintf(stderr, "# %s: SST bytes %llu full, %llu with the snapshot, %llu after its release\n", l0,
+            (unsigned long long)full, (unsigned long long)kept, (unsigned long long)after);
+    assert_true(kept >= full * 9 / 10);
+    assert_true(after <= full / 5);
+    assert_int_equal(level_sum(db, "range_dels="), 0);
+    tu_close_ok(db);
+    tkv_options_free(o);
+    assert_int_equal(tkv_destroy(dir), TKV_OK);
+    tu_tmpdir_free(dir);
+}
+
+static void space_sst(void **state)
+{
+    (void)state;
+    run_space("sst");
+}
+
+static void tiers_matrix(void **state)
+{
+    (void)state;
+    run_tiers("matrix");
+}
+
+static void space_matrix(void **state)
+{
+    (void)state;
+    run_space("matrix");
+}
+
+/* corrupt_block -- l0=sst: an SST whose range deletion block has a flipped
+ * byte. The database still opens (tables open when first read); a get of a
+ * key in that table reports TKV_CORRUPTION naming the file and the block,
+ * never a wrong answer, and tkv_verify reports the damage. */
+static void corrupt_block(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("rdel-corrupt");
+    tkv_options *o = tiers_opts("sst");
+    tkv_db *db = tu_open_ok(dir, o);
+    put_s(db, "a", "1");
+    put_s(db, "b", "2");
+    put_s(db, "c", "3");
+    delr_s(db, "b", "c");
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    tu_close_ok(db);
+    uint64_t *nums;
+    size_t n = tu_list_numbered(dir, ".sst", &nums), damaged = 0;
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%06llu.sst", (unsigned long long)nums[i]);
+        char *path = tu_path(dir, name);
+        io_file *f;
+        table *t;
+        assert_int_equal(io_open_read(path, IO_META, NULL, &f), 0);
+        assert_int_equal(table_open(f, tu_file_size(path), NULL, &t), 0);
+        table_layout lay;
+        table_get_layout(t, &lay);
+        table_close(t);
+        if (lay.range_dels.size) {
+            FILE *fp = fopen(path, "r+b");
+            assert_non_null(fp);
+            uint64_t off = lay.range_dels.offset + lay.range_dels.size / 2;
+            fseek(fp, (long)off, SEEK_SET);
+            int ch = fgetc(fp);
+            fseek(fp, (long)off, SEEK_SET);
+            fputc(ch ^ 0x10, fp);
+            fclose(fp);
+            damaged++;
+        }
+        free(path);
+    }
+    free(nums);
+    assert_int_equal(damaged, 1);
+    db = tu_open_ok(dir, o);
+    void *v = NULL;
+    size_t vn;
+    int rc = tkv_get(db, NULL, "b", 1, &v, &vn);
+    if (rc != TKV_CORRUPTION) fail_msg("get over a damaged range deletion block = %d, want TKV_CORRUPTION", rc);
+    assert_non_null(strstr(tkv_errmsg(), "range deletion block"));
+    tu_close_ok(db);
+    char *report = NULL;
+    assert_int_equal(tkv_verify(dir, o, &report), TKV_CORRUPTION);
+    assert_non_null(strstr(report, "range deletion block"));
+    tkv_free(report);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
+/* ---------------------------------------------------------------- randomized, against the model */
+
+#define RK_N 4000 /* keys "r0000" .. "r3999"; range bounds may be any string near them */
+
+typedef struct rparams {
+    const char *name;
+    uint64_t ops;
+    uint64_t reopen_every;
+    const char *opts[3][2];
+} rparams;
+
+typedef struct rctx {
+    const rparams *p;
+    tu_rng r;
+    char *dir;
+    tkv_options *o;
+    tkv_db *db;
+    tu_model *m;
+    const tkv_snapshot *snap[3];
+    tu_model *sm[3];
+    int nsnap;
+    tkv_batch *b;
+    char where[64];
+    uint64_t n_rdel, n_put, n_del, n_get;
+} rctx;
+
+/* rkey -- a key of the key space, or (bounds) sometimes a string between
+ * or beside them ("r0123", "r01234", "r0123\0", "r"), 0..1 in 8. */
+static size_t rkey(rctx *c, char *b, int bound)
+{
+    unsigned i = (unsigned)tu_rng_below(&c->r, RK_N);
+    int n = snprintf(b, 24, "r%04u", i);
+    if (bound && tu_rng_chance(&c->r, 120000)) {
+        uint64_t how = tu_rng_below(&c->r, 3);
+        if (how == 0) b[n++] = (char)('0' + tu_rng_below(&c->r, 10)); /* a longer key */
+        else if (how == 1) b[n++] = 0;                                /* the key right after */
+        else n = 1;                                                   /* "r": before every key */
+    }
+    return (size_t)n;
+}
+
+/* rbounds -- a range [a, b): b up to ~300 keys after a; now and then empty
+ * (a == b) or the whole key space. */
+static void rbounds(rctx *c, char *a, size_t *an, char *b, size_t *bn)
+{
+    *an = rkey(c, a, 1);
+    if (tu_rng_chance(&c->r, 30000)) {
+        memcpy(b, a, *an);
+        *bn = *an;
+        return;
+    }
+    if (tu_rng_chance(&c->r, 2000)) {
+        *an = 1;
+        memcpy(b, "s", 1);
+        *bn = 1;
+        return;
+    }
+    unsigned i = (unsigned)strtoul(a + 1, NULL, 10);
+    if (*an == 1) i = 0;
+    unsigned j = i + 1 + (unsigned)tu_rng_below(&c->r, tu_rng_chance(&c->r, 100000) ? 100 : 8);
+    *bn = (size_t)snprintf(b, 24, "r%04u", j);
+}
+
+/* rvalue -- 20..1000 bytes (v has RV_MAX), distinct per put. */
+#define RV_MAX 1000
+static void rvalue(rctx *c, char *v, size_t *vn)
+{
+    *vn = (size_t)tu_rng_range(&c->r, 20, RV_MAX);
+    tu_rng_fill(&c->r, v, *vn);
+    snprintf(v, 20, "v%llu-", (unsigned long long)c->n_put);
+}
+
+static void r_put(rctx *c)
+{
+    char k[24], v[RV_MAX];
+    size_t kn = rkey(c, k, 0), vn;
+    rvalue(c, v, &vn);
+    assert_int_equal(tu_put_model(c->db, c->m, k, kn, v, vn, 0), TKV_OK);
+    c->n_put++;
+}
+
+static void r_del(rctx *c)
+{
+    char k[24];
+    size_t kn = rkey(c, k, 0);
+    assert_int_equal(tkv_delete(c->db, k, kn, 0), TKV_OK);
+    tu_model_del(c->m, k, kn);
+    c->n_del++;
+}
+
+static void r_delrange(rctx *c)
+{
+    char a[24], b[24];
+    size_t an, bn;
+    rbounds(c, a, &an, b, &bn);
+    int rc = tkv_delete_range(c->db, a, an, b, bn, tu_rng_chance(&c->r, 20000) ? TKV_SYNC : 0);
+    if (rc != TKV_OK)
+        fail_msg("%s: delete_range %s..%s = %d (%s)", c->where, tu_hex(a, an), tu_hex(b, bn), rc, tkv_errmsg());
+    tu_model_del_range(c->m, a, an, b, bn);
+    c->n_rdel++;
+}
+
+/* r_batch -- 1..10 puts, deletes and range deletions in one batch, applied
+ * to the model in order. */
+static void r_batch(rctx *c)
+{
+    tkv_batch_clear(c->b);
+    tu_model *pend = tu_model_copy(c->m);
+    size_t n = (size_t)tu_rng_range(&c->r, 1, 10);
+    for (size_t i = 0; i < n; i++) {
+        char a[24], b[24], v[RV_MAX];
+        size_t an, bn, vn;
+        uint64_t x = tu_rng_below(&c->r, 10);
+        if (x < 7) {
+            an = rkey(c, a, 0);
+            rvalue(c, v, &vn);
+            assert_int_equal(tkv_batch_put(c->b, a, an, v, vn), TKV_OK);
+            tu_model_put(pend, a, an, v, vn);
+        } else if (x < 9) {
+            an = rkey(c, a, 0);
+            assert_int_equal(tkv_batch_delete(c->b, a, an), TKV_OK);
+            tu_model_del(pend, a, an);
+        } else {
+            rbounds(c, a, &an, b, &bn);
+            assert_int_equal(tkv_batch_delete_range(c->b, a, an, b, bn), TKV_OK);
+            tu_model_del_range(pend, a, an, b, bn);
+        }
+    }
+    assert_int_equal(tkv_write(c->db, c->b, 0), TKV_OK);
+    tu_model_free(c->m);
+    c->m = pend;
+}
+
+/* r_check_key -- tkv_get of key k at snap agrees with model m. */
+static void r_check_key(rctx *c, const tkv_snapshot *snap, const tu_model *m, const char *k, size_t kn)
+{
+    const void *mv;
+    size_t mvn, vn = 0;
+    void *v = NULL;
+    int present = tu_model_get(m, k, kn, &mv, &mvn);
+    int rc = tkv_get(c->db, snap, k, kn, &v, &vn);
+    if (present != (rc == TKV_OK) || (present && (vn != mvn || memcmp(v, mv, vn))) || (!present && rc != TKV_NOT_FOUND))
+        fail_msg("%s: get %s%s = %d (%s), model %s", c->where, tu_hex(k, kn), snap ? " at a snapshot" : "", rc,
+                 rc == TKV_OK ? tu_hex(v, vn) : tkv_errmsg(), present ? tu_hex(mv, mvn) : "absent");
+    tkv_free(v);
+    c->n_get++;
+}
+
+/* r_check_gets -- `n` random keys (every key when n == 0) at snap, by
+ * tkv_get, and the same keys by one tkv_multi_get. */
+static void r_check_gets(rctx *c, const tkv_snapshot *snap, const tu_model *m, size_t n)
+{
+    enum { B = 64 };
+    size_t total = n ? n : RK_N;
+    for (size_t base = 0; base < total; base += B) {
+        char kb[B][24];
+        const void *kp[B];
+        size_t kl[B], vl[B];
+        void *vals[B];
+        int st[B];
+        size_t cnt = total - base < B ? total - base : B;
+        for (size_t i = 0; i < cnt; i++) {
+            kl[i] = n ? rkey(c, kb[i], 1) : (size_t)snprintf(kb[i], 24, "r%04zu", base + i);
+            kp[i] = kb[i];
+            r_check_key(c, snap, m, kb[i], kl[i]);
+        }
+        assert_int_equal(tkv_multi_get(c->db, snap, cnt, kp, kl, vals, vl, st), TKV_OK);
+        for (size_t i = 0; i < cnt; i++) {
+            const void *mv;
+            size_t mvn;
+            int present = tu_model_get(m, kb[i], kl[i], &mv, &mvn);
+            if (st[i] != (present ? TKV_OK : TKV_NOT_FOUND) || (present && (vl[i] != mvn || memcmp(vals[i], mv, mvn))))
+                fail_msg("%s: multi_get %s = %d, model %s", c->where, tu_hex(kb[i], kl[i]), st[i],
+                         present ? tu_hex(mv, mvn) : "absent");
+            tkv_free(vals[i]);
+        }
+    }
+}
+
+static void r_snapshot(rctx *c)
+{
+    if (c->nsnap < 3 && (c->nsnap == 0 || tu_rng_chance(&c->r, 300000))) {
+        c->snap[c->nsnap] = tkv_snapshot_new(c->db);
+        c->sm[c->nsnap++] = tu_model_copy(c->m);
+        return;
+    }
+    int i = (int)tu_rng_below(&c->r, (uint64_t)c->nsnap);
+    if (tu_rng_chance(&c->r, 400000)) {
+        r_check_gets(c, c->snap[i], c->sm[i], 32);
+        return;
+    }
+    tkv_snapshot_free(c->db, c->snap[i]);
+    tu_model_free(c->sm[i]);
+    c->nsnap--;
+    c->snap[i] = c->snap[c->nsnap];
+    c->sm[i] = c->sm[c->nsnap];
+}
+
+/* r_full -- every key, latest and at each snapshot. */
+static void r_full(rctx *c, const char *when)
+{
+    snprintf(c->where + strlen(c->where), sizeof c->where - strlen(c->where), " (%s)", when);
+    r_check_gets(c, NULL, c->m, 0);
+    for (int i = 0; i < c->nsnap; i++) r_check_gets(c, c->snap[i], c->sm[i], 0);
+}
+
+static void r_reopen(rctx *c)
+{
+    r_full(c, "before reopen");
+    while (c->nsnap) {
+        c->nsnap--;
+        tkv_snapshot_free(c->db, c->snap[c->nsnap]);
+        tu_model_free(c->sm[c->nsnap]);
+    }
+    tu_close_ok(c->db);
+    c->db = tu_open_ok(c->dir, c->o);
+    r_full(c, "after reopen");
+}
+
+/* r_op -- one random operation. */
+static void r_op(rctx *c)
+{
+    uint64_t x = tu_rng_below(&c->r, 1000);
+    if (x < 450) r_put(c);
+    else if (x < 480) r_del(c);
+    else if (x < 500) r_delrange(c);
+    else if (x < 540) r_batch(c);
+    else if (x < 590) r_snapshot(c);
+    else if (x < 595) assert_int_equal(tkv_flush(c->db), TKV_OK);
+    else if (x < 597) {
+        char a[24], b[24];
+        size_t an, bn;
+        rbounds(c, a, &an, b, &bn);
+        int whole = tu_rng_chance(&c->r, 300000);
+        assert_int_equal(tkv_compact_range(c->db, whole ? NULL : a, whole ? 0 : an, whole ? NULL : b, whole ? 0 : bn),
+                         TKV_OK);
+    } else if (x < 620) r_check_gets(c, NULL, c->m, 16);
+    else {
+        char k[24];
+        size_t kn = rkey(c, k, 1);
+        r_check_key(c, NULL, c->m, k, kn);
+    }
+}
+
+static void run_random(const rparams *p)
+{
+    rctx *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    c->p = p;
+    tu_rng_init(&c->r, tu_seed() ^ tu_mix64(p->ops));
+    c->dir = tu_tmpdir("rdel-rand");
+    c->o = tu_small_options();
+    for (int i = 0; i < 3 && p->opts[i][0]; i++)
+        assert_int_equal(tkv_options_set(c->o, p->opts[i][0], p->opts[i][1]), 0);
+    c->db = tu_open_ok(c->dir, c->o);
+    c->m = tu_model_new();
+    c->b = tkv_batch_new();
+    uint64_t total = p->ops * tu_scale();
+    for (uint64_t op = 0; op < total; op++) {
+        snprintf(c->where, sizeof c->where, "%s op %llu", p->name, (unsigned long long)op);
+        if (op > 0 && op % p->reopen_every == 0) r_reopen(c);
+        r_op(c);
+    }
+    snprintf(c->where, sizeof c->where, "%s end", p->name);
+    r_reopen(c);
+    char *lv = tkv_property(c->db, "tkv.levels");
+    fprintf(stderr, "# %s: %llu puts, %llu deletes, %llu range deletions, %llu gets checked; tkv.levels:\n%s", p->name,
+            (unsigned long long)c->n_put, (unsigned long long)c->n_del, (unsigned long long)c->n_rdel,
+            (unsigned long long)c->n_get, lv);
+    tkv_free(lv);
+    tu_close_ok(c->db);
+    assert_int_equal(tkv_destroy(c->dir), TKV_OK);
+    tu_tmpdir_free(c->dir);
+    tkv_options_free(c->o);
+    tkv_batch_free(c->b);
+    tu_model_free(c->m);
+    free(c);
+}
+
+static void random_sst(void **state)
+{
+    (void)state;
+    static const rparams p = {"random_sst", 30000, 10000, {{"l0", "sst"}}};
+    run_random(&p);
+}
+
+/* random_matrix -- l0=matrix (testutil's 16M pool, columns of 256K). */
+static void random_matrix(void **state)
+{
+    (void)state;
+    static const rparams p = {"random_matrix", 30000, 10000, {{"l0", "matrix"}}};
+    run_random(&p);
+}
+
+/* random_full_pool -- a 1M pool, columns of 64K, two at a time: flushes wait
+ * for columns, rows are read with partly drained cursors and range
+ * tombstone starts, columns in flight cover consecutive ranges. */
+static void random_full_pool(void **state)
+{
+    (void)state;
+    static const rparams p = {
+        "random_full_pool", 20000, 10000, {{"pmem_size", "1M"}, {"column_bytes", "64K"}, {"column_gate", "always"}}};
+    run_random(&p);
+}
+
 int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(frags_random), cmocka_unit_test(frags_edges),   cmocka_unit_test(encode_decode),
-        cmocka_unit_test(api_args),     cmocka_unit_test(mem_semantics),
+        cmocka_unit_test(frags_random),  cmocka_unit_test(frags_edges),   cmocka_unit_test(encode_decode),
+        cmocka_unit_test(api_args),      cmocka_unit_test(mem_semantics), cmocka_unit_test(tiers_sst),
+        cmocka_unit_test(space_sst),     cmocka_unit_test(random_sst),    cmocka_unit_test(tiers_matrix),
+        cmocka_unit_test(space_matrix),  cmocka_unit_test(random_matrix), cmocka_unit_test(random_full_pool),
+        cmocka_unit_test(corrupt_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1204,6 +1204,101 @@ static void test_table_checksum_valid_garbage(void **state)
     free_ents(e, s.n);
 }
 
+/* ---------------------------------------------------------------- range tombstones */
+
+/* build_rd -- a table of e[0..n) and the tombstones of l at path (format
+ * version 2 when l has any). */
+static uint64_t build_rd(const char *path, const ent *e, size_t n, const rd_list *l)
+{
+    io_file *f;
+    assert_int_equal(io_open_append(path, 0, IO_FLUSH, NULL, &f), 0);
+    table_builder *b;
+    assert_int_equal(table_builder_new(f, NULL, &b), 0);
+    for (size_t i = 0; i < n; i++) assert_int_equal(table_builder_add(b, ekey(&e[i]), slice(e[i].v, e[i].vn)), 0);
+    assert_int_equal(table_builder_add_range_dels(b, l->t, l->n), 0);
+    rd_tomb bad = {slice("b", 1), slice("a", 1), 5, 0};
+    assert_int_equal(table_builder_add_range_dels(b, &bad, 1), TKV_INVALID); /* begin > end: refused, no change */
+    assert_int_equal(table_builder_finish(b), 0);
+    assert_int_equal(table_builder_add_range_dels(b, l->t, l->n), TKV_INVALID); /* finished */
+    uint64_t size = f->size;
+    table_builder_free(b);
+    assert_int_equal(io_close(f), 0);
+    return size;
+}
+
+/* test_table_range_dels -- the range deletion block: tables with entries and
+ * tombstones, with tombstones only, and with none (format version 1, no
+ * block) read back their tombstones sorted, their fragments, entries and
+ * properties, and pass table_check; every flipped bit of the block (or its
+ * trailer) makes table_open fail with TKV_CORRUPTION naming the file. */
+static void test_table_range_dels(void **state)
+{
+    (void)state;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 77);
+    spec s = {.n = 500, .max_value = 40};
+    ent *e = gen(&s, &r);
+    char *dir = tu_tmpdir("sst-rd");
+    char *path = tu_path(dir, "000043.sst");
+    rd_list l = {0};
+    for (uint64_t i = 0; i < 30; i++) {
+        char a[32], b[32];
+        unsigned x = (unsigned)tu_rng_below(&r, 1000);
+        ukey_of(x, a);
+        ukey_of(x + 1 + (unsigned)tu_rng_below(&r, 100), b);
+        assert_int_equal(rd_list_add(&l, slice(a, 11), slice(b, 11), 1000 + i, 0), 0);
+    }
+    for (int kind = 0; kind < 3; kind++) { /* entries and tombstones, tombstones only, entries only */
+        size_t n = kind == 1 ? 0 : s.n;
+        rd_list none = {0};
+        const rd_list *tl = kind == 2 ? &none : &l;
+        uint64_t size = build_rd(path, e, n, tl);
+        table *t = open_table(path, size, NULL);
+        table_layout lay;
+        table_get_layout(t, &lay);
+        assert_int_equal(lay.version, kind == 2 ? 1 : 2);
+        assert_int_equal(table_properties(t)->num_range_dels, tl->n);
+        assert_int_equal(table_properties(t)->num_entries, n);
+        const rd_list *got = table_range_del_list(t);
+        assert_int_equal(got->n, tl->n);
+        for (size_t i = 1; i < got->n; i++) assert_true(ukey_cmp(got->t[i - 1].begin, got->t[i].begin) <= 0);
+        if (kind == 2) assert_null(table_range_dels(t));
+        for (size_t i = 0; i < tl->n; i++)
+            assert_true(rd_frags_covering(table_range_dels(t), tl->t[i].begin, UINT64_MAX) >= tl->t[i].seq);
+        assert_int_equal(table_check(t, NULL, NULL, NULL), 0);
+        tkv_buf val = {0};
+        ikey_type ty;
+        for (size_t i = 0; i < n; i += 7) {
+            tkv_slice k = ekey(&e[i]);
+            assert_int_equal(table_get(t, ikey_user(k), ikey_seq(k), &ty, &val), 1);
+        }
+        buf_free(&val);
+        table_close(t);
+    }
+    uint64_t size = build_rd(path, e, s.n, &l);
+    size_t len;
+    uint8_t *orig = read_all(path, &len);
+    table *t = open_table(path, size, NULL);
+    table_layout lay;
+    table_get_layout(t, &lay);
+    table_close(t);
+    uint64_t from = lay.range_dels.offset * 8, to = (lay.range_dels.offset + lay.range_dels.size + 5) * 8;
+    for (uint64_t bit = from; bit < to; bit += 1 + tu_rng_below(&r, 13)) {
+        flip(path, bit);
+        char what[64];
+        snprintf(what, sizeof what, "range deletion block bit %llu", (unsigned long long)bit);
+        assert_int_equal(check_damaged(path, size, NULL, e, s.n, what), -1);
+        assert_non_null(strstr(tkv_errmsg(), "range deletion block"));
+        flip(path, bit);
+    }
+    free(orig);
+    rd_list_free(&l);
+    free_ents(e, s.n);
+    assert_int_equal(unlink(path), 0);
+    free(path);
+    tu_tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1220,6 +1315,7 @@ int main(void)
         cmocka_unit_test(test_table_damage_plain),
         cmocka_unit_test(test_table_damage_lz4),
         cmocka_unit_test(test_table_checksum_valid_garbage),
+        cmocka_unit_test(test_table_range_dels),
     };
     return cmocka_run_group_tests_name("table", tests, NULL, NULL);
 }

@@ -230,9 +230,18 @@ static void random_edit(tu_rng *r, version_edit *e)
         e->last_seq = tu_rng_below(r, IKEY_MAX_SEQ);
     }
     size_t nd = tu_rng_below(r, 4), na = tu_rng_below(r, 4), nc = tu_rng_below(r, 4), nr = tu_rng_below(r, 3);
-    for (size_t i = 0; i < nc; i++) /* row ids 0..99 set, 100..199 removed: never twice */
-        assert_int_equal(edit_set_row_cursor(e, i * 10 + tu_rng_below(r, 10), tu_rng_next(r) >> tu_rng_below(r, 64)),
-                         0);
+    for (size_t i = 0; i < nc; i++) { /* row ids 0..99 set, 100..199 removed: never twice */
+        row_key *k = NULL;
+        if (tu_rng_below(r, 3) == 0) { /* tag 10: with a range tombstone start */
+            char b[32];
+            k = row_key_new(
+                slice(b, (size_t)snprintf(b, sizeof b, "key%llu", (unsigned long long)tu_rng_below(r, 99))));
+            assert_non_null(k);
+        }
+        assert_int_equal(
+            edit_set_row_cursor_rd(e, i * 10 + tu_rng_below(r, 10), tu_rng_next(r) >> tu_rng_below(r, 64), k), 0);
+        row_key_unref(k);
+    }
     for (size_t i = 0; i < nr; i++) assert_int_equal(edit_remove_row(e, 100 + i * 10 + tu_rng_below(r, 10)), 0);
     for (size_t i = 0; i < nd; i++)
         assert_int_equal(edit_delete_file(e, (int)tu_rng_below(r, VERSION_LEVELS), tu_rng_next(r) >> 20), 0);
@@ -249,6 +258,7 @@ static void random_edit(tu_rng *r, version_edit *e)
             ikey_encode(k, "", 0, mx, IKEY_VALUE);
             assert_int_equal(buf_append(&f->smallest, k, 8), 0);
         }
+        if (tu_rng_below(r, 3) == 0) f->num_range_dels = 1 + tu_rng_below(r, 1000); /* tag 9 */
         assert_int_equal(edit_add_file(e, (int)tu_rng_below(r, VERSION_LEVELS), f), 0);
         file_meta_unref(f);
     }
@@ -269,6 +279,9 @@ static void assert_edit_equal(const version_edit *a, const version_edit *b)
     for (size_t i = 0; i < a->ncursors; i++) {
         assert_int_equal(a->cursors[i].row_id, b->cursors[i].row_id);
         assert_int_equal(a->cursors[i].cursor, b->cursors[i].cursor);
+        assert_int_equal(!a->cursors[i].rd_start, !b->cursors[i].rd_start);
+        if (a->cursors[i].rd_start)
+            assert_int_equal(ukey_cmp(row_key_slice(a->cursors[i].rd_start), row_key_slice(b->cursors[i].rd_start)), 0);
     }
     for (size_t i = 0; i < a->nrows_removed; i++) assert_int_equal(a->rows_removed[i], b->rows_removed[i]);
     for (size_t i = 0; i < a->ndeleted; i++) {
@@ -281,6 +294,7 @@ static void assert_edit_equal(const version_edit *a, const version_edit *b)
         assert_int_equal(x->number, y->number);
         assert_int_equal(x->size, y->size);
         assert_int_equal(x->num_entries, y->num_entries);
+        assert_int_equal(x->num_range_dels, y->num_range_dels);
         assert_int_equal(x->min_seq, y->min_seq);
         assert_int_equal(x->max_seq, y->max_seq);
         assert_int_equal(x->smallest.len, y->smallest.len);
@@ -369,13 +383,18 @@ static size_t tag_offsets(const uint8_t *p, size_t n, size_t *offs)
         offs[k++] = (size_t)(q - p);
         q = dec_varint(q, lim, &tag);
         assert_non_null(q);
-        int nvar = tag == 0 ? 0 : tag <= 3 || tag == 7 ? 1 : tag == 4 || tag == 6 ? 2 : 6;
+        int nvar = tag == 0 ? 0 : tag <= 3 || tag == 7 ? 1 : tag == 4 || tag == 6 || tag == 10 ? 2 : 6;
         for (int i = 0; i < nvar; i++) assert_non_null(q = dec_varint(q, lim, &v));
-        if (tag == 5)
+        if (tag == 5 || tag == 9)
             for (int i = 0; i < 2; i++) {
                 assert_non_null(q = dec_varint(q, lim, &v));
                 q += v;
             }
+        if (tag == 9) assert_non_null(q = dec_varint(q, lim, &v)); /* the range tombstone count */
+        if (tag == 10) {                                           /* the range tombstone start */
+            assert_non_null(q = dec_varint(q, lim, &v));
+            q += v;
+        }
         if (tag == 0) break;
     }
     assert_true(q == lim);
@@ -411,7 +430,7 @@ static void test_edit_malformed(void **state)
         }
         /* Every tag replaced by unknown values, and by END (trailing bytes). */
         size_t nt = tag_offsets(b.data, b.len, offs);
-        static const uint8_t bad[] = {9, 10, 100, 0x7f}; /* 8 = pool uuid */
+        static const uint8_t bad[] = {11, 12, 100, 0x7f}; /* 8 = pool uuid, 9 and 10 tags of range tombstones */
         for (size_t i = 0; i < nt; i++) {
             for (size_t j = 0; j < sizeof bad; j++) {
                 memcpy(c, b.data, b.len);
@@ -1331,6 +1350,62 @@ static void test_edit_pool_uuid(void **state)
     edit_free(&e);
 }
 
+/* test_file_range_dels -- file_meta_add_range_dels widens a file's key and
+ * sequence range over its tombstones (the largest key is the last one a
+ * tombstone can cover: end minus a final 0x00, else end itself), and tag 9
+ * carries the count: byte for byte, and a count of 0 is corruption; tag 10
+ * a row's range tombstone start, byte for byte, never empty. */
+static void test_file_range_dels(void **state)
+{
+    (void)state;
+    file_meta *f = mkfile(9, "c", "d", 5, 6, 100); /* ("c", 6) .. ("d", 5) */
+    rd_tomb t[2] = {{slice("b", 1), slice("cz", 2), 3, 0}, {slice("c", 1), slice("e\0", 2), 9, 0}};
+    assert_int_equal(file_meta_add_range_dels(f, t, 2), 0);
+    assert_int_equal(f->num_range_dels, 2);
+    assert_int_equal(f->min_seq, 3);
+    assert_int_equal(f->max_seq, 9);
+    assert_int_equal(ukey_cmp(ikey_user(slice(f->smallest.data, f->smallest.len)), slice("b", 1)), 0);
+    assert_int_equal(ikey_seq(slice(f->smallest.data, f->smallest.len)), IKEY_MAX_SEQ);
+    assert_int_equal(ukey_cmp(ikey_user(slice(f->largest.data, f->largest.len)), slice("e", 1)), 0);
+    assert_int_equal(ikey_seq(slice(f->largest.data, f->largest.len)), 0);
+    file_meta *g = file_meta_new(); /* tombstones only */
+    g->number = 10;
+    rd_tomb u = {slice("m", 1), slice("n", 1), 7, 0};
+    assert_int_equal(file_meta_add_range_dels(g, &u, 1), 0);
+    assert_int_equal(g->min_seq, 7);
+    assert_int_equal(g->max_seq, 7);
+    assert_int_equal(ukey_cmp(ikey_user(slice(g->largest.data, g->largest.len)), slice("n", 1)), 0);
+    version_edit e, d;
+    edit_init(&e);
+    assert_int_equal(edit_add_file(&e, 1, g), 0);
+    tkv_buf b = {0};
+    assert_int_equal(edit_encode(&e, &b), 0);
+    assert_int_equal(b.data[0], 9);
+    assert_int_equal(b.data[b.len - 2], 1); /* the count, before END */
+    assert_int_equal(edit_decode(b.data, b.len, &d), 0);
+    assert_int_equal(d.added[0].f->num_range_dels, 1);
+    edit_free(&d);
+    b.data[b.len - 2] = 0;
+    assert_int_equal(edit_decode(b.data, b.len, &d), TKV_CORRUPTION);
+    buf_free(&b);
+    edit_free(&e);
+    /* tag 10: row 3, cursor 4, start "k"; a start of 0 bytes is corruption */
+    edit_init(&e);
+    row_key *k = row_key_new(slice("k", 1));
+    assert_int_equal(edit_set_row_cursor_rd(&e, 3, 4, k), 0);
+    row_key_unref(k);
+    assert_int_equal(edit_encode(&e, &b), 0);
+    static const uint8_t want10[] = {10, 3, 4, 1, 'k', 0};
+    assert_int_equal(b.len, sizeof want10);
+    assert_memory_equal(b.data, want10, sizeof want10);
+    uint8_t bad10[] = {10, 3, 4, 0, 0};
+    assert_int_equal(edit_decode(bad10, sizeof bad10, &d), TKV_CORRUPTION);
+    buf_free(&b);
+    edit_free(&e);
+    file_meta_unref(f);
+    file_meta_unref(g);
+}
+
 int main(void)
 {
     tu_seed();
@@ -1338,6 +1413,7 @@ int main(void)
         cmocka_unit_test(test_edit_exact_bytes),
         cmocka_unit_test(test_edit_round_trip),
         cmocka_unit_test(test_edit_pool_uuid),
+        cmocka_unit_test(test_file_range_dels),
         cmocka_unit_test(test_edit_malformed),
         cmocka_unit_test(test_overlapping_and_find),
         cmocka_unit_test_setup_teardown(test_fresh_open, setup, teardown),

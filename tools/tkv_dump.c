@@ -153,6 +153,17 @@ static void sst_header(const char *path, table *t, const dump_args *a)
                lay.filter_probes);
     else printf("\nfilter: none\n");
     printf("index: entries=%llu\n", (unsigned long long)lay.index_entries);
+    const rd_list *rd = table_range_del_list(t);
+    if (lay.version > 1)
+        printf("range_dels: count=%zu block=%llu+%llu\n", rd->n, (unsigned long long)lay.range_dels.offset,
+               (unsigned long long)lay.range_dels.size);
+    for (size_t i = 0; i < rd->n; i++) { /* sorted by begin */
+        printf("range_del: ");
+        tool_print(stdout, a->c.hex, rd->t[i].begin.p, rd->t[i].begin.n);
+        printf(" .. ");
+        tool_print(stdout, a->c.hex, rd->t[i].end.p, rd->t[i].end.n);
+        printf(" seq=%llu\n", (unsigned long long)rd->t[i].seq);
+    }
 }
 
 int tkv_cmd_dump_sst(int argc, char **argv)

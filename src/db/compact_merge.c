@@ -97,15 +97,104 @@ static int tombstone_droppable(const version *v, int out_level, tkv_slice key, u
     return ikey_get_type(key) == IKEY_DELETION && ikey_seq(key) <= snap && is_base_level(v, out_level, ikey_user(key));
 }
 
-int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
-              file_meta ***out, size_t *nout)
+/* range_below -- 1 if a level deeper than out_level has a file whose
+ * user-key range meets [lo, hi). */
+static int range_below(const version *v, int out_level, tkv_slice lo, tkv_slice hi)
 {
-    output cur;
-    file_meta **done = NULL;
-    size_t ndone = 0, cap = 0;
-    int have_out = 0, rc = 0;
+    for (int l = out_level + 1; l < VERSION_LEVELS; l++) {
+        size_t i = version_find_file(v, l, lo);
+        if (i < v->nfiles[l] && ukey_cmp(ikey_user(fm_small(v->files[l][i])), hi) < 0) return 1;
+    }
+    return 0;
+}
+
+/* The state of one merge (cmp_merge). */
+typedef struct merge {
+    tkv_db *db;
+    int out_level;
+    io_class cls;
+    const version *v;
+    uint64_t snap;      /* the smallest snapshot */
+    const rd_frags *rd; /* the inputs' range tombstones (NULL: none) */
+    size_t rd_at;       /* rd_frags_covering_at's place */
+    output cur;         /* the output being written, if have_out */
+    int have_out;
+    tkv_buf cut; /* where the last output's range tombstones ended (has_cut), the next one's begin */
+    int has_cut;
+    tkv_buf last_ukey; /* the last user key written to cur */
+    file_meta **done;
+    size_t ndone, cap;
+} merge;
+
+/* keep_tomb -- rd_frags_emit's filter for an output, the rules of point
+ * entries applied to range tombstones: one hidden by a newer tombstone of
+ * the same fragment that every reader sees is dropped, and so is one every
+ * reader sees with no level below the output's for it to hide anything in. */
+static int keep_tomb(void *arg, const rd_frag *fr, size_t j)
+{
+    const merge *m = arg;
+    if (j > 0 && fr->seqs[j - 1] <= m->snap) return 0;
+    return !(fr->seqs[j] <= m->snap && !range_below(m->v, m->out_level, fr->lo, fr->hi));
+}
+
+/* finish_output -- the output's range tombstones, those of [cut, hi) (no
+ * bound where NULL), then the file finished and added to done[]. The next
+ * output's tombstones begin at hi. */
+static int finish_output(merge *m, const tkv_slice *hi)
+{
+    int rc = 0;
+    if (m->rd) {
+        rd_list l = {0};
+        tkv_slice lo = slice(m->cut.data, m->cut.len);
+        rc = rd_frags_emit(m->rd, m->has_cut ? &lo : NULL, hi, keep_tomb, m, &l);
+        if (rc == 0) rc = output_add_range_dels(&m->cur, l.t, l.n);
+        rd_list_free(&l);
+        m->cut.len = 0;
+        if (rc == 0 && hi) rc = buf_append(&m->cut, hi->p, hi->n);
+        m->has_cut = 1;
+    }
+    if (rc == 0 && output_empty(&m->cur)) { /* only tombstones, all dropped */
+        output_discard(m->db, &m->cur);
+        m->have_out = 0;
+        return 0;
+    }
+    if (rc == 0) rc = output_finish(&m->cur);
+    if (rc == 0) rc = push_output(&m->done, &m->ndone, &m->cap, m->cur.f);
+    if (rc == 0) {
+        (void)output_take(&m->cur); /* kept: now in done[] */
+        m->have_out = 0;
+    }
+    return rc;
+}
+
+/* cut_output -- ends the current output before a new user key: its range
+ * tombstones end right after its last user key p (at p + 0x00, the next key
+ * there is), so the next output's begin above everything this one holds. */
+static int cut_output(merge *m)
+{
+    TKV_TRY(buf_reserve(&m->last_ukey, 1));
+    m->last_ukey.data[m->last_ukey.len] = 0;
+    tkv_slice hi = slice(m->last_ukey.data, m->last_ukey.len + 1);
+    return finish_output(m, &hi);
+}
+
+/* covered -- entry `key` (seq s) lies under a range tombstone newer than it
+ * that every reader sees: hidden for good. */
+static int covered(merge *m, tkv_slice key)
+{
+    return m->rd && rd_frags_covering_at(m->rd, &m->rd_at, ikey_user(key), m->snap) > ikey_seq(key);
+}
+
+/* Long because it is the merge loop: per user key the stop check and the
+ * cut decision, per entry the drop rules, then writing it. */
+int cmp_merge(tkv_db *db, tkv_it *in, const rd_frags *rd, int out_level, io_class cls, const version *v,
+              uint64_t smallest_snapshot, file_meta ***out, size_t *nout)
+{
+    merge m = {.db = db, .out_level = out_level, .cls = cls, .v = v, .snap = smallest_snapshot};
+    m.rd = rd && rd_frags_count(rd) ? rd : NULL;
+    int rc = 0;
     tkv_buf cur_ukey = {0};
-    int has_cur = 0, cut = 0;
+    int has_cur = 0, cut = 0, key_written = 0;
     uint64_t last_seq_for_key = UINT64_MAX, keys = 0;
     int stoppable = cls == IO_COMPACT_L0 && db->mx != NULL; /* a column of the matrix container */
     grandparents gp = {0};
@@ -125,11 +214,12 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
                 break;
             }
             int crossed = has_cur && gp.n && gp_crossed(&gp, slice(cur_ukey.data, cur_ukey.len), ukey);
-            uint64_t size = have_out ? table_builder_file_size(cur.tb) : 0;
-            cut = have_out && (size >= db->opts.sst_size || (crossed && size >= db->opts.sst_size / 2));
+            uint64_t size = m.have_out ? table_builder_file_size(m.cur.tb) : 0;
+            cut = m.have_out && (size >= db->opts.sst_size || (crossed && size >= db->opts.sst_size / 2));
             cur_ukey.len = 0;
             rc = buf_append(&cur_ukey, ukey.p, ukey.n);
             has_cur = 1;
+            key_written = 0;
             last_seq_for_key = UINT64_MAX;
         }
         uint64_t seq = ikey_seq(key);
@@ -138,43 +228,43 @@ int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version
             drop = 1; /* a newer version visible to every reader hides it */
         } else if (tombstone_droppable(v, out_level, key, smallest_snapshot)) {
             drop = 1; /* tombstone with nothing below it to hide */
+        } else if (covered(&m, key)) {
+            drop = 1; /* a range tombstone visible to every reader hides it */
         }
         last_seq_for_key = seq;
         if (drop || rc < 0) continue;
         /* Split outputs by size, or from half of it at a grandparent
          * boundary, never between versions of one user key. */
-        if (have_out && new_key && cut) {
-            rc = output_finish(&cur);
-            if (rc == 0) rc = push_output(&done, &ndone, &cap, cur.f);
-            if (rc < 0) break;
-            (void)output_take(&cur); /* kept: now in done[] */
-            have_out = 0;
-        }
-        if (!have_out) {
-            have_out = 1;
-            rc = output_open(db, &cur, cls, out_level);
+        if (m.have_out && new_key && cut && (rc = cut_output(&m)) < 0) break;
+        if (!m.have_out) {
+            m.have_out = 1;
+            rc = output_open(db, &m.cur, cls, out_level);
             if (rc < 0) break;
         }
-        rc = output_add(&cur, key, val);
+        rc = output_add(&m.cur, key, val);
+        if (rc == 0 && !key_written) { /* the output's last user key so far */
+            m.last_ukey.len = 0;
+            rc = buf_append(&m.last_ukey, ukey.p, ukey.n);
+            key_written = 1;
+        }
     }
     if (rc == 0) rc = it_status(in);
-    if (rc == 0 && have_out) {
-        rc = output_finish(&cur);
-        if (rc == 0) rc = push_output(&done, &ndone, &cap, cur.f);
-        if (rc == 0) {
-            (void)output_take(&cur); /* kept: now in done[] */
-            have_out = 0;
-        }
+    if (rc == 0 && !m.have_out && m.rd) { /* tombstones after the last entry, or no entry at all */
+        m.have_out = 1;
+        rc = output_open(db, &m.cur, cls, out_level);
     }
-    if (have_out) output_discard(db, &cur);
+    if (rc == 0 && m.have_out) rc = finish_output(&m, NULL);
+    if (m.have_out) output_discard(db, &m.cur);
     buf_free(&cur_ukey);
+    buf_free(&m.cut);
+    buf_free(&m.last_ukey);
     if (rc == 0) rc = io_sync_dir(db->dir); /* (2) */
     if (rc < 0) {
-        cmp_discard_outputs(db, done, ndone, 1);
+        cmp_discard_outputs(db, m.done, m.ndone, 1);
         return rc;
     }
-    *out = done;
-    *nout = ndone;
+    *out = m.done;
+    *nout = m.ndone;
     return 0;
 }
 
@@ -182,6 +272,7 @@ int cmp_inputs_new(tkv_db *db, cmp_inputs *in, size_t n, const char *what)
 {
     in->n = n;
     in->ring = NULL;
+    memset(&in->rd, 0, sizeof in->rd);
     in->kids = calloc(n ? n : 1, sizeof *in->kids);
     in->tables = calloc(n ? n : 1, sizeof *in->tables);
     if (!in->kids || !in->tables) {
@@ -194,13 +285,32 @@ int cmp_inputs_new(tkv_db *db, cmp_inputs *in, size_t n, const char *what)
     return 0;
 }
 
+/* inputs_range_dels -- the fragments of in's range tombstones: in->rd and
+ * every input table's; NULL with 0 when there are none. */
+static int inputs_range_dels(cmp_inputs *in, rd_frags **out)
+{
+    *out = NULL;
+    for (size_t i = 0; i < in->n; i++) {
+        const rd_list *l = in->tables[i] ? table_range_del_list(in->tables[i]) : NULL;
+        if (l && l->n) TKV_TRY(rd_list_append(&in->rd, l->t, l->n));
+    }
+    if (in->rd.n == 0) return 0;
+    *out = rd_frags_new(in->rd.t, in->rd.n, UINT64_MAX);
+    return *out ? 0 : TKV_NO_MEMORY;
+}
+
 int cmp_merge_inputs(tkv_db *db, cmp_inputs *in, int out_level, io_class cls, const version *v,
                      uint64_t smallest_snapshot, file_meta ***out, size_t *nout)
 {
+    rd_frags *rd = NULL;
+    int rc = inputs_range_dels(in, &rd);
     tkv_it *it = merging_iter_new(in->kids, in->n); /* takes the children and the array */
-    int rc = it ? cmp_merge(db, it, out_level, cls, v, smallest_snapshot, out, nout)
+    if (rc == 0)
+        rc = it ? cmp_merge(db, it, rd, out_level, cls, v, smallest_snapshot, out, nout)
                 : tkv_err(TKV_NO_MEMORY, "out of memory merging");
     it_destroy(it);
+    rd_frags_unref(rd);
+    rd_list_free(&in->rd);
     for (size_t i = 0; i < in->n; i++) table_close(in->tables[i]);
     free(in->tables);
     io_ring_release(db->rings, in->ring); /* after the iterators gave their reads back */

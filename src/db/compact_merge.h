@@ -14,14 +14,22 @@
  * output SSTs of out_level (I/O class cls), split at sst_size but never
  * between versions of one user key, dropping versions hidden by a newer
  * version visible to every reader (seq <= smallest_snapshot) and tombstones
- * that hide nothing (no level of v below out_level can hold the key). Steps
+ * that hide nothing (no level of v below out_level can hold the key).
+ * Range tombstones (rd, the inputs' fragments; NULL: none) hide entries the
+ * same way -- an entry under a newer tombstone every reader sees is dropped
+ * -- and go to the outputs cut at their boundaries: an output ending at
+ * user key p holds the tombstones' parts below p + 0x00, the next one those
+ * from there, the last one the rest (a tombstone-only output if no entry
+ * is left); a tombstone hidden by a newer one every reader sees, or seen by
+ * every reader with no level below out_level meeting its range, is
+ * dropped. Steps
  * (1) and (2) of files.h's persistence order: every output is synced and
  * closed and the directory synced. Returns 0 and the outputs (*out
  * malloc'd; each file is pending and referenced: hand them to
  * cmp_discard_outputs after installing), or an error with every output
  * removed. mu NOT held. */
-int cmp_merge(tkv_db *db, tkv_it *in, int out_level, io_class cls, const version *v, uint64_t smallest_snapshot,
-              file_meta ***out, size_t *nout);
+int cmp_merge(tkv_db *db, tkv_it *in, const rd_frags *rd, int out_level, io_class cls, const version *v,
+              uint64_t smallest_snapshot, file_meta ***out, size_t *nout);
 /* What cmp_merge returns for a column (cls IO_COMPACT_L0 at out_level 1)
  * that tkv_close stopped (db->columns_stop): no error, the outputs are gone,
  * the column is simply not done. It is checked every CMP_STOP_EVERY user
@@ -38,6 +46,7 @@ typedef struct cmp_inputs {
     table **tables;
     size_t n;
     io_ring *ring;
+    rd_list rd; /* range tombstones of inputs that are not tables (a column's rows), cut to the merge's range */
 } cmp_inputs;
 
 /* cmp_inputs_new -- room for n inputs (all NULL), and a ring of db's pool
@@ -46,8 +55,9 @@ typedef struct cmp_inputs {
  * must end with cmp_merge_inputs (which gives the ring back). */
 int cmp_inputs_new(tkv_db *db, cmp_inputs *in, size_t n, const char *what);
 
-/* cmp_merge_inputs -- cmp_merge over the merging iterator of in's children,
- * then closes them and their tables and frees in (also on error). */
+/* cmp_merge_inputs -- cmp_merge over the merging iterator of in's children
+ * and the range tombstones of in->rd and of every input table, then closes
+ * them and their tables and frees in (also on error). */
 int cmp_merge_inputs(tkv_db *db, cmp_inputs *in, int out_level, io_class cls, const version *v,
                      uint64_t smallest_snapshot, file_meta ***out, size_t *nout);
 

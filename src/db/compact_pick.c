@@ -261,6 +261,35 @@ int cmp_l0_needs(const version *v, file_meta ***out, size_t *n)
     return version_overlapping(v, 1, &lo, &hi, out, n);
 }
 
+compaction *cmp_pick_range_dels(version *v, int level, const tkv_slice *lo, const tkv_slice *hi, uint64_t below,
+                                int *busy)
+{
+    file_meta **in;
+    size_t n;
+    if (version_overlapping(v, level, lo, hi, &in, &n) < 0) return NULL;
+    size_t i = 0;
+    while (i < n && (!in[i]->num_range_dels || in[i]->number >= below)) i++;
+    compaction *c = i < n ? calloc(1, sizeof *c) : NULL;
+    if (c && in[i]->being_compacted) {
+        *busy = 1;
+        free(c);
+        c = NULL;
+    } else if (c) {
+        c->level = c->out_level = level; /* rewritten in place: nothing below it is read */
+        c->cls = IO_COMPACT_DEEP;
+        c->inputs[0] = in;
+        c->ninputs[0] = 1;
+        in[0] = in[i];
+        file_meta_ref(in[0]);
+        in[0]->being_compacted = 1;
+        c->est_bytes = in[0]->size;
+        c->manual = 1;
+        return c;
+    }
+    free(in);
+    return NULL;
+}
+
 compaction *cmp_pick_range(version *v, int level, const tkv_slice *lo, const tkv_slice *hi, int *busy)
 {
     file_meta **in;

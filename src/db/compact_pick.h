@@ -65,5 +65,14 @@ int cmp_l0_needs(const version *v, file_meta ***out, size_t *n);
  * [lo, hi] with the overlapping files of level+1 (tkv_compact_range). NULL if
  * level has none or some are busy (*busy set). Caller holds db->mu. */
 compaction *cmp_pick_range(version *v, int level, const tkv_slice *lo, const tkv_slice *hi, int *busy);
+/* cmp_pick_range_dels -- a compaction that rewrites in place (out_level ==
+ * level, nothing of level+1 read) the first file of `level` overlapping
+ * [lo, hi] that holds range tombstones and whose number is below `below`:
+ * tkv_compact_range's last step, so that tombstones which reached the
+ * deepest level while a snapshot needed them go once none does (with the
+ * entries they cover). NULL if there is none or it is busy (*busy). Caller
+ * holds db->mu. */
+compaction *cmp_pick_range_dels(version *v, int level, const tkv_slice *lo, const tkv_slice *hi, uint64_t below,
+                                int *busy);
 
 #endif

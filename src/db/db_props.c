@@ -243,7 +243,7 @@ static void levels_report(superversion *sv, version *v, tkv_buf *b, int *oom)
                     (unsigned long long)memtable_num_entries(sv->imm[i]), memtable_memory_usage(sv->imm[i]),
                     (unsigned long long)sv->imm_wal[i]);
     if (sv->rows) {
-        uint64_t entries = 0, live = 0, bytes = 0;
+        uint64_t entries = 0, live = 0, bytes = 0, rd = 0;
         for (size_t i = 0; i < sv->rows->n; i++) {
             rowtable_props pr;
             rowtable_get_props(sv->rows->rows[i], &pr);
@@ -252,15 +252,20 @@ static void levels_report(superversion *sv, version *v, tkv_buf *b, int *oom)
             entries += pr.entries;
             live += pr.entries - cur;
             bytes += pr.data_bytes;
+            rd += pr.num_range_dels;
         }
-        buf_appendf(b, oom, "rows: count=%zu entries=%llu live_entries=%llu data_bytes=%llu\n", sv->rows->n,
-                    (unsigned long long)entries, (unsigned long long)live, (unsigned long long)bytes);
+        buf_appendf(b, oom, "rows: count=%zu entries=%llu live_entries=%llu data_bytes=%llu range_dels=%llu\n",
+                    sv->rows->n, (unsigned long long)entries, (unsigned long long)live, (unsigned long long)bytes,
+                    (unsigned long long)rd);
     }
     for (int l = 0; l < VERSION_LEVELS; l++) {
-        uint64_t entries = 0;
-        for (size_t i = 0; i < v->nfiles[l]; i++) entries += v->files[l][i]->num_entries;
-        buf_appendf(b, oom, "L%d: files=%zu bytes=%llu entries=%llu\n", l, v->nfiles[l],
-                    (unsigned long long)version_level_bytes(v, l), (unsigned long long)entries);
+        uint64_t entries = 0, rd = 0;
+        for (size_t i = 0; i < v->nfiles[l]; i++) {
+            entries += v->files[l][i]->num_entries;
+            rd += v->files[l][i]->num_range_dels;
+        }
+        buf_appendf(b, oom, "L%d: files=%zu bytes=%llu entries=%llu range_dels=%llu\n", l, v->nfiles[l],
+                    (unsigned long long)version_level_bytes(v, l), (unsigned long long)entries, (unsigned long long)rd);
     }
 }
 

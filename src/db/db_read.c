@@ -93,8 +93,8 @@ static int lookup(tkv_db *db, superversion *sv, version *ver, uint64_t seq, cons
     if (rc == 1) {
         rc = type == IKEY_DELETION ? TKV_NOT_FOUND : TKV_OK;
     } else if (rc == 0) {
-        rc = mx_get(db, sv, ver, slice(key, klen), seq, &type, b);
-        if (rc == 0) rc = multiget_one(db->tc, ver, slice(key, klen), seq, &type, b);
+        rc = mx_get(db, sv, ver, slice(key, klen), seq, &rd, &type, b);
+        if (rc == 0) rc = multiget_one(db->tc, ver, slice(key, klen), seq, &rd, &type, b);
         rc = rc == 1 && type == IKEY_VALUE ? TKV_OK : rc >= 0 ? TKV_NOT_FOUND : rc;
         *v = slice(b->data, b->len);
     }
@@ -199,12 +199,12 @@ static int mget_async(tkv_db *db, superversion *sv, version *ver, uint64_t seq, 
             statuses[i] = rc;
         } else if (rc == 1) {
             statuses[i] = type == IKEY_DELETION ? TKV_NOT_FOUND : copy_value(v, &vals[i], &vlens[i]);
-        } else if ((rc = mx_get(db, sv, ver, slice(keys[i], klens[i]), seq, &type, &bufs[i])) != 0) {
+        } else if ((rc = mx_get(db, sv, ver, slice(keys[i], klens[i]), seq, &rd, &type, &bufs[i])) != 0) {
             statuses[i] = rc < 0                  ? rc
                           : type == IKEY_DELETION ? TKV_NOT_FOUND
                                                   : copy_value(slice(bufs[i].data, bufs[i].len), &vals[i], &vlens[i]);
         } else {
-            mk[m] = (multiget_key){.ukey = slice(keys[i], klens[i]), .val = &bufs[i]};
+            mk[m] = (multiget_key){.ukey = slice(keys[i], klens[i]), .rd = rd, .val = &bufs[i]};
             which[m++] = i;
         }
         if (rc != 0 && statuses[i] == TKV_OK) ctr_add(&db->ctr.gets_found, 1); /* keys left for the SSTs count below */

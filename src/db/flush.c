@@ -31,15 +31,19 @@ static int flush_sst(tkv_db *db, memtable *m, file_meta **out)
     tkv_it *it = silk_flush_meter(db, memtable_iter(m), 1, m); /* progress for the writers' deadline */
     if (!it) return tkv_err(TKV_NO_MEMORY, "out of memory flushing");
     output o;
+    rd_list rd = {0};
     int rc = output_open(db, &o, IO_FLUSH, 0);
     for (it_seek_first(it); rc == 0 && it_valid(it); it_next(it)) rc = output_add(&o, it_key(it), it_value(it));
     if (rc == 0) rc = it_status(it);
     it_destroy(it);
+    if (rc == 0) rc = memtable_range_del_list(m, &rd); /* the range tombstones go along whole */
+    if (rc == 0) rc = output_add_range_dels(&o, rd.t, rd.n);
+    rd_list_free(&rd);
     if (rc == 0) silk_flush_built(db);
     else silk_flush_abandoned(db);
     if (rc == 0) rc = output_finish(&o);
     if (rc == 0) rc = io_sync_dir(db->dir);
-    if (rc < 0 || o.f->num_entries == 0) {
+    if (rc < 0 || output_empty(&o)) {
         output_discard(db, &o);
         return rc;
     }

@@ -131,9 +131,19 @@ int mx_drain_rate(tkv_db *db, uint64_t *rate);
 void mx_note_drain_wait(tkv_db *db, uint64_t now_us);
 
 /* mx_get -- the newest entry of ukey visible at seq in the rows of sv, at the
- * cursors of v (pinned together with sv). 1 (type, value in *val), 0, < 0.
- * No lock needed. */
-int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val);
+ * cursors of v (pinned together with sv). *rd: the newest range tombstone
+ * visible at seq covering ukey in the tiers read before (the memtables),
+ * raised by the rows' (each row's from its range tombstone start in v on,
+ * mx_row_range_dels); an entry older than it reads as a deletion, and no
+ * entry under one is a deletion too (the search ends: nothing older is
+ * newer than it). 1 (type, value in *val), 0, < 0. No lock needed. */
+int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t seq, uint64_t *rd, ikey_type *type,
+           tkv_buf *val);
+/* mx_row_range_dels -- 1 if row r holds range tombstones, with *start the
+ * key from which on they are still the row's in v (below it column
+ * compaction moved them to L1 with the entries; an empty slice: all of
+ * them); 0 without tombstones. */
+int mx_row_range_dels(const version *v, const rowtable *r, tkv_slice *start);
 /* mx_add_iters -- appends one iterator per row of sv (newest first) at v's
  * cursors to children[*k...]; the caller sized children with mx_iter_count.
  * Their seeks share a plan (rowtable_iters_at): hinted from row to row

@@ -49,11 +49,16 @@ typedef struct column_job {
     uint64_t read_bytes, written_bytes; /* set by a commit: the end event reports them */
     uint64_t drains;                    /* its row bytes in writer units */
     int cancelled;                      /* an earlier column failed: discard, do not commit */
+    row_key **rd_from;                  /* each row's range tombstone start before the column (ref'd; NULL: none) */
+    row_key *rd_to;                     /* the column's end E, each row's start after it (NULL: no end) */
 } column_job;
 
 static void job_free(column_job *j)
 {
     if (!j) return;
+    for (size_t i = 0; j->rd_from && i < j->k; i++) row_key_unref(j->rd_from[i]);
+    free(j->rd_from);
+    row_key_unref(j->rd_to);
     for (size_t i = 0; i < j->nl1; i++) file_meta_unref(j->l1[i]);
     free(j->l1);
     free(j->rows);
@@ -191,6 +196,67 @@ static tkv_slice column_end_key(const column_job *t)
     return end;
 }
 
+/* rd_starts -- each row's range tombstone start before column j: where the
+ * column in flight before it (tail) ends, else the version's (the larger,
+ * should they differ). Caller holds mu. */
+static int rd_starts(const version *v, const column_job *tail, column_job *j)
+{
+    j->rd_from = calloc(j->k ? j->k : 1, sizeof *j->rd_from);
+    if (!j->rd_from) return tkv_err(TKV_NO_MEMORY, "out of memory picking a column");
+    for (size_t i = 0; i < j->k; i++) {
+        row_key *s = (row_key *)version_row_rd_start(v, rowtable_id(j->rows[i]));
+        if (tail && tail->rd_to && (!s || ukey_cmp(row_key_slice(tail->rd_to), row_key_slice(s)) > 0)) s = tail->rd_to;
+        row_key_ref(s);
+        j->rd_from[i] = s;
+    }
+    return 0;
+}
+
+/* tombstones_only -- an empty plan (no entry left in the compactor rows)
+ * whose rows still hold range tombstones past their starts becomes the
+ * compactor's last column, of those tombstones only (mx_colrd.c). */
+static void tombstones_only(column_job *j)
+{
+    if (!mx_rd_left(j->rows, j->rd_from, j->k)) return;
+    j->plan.empty = 0;
+    j->plan.to_end = 1;
+    for (size_t i = 0; i < j->k; i++) j->plan.new_cursors[i] = rowtable_count(j->rows[i]);
+    j->plan.l1_first = j->plan.l1_end = 0;
+}
+
+/* column_range_dels -- the column's range tombstones (mx_colrd.c): its end
+ * E (j->rd_to; none for the compactor's last column), then its run of L1
+ * files widened over the files the rows' tombstones in [start, E) meet.
+ * Caller holds mu. */
+static int column_range_dels(column_job *j, const l1_view *w, size_t nl1)
+{
+    if (j->plan.empty) tombstones_only(j);
+    if (j->plan.empty) return 0;
+    tkv_buf e = {0}, lo = {0}, hi = {0};
+    int rc = 0, have = 0;
+    if (!j->plan.to_end) {
+        tkv_slice m = slice(j->plan.hi.data, j->plan.hi.len);
+        for (size_t i = j->plan.l1_first; i < j->plan.l1_end; i++)
+            if (ukey_cmp(w->largest[i], m) > 0) m = w->largest[i];
+        uint8_t zero = 0;
+        if ((rc = buf_append(&e, m.p, m.n)) == 0 && (rc = buf_append(&e, &zero, 1)) == 0 &&
+            !(j->rd_to = row_key_new(slice(e.data, e.len))))
+            rc = TKV_NO_MEMORY;
+    }
+    tkv_slice *starts = calloc(j->k ? j->k : 1, sizeof *starts), end = row_key_slice(j->rd_to);
+    if (rc == 0 && !starts) rc = tkv_err(TKV_NO_MEMORY, "out of memory picking a column");
+    for (size_t i = 0; rc == 0 && i < j->k; i++) starts[i] = row_key_slice(j->rd_from[i]);
+    if (rc == 0) rc = mx_rd_extent(j->rows, starts, j->k, j->rd_to ? &end : NULL, &lo, &hi, &have);
+    if (rc == 0 && have)
+        mx_rd_widen(w->smallest, w->largest, nl1, slice(lo.data, lo.len), slice(hi.data, hi.len), &j->plan.l1_first,
+                    &j->plan.l1_end);
+    free(starts);
+    buf_free(&e);
+    buf_free(&lo);
+    buf_free(&hi);
+    return rc;
+}
+
 /* pick_column -- the next column of the compactor (forming one if wanted),
  * or NULL: nothing to do, L0 SST files must go first, or an L1 file it
  * needs is busy in a deep compaction (*busy). With columns in flight, the
@@ -241,11 +307,13 @@ static column_job *pick_column(tkv_db *db, int *busy, int *err)
         j->k++;
     }
     column_input in = {.rows = j->rows, .cursors = j->from, .nrows = j->k};
+    if ((*err = rd_starts(v, tail, j)) < 0) goto fail;
     if ((*err = l1_view_of(db, v, &w, &in, mx->column_bytes)) < 0) goto fail;
     tkv_slice end = tail ? column_end_key(tail) : slice(NULL, 0);
     for (size_t i = 0; tail && i < v->nfiles[1]; i++)
         if (ukey_cmp(w.smallest[i], end) <= 0) w.busy[i] = 1; /* never merge across the column in flight */
     if ((*err = column_pick(&in, &j->plan)) < 0) goto fail;
+    if ((*err = column_range_dels(j, &w, v->nfiles[1])) < 0) goto fail;
     for (size_t i = j->plan.l1_first; tail && !j->plan.empty && i < j->plan.l1_end; i++)
         if (ukey_cmp(w.smallest[i], end) <= 0) *busy = 1; /* (cannot happen: columns align to L1 files) */
     if (*busy) goto fail;
@@ -268,8 +336,18 @@ fail:
  * L1 files merged into new L1 files (*done, pending). mu NOT held. */
 static int merge_column(tkv_db *db, column_job *j, file_meta ***done, size_t *ndone)
 {
+    /* the rows' range tombstones of [start, E) (mx_colrd.c) */
+    rd_list rd = {0};
+    tkv_slice end = row_key_slice(j->rd_to);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < j->k; i++)
+        rc = mx_rd_clip(j->rows[i], row_key_slice(j->rd_from[i]), j->rd_to ? &end : NULL, &rd);
     cmp_inputs in;
-    TKV_TRY(cmp_inputs_new(db, &in, j->k + j->nl1, "a column compaction"));
+    if (rc == 0) rc = cmp_inputs_new(db, &in, j->k + j->nl1, "a column compaction");
+    if (rc < 0) {
+        rd_list_free(&rd);
+        return rc;
+    }
     /* rows newest first, then L1: internal keys are unique, so the order
      * only matters for equal keys, which cannot occur */
     for (size_t i = 0; i < j->k; i++) {
@@ -282,6 +360,7 @@ static int merge_column(tkv_db *db, column_job *j, file_meta ***done, size_t *nd
     }
     for (size_t i = 0; i < j->nl1; i++)
         in.kids[j->k + i] = cmp_open_input(db, &in, j->l1[i], IO_COMPACT_L0, &in.tables[j->k + i]);
+    in.rd = rd;
     return cmp_merge_inputs(db, &in, 1, IO_COMPACT_L0, j->v, j->smallest_snapshot, done, ndone);
 }
 
@@ -332,15 +411,8 @@ static int run_column(tkv_db *db, column_job *j)
         rc = edit_add_file(&e, 1, done[i]);
         written += done[i]->size;
     }
-    for (size_t i = 0; rc == 0 && i < j->k; i++) {
-        if (j->to[i] == j->from[i]) continue;
-        if (j->to[i] == rowtable_count(j->rows[i])) {
-            rc = edit_remove_row(&e, rowtable_id(j->rows[i])); /* drained: leaves the version */
-            removed++;
-        } else {
-            rc = edit_set_row_cursor(&e, rowtable_id(j->rows[i]), j->to[i]);
-        }
-    }
+    for (size_t i = 0; rc == 0 && i < j->k; i++)
+        rc = mx_rd_edit_row(j->rows[i], j->from[i], j->to[i], j->rd_from[i], j->rd_to, &e, &removed);
     pthread_mutex_lock(&db->mu);
     if (rc == 0) rc = wait_turn(db, j);
     int install_failed = 0;

@@ -56,8 +56,10 @@ static int build_row(tkv_db *db, memtable *m, rowtable **out)
         tkv_it *it = silk_pmem_meter(db, memtable_iter(m), IO_FLUSH, 1, 2);
         /* and its progress on that pass, for the writers' deadline */
         it = silk_flush_meter(db, it, 2, m);
-        rc = it ? rowtable_build_at(mx->pool, id, it, older, older_cursor, &r) /* steps (1), (2) */
-                : tkv_err(TKV_NO_MEMORY, "out of memory flushing");
+        rd_list rd = {0}; /* the memtable's range tombstones go into the row whole */
+        rc = it ? memtable_range_del_list(m, &rd) : tkv_err(TKV_NO_MEMORY, "out of memory flushing");
+        if (rc == 0) rc = rowtable_build_rd(mx->pool, id, it, &rd, older, older_cursor, &r); /* steps (1), (2) */
+        rd_list_free(&rd);
         it_destroy(it);
         if (rc == 0) silk_flush_built(db);
         else silk_flush_abandoned(db); /* no room (waits follow) or an error */

@@ -7,8 +7,9 @@
  * Files: mx_open.c (open, reconcile with the MANIFEST, close, the registry),
  * mx_reclaim.c (release floors, dead pages, dropped rows; how full the pool
  * is), mx_read.c (point lookups and iterators over rows), mx_flush.c
- * (memtable -> RowTable, waiting for room), mx_column.c (the column
- * compaction thread), mx_props.c (tkv.matrix, tkv.pmem). Each calls only the
+ * (memtable -> RowTable, waiting for room), mx_colrd.c (the range
+ * tombstones of a column), mx_column.c (the column compaction thread),
+ * mx_props.c (tkv.matrix, tkv.pmem). Each calls only the
  * ones before it in this list (src/db/LAYERS).
  *
  * Invariants:
@@ -151,6 +152,36 @@ size_t mx_row_dram(const rowtable *r);
 /* mx_cursor_in -- row r's cursor in version v (TKV_CORRUPTION if v does not
  * list it: invariant 1 broken). (mx_open.c) */
 int mx_cursor_in(const version *v, const rowtable *r, uint32_t *c);
+
+/* Range tombstones of a column compaction (mx_colrd.c; the rules at its top).
+ * mx_rd_clip -- appends row r's tombstones cut to [start, end) (start empty:
+ * no lower cut; end NULL: no upper cut) to out.
+ * mx_rd_extent -- *have = 1 if rows[0..k) hold tombstones inside [starts[i],
+ * end), and then their smallest begin and the largest key they may cover
+ * (rd_key_prev_incl of the largest end) in lo and hi.
+ * mx_rd_keeps -- 1 if row r holds a tombstone ending past end (never with
+ * end NULL: the column takes everything). Also mx_rd_left and
+ * mx_rd_edit_row below.
+ * mx_rd_widen -- widens the run of L1 files [*first, *end) (of n, by their
+ * user-key ranges) over the files that meet [lo, hi], keeping it
+ * contiguous. */
+int mx_rd_clip(const rowtable *r, tkv_slice start, const tkv_slice *end, rd_list *out);
+int mx_rd_extent(rowtable *const *rows, const tkv_slice *starts, size_t k, const tkv_slice *end, tkv_buf *lo,
+                 tkv_buf *hi, int *have);
+int mx_rd_keeps(const rowtable *r, const tkv_slice *end);
+/* mx_rd_left -- 1 if a row of rows[0..k) holds tombstones at or past its
+ * start starts[i] (NULL: all its own). */
+int mx_rd_left(rowtable *const *rows, row_key *const *starts, size_t k);
+/* mx_rd_edit_row -- compactor row r in the edit of a column that moves its
+ * cursor from `from` to `to` and its range tombstone start from rd_from to
+ * the column's end rd_to (NULL: no end): removed (*removed counts it) once it
+ * holds no entry and no tombstone past rd_to; else its cursor and start
+ * (rd_to, for a row with tombstones) set, if either changed; nothing for a
+ * row an earlier column drained (that one removes it). */
+int mx_rd_edit_row(rowtable *r, uint32_t from, uint32_t to, row_key *rd_from, row_key *rd_to, version_edit *e,
+                   size_t *removed);
+void mx_rd_widen(const tkv_slice *smallest, const tkv_slice *largest, size_t n, tkv_slice lo, tkv_slice hi,
+                 size_t *first, size_t *end);
 
 /* mx_collect -- for every row: raises its own cursor to the smallest cursor
  * any live version has for it and releases the pages below (invariant 2);

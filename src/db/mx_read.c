@@ -12,10 +12,32 @@
 #include "db/silk_pmem.h"
 #include "util/status.h"
 
-int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
+int mx_row_range_dels(const version *v, const rowtable *r, tkv_slice *start)
+{
+    if (!rowtable_range_dels(r)) return 0;
+    *start = row_key_slice(version_row_rd_start(v, rowtable_id(r)));
+    return 1;
+}
+
+/* raise_rd -- *rd up to the newest range tombstone of the rows of rs visible
+ * at seq that covers ukey (each row's from its start on). The rows are all
+ * newer than the SSD tree, so this is where the search may stop. */
+static void raise_rd(const version *v, const rowset *rs, tkv_slice ukey, uint64_t seq, uint64_t *rd)
+{
+    for (size_t i = 0; i < rs->n; i++) {
+        tkv_slice start;
+        if (!mx_row_range_dels(v, rs->rows[i], &start) || ukey_cmp(ukey, start) < 0) continue;
+        uint64_t c = rd_frags_covering(rowtable_range_dels(rs->rows[i]), ukey, seq);
+        if (c > *rd) *rd = c;
+    }
+}
+
+int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t seq, uint64_t *rd, ikey_type *type,
+           tkv_buf *val)
 {
     rowset *rs = sv->rows;
     if (!rs || rs->n == 0) return 0;
+    raise_rd(v, rs, ukey, seq, rd);
     uint32_t stack[64], *cur = rs->n <= 64 ? stack : malloc(rs->n * sizeof *cur);
     if (!cur) return tkv_err(TKV_NO_MEMORY, "out of memory reading rows");
     int rc = 0;
@@ -32,7 +54,11 @@ int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t se
     if (res.hints_rejected) ctr_add(&c->hints_rejected, res.hints_rejected);
     ctr_add(&c->comparisons, res.comparisons);
     if (res.rows_filtered) ctr_add(&c->rows_filtered, res.rows_filtered);
-    if (rc == 1) *type = res.type;
+    if (rc == 1) *type = res.seq < *rd ? IKEY_DELETION : res.type; /* an entry under a newer range tombstone */
+    if (rc == 0 && *rd) {                                          /* nothing older can be newer than it */
+        *type = IKEY_DELETION;
+        rc = 1;
+    }
     /* the scheduler's pmem tier: a cache line per media access, and the
      * value found */
     silk_pmem_charge(db, IO_USER_READ, 0, res.media_probes * MX_PMEM_LINE + (rc == 1 ? val->len : 0));

@@ -63,6 +63,15 @@ int output_add(output *o, tkv_slice k, tkv_slice v)
     return 0;
 }
 
+int output_add_range_dels(output *o, const rd_tomb *t, size_t n)
+{
+    if (n == 0) return 0;
+    TKV_TRY(table_builder_add_range_dels(o->tb, t, n));
+    return file_meta_add_range_dels(o->f, t, n);
+}
+
+int output_empty(const output *o) { return o->f->num_entries == 0 && o->f->num_range_dels == 0; }
+
 int output_finish(output *o)
 {
     int rc = table_builder_finish(o->tb);

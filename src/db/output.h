@@ -35,6 +35,12 @@ int output_codec(const tkv_db *db, int level);
 /* output_add -- appends an entry (internal keys in order) and tracks the
  * file's key and sequence range. */
 int output_add(output *o, tkv_slice k, tkv_slice v);
+/* output_add_range_dels -- adds range tombstones t[0..n) to the table and
+ * widens the file's key and sequence range over them
+ * (file_meta_add_range_dels); after the last output_add. */
+int output_add_range_dels(output *o, const rd_tomb *t, size_t n);
+/* output_empty -- 1 if nothing was added: no entry, no tombstone. */
+int output_empty(const output *o);
 /* output_finish -- step (1) of files.h: finishes the table, syncs and
  * closes the file. */
 int output_finish(output *o);

@@ -206,20 +206,44 @@ int verify_wals(verify_ctx *v)
 /* sst_problem -- table_check's problem callback. */
 static void sst_problem(void *arg, int rc) { verify_problem(arg, rc, NULL); /* table_corrupt names the file */ }
 
-/* sst_against_manifest -- the table's properties against the MANIFEST's
- * record f of it: entries, sequence range, smallest and largest key. */
-static void sst_against_manifest(verify_ctx *v, const char *path, const table_props *p, const file_meta *f)
+/* sst_expected -- the MANIFEST record table t should have: its properties'
+ * entries, sequence range and keys, widened over its range tombstones as the
+ * writer widened them (file_meta_add_range_dels). 0 or TKV_NO_MEMORY. */
+static int sst_expected(const table *t, file_meta *e)
 {
+    const table_props *p = table_properties(t);
+    e->num_entries = p->num_entries;
+    e->min_seq = p->min_seq;
+    e->max_seq = p->max_seq;
+    TKV_TRY(buf_append(&e->smallest, p->smallest.data, p->smallest.len));
+    TKV_TRY(buf_append(&e->largest, p->largest.data, p->largest.len));
+    const rd_list *rd = table_range_del_list(t);
+    return file_meta_add_range_dels(e, rd->t, rd->n);
+}
+
+/* sst_against_manifest -- the table against the MANIFEST's record f of it:
+ * entries, range tombstones, sequence range, smallest and largest key. 0 or
+ * TKV_NO_MEMORY. */
+static int sst_against_manifest(verify_ctx *v, const char *path, const table *t, const file_meta *f)
+{
+    file_meta *e = file_meta_new();
+    if (!e || sst_expected(t, e) < 0) {
+        file_meta_unref(e);
+        return TKV_NO_MEMORY;
+    }
     const char *what = NULL;
-    if (p->num_entries != f->num_entries) what = "entry count";
-    else if (p->min_seq != f->min_seq || p->max_seq != f->max_seq) what = "sequence range";
-    else if (p->smallest.len != f->smallest.len || memcmp(p->smallest.data, f->smallest.data, f->smallest.len))
+    if (e->num_entries != f->num_entries) what = "entry count";
+    else if (e->num_range_dels != f->num_range_dels) what = "range tombstone count";
+    else if (e->min_seq != f->min_seq || e->max_seq != f->max_seq) what = "sequence range";
+    else if (e->smallest.len != f->smallest.len || memcmp(e->smallest.data, f->smallest.data, f->smallest.len))
         what = "smallest key";
-    else if (p->largest.len != f->largest.len || memcmp(p->largest.data, f->largest.data, f->largest.len))
+    else if (e->largest.len != f->largest.len || memcmp(e->largest.data, f->largest.data, f->largest.len))
         what = "largest key";
-    if (!what) return;
+    file_meta_unref(e);
+    if (!what) return 0;
     tkv_err(TKV_CORRUPTION, "%s: its %s differs from the one %s records", path, what, v->manifest);
     verify_problem(v, TKV_CORRUPTION, path);
+    return 0;
 }
 
 /* verify_sst -- SST `number`: present (with the MANIFEST's size when f is
@@ -253,7 +277,7 @@ static int verify_sst(verify_ctx *v, uint64_t number, const file_meta *f, int le
     rc = table_check(t, &fns, v, &st);
     v->sst_blocks += st.data_blocks;
     v->sst_entries += st.entries;
-    if (st.problems == 0 && f) sst_against_manifest(v, path, table_properties(t), f);
+    if (st.problems == 0 && f && sst_against_manifest(v, path, t, f) < 0) rc = TKV_NO_MEMORY;
     table_close(t);
     return rc == TKV_NO_MEMORY ? rc : 0;
 }

@@ -84,11 +84,13 @@
 #include "util/ikey.h"
 #include "util/coding.h"
 #include "util/iter.h"
+#include "util/rangedel.h"
 
-#define ROWTABLE_FORMAT_VERSION  1
-#define ROWTABLE_META_ENTRY_SIZE 32u
-#define ROWTABLE_NO_FWD          UINT32_MAX /* forward pointer of a row built with no older row */
-#define ROWTABLE_MAX_ENTRIES     (UINT32_MAX - 1)
+#define ROWTABLE_FORMAT_VERSION    1
+#define ROWTABLE_FORMAT_VERSION_RD 2 /* a row with range tombstones (docs/format-matrix.md 5.2) */
+#define ROWTABLE_META_ENTRY_SIZE   32u
+#define ROWTABLE_NO_FWD            UINT32_MAX /* forward pointer of a row built with no older row */
+#define ROWTABLE_MAX_ENTRIES       (UINT32_MAX - 1)
 
 typedef struct rowtable rowtable;
 
@@ -117,6 +119,13 @@ int rowtable_build(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older,
  * Raised to the older row's own cursor if below it. */
 int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, uint32_t older_cursor,
                       rowtable **out);
+/* rowtable_build_rd -- rowtable_build_at for a memtable that also holds
+ * range tombstones rd (NULL or empty: none): they are written after the
+ * entries, sorted by begin, in a block of the data stream (format version 2),
+ * and widen the row's sequence range. A row may hold tombstones and no
+ * entry. TKV_INVALID also for a malformed tombstone. */
+int rowtable_build_rd(pool *p, uint64_t row_id, tkv_it *src, const rd_list *rd, const rowtable *older,
+                      uint32_t older_cursor, rowtable **out);
 /* rowtable_commit -- step (3): stores the row's directory slot (pool_commit_row,
  * which on a file system syncs the row's pages before the slot and the slot
  * after it: pool.h invariant 8).
@@ -170,7 +179,8 @@ typedef struct rowtable_props {
     uint64_t meta_bytes;             /* entries x ROWTABLE_META_ENTRY_SIZE */
     uint64_t meta_off;               /* offset of metadata entry 0 in the row's first page (after the header) */
     uint32_t pages, meta_pages, data_pages, pages_released;
-    size_t dram_bytes; /* the handle's DRAM footprint */
+    size_t dram_bytes;       /* the handle's DRAM footprint */
+    uint64_t num_range_dels; /* range tombstones (format version 2) */
 } rowtable_props;
 void rowtable_get_props(const rowtable *r, rowtable_props *out);
 uint64_t rowtable_id(const rowtable *r);
@@ -178,6 +188,14 @@ uint32_t rowtable_count(const rowtable *r);
 uint32_t rowtable_cursor(const rowtable *r);
 uint64_t rowtable_max_seq(const rowtable *r);
 uint64_t rowtable_min_seq(const rowtable *r);
+/* rowtable_range_del_list / rowtable_range_dels -- the row's range
+ * tombstones, kept in DRAM from the build or the open (which verified their
+ * block): sorted by begin, then seq descending (empty without any), and as
+ * fragments (NULL without any). They do not drain with the cursor: which of
+ * them still belong to the row is the engine's business (a floor key per
+ * row in its MANIFEST). Valid while the handle is. */
+const rd_list *rowtable_range_del_list(const rowtable *r);
+const rd_frags *rowtable_range_dels(const rowtable *r);
 /* rowtable_fwd -- the forward pointer of entry i (cursor <= i < count): the
  * index of the first entry of the older row whose internal key is >= entry
  * i's (clamped up to the older row's cursor at build time); ROWTABLE_NO_FWD

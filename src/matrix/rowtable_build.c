@@ -165,8 +165,8 @@ out:
 /* write_entries -- pass 2, step (1): data and metadata entries into the
  * row's pages (persisted page by page as each fills), forward pointers by a
  * linear merge with `older` (<= n_new + n_old comparisons in all). */
-static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32_t older_cursor, uint32_t *crc,
-                         uint8_t *stage)
+static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32_t older_cursor, const tkv_buf *rdb,
+                         uint32_t *crc, uint8_t *stage)
 {
     pstream data = {r, r->nmeta, 0, r->data_bytes, 0, crc, stage};
     pstream mst = {r,
@@ -186,7 +186,7 @@ static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32
     for (it_seek_first(src); it_valid(src); it_next(src), i++) {
         tkv_slice k = it_key(src), v = it_value(src);
         uint64_t esz = entry_size(k.n, v.n), start = entry_place(data.pos, esz, r->page_size);
-        if (i >= r->n || start + esz > r->data_bytes || k.n < IKEY_TRAILER) {
+        if (i >= r->n || start + esz > r->entries_end || k.n < IKEY_TRAILER) {
             buf_free(&prev_buf);
             return tkv_err(TKV_INVALID, "pool %s: row %llu: the source changed between the two build passes",
                            pool_path(r->pl), (unsigned long long)r->row_id);
@@ -229,6 +229,7 @@ static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32
     }
     buf_free(&prev_buf);
     TKV_TRY(it_status(src));
+    if (rdb->len && data.pos == r->entries_end) ps_write(&data, rdb->data, rdb->len); /* the range tombstones */
     if (i != r->n || data.pos != r->data_bytes)
         return tkv_err(TKV_INVALID, "pool %s: row %llu: the source changed between the two build passes",
                        pool_path(r->pl), (unsigned long long)r->row_id);
@@ -239,10 +240,11 @@ static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32
 
 /* ---------------------------------------------------------------- build, commit, abandon */
 
-/* encode_body -- the RowTable body of the row header. */
-static void encode_body(const rowtable *r, const uint32_t *crc, uint8_t *b)
+/* encode_body -- the RowTable body of the row header (format version
+ * r->version; rdb: the range tombstone block of version 2). */
+static void encode_body(const rowtable *r, const uint32_t *crc, const tkv_buf *rdb, uint8_t *b)
 {
-    enc_u32(b + RB_VERSION, ROWTABLE_FORMAT_VERSION);
+    enc_u32(b + RB_VERSION, r->version);
     enc_u32(b + RB_META_ESIZE, ROWTABLE_META_ENTRY_SIZE);
     enc_u64(b + RB_N, r->n);
     enc_u64(b + RB_MIN_SEQ, r->min_seq);
@@ -256,20 +258,26 @@ static void encode_body(const rowtable *r, const uint32_t *crc, uint8_t *b)
     enc_u64(b + RB_OLDER_N, r->older_n);
     enc_u64(b + RB_KEY_BYTES, r->key_bytes);
     enc_u64(b + RB_VALUE_BYTES, r->value_bytes);
-    for (uint32_t j = 0; j < r->npages; j++) enc_u32(b + RB_PAGE_CRC + 4 * (size_t)j, crc[j]);
+    if (r->version > 1) {
+        enc_u64(b + RB_RD_OFF, r->rd_off);
+        enc_u64(b + RB_RD_LEN, r->rd_len);
+        enc_u64(b + RB_RD_COUNT, r->rd.n);
+        enc_u32(b + RB_RD_CRC, tkv_checksum(rdb->data, rdb->len));
+    }
+    for (uint32_t j = 0; j < r->npages; j++) enc_u32(b + rb_page_crc(r->version) + 4 * (size_t)j, crc[j]);
 }
 
 /* layout -- page counts and meta_off for n entries and data_bytes of data:
  * the header (whose size grows with the page count) and the metadata share
  * the meta stream, so iterate to the fixed point (page counts only grow). */
-static void layout(uint64_t n, uint64_t data_bytes, uint32_t ps, uint64_t *npages, uint64_t *nmeta, uint64_t *ndata,
-                   uint64_t *meta_off)
+static void layout(uint64_t n, uint64_t data_bytes, uint32_t fixed, uint32_t ps, uint64_t *npages, uint64_t *nmeta,
+                   uint64_t *ndata, uint64_t *meta_off)
 {
     *ndata = (data_bytes + ps - 1) / ps;
     uint64_t np = *ndata + 1;
     for (;;) {
         uint64_t area =
-            pool_row_header_area((uint32_t)min_u64(RB_FIXED + 4 * np, UINT32_MAX), (uint32_t)min_u64(np, UINT32_MAX));
+            pool_row_header_area((uint32_t)min_u64(fixed + 4 * np, UINT32_MAX), (uint32_t)min_u64(np, UINT32_MAX));
         *meta_off = round_up(area, META_ALIGN);
         *nmeta = (*meta_off + n * ROWTABLE_META_ENTRY_SIZE + ps - 1) / ps;
         if (*nmeta + *ndata <= np) break;
@@ -292,13 +300,85 @@ static void layout(uint64_t n, uint64_t data_bytes, uint32_t ps, uint64_t *npage
  */
 int rowtable_build(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, rowtable **out)
 {
-    return rowtable_build_at(p, row_id, src, older, older ? cursor_load(older) : 0, out);
+    return rowtable_build_rd(p, row_id, src, NULL, older, older ? cursor_load(older) : 0, out);
 }
 
-/* rowtable_build_at -- the build itself: pass 1, layout, page allocation,
- * steps (1) and (2); on any error every page allocated is freed. */
 int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *older, uint32_t older_cursor,
                       rowtable **out)
+{
+    return rowtable_build_rd(p, row_id, src, NULL, older, older_cursor, out);
+}
+
+/* add_range_dels -- format version 2 when rd has tombstones: they go into
+ * the handle (sorted, with their fragments) and, encoded, into *rdb; they
+ * widen the totals' sequence range. 0, TKV_INVALID, TKV_NO_MEMORY. */
+static int add_range_dels(rowtable *r, const rd_list *rd, build_totals *tot, tkv_buf *rdb)
+{
+    r->version = ROWTABLE_FORMAT_VERSION;
+    if (!rd || rd->n == 0) return 0;
+    for (size_t i = 0; i < rd->n; i++) {
+        const rd_tomb *t = &rd->t[i];
+        if (t->begin.n == 0 || t->begin.n > RD_MAX_KEY || t->end.n == 0 || t->end.n > RD_MAX_KEY ||
+            ukey_cmp(t->begin, t->end) >= 0 || t->seq == 0 || t->seq > IKEY_MAX_SEQ)
+            return tkv_err(TKV_INVALID, "pool %s: row %llu: malformed range tombstone", pool_path(r->pl),
+                           (unsigned long long)r->row_id);
+        if (tot->n == 0 && i == 0) tot->min_seq = tot->max_seq = t->seq;
+        if (t->seq < tot->min_seq) tot->min_seq = t->seq;
+        if (t->seq > tot->max_seq) tot->max_seq = t->seq;
+    }
+    TKV_TRY(rd_list_append(&r->rd, rd->t, rd->n));
+    rd_list_sort(&r->rd);
+    TKV_TRY(rd_encode(r->rd.t, r->rd.n, rdb));
+    if (!(r->rd_frags = rd_frags_new(r->rd.t, r->rd.n, UINT64_MAX))) return TKV_NO_MEMORY;
+    r->version = ROWTABLE_FORMAT_VERSION_RD;
+    r->rd_off = tot->data_bytes;
+    r->rd_len = rdb->len;
+    return 0;
+}
+
+/* prepare_range_dels -- *tmp, a handle holding rd's tombstones (format
+ * version 2 when there are some: add_range_dels) before the row's layout,
+ * which they size, is known; *rdb their encoded block. */
+static int prepare_range_dels(pool *p, uint64_t row_id, const rd_list *rd, build_totals *tot, rowtable **tmp,
+                              tkv_buf *rdb)
+{
+    rowtable *t = rt_alloc(p, 1);
+    int rc = t ? 0 : tkv_err(TKV_NO_MEMORY, "pool %s: out of memory building a row", pool_path(p));
+    if (t) t->row_id = row_id;
+    if (rc == 0) rc = add_range_dels(t, rd, tot, rdb);
+    if (rc < 0) {
+        rowtable_close(t);
+        buf_free(rdb);
+        return rc;
+    }
+    *tmp = t;
+    return 0;
+}
+
+/* set_fields -- the handle's fields of a row being built. */
+static void set_fields(rowtable *r, uint64_t row_id, const build_totals *tot, size_t rd_len, uint64_t meta_off,
+                       uint64_t nmeta, uint64_t ndata, const rowtable *older)
+{
+    r->row_id = row_id;
+    r->n = (uint32_t)tot->n;
+    r->min_seq = tot->min_seq;
+    r->max_seq = tot->max_seq;
+    r->deletions = tot->deletions;
+    r->key_bytes = tot->key_bytes;
+    r->value_bytes = tot->value_bytes;
+    r->entries_end = tot->data_bytes;
+    r->data_bytes = tot->data_bytes + rd_len;
+    r->meta_off = meta_off;
+    r->nmeta = (uint32_t)nmeta;
+    r->ndata = (uint32_t)ndata;
+    r->older_id = older ? older->row_id : 0;
+    r->older_n = older ? older->n : 0;
+}
+
+/* rowtable_build_rd -- the build itself: pass 1, layout, page allocation,
+ * steps (1) and (2); on any error every page allocated is freed. */
+int rowtable_build_rd(pool *p, uint64_t row_id, tkv_it *src, const rd_list *rd, const rowtable *older,
+                      uint32_t older_cursor, rowtable **out)
 {
     *out = NULL;
     if (!p || !src || row_id == 0) return tkv_err(TKV_INVALID, "rowtable_build: NULL pool/source or row id 0");
@@ -312,37 +392,31 @@ int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *old
     }
     build_totals tot;
     TKV_TRY(scan_source(p, row_id, src, &tot));
-
-    uint32_t ps = pool_page_size(p);
+    rowtable *tmp;
+    tkv_buf rdb = {0};
+    TKV_TRY(prepare_range_dels(p, row_id, rd, &tot, &tmp, &rdb));
+    uint32_t ps = pool_page_size(p), fixed = rb_fixed(tmp->version);
     uint64_t npages, nmeta, ndata, meta_off;
-    layout(tot.n, tot.data_bytes, ps, &npages, &nmeta, &ndata, &meta_off);
-    if (npages > pool_page_count(p) || pool_row_header_area((uint32_t)(RB_FIXED + 4 * npages), (uint32_t)npages) > ps) {
+    layout(tot.n, tot.data_bytes + rdb.len, fixed, ps, &npages, &nmeta, &ndata, &meta_off);
+    if (npages > pool_page_count(p) || pool_row_header_area((uint32_t)(fixed + 4 * npages), (uint32_t)npages) > ps) {
+        rowtable_close(tmp);
+        buf_free(&rdb);
         return tkv_err(TKV_NO_SPACE, "pool %s: row %llu needs %llu pages of %u bytes, the pool has %u", pool_path(p),
                        (unsigned long long)row_id, (unsigned long long)npages, ps, pool_page_count(p));
     }
     rowtable *r = rt_alloc(p, (uint32_t)npages);
     uint32_t *crc = calloc(npages, sizeof *crc);
-    uint8_t *body = calloc(1, RB_FIXED + 4 * npages);
+    uint8_t *body = calloc(1, fixed + 4 * npages);
     /* one page of each stream, where pages are written through the file */
     uint8_t *stage = pm_write_through(pool_region(p)) ? malloc(2 * (size_t)ps) : NULL;
-    int rc = TKV_NO_MEMORY, allocated = 0;
+    int allocated = 0, rc = TKV_NO_MEMORY;
     if (!r || !crc || !body || (!stage && pm_write_through(pool_region(p)))) {
+        rowtable_close(tmp);
         tkv_err(rc, "pool %s: row %llu: out of memory building the row", pool_path(p), (unsigned long long)row_id);
         goto fail;
     }
-    r->row_id = row_id;
-    r->n = (uint32_t)tot.n;
-    r->min_seq = tot.min_seq;
-    r->max_seq = tot.max_seq;
-    r->deletions = tot.deletions;
-    r->key_bytes = tot.key_bytes;
-    r->value_bytes = tot.value_bytes;
-    r->data_bytes = tot.data_bytes;
-    r->meta_off = meta_off;
-    r->nmeta = (uint32_t)nmeta;
-    r->ndata = (uint32_t)ndata;
-    r->older_id = older ? older->row_id : 0;
-    r->older_n = older ? older->n : 0;
+    rt_take_range_dels(r, tmp); /* frees tmp */
+    set_fields(r, row_id, &tot, rdb.len, meta_off, nmeta, ndata, older);
     rc = rt_filter_alloc(r, tot.n);
     if (rc < 0) goto fail;
     rc = pool_alloc_pages(p, r->npages, r->pages);
@@ -352,15 +426,16 @@ int rowtable_build_at(pool *p, uint64_t row_id, tkv_it *src, const rowtable *old
         r->addr[j] = pool_page_addr(p, r->pages[j]);
         crc[j] = tkv_checksum("", 0); /* pages left with no content (e.g. no metadata in page 0) */
     }
-    rc = write_entries(r, src, older, older_cursor, crc, stage); /* step (1) */
+    rc = write_entries(r, src, older, older_cursor, &rdb, crc, stage); /* step (1) */
     if (rc < 0) goto fail;
-    encode_body(r, crc, body);
-    rc = pool_row_write_header(p, row_id, POOL_ROW_KIND_ROWTABLE, body, (uint32_t)(RB_FIXED + 4 * npages), r->pages,
+    encode_body(r, crc, &rdb, body);
+    rc = pool_row_write_header(p, row_id, POOL_ROW_KIND_ROWTABLE, body, (uint32_t)(fixed + 4 * npages), r->pages,
                                r->npages); /* step (2) */
     if (rc < 0) goto fail;
     free(crc);
     free(body);
     free(stage);
+    buf_free(&rdb);
     *out = r;
     return 0;
 fail:
@@ -370,6 +445,7 @@ fail:
     free(crc);
     free(body);
     free(stage);
+    buf_free(&rdb);
     return rc;
 }
 

@@ -111,9 +111,9 @@ int rowtable_set_cursor(rowtable *r, uint32_t cursor)
 /*
  * rowtable_dead_pages -- with cursor c, metadata page j >= 1 is dead when
  * every entry whose metadata lies in pages <= j is below c; data page d is
- * dead when it ends at or before the first byte of entry c (all of them when
- * c == n). Both sets are prefixes, so releases keep rt_check_released's
- * invariant.
+ * dead when it ends at or before the first byte of entry c (when c == n: of
+ * the range tombstone block, or all of them in a row without one). Both sets
+ * are prefixes, so releases keep rt_check_released's invariant.
  */
 size_t rowtable_dead_pages(const rowtable *r, uint32_t *list, size_t cap)
 {
@@ -124,9 +124,10 @@ size_t rowtable_dead_pages(const rowtable *r, uint32_t *list, size_t cap)
         if (first_entry_of_meta_page(r, j + 1) > c) break; /* (n for the last metadata page) */
         if (!r->released[j] && cnt++ < cap) list[cnt - 1] = j;
     }
-    uint64_t first_live = c < r->n ? dec_u64(meta_ptr(r, c) + ME_DATA_OFF) : UINT64_MAX;
+    /* the range tombstone block (version 2) stays: it lies after the entries */
+    uint64_t first_live = c < r->n ? dec_u64(meta_ptr(r, c) + ME_DATA_OFF) : r->rd_len ? r->rd_off : UINT64_MAX;
     for (uint32_t d = 0; d < r->ndata; d++) {
-        if (c < r->n && (uint64_t)(d + 1) * r->page_size > first_live) break;
+        if (first_live != UINT64_MAX && (uint64_t)(d + 1) * r->page_size > first_live) break;
         uint32_t j = r->nmeta + d;
         if (!r->released[j] && cnt++ < cap) list[cnt - 1] = j;
     }

@@ -51,6 +51,8 @@ rowtable *rt_alloc(pool *p, uint32_t npages)
 void rowtable_close(rowtable *r)
 {
     if (!r) return;
+    rd_list_free(&r->rd);
+    rd_frags_unref(r->rd_frags);
     free(r->filter);
     free(r->pages);
     free(r->addr);
@@ -64,6 +66,23 @@ uint32_t rowtable_count(const rowtable *r) { return r->n; }
 uint32_t rowtable_cursor(const rowtable *r) { return cursor_load(r); }
 uint64_t rowtable_max_seq(const rowtable *r) { return r->max_seq; }
 uint64_t rowtable_min_seq(const rowtable *r) { return r->min_seq; }
+
+const rd_list *rowtable_range_del_list(const rowtable *r) { return &r->rd; }
+const rd_frags *rowtable_range_dels(const rowtable *r) { return r->rd_frags; }
+
+/* rt_take_range_dels -- moves from's format version and range tombstones
+ * (list, fragments, block place) into r, and closes from. */
+void rt_take_range_dels(rowtable *r, rowtable *from)
+{
+    r->version = from->version;
+    r->rd = from->rd;
+    r->rd_frags = from->rd_frags;
+    r->rd_off = from->rd_off;
+    r->rd_len = from->rd_len;
+    memset(&from->rd, 0, sizeof from->rd);
+    from->rd_frags = NULL;
+    rowtable_close(from);
+}
 
 /* rowtable_fwd -- the forward pointer of live entry i, from its metadata. */
 uint32_t rowtable_fwd(const rowtable *r, uint32_t i)
@@ -95,7 +114,8 @@ void rowtable_get_props(const rowtable *r, rowtable_props *out)
     out->data_pages = r->ndata;
     for (uint32_t j = 0; j < r->npages; j++) out->pages_released += r->released[j];
     out->dram_bytes = sizeof *r + (size_t)r->npages * (sizeof *r->pages + sizeof *r->addr + 1) +
-                      (size_t)r->filter_blocks * FILTER_BLOCK_WORDS * sizeof(uint64_t);
+                      (size_t)r->filter_blocks * FILTER_BLOCK_WORDS * sizeof(uint64_t) + 3 * (size_t)r->rd_len;
+    out->num_range_dels = r->rd.n;
 }
 
 /* ---------------------------------------------------------------- key filter */

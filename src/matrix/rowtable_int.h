@@ -14,7 +14,10 @@
  *                  offset 0, `varint ikey_len | ikey | varint vlen | value`;
  *                  an entry of at most page_size/8 bytes that does not fit in
  *                  the rest of a page starts on the next page (zero padding),
- *                  so only large entries cross page ends.
+ *                  so only large entries cross page ends; in format version 2
+ *                  the range tombstone block follows the entries (at rd_off,
+ *                  rd_len bytes, util/rangedel.h's encoding), and its pages
+ *                  are never released while the row lives.
  * Page j of a stream covering [begin, end) has the content range
  * [max(begin, j*ps), min(end, (j+1)*ps)); its checksum (in the header body)
  * covers exactly that range.
@@ -51,6 +54,7 @@
 #include "matrix/rowtable.h"
 #include "util/ikey.h"
 #include "util/coding.h"
+#include "util/rangedel.h"
 
 /* ---------------------------------------------------------------- layout constants */
 
@@ -69,8 +73,21 @@
 #define RB_OLDER_N     72 /* u64 that row's entry count */
 #define RB_KEY_BYTES   80 /* u64 */
 #define RB_VALUE_BYTES 88 /* u64 */
-#define RB_PAGE_CRC    96 /* u32[npages] content checksum per listed page */
+#define RB_PAGE_CRC    96 /* version 1: u32[npages] content checksum per listed page */
 #define RB_FIXED       96
+/* Version 2 (a row with range tombstones) has four more fields there, and
+ * the page checksums after them: */
+#define RB_RD_OFF      96  /* u64 data-stream offset of the range tombstone block (= end of the entries) */
+#define RB_RD_LEN      104 /* u64 its length: data_bytes = rd_off + rd_len */
+#define RB_RD_COUNT    112 /* u64 tombstones in it (> 0) */
+#define RB_RD_CRC      120 /* u32 tkv_checksum of the block */
+#define RB_PAGE_CRC_V2 128 /* u32[npages], after a reserved u32 at 124 */
+#define RB_FIXED_V2    128
+
+/* rb_fixed / rb_page_crc -- the body's fixed part and where its page
+ * checksums start, in format version v (1 or 2). */
+static inline uint32_t rb_fixed(uint32_t v) { return v == 1 ? RB_FIXED : RB_FIXED_V2; }
+static inline uint32_t rb_page_crc(uint32_t v) { return v == 1 ? RB_PAGE_CRC : RB_PAGE_CRC_V2; }
 
 /* Metadata entry (32 bytes). */
 #define ME_PREFIX   0  /* 8 bytes: user key's first min(8, klen) bytes, zero padded (big-endian comparable) */
@@ -101,6 +118,11 @@ struct rowtable {
     uint32_t min_cursor;
     uint64_t *filter; /* DRAM key filter (FILTER_* in rowtable_handle.c): filter_blocks blocks of 512 bits */
     uint32_t filter_blocks;
+    uint32_t version;     /* 1, or 2 with range tombstones */
+    uint64_t entries_end; /* where the entries end in the data stream: data_bytes (v1), rd_off (v2) */
+    uint64_t rd_off, rd_len;
+    rd_list rd;         /* the range tombstones (v2), in DRAM from build or open */
+    rd_frags *rd_frags; /* and their fragments (NULL without) */
 };
 
 /* RT_PRIVATE -- marks the rt_* functions, shared by the rowtable_*.c files
@@ -112,6 +134,10 @@ struct rowtable {
  * arrays allocated, nothing read or allocated in the pool); NULL on out of
  * memory. (rowtable_handle.c) */
 RT_PRIVATE rowtable *rt_alloc(pool *p, uint32_t npages);
+/* rt_take_range_dels -- moves from's format version and range tombstones
+ * into r and closes from (the builder sizes a row with them before it has
+ * its handle). (rowtable_handle.c) */
+RT_PRIVATE void rt_take_range_dels(rowtable *r, rowtable *from);
 /* rt_corrupt -- TKV_CORRUPTION naming the pool file, row and slot.
  * (rowtable_media.c) */
 RT_PRIVATE __attribute__((format(printf, 2, 3))) int rt_corrupt(const rowtable *r, const char *fmt, ...);

@@ -57,11 +57,11 @@ int rt_data_cmp(const rowtable *r, uint64_t off, const uint8_t *b, uint64_t n)
     return 0;
 }
 
-/* read_varint -- the varint at data offset off (< data_bytes). */
+/* read_varint -- the varint at data offset off (< entries_end). */
 static int read_varint(const rowtable *r, uint64_t off, uint64_t *v, uint64_t *len)
 {
     uint8_t buf[10];
-    uint64_t n = min_u64(10, r->data_bytes - off);
+    uint64_t n = min_u64(10, r->entries_end - off);
     const uint8_t *p = data_ptr(r, off, n);
     if (!p) {
         rt_data_copy(r, off, buf, n);
@@ -79,15 +79,15 @@ static int read_varint(const rowtable *r, uint64_t off, uint64_t *v, uint64_t *l
 int rt_entry_decode(const rowtable *r, uint32_t i, const meta *m, ent_loc *e)
 {
     uint64_t ikl, l1, vl, l2;
-    if (m->data_off >= r->data_bytes)
+    if (m->data_off >= r->entries_end)
         return rt_corrupt(r, "entry %u: data offset %llu past the data", i, (unsigned long long)m->data_off);
     if (read_varint(r, m->data_off, &ikl, &l1) < 0 || ikl != (uint64_t)m->klen + IKEY_TRAILER)
         return rt_corrupt(r, "entry %u: key length in data disagrees with the metadata", i);
     e->key_off = m->data_off + l1;
     e->key_len = ikl;
     uint64_t vo = e->key_off + ikl;
-    if (vo >= r->data_bytes) return rt_corrupt(r, "entry %u: key runs past the data", i);
-    if (read_varint(r, vo, &vl, &l2) < 0 || vl > TKV_MAX_VALUE_SIZE || vl > r->data_bytes - vo - l2)
+    if (vo >= r->entries_end) return rt_corrupt(r, "entry %u: key runs past the data", i);
+    if (read_varint(r, vo, &vl, &l2) < 0 || vl > TKV_MAX_VALUE_SIZE || vl > r->entries_end - vo - l2)
         return rt_corrupt(r, "entry %u: bad value length", i);
     e->val_off = vo + l2;
     e->val_len = vl;
@@ -120,7 +120,7 @@ int rt_cmp_at(probe *pr, uint32_t i, int *ueq)
     uint64_t common = min_u64(m.klen, t->un);
     if (common > 8) {
         uint64_t koff = m.data_off + varint_len((uint64_t)m.klen + IKEY_TRAILER);
-        if (m.data_off >= r->data_bytes || koff > r->data_bytes || m.klen > r->data_bytes - koff) {
+        if (m.data_off >= r->entries_end || koff > r->entries_end || m.klen > r->entries_end - koff) {
             if (!pr->err) pr->err = rt_corrupt(r, "entry %u: key runs past the data", i);
             return 1;
         }

@@ -9,6 +9,8 @@
  */
 #include "matrix/rowtable_int.h"
 
+#include <stdlib.h>
+
 #include "tierkv.h"
 #include "util/checksum.h"
 #include "util/status.h"
@@ -35,7 +37,7 @@ static int verify_pages(rowtable *r, const uint8_t *body)
         if (is_meta) stream_range(r->meta_off, meta_end, j, r->page_size, &lo, &hi);
         else stream_range(0, r->data_bytes, j - r->nmeta, r->page_size, &lo, &hi);
         pm_read_delay(r->reg, 1);
-        if (tkv_checksum(r->addr[j] + lo, hi - lo) != dec_u32(body + RB_PAGE_CRC + 4 * (size_t)j))
+        if (tkv_checksum(r->addr[j] + lo, hi - lo) != dec_u32(body + rb_page_crc(r->version) + 4 * (size_t)j))
             return rt_corrupt(r, "checksum mismatch in %s page %u (pool page %u)", is_meta ? "metadata" : "data",
                               is_meta ? j : j - r->nmeta, r->pages[j]);
     }
@@ -52,7 +54,7 @@ static int verify_meta(rowtable *r)
     for (uint32_t i = r->min_cursor; i < r->n; i++) {
         meta_load(r, i, &m);
         uint64_t seq = m.trailer >> 8, ty = m.trailer & 0xff;
-        if (m.data_off >= r->data_bytes || r->data_bytes - m.data_off < 10 || m.klen > TKV_MAX_KEY_SIZE)
+        if (m.data_off >= r->entries_end || r->entries_end - m.data_off < 10 || m.klen > TKV_MAX_KEY_SIZE)
             return rt_corrupt(r, "entry %u: data offset or key length out of range", i);
         if (ty > IKEY_VALUE || seq < r->min_seq || seq > r->max_seq)
             return rt_corrupt(r, "entry %u: bad type or sequence number", i);
@@ -94,6 +96,55 @@ static int filter_rebuild(rowtable *r)
     return 0;
 }
 
+/* load_range_dels -- format version 2: the range tombstone block, whose
+ * pages are never released (rt_check_released's prefixes end before it) and
+ * whose pages' checksums verify_pages checked, against its own checksum,
+ * decoded (every tombstone well formed, as many as the header says) into
+ * r->rd and its fragments. */
+static int load_range_dels(rowtable *r, const uint8_t *body)
+{
+    if (r->version < ROWTABLE_FORMAT_VERSION_RD) return 0;
+    uint32_t first = r->nmeta + (uint32_t)(r->rd_off >> r->shift);
+    if (r->released[first]) return rt_corrupt(r, "the page of its range tombstone block was released");
+    uint8_t *b = malloc(r->rd_len ? r->rd_len : 1);
+    if (!b) return tkv_err(TKV_NO_MEMORY, "out of memory opening row %llu", (unsigned long long)r->row_id);
+    rt_data_copy(r, r->rd_off, b, r->rd_len);
+    pm_read_delay(r->reg, 1);
+    const char *why = "checksum mismatch";
+    int rc = tkv_checksum(b, r->rd_len) == dec_u32(body + RB_RD_CRC) ? rd_decode(b, r->rd_len, &r->rd, &why) : 1;
+    free(b);
+    if (rc == 0 && r->rd.n != dec_u64(body + RB_RD_COUNT)) {
+        why = "tombstone count differs from the header's";
+        rc = 1;
+    }
+    if (rc > 0) return rt_corrupt(r, "range tombstone block: %s", why);
+    if (rc == 0 && !(r->rd_frags = rd_frags_new(r->rd.t, r->rd.n, UINT64_MAX))) rc = TKV_NO_MEMORY;
+    return rc;
+}
+
+/* read_version -- the body's format version (1 or 2) and, in 2, the place
+ * of the range tombstone block, checked against the data stream. */
+static int read_version(rowtable *r, const pool_row *pr)
+{
+    const uint8_t *b = pr->body;
+    r->version = dec_u32(b + RB_VERSION);
+    if ((r->version != ROWTABLE_FORMAT_VERSION && r->version != ROWTABLE_FORMAT_VERSION_RD) ||
+        dec_u32(b + RB_META_ESIZE) != ROWTABLE_META_ENTRY_SIZE)
+        return rt_corrupt(r, "format version %u / entry size %u unknown", r->version, dec_u32(b + RB_META_ESIZE));
+    if (pr->kind != POOL_ROW_KIND_ROWTABLE || pr->body_len != rb_fixed(r->version) + 4 * (uint64_t)pr->npages)
+        return rt_corrupt(r, "not a RowTable header (kind %u, body %u bytes)", pr->kind, pr->body_len);
+    r->data_bytes = dec_u64(b + RB_DATA_BYTES);
+    r->entries_end = r->data_bytes;
+    if (r->version == ROWTABLE_FORMAT_VERSION) return 0;
+    r->rd_off = dec_u64(b + RB_RD_OFF);
+    r->rd_len = dec_u64(b + RB_RD_LEN);
+    if (r->rd_off > r->data_bytes || r->rd_len != r->data_bytes - r->rd_off || r->rd_len == 0 ||
+        dec_u64(b + RB_RD_COUNT) == 0 || dec_u64(b + RB_RD_COUNT) > r->rd_len)
+        return rt_corrupt(r, "range tombstone block fields inconsistent with the data stream");
+    r->entries_end = r->rd_off;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- open */
 
 /* rowtable_open -- reads the row header of `slot`, checks it, fills the
@@ -111,20 +162,11 @@ int rowtable_open(pool *p, uint32_t slot, rowtable **out)
     r->slot = slot;
     int rc;
     const uint8_t *b = pr.body;
-    if (pr.kind != POOL_ROW_KIND_ROWTABLE || pr.body_len != RB_FIXED + 4 * (uint64_t)pr.npages) {
-        rc = rt_corrupt(r, "not a RowTable header (kind %u, body %u bytes)", pr.kind, pr.body_len);
-        goto fail;
-    }
-    if (dec_u32(b + RB_VERSION) != ROWTABLE_FORMAT_VERSION || dec_u32(b + RB_META_ESIZE) != ROWTABLE_META_ENTRY_SIZE) {
-        rc = rt_corrupt(r, "format version %u / entry size %u unknown", dec_u32(b + RB_VERSION),
-                        dec_u32(b + RB_META_ESIZE));
-        goto fail;
-    }
+    if ((rc = read_version(r, &pr)) < 0) goto fail;
     uint64_t n = dec_u64(b + RB_N), older_n = dec_u64(b + RB_OLDER_N);
     r->min_seq = dec_u64(b + RB_MIN_SEQ);
     r->max_seq = dec_u64(b + RB_MAX_SEQ);
     r->deletions = dec_u64(b + RB_DELETIONS);
-    r->data_bytes = dec_u64(b + RB_DATA_BYTES);
     r->meta_off = dec_u64(b + RB_META_OFF);
     r->nmeta = dec_u32(b + RB_NMETA);
     r->ndata = dec_u32(b + RB_NDATA);
@@ -134,8 +176,8 @@ int rowtable_open(pool *p, uint32_t slot, rowtable **out)
     uint64_t ps = r->page_size;
     uint64_t want_meta_off = round_up(pool_row_header_area(pr.body_len, pr.npages), META_ALIGN);
     if (n > ROWTABLE_MAX_ENTRIES || older_n > ROWTABLE_MAX_ENTRIES || r->deletions > n ||
-        (n && (r->min_seq > r->max_seq || r->max_seq > IKEY_MAX_SEQ)) || r->meta_off != want_meta_off || r->nmeta < 1 ||
-        (uint64_t)r->nmeta + r->ndata != pr.npages ||
+        ((n || r->rd_len) && (r->min_seq > r->max_seq || r->max_seq > IKEY_MAX_SEQ)) || r->meta_off != want_meta_off ||
+        r->nmeta < 1 || (uint64_t)r->nmeta + r->ndata != pr.npages ||
         r->nmeta != (r->meta_off + n * ROWTABLE_META_ENTRY_SIZE + ps - 1) / ps ||
         r->data_bytes > (uint64_t)r->ndata * ps || r->ndata != r->data_bytes / ps + (r->data_bytes % ps != 0)) {
         rc = rt_corrupt(r, "header fields inconsistent with each other or the pool geometry");
@@ -148,7 +190,9 @@ int rowtable_open(pool *p, uint32_t slot, rowtable **out)
         r->addr[j] = pool_page_addr(p, r->pages[j]);
         r->released[j] = (uint8_t)pool_row_released(&pr, j);
     }
-    if ((rc = rt_check_released(r)) < 0 || (rc = verify_pages(r, b)) < 0 || (rc = verify_meta(r)) < 0) goto fail;
+    if ((rc = rt_check_released(r)) < 0 || (rc = verify_pages(r, b)) < 0 || (rc = verify_meta(r)) < 0 ||
+        (rc = load_range_dels(r, b)) < 0)
+        goto fail;
     r->cursor = r->min_cursor;
     if ((rc = filter_rebuild(r)) < 0) goto fail;
     *out = r;

@@ -233,13 +233,13 @@ int rowtable_upper_bound(const rowtable *r, uint32_t from, tkv_slice ukey, uint3
     return 0;
 }
 
-/* data_offset -- entry i's data-stream offset (data_bytes for n); i <= n. */
+/* data_offset -- entry i's data-stream offset (the end of the entries for n); i <= n. */
 static uint64_t data_offset(const rowtable *r, uint32_t i)
 {
-    return i == r->n ? r->data_bytes : dec_u64(meta_ptr(r, i) + ME_DATA_OFF);
+    return i == r->n ? r->entries_end : dec_u64(meta_ptr(r, i) + ME_DATA_OFF);
 }
 
-/* rowtable_data_offset -- entry i's data-stream offset (data_bytes for n). */
+/* rowtable_data_offset -- entry i's data-stream offset (the entries' end for n). */
 int rowtable_data_offset(const rowtable *r, uint32_t i, uint64_t *off)
 {
     if (i > r->n || i < cursor_load(r))

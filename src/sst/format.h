@@ -9,6 +9,7 @@
  *   ...
  *   data block n-1 + trailer
  *   filter block + trailer
+ *   range deletion block + trailer   (format version 2 only)
  *   properties block + trailer
  *   index block + trailer
  *   footer (SST_FOOTER_SIZE bytes)
@@ -21,7 +22,12 @@
 
 #include "util/coding.h"
 
-#define SST_FORMAT_VERSION 1u
+/* Version 1: the format without range tombstones. Version 2: the same plus
+ * a range deletion block (after the filter block) and two more properties
+ * (its tombstone count and handle); written only for a table that holds
+ * range tombstones, so tables without any stay readable by every reader. */
+#define SST_FORMAT_VERSION    1u
+#define SST_FORMAT_VERSION_RD 2u
 /* The magic, stored little-endian as the last 8 bytes of every table: the bytes
  * "tkvSST1\n" on disk. */
 #define SST_MAGIC UINT64_C(0x0a31545353766b74)

@@ -39,6 +39,7 @@ typedef struct mg_state {
     block_handle h;
     mg_read *rd;        /* the read it waits for */
     size_t next_waiter; /* next key + 1 on rd's list */
+    uint64_t found;     /* the sequence of the entry a block search found */
 } mg_state;
 
 typedef struct mg {
@@ -104,12 +105,43 @@ static const file_meta *next_file(const version *v, tkv_slice k, mg_pos *s)
     return NULL;
 }
 
-int multiget_one(table_cache *tc, const version *v, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
+/* raise_rd -- *rd up to the newest range tombstone of table t (of file f)
+ * visible at seq that covers ukey. */
+static void raise_rd(const file_meta *f, table *t, tkv_slice ukey, uint64_t seq, uint64_t *rd)
+{
+    if (!f->num_range_dels) return;
+    uint64_t c = rd_frags_covering(table_range_dels(t), ukey, seq);
+    if (c > *rd) *rd = c;
+}
+
+/* resolve -- a file's answer (rc, *type, the entry's sequence `found`) in
+ * the light of the newest covering tombstone so far: an older entry reads
+ * as a deletion, and no entry under a tombstone ends the search (1, a
+ * deletion: no older file can hold a newer entry of the key). */
+static int resolve(int rc, uint64_t found, uint64_t rd, ikey_type *type)
+{
+    if (rc == 1 && found < rd) *type = IKEY_DELETION;
+    if (rc == 0 && rd) {
+        *type = IKEY_DELETION;
+        rc = 1;
+    }
+    return rc;
+}
+
+int multiget_one(table_cache *tc, const version *v, tkv_slice ukey, uint64_t seq, uint64_t *rd, ikey_type *type,
+                 tkv_buf *val)
 {
     mg_pos pos = {0, 1};
     const file_meta *f;
     while ((f = next_file(v, ukey, &pos))) {
-        int rc = table_cache_get(tc, f, ukey, seq, type, val);
+        cache_handle *h;
+        TKV_TRY(table_cache_find(tc, f, &h));
+        table *t = table_cache_table(h);
+        raise_rd(f, t, ukey, seq, rd);
+        uint64_t found = 0;
+        int rc = table_get_seq(t, ukey, seq, type, val, &found);
+        if (rc >= 0) rc = resolve(rc, found, *rd, type);
+        table_cache_release(tc, h);
         if (rc != 0) return rc;
     }
     return 0;
@@ -179,11 +211,12 @@ static void advance(mg *m, size_t i)
             return;
         }
         table *t = table_cache_table(th);
+        raise_rd(f, t, k->ukey, m->seq, &k->rd);
         block_handle h;
         table_block b;
         if ((rc = table_locate(t, k->ukey, m->seq, &h)) > 0 && table_block_cached(t, h, &b)) {
             m->stats->cache_hits++;
-            rc = table_block_find(t, h, &b, k->ukey, m->seq, &k->type, k->val);
+            rc = table_block_find(t, h, &b, k->ukey, m->seq, &k->type, k->val, &s->found);
             table_block_release(t, &b);
         } else if (rc > 0) {
             if ((rc = wait_for_read(m, i, th, h)) > 0) return; /* th is held by the key now */
@@ -195,6 +228,7 @@ static void advance(mg *m, size_t i)
             }
         }
         table_cache_release(m->tc, th);
+        if (rc >= 0) rc = resolve(rc, s->found, k->rd, &k->type);
         if (rc != 0) {
             finish(m, i, rc);
             return;
@@ -216,7 +250,8 @@ static void complete(mg *m, mg_read *rd)
     for (size_t w = rd->waiters; w; w = m->st[w - 1].next_waiter) {
         size_t i = w - 1;
         multiget_key *k = &m->keys[i];
-        int rc = err < 0 ? err : table_block_find(t, rd->h, &b, k->ukey, m->seq, &k->type, k->val);
+        int rc = err < 0 ? err : table_block_find(t, rd->h, &b, k->ukey, m->seq, &k->type, k->val, &m->st[i].found);
+        if (rc >= 0) rc = resolve(rc, m->st[i].found, k->rd, &k->type);
         if (rc != 0) finish(m, i, rc);
         else m->ready[m->nready++] = i;
     }
@@ -258,7 +293,8 @@ void multiget_lookup(table_cache *tc, const version *v, io_ring *ring, uint64_t 
     mg m = {.tc = tc, .v = v, .ring = ring, .seq = seq, .keys = keys, .n = n, .stats = st};
     if (n == 0) return;
     if (mg_init(&m, n) < 0) {
-        for (size_t i = 0; i < n; i++) keys[i].rc = multiget_one(tc, v, keys[i].ukey, seq, &keys[i].type, keys[i].val);
+        for (size_t i = 0; i < n; i++)
+            keys[i].rc = multiget_one(tc, v, keys[i].ukey, seq, &keys[i].rd, &keys[i].type, keys[i].val);
         return;
     }
     for (size_t i = n; i-- > 0;) m.ready[m.nready++] = i;
@@ -278,7 +314,7 @@ void multiget_lookup(table_cache *tc, const version *v, io_ring *ring, uint64_t 
     for (size_t i = 0; i < n; i++) /* none, but for a broken invariant: look them up one by one */
         if (!m.st[i].done) {
             if (m.st[i].th) table_cache_release(tc, m.st[i].th);
-            keys[i].rc = multiget_one(tc, v, keys[i].ukey, seq, &keys[i].type, keys[i].val);
+            keys[i].rc = multiget_one(tc, v, keys[i].ukey, seq, &keys[i].rd, &keys[i].type, keys[i].val);
         }
     free(m.st);
 }

@@ -16,6 +16,15 @@
  * So a key is finished in level order and a key found in a higher level
  * never costs a read below it. The answers, errors and table counters are
  * those of table_cache_get key by key (version_lookup in db_read.c).
+ *
+ * Range tombstones: each key carries the newest tombstone visible at the
+ * batch's sequence that covers it in the tiers read so far (memtables and
+ * rows first, then each candidate file's, read from the open table: no
+ * I/O). An entry older than it reads as a deletion, and a candidate with no
+ * entry for the key under a tombstone ends the key's walk: for each key the
+ * tiers are in sequence order, tombstones included (docs/design.md), so no
+ * older file can hold a newer entry. A file's bloom filter ruling the key out
+ * does not skip its tombstones.
  */
 #ifndef TKV_SST_MULTIGET_H
 #define TKV_SST_MULTIGET_H
@@ -26,6 +35,8 @@
 
 typedef struct multiget_key {
     tkv_slice ukey; /* in: a valid user key */
+    uint64_t rd;    /* in: the newest range tombstone visible at the batch's sequence covering ukey in the
+                     * tiers above the tree (0: none); out: raised by the files' tombstones */
     int rc;         /* out: 1 found (type, val), 0 no entry in the tree, < 0 the error of the lookup */
     ikey_type type;
     tkv_buf *val; /* out: the value (the caller's buffer, reused) */
@@ -40,9 +51,10 @@ typedef struct multiget_stats {
 } multiget_stats;
 
 /* multiget_one -- the same lookup for one key with synchronous reads
- * (table_cache_get per candidate): what tkv_get uses. 1 found (type, val),
- * 0 absent, < 0 error. */
-int multiget_one(table_cache *tc, const version *v, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val);
+ * (table_get per candidate): what tkv_get uses. *rd: as multiget_key.rd.
+ * 1 found (type, val), 0 absent, < 0 error. */
+int multiget_one(table_cache *tc, const version *v, tkv_slice ukey, uint64_t seq, uint64_t *rd, ikey_type *type,
+                 tkv_buf *val);
 
 /* multiget_lookup -- looks up keys[0..n) at seq in v's files through tc,
  * reading on `ring` (held by the caller; it has no read in flight on return).

@@ -23,6 +23,7 @@
 #include "sst/format.h"
 #include "util/coding.h"
 #include "util/iter.h"
+#include "util/rangedel.h"
 
 /* ---------------------------------------------------------------- options */
 
@@ -52,6 +53,12 @@ int table_builder_new(io_file *f, const table_options *o, table_builder **out);
  * in ikey_cmp order: otherwise TKV_INVALID and nothing changes. I/O errors
  * (TKV_IO_ERROR, TKV_NO_SPACE) are sticky: every later call returns them. */
 int table_builder_add(table_builder *b, tkv_slice ikey, tkv_slice value);
+/* table_builder_add_range_dels -- adds range tombstones t[0..n) (copied;
+ * keys of 1..RD_MAX_KEY bytes, begin < end), at any time before finish: they
+ * go into the range deletion block, sorted by begin (docs/format-sst.md), and
+ * make the table format version 2. TKV_INVALID for a malformed tombstone,
+ * TKV_NO_MEMORY. */
+int table_builder_add_range_dels(table_builder *b, const rd_tomb *t, size_t n);
 /* table_builder_finish -- writes the last data block, the filter, properties
  * and index blocks and the footer. Does NOT sync or close f. Afterwards only
  * table_builder_file_size/num_entries/free may be called. A table with no
@@ -75,6 +82,7 @@ typedef struct table_props {
     tkv_buf smallest, largest;      /* internal keys; empty for an empty table */
     uint64_t compression;           /* the builder's table_options.compression */
     uint64_t num_compressed_blocks; /* data blocks stored lz4-compressed */
+    uint64_t num_range_dels;        /* range tombstones (format version 2; 0 in version 1) */
 } table_props;
 
 typedef struct table table;
@@ -95,6 +103,12 @@ size_t table_memory(const table *t);
 void table_close(table *t);
 /* table_properties -- the table's properties (valid until table_close). */
 const table_props *table_properties(const table *t);
+/* table_range_del_list / table_range_dels -- the table's range tombstones,
+ * read and verified at open (kept in DRAM like the index): as stored
+ * (sorted by begin, then seq descending; empty without any) and as
+ * fragments (NULL without any). Valid until table_close. */
+const rd_list *table_range_del_list(const table *t);
+const rd_frags *table_range_dels(const table *t);
 /* table_file -- the table's file (for its path in messages). */
 io_file *table_file(const table *t);
 
@@ -106,6 +120,9 @@ io_file *table_file(const table *t);
  * table holds no such entry; <0 on error (TKV_CORRUPTION naming the file and
  * block offset, TKV_IO_ERROR, TKV_NO_MEMORY). */
 int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val);
+/* table_get_seq -- table_get that also gives the entry's sequence number
+ * (*found_seq, when not NULL). */
+int table_get_seq(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val, uint64_t *found_seq);
 /* Read flags of the calling thread, for the client read in progress
  * (tkv_read_options), set around it by the caller and read by every data
  * block read on this thread: TABLE_READ_NO_FILL: blocks read from the file
@@ -158,10 +175,12 @@ int table_iter_prefetch_seek(tkv_it *it, tkv_slice target);
 /* Where the footer puts the metadata blocks, and the filter's geometry. */
 typedef struct table_layout {
     block_handle index, filter, props;
-    uint64_t data_end;      /* data blocks (with trailers) end at or before this offset */
-    uint64_t index_entries; /* = data blocks */
-    size_t filter_bytes;    /* the filter block's size; 0: no filter */
-    unsigned filter_probes; /* k (0 without a filter) */
+    block_handle range_dels; /* the range deletion block (size 0: none, format version 1) */
+    uint32_t version;        /* the footer's format version */
+    uint64_t data_end;       /* data blocks (with trailers) end at or before this offset */
+    uint64_t index_entries;  /* = data blocks */
+    size_t filter_bytes;     /* the filter block's size; 0: no filter */
+    unsigned filter_probes;  /* k (0 without a filter) */
 } table_layout;
 /* table_get_layout -- the layout of an open table (for dumps). */
 void table_get_layout(const table *t, table_layout *out);
@@ -230,9 +249,10 @@ int table_block_cached(table *t, block_handle h, table_block *b);
  * 0 and *b, or TKV_CORRUPTION naming the file and offset, TKV_NO_MEMORY. */
 int table_block_parse(table *t, block_handle h, const uint8_t *p, size_t got, table_block *b);
 /* table_block_find -- table_get's answer for (ukey, seq) in data block h:
- * 1 (type, value copied into val), 0, < 0. */
+ * 1 (type, value copied into val, the entry's sequence in *found_seq when
+ * not NULL), 0, < 0. */
 int table_block_find(table *t, block_handle h, const table_block *b, tkv_slice ukey, uint64_t seq, ikey_type *type,
-                     tkv_buf *val);
+                     tkv_buf *val, uint64_t *found_seq);
 /* table_block_release -- unpins or frees b (NULL blk ok). */
 void table_block_release(table *t, table_block *b);
 

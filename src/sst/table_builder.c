@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * table_builder.c -- writes an SSTable: data blocks as keys arrive, then the
- * filter, properties and index blocks and the footer (docs/format-sst.md).
+ * filter, range deletion (if any), properties and index blocks and the footer
+ * (docs/format-sst.md).
  *
  * Invariants kept here:
  *  (1) keys are strictly increasing in ikey_cmp order (checked on every add);
@@ -42,6 +43,7 @@ struct table_builder {
     int finished;
     table_props props; /* counters (smallest/largest filled at finish) */
     tkv_buf smallest;
+    rd_list rd; /* range tombstones, written at finish */
 };
 
 void table_options_default(table_options *o)
@@ -93,6 +95,7 @@ void table_builder_free(table_builder *b)
     buf_free(&b->meta);
     buf_free(&b->sep);
     buf_free(&b->smallest);
+    rd_list_free(&b->rd);
     free(b);
 }
 
@@ -244,8 +247,19 @@ int table_builder_add(table_builder *b, tkv_slice ikey, tkv_slice value)
     return 0;
 }
 
+int table_builder_add_range_dels(table_builder *b, const rd_tomb *t, size_t n)
+{
+    if (b->status) return b->status;
+    if (b->finished) return tkv_err(TKV_INVALID, "table_builder_add_range_dels after finish (%s)", b->f->path);
+    for (size_t i = 0; i < n; i++)
+        if (t[i].begin.n == 0 || t[i].begin.n > RD_MAX_KEY || t[i].end.n == 0 || t[i].end.n > RD_MAX_KEY ||
+            ukey_cmp(t[i].begin, t[i].end) >= 0 || t[i].seq == 0 || t[i].seq > IKEY_MAX_SEQ)
+            return tkv_err(TKV_INVALID, "table_builder_add_range_dels: malformed tombstone (%s)", b->f->path);
+    return sticky(b, rd_list_append(&b->rd, t, n));
+}
+
 /* encode_props -- the properties block contents (docs/format-sst.md). */
-static int encode_props(table_builder *b, tkv_buf *out)
+static int encode_props(table_builder *b, block_handle rd_h, tkv_buf *out)
 {
     const table_props *p = &b->props;
     uint64_t v[] = {p->num_entries,     p->num_deletions, p->min_seq,         p->max_seq,     p->raw_key_bytes,
@@ -255,22 +269,34 @@ static int encode_props(table_builder *b, tkv_buf *out)
     TKV_TRY(buf_append_varint(out, b->smallest.len));
     TKV_TRY(buf_append(out, b->smallest.data, b->smallest.len));
     TKV_TRY(buf_append_varint(out, lastlen));
-    return buf_append(out, b->last_key.data, lastlen);
+    TKV_TRY(buf_append(out, b->last_key.data, lastlen));
+    if (b->rd.n == 0) return 0; /* format version 1 */
+    TKV_TRY(buf_append_varint(out, b->rd.n));
+    uint8_t h[SST_HANDLE_MAX_LEN];
+    return buf_append(out, h, (size_t)(handle_encode(h, rd_h) - h));
 }
 
 /* finish -- steps in file order: last data block, filter, properties, index,
  * then the footer (invariant 4). */
 static int finish(table_builder *b)
 {
-    block_handle filter_h, props_h, index_h;
+    block_handle filter_h, props_h, index_h, rd_h = {0, 0};
     TKV_TRY(flush_data(b));
 
     b->meta.len = 0;
     TKV_TRY(bloom_builder_finish(&b->bloom, &b->meta));
     TKV_TRY(write_block(b, &b->meta, 0, &filter_h, NULL));
 
+    if (b->rd.n) { /* format version 2: the range deletion block */
+        rd_list_sort(&b->rd);
+        b->meta.len = 0;
+        TKV_TRY(rd_encode(b->rd.t, b->rd.n, &b->meta));
+        TKV_TRY(write_block(b, &b->meta, 0, &rd_h, NULL));
+        b->props.num_range_dels = b->rd.n;
+    }
+
     b->meta.len = 0;
-    TKV_TRY(encode_props(b, &b->meta));
+    TKV_TRY(encode_props(b, rd_h, &b->meta));
     TKV_TRY(write_block(b, &b->meta, 0, &props_h, NULL));
 
     TKV_TRY(add_pending_index(b, slice(NULL, 0)));
@@ -285,7 +311,7 @@ static int finish(table_builder *b)
     enc_u64(foot + 24, filter_h.size);
     enc_u64(foot + 32, props_h.offset);
     enc_u64(foot + 40, props_h.size);
-    enc_u32(foot + SST_FOOTER_VERSION_OFF, SST_FORMAT_VERSION);
+    enc_u32(foot + SST_FOOTER_VERSION_OFF, b->rd.n ? SST_FORMAT_VERSION_RD : SST_FORMAT_VERSION);
     enc_u32(foot + SST_FOOTER_CHECKSUM_OFF, tkv_checksum(foot, SST_FOOTER_CHECKSUM_OFF));
     enc_u64(foot + SST_FOOTER_MAGIC_OFF, SST_MAGIC);
     return io_append(b->f, foot, sizeof foot);

@@ -42,6 +42,8 @@ void table_get_layout(const table *t, table_layout *out)
     out->index = t->index_h;
     out->filter = t->filter_h;
     out->props = t->props_h;
+    out->range_dels = t->rd_h;
+    out->version = t->version;
     out->data_end = t->data_end;
     out->index_entries = t->props.num_data_blocks; /* check_index made them equal */
     out->filter_bytes = t->filter->size;
@@ -168,7 +170,8 @@ static int props_mismatch(const check_state *c, char *d, size_t n)
     }
     const tkv_buf *keys[][2] = {{&p->smallest, &c->smallest}, {&p->largest, &c->prev}};
     for (int i = 0; i < 2; i++) {
-        if (keys[i][0]->len != keys[i][1]->len || memcmp(keys[i][0]->data, keys[i][1]->data, keys[i][0]->len) != 0) {
+        if (keys[i][0]->len != keys[i][1]->len ||
+            (keys[i][0]->len && memcmp(keys[i][0]->data, keys[i][1]->data, keys[i][0]->len) != 0)) {
             snprintf(d, n, "its %s key is not the data blocks' %s key", i ? "largest" : "smallest",
                      i ? "last" : "first");
             return 1;

@@ -43,6 +43,10 @@ struct table {
     block_handle index_h;
     block_handle filter_h, props_h; /* from the footer (table_get_layout) */
     cached_block *filter;
+    uint32_t version;   /* the footer's format version */
+    block_handle rd_h;  /* the range deletion block (version 2; else 0, 0) */
+    rd_list rd;         /* its tombstones, sorted by begin (empty without) */
+    rd_frags *rd_frags; /* and their fragments (NULL without) */
     table_props props;
     uint64_t st_bloom_checks, st_bloom_negatives, st_block_reads, st_cache_hits; /* atomic, relaxed */
 };
@@ -55,9 +59,10 @@ int table_corrupt(const table *t, uint64_t off, const char *what, const char *de
 /* table_data_block -- data block h from the cache, or read with io_pread
  * (and cached). */
 int table_data_block(table *t, block_handle h, table_block *r);
-/* The three handles of a footer. */
+/* The three handles of a footer, and its format version. */
 typedef struct table_footer {
     block_handle index, filter, props;
+    uint32_t version;
 } table_footer;
 
 /* The decoders table_open and the block reads run on bytes already in memory
@@ -66,8 +71,8 @@ typedef struct table_footer {
  * never a read outside the bytes given. */
 
 /* table_decode_footer -- the SST_FOOTER_SIZE bytes of a footer found at
- * foot_off: magic, checksum and format version, then the three handles (not
- * range-checked: table_open does that as it reads each block). */
+ * foot_off: magic, checksum and format version (1 or 2), then the three
+ * handles (not range-checked: table_open does that as it reads each block). */
 int table_decode_footer(const char *path, uint64_t foot_off, const uint8_t foot[SST_FOOTER_SIZE], table_footer *out);
 /* table_decode_block -- the h.size + SST_TRAILER_SIZE bytes of block h at p
  * (got of them were read: fewer is a truncated file): checks the trailer

@@ -222,6 +222,15 @@ int table_index_handle(table *t, const block_iter *ix, block_handle *h)
 
 /* ---------------------------------------------------------------- open/close */
 
+/* parse_rd_props -- format version 2's two more properties: the range
+ * tombstone count (> 0) and the range deletion block's handle. */
+static const uint8_t *parse_rd_props(table *t, const uint8_t *p, const uint8_t *limit)
+{
+    if (t->version < SST_FORMAT_VERSION_RD) return p;
+    if (!(p = dec_varint(p, limit, &t->props.num_range_dels)) || !(p = handle_decode(p, limit, &t->rd_h))) return NULL;
+    return t->props.num_range_dels ? p : NULL;
+}
+
 /* parse_props -- decodes the properties block into t->props. */
 static int parse_props(table *t, const cached_block *pb, uint64_t off)
 {
@@ -242,6 +251,8 @@ static int parse_props(table *t, const cached_block *pb, uint64_t off)
         TKV_TRY(buf_append(keys[i], p, (size_t)n));
         p += n;
     }
+    if (!(p = parse_rd_props(t, p, limit)))
+        return table_corrupt(t, off, "properties block", "truncated or empty range deletion fields");
     if (p != limit) return table_corrupt(t, off, "properties block", "trailing bytes");
     if (pr->num_deletions > pr->num_entries || pr->min_seq > pr->max_seq ||
         pr->num_compressed_blocks > pr->num_data_blocks || (pr->num_entries == 0) != (pr->num_data_blocks == 0))
@@ -276,14 +287,18 @@ int table_check_index(table *t)
 
 size_t table_memory(const table *t)
 {
+    size_t rd = t->rd.cap * sizeof *t->rd.t; /* the tombstones twice: as stored and as fragments */
+    for (size_t i = 0; i < t->rd.n; i++) rd += 2 * (t->rd.t[i].begin.n + t->rd.t[i].end.n) + 64;
     return sizeof *t + sizeof *t->f + (t->f->path ? strlen(t->f->path) + 1 : 0) +
            (t->index ? sizeof *t->index + t->index->size : 0) + (t->filter ? sizeof *t->filter + t->filter->size : 0) +
-           t->props.smallest.cap + t->props.largest.cap;
+           t->props.smallest.cap + t->props.largest.cap + rd;
 }
 
 void table_close(table *t)
 {
     if (!t) return;
+    rd_list_free(&t->rd);
+    rd_frags_unref(t->rd_frags);
     block_mem_free(t->index);
     block_mem_free(t->filter);
     buf_free(&t->props.smallest);
@@ -299,7 +314,8 @@ int table_decode_footer(const char *path, uint64_t foot_off, const uint8_t foot[
         return corrupt_at(path, foot_off, "footer", "bad magic number (not a table, or truncated)");
     if (tkv_checksum(foot, SST_FOOTER_CHECKSUM_OFF) != dec_u32(foot + SST_FOOTER_CHECKSUM_OFF))
         return corrupt_at(path, foot_off, "footer", "checksum mismatch");
-    if (dec_u32(foot + SST_FOOTER_VERSION_OFF) != SST_FORMAT_VERSION)
+    out->version = dec_u32(foot + SST_FOOTER_VERSION_OFF);
+    if (out->version != SST_FORMAT_VERSION && out->version != SST_FORMAT_VERSION_RD)
         return corrupt_at(path, foot_off, "footer", "unsupported format version");
     out->index = (block_handle){dec_u64(foot + 0), dec_u64(foot + 8)};
     out->filter = (block_handle){dec_u64(foot + 16), dec_u64(foot + 24)};
@@ -307,8 +323,33 @@ int table_decode_footer(const char *path, uint64_t foot_off, const uint8_t foot[
     return 0;
 }
 
+/* read_range_dels -- format version 2: the range deletion block (checksum,
+ * every tombstone well formed, as many as the properties say), kept as
+ * t->rd and its fragments. It lies among the metadata blocks, before the
+ * footer and at or after the data area's end. */
+static int read_range_dels(table *t, uint64_t foot_off)
+{
+    if (t->rd_h.offset < t->data_end)
+        return table_corrupt(t, t->rd_h.offset, "range deletion block", "block inside the data area");
+    cached_block *b;
+    TKV_TRY(read_block(t, t->rd_h, foot_off, "range deletion block", &b));
+    const char *why = NULL;
+    int rc = rd_decode(b->data, b->size, &t->rd, &why);
+    block_mem_free(b);
+    if (rc < 0) return rc;
+    if (rc > 0) return table_corrupt(t, t->rd_h.offset, "range deletion block", why);
+    if (t->rd.n != t->props.num_range_dels)
+        return table_corrupt(t, t->rd_h.offset, "range deletion block", "count does not match the properties");
+    if (!(t->rd_frags = rd_frags_new(t->rd.t, t->rd.n, UINT64_MAX))) return TKV_NO_MEMORY;
+    return 0;
+}
+
+const rd_list *table_range_del_list(const table *t) { return &t->rd; }
+const rd_frags *table_range_dels(const table *t) { return t->rd_frags; }
+
 /* table_open -- steps: footer (magic, checksum, version, handle ranges), then
- * the filter, properties and index blocks (checksums, structure, consistency). */
+ * the filter, properties and index blocks (checksums, structure, consistency)
+ * and, in format version 2, the range deletion block. */
 int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
 {
     *out = NULL;
@@ -337,6 +378,7 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
     table_footer ft;
     if ((rc = table_decode_footer(f->path, foot_off, foot, &ft)) < 0) goto fail;
     block_handle filter_h = ft.filter, props_h = ft.props;
+    t->version = ft.version;
     t->index_h = ft.index;
     t->filter_h = filter_h;
     t->props_h = props_h;
@@ -355,6 +397,7 @@ int table_open(io_file *f, uint64_t file_size, tkv_cache *cache, table **out)
     rc = parse_props(t, pb, props_h.offset);
     block_mem_free(pb);
     if (rc < 0) goto fail;
+    if (t->props.num_range_dels && (rc = read_range_dels(t, foot_off)) < 0) goto fail;
     if ((rc = read_block(t, t->index_h, foot_off, "index block", &t->index)) < 0) goto fail;
     if ((rc = table_check_index(t)) < 0) goto fail;
     if (cache) t->cache_id = cache_new_id(cache);
@@ -427,7 +470,7 @@ int table_locate(table *t, tkv_slice ukey, uint64_t seq, block_handle *h)
 }
 
 int table_block_find(table *t, block_handle h, const table_block *b, tkv_slice ukey, uint64_t seq, ikey_type *type,
-                     tkv_buf *val)
+                     tkv_buf *val, uint64_t *found_seq)
 {
     uint8_t stackbuf[256];
     tkv_slice target;
@@ -457,6 +500,7 @@ int table_block_find(table *t, block_handle h, const table_block *b, tkv_slice u
     val->len = 0;
     if ((rc = buf_append(val, v.p, v.n)) < 0) goto out;
     *type = ty;
+    if (found_seq) *found_seq = ikey_seq(k);
     rc = 1;
 out:
     block_iter_clear(&db);
@@ -466,14 +510,19 @@ out:
 
 /* table_get -- bloom filter, then index seek to the one block that can hold
  * (ukey, seq) (builder invariant 2), then a seek inside that block. */
-int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
+int table_get_seq(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val, uint64_t *found_seq)
 {
     block_handle h;
     int rc = table_locate(t, ukey, seq, &h);
     if (rc <= 0) return rc;
     table_block b;
     TKV_TRY(table_data_block(t, h, &b));
-    rc = table_block_find(t, h, &b, ukey, seq, type, val);
+    rc = table_block_find(t, h, &b, ukey, seq, type, val, found_seq);
     table_block_release(t, &b);
     return rc;
+}
+
+int table_get(table *t, tkv_slice ukey, uint64_t seq, ikey_type *type, tkv_buf *val)
+{
+    return table_get_seq(t, ukey, seq, type, val, NULL);
 }

@@ -52,6 +52,7 @@ void version_free(version *v)
         for (size_t i = 0; i < v->nfiles[l]; i++) file_meta_unref(v->files[l][i]);
         free(v->files[l]);
     }
+    for (size_t i = 0; i < v->nrows; i++) row_key_unref(v->rows[i].rd_start);
     free(v->rows);
     free(v);
 }
@@ -244,6 +245,17 @@ int version_row_cursor(const version *v, uint64_t row_id, uint64_t *cursor)
     return 1;
 }
 
+const row_key *version_row_rd_start(const version *v, uint64_t row_id)
+{
+    size_t lo = 0, hi = v->nrows;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v->rows[mid].row_id < row_id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < v->nrows && v->rows[lo].row_id == row_id ? v->rows[lo].rd_start : NULL;
+}
+
 /* version_cmp_row -- row_cursor by row_id ascending. */
 static int version_cmp_row(const void *a, const void *b)
 {
@@ -278,6 +290,7 @@ static int version_build_rows(version *v, const version *base, const version_edi
         }
     }
     for (size_t j = 0; j < e->ncursors; j++) rows[n++] = e->cursors[j];
+    for (size_t i = 0; i < n; i++) row_key_ref(rows[i].rd_start); /* v's own */
     qsort(rows, n, sizeof *rows, version_cmp_row);
     v->rows = rows;
     v->nrows = n;

@@ -29,6 +29,7 @@
 #include "io/io.h"
 #include "util/ikey.h"
 #include "util/coding.h"
+#include "util/rangedel.h"
 
 #define VERSION_LEVELS 7
 
@@ -38,8 +39,9 @@ typedef struct file_meta {
     uint64_t number; /* file is <dir>/<number>.sst (6+ digits) */
     uint64_t size;   /* bytes */
     uint64_t num_entries;
-    uint64_t min_seq, max_seq;
-    tkv_buf smallest, largest; /* internal keys */
+    uint64_t min_seq, max_seq; /* of the entries and the range tombstones */
+    tkv_buf smallest, largest; /* internal keys; they cover the range tombstones too (file_meta_add_range_dels) */
+    uint64_t num_range_dels;   /* range tombstones in the file (0: none, and its table is format version 1) */
     int being_compacted;       /* set by the compaction picker under the db mutex */
     uint64_t wanted_until_us;  /* L0->L1 work waits for it: no deep pick takes it before (db mutex; silk_yield_l1) */
 } file_meta;
@@ -47,6 +49,16 @@ typedef struct file_meta {
 file_meta *file_meta_new(void);
 void file_meta_ref(file_meta *f);
 void file_meta_unref(file_meta *f); /* frees at 0 */
+/* file_meta_add_range_dels -- counts range tombstones t[0..n) in f and
+ * widens its sequence range and key range over them, after its entries: a
+ * tombstone [b, e) makes smallest at most ikey(b, IKEY_MAX_SEQ, value), the
+ * first internal key of b, and largest at least ikey(rd_key_prev_incl(e), 0,
+ * deletion), the last one of the largest user key it may cover -- so the
+ * file's user-key range holds every key its tombstones cover (e itself too
+ * when e does not end in 0x00: one key too many, never one too few). Reads
+ * and compaction picking, which go by these ranges, then see the
+ * tombstones. 0 or TKV_NO_MEMORY. */
+int file_meta_add_range_dels(file_meta *f, const rd_tomb *t, size_t n);
 
 typedef struct version_set version_set;
 
@@ -56,10 +68,28 @@ typedef struct version_set version_set;
  * files, so the two move together atomically (docs/design.md, durability
  * invariant 7). A row with no
  * entry has cursor 0; a row is removed from the version when it is gone. */
+typedef struct row_key row_key;
 typedef struct row_cursor {
     uint64_t row_id;
     uint64_t cursor;
+    row_key *rd_start; /* NULL, or: the row's range tombstones below this key have moved to L1 (a ref) */
 } row_cursor;
+
+/* row_key -- an immutable, refcounted key, shared by the versions and edits
+ * that record it: a row's range tombstone start. Column compaction moves a
+ * row's range tombstones to L1 key range by key range, with its entries
+ * (mx_column.c): the part below rd_start is in L1, the part from it on still
+ * the row's. NULL means the row's tombstones are all its own. */
+struct row_key {
+    uint32_t refs; /* atomic */
+    uint32_t n;
+    uint8_t b[];
+};
+/* row_key_new -- a copy of k with one reference; NULL on out of memory. */
+row_key *row_key_new(tkv_slice k);
+void row_key_ref(row_key *k);   /* NULL-safe */
+void row_key_unref(row_key *k); /* NULL-safe; frees with the last reference */
+static inline tkv_slice row_key_slice(const row_key *k) { return k ? slice(k->b, k->n) : slice(NULL, 0); }
 
 typedef struct version {
     uint32_t refs;      /* atomic */
@@ -75,6 +105,9 @@ typedef struct version {
 /* version_row_cursor -- the recorded cursor of row_id: 1 and *cursor if the
  * version knows the row, else 0. */
 int version_row_cursor(const version *v, uint64_t row_id, uint64_t *cursor);
+/* version_row_rd_start -- row_id's range tombstone start in v (NULL: none,
+ * or the version does not know the row); valid while v is. */
+const row_key *version_row_rd_start(const version *v, uint64_t row_id);
 
 void version_ref(version *v);
 /* version_unref -- drops a ref; 1 if that was the last one (v is freed). */
@@ -128,6 +161,9 @@ int edit_delete_file(version_edit *e, int level, uint64_t number);
  * once per edit. edit_remove_row -- row_id leaves the version (it must be
  * known to the base version and not also set in the same edit). */
 int edit_set_row_cursor(version_edit *e, uint64_t row_id, uint64_t cursor);
+/* edit_set_row_cursor_rd -- edit_set_row_cursor with the row's range
+ * tombstone start (NULL: none; a ref is taken): MANIFEST tag 10. */
+int edit_set_row_cursor_rd(version_edit *e, uint64_t row_id, uint64_t cursor, row_key *rd_start);
 int edit_remove_row(version_edit *e, uint64_t row_id);
 /* edit_encode / edit_decode -- the MANIFEST record codec. Decode returns
  * TKV_CORRUPTION on any malformed input (never crashes). */

@@ -14,6 +14,10 @@
  *   6 row cursor   varint row id, varint cursor (matrix container)
  *   7 row removed  varint row id
  *   8 pool uuid    16 raw bytes (the matrix pool's uuid)
+ *   9 added file with range tombstones: tag 5's fields, then varint
+ *                  num_range_dels (> 0); written instead of 5 for such a file
+ *  10 row cursor with a range tombstone start: tag 6's fields, then varint
+ *                  len (> 0) + key; written instead of 6 for such a row
  * The END tag makes every strict prefix of a record malformed, so a decoder
  * never mistakes a cut record for a shorter edit. Decoding never reads past
  * the input and rejects unknown tags, levels >= VERSION_LEVELS, keys shorter
@@ -35,7 +39,32 @@ enum {
     EDIT_TAG_ROW_CURSOR = 6,
     EDIT_TAG_ROW_REMOVED = 7,
     EDIT_TAG_POOL_UUID = 8,
+    EDIT_TAG_ADDED_RD = 9,
+    EDIT_TAG_ROW_CURSOR_RD = 10,
 };
+
+row_key *row_key_new(tkv_slice k)
+{
+    row_key *r = malloc(sizeof *r + (k.n ? k.n : 1));
+    if (!r) {
+        tkv_err(TKV_NO_MEMORY, "out of memory for a row key");
+        return NULL;
+    }
+    r->refs = 1;
+    r->n = (uint32_t)k.n;
+    if (k.n) memcpy(r->b, k.p, k.n);
+    return r;
+}
+
+void row_key_ref(row_key *k)
+{
+    if (k) __atomic_fetch_add(&k->refs, 1, __ATOMIC_RELAXED);
+}
+
+void row_key_unref(row_key *k)
+{
+    if (k && __atomic_sub_fetch(&k->refs, 1, __ATOMIC_ACQ_REL) == 0) free(k);
+}
 
 /* ---------------------------------------------------------------- file_meta */
 
@@ -64,6 +93,32 @@ void file_meta_unref(file_meta *f)
     free(f);
 }
 
+/* set_key -- b = ikey(u, seq, type). */
+static int set_key(tkv_buf *b, tkv_slice u, uint64_t seq, ikey_type type)
+{
+    b->len = 0;
+    TKV_TRY(buf_reserve(b, u.n + IKEY_TRAILER));
+    ikey_encode(b->data, u.p, u.n, seq, type);
+    b->len = u.n + IKEY_TRAILER;
+    return 0;
+}
+
+int file_meta_add_range_dels(file_meta *f, const rd_tomb *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int first = f->num_entries == 0 && f->num_range_dels == 0;
+        tkv_slice hi = rd_key_prev_incl(t[i].end);
+        if (first || ukey_cmp(t[i].begin, ikey_user(slice(f->smallest.data, f->smallest.len))) <= 0)
+            TKV_TRY(set_key(&f->smallest, t[i].begin, IKEY_MAX_SEQ, IKEY_SEEK_TYPE));
+        if (first || ukey_cmp(hi, ikey_user(slice(f->largest.data, f->largest.len))) >= 0)
+            TKV_TRY(set_key(&f->largest, hi, 0, IKEY_DELETION));
+        if (first || t[i].seq < f->min_seq) f->min_seq = t[i].seq;
+        if (first || t[i].seq > f->max_seq) f->max_seq = t[i].seq;
+        f->num_range_dels++;
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- edit */
 
 /* edit_init -- an empty edit (no fields, no arrays). */
@@ -76,6 +131,7 @@ void edit_free(version_edit *e)
     for (size_t i = 0; i < e->nadded; i++) file_meta_unref(e->added[i].f);
     free(e->added);
     free(e->deleted);
+    for (size_t i = 0; i < e->ncursors; i++) row_key_unref(e->cursors[i].rd_start);
     free(e->cursors);
     free(e->rows_removed);
     edit_init(e);
@@ -145,18 +201,27 @@ static int edit_has_row(const version_edit *e, uint64_t row_id)
     return 0;
 }
 
-/* edit_set_row_cursor -- records row_id's cursor (once per edit). */
-int edit_set_row_cursor(version_edit *e, uint64_t row_id, uint64_t cursor)
+/* edit_set_row_cursor_rd -- records row_id's cursor and range tombstone
+ * start (once per edit). */
+int edit_set_row_cursor_rd(version_edit *e, uint64_t row_id, uint64_t cursor, row_key *rd_start)
 {
     if (!e) return tkv_err(TKV_INVALID, "edit_set_row_cursor: NULL edit");
     if (edit_has_row(e, row_id))
         return tkv_err(TKV_INVALID, "edit_set_row_cursor: row %llu appears twice in one edit",
                        (unsigned long long)row_id);
+    if (rd_start && rd_start->n == 0) return tkv_err(TKV_INVALID, "edit_set_row_cursor: empty range tombstone start");
     TKV_TRY(edit_grow((void **)&e->cursors, e->ncursors, sizeof e->cursors[0]));
+    row_key_ref(rd_start);
     e->cursors[e->ncursors].row_id = row_id;
     e->cursors[e->ncursors].cursor = cursor;
+    e->cursors[e->ncursors].rd_start = rd_start;
     e->ncursors++;
     return 0;
+}
+
+int edit_set_row_cursor(version_edit *e, uint64_t row_id, uint64_t cursor)
+{
+    return edit_set_row_cursor_rd(e, row_id, cursor, NULL);
 }
 
 /* edit_remove_row -- records row_id as leaving the version (once per edit). */
@@ -202,7 +267,7 @@ int edit_encode(const version_edit *e, tkv_buf *out)
     }
     for (size_t i = 0; i < e->nadded; i++) {
         const file_meta *f = e->added[i].f;
-        TKV_TRY(buf_append_varint(out, EDIT_TAG_ADDED));
+        TKV_TRY(buf_append_varint(out, f->num_range_dels ? EDIT_TAG_ADDED_RD : EDIT_TAG_ADDED));
         TKV_TRY(buf_append_varint(out, (uint64_t)e->added[i].level));
         TKV_TRY(buf_append_varint(out, f->number));
         TKV_TRY(buf_append_varint(out, f->size));
@@ -211,11 +276,15 @@ int edit_encode(const version_edit *e, tkv_buf *out)
         TKV_TRY(buf_append_varint(out, f->max_seq));
         TKV_TRY(edit_put_key(out, &f->smallest));
         TKV_TRY(edit_put_key(out, &f->largest));
+        if (f->num_range_dels) TKV_TRY(buf_append_varint(out, f->num_range_dels));
     }
     for (size_t i = 0; i < e->ncursors; i++) {
-        TKV_TRY(buf_append_varint(out, EDIT_TAG_ROW_CURSOR));
+        const row_key *rs = e->cursors[i].rd_start;
+        TKV_TRY(buf_append_varint(out, rs ? EDIT_TAG_ROW_CURSOR_RD : EDIT_TAG_ROW_CURSOR));
         TKV_TRY(buf_append_varint(out, e->cursors[i].row_id));
         TKV_TRY(buf_append_varint(out, e->cursors[i].cursor));
+        if (rs) TKV_TRY(buf_append_varint(out, rs->n));
+        if (rs) TKV_TRY(buf_append(out, rs->b, rs->n));
     }
     for (size_t i = 0; i < e->nrows_removed; i++) {
         TKV_TRY(buf_append_varint(out, EDIT_TAG_ROW_REMOVED));
@@ -273,8 +342,9 @@ static int edit_get_key(edit_reader *r, tkv_buf *k, const char *what)
     return 0;
 }
 
-/* edit_decode_added -- the value of an added-file field; adds it to e. */
-static int edit_decode_added(edit_reader *r, version_edit *e)
+/* edit_decode_added -- the value of an added-file field (tag 5, or 9 with
+ * `rd`: a tombstone count follows); adds it to e. */
+static int edit_decode_added(edit_reader *r, version_edit *e, int rd)
 {
     int level;
     TKV_TRY(edit_get_level(r, &level));
@@ -287,6 +357,10 @@ static int edit_decode_added(edit_reader *r, version_edit *e)
     if (rc == 0) rc = edit_get_varint(r, &f->max_seq, "max_seq");
     if (rc == 0) rc = edit_get_key(r, &f->smallest, "smallest key");
     if (rc == 0) rc = edit_get_key(r, &f->largest, "largest key");
+    if (rc == 0 && rd) rc = edit_get_varint(r, &f->num_range_dels, "range tombstone count");
+    if (rc == 0 && rd && f->num_range_dels == 0)
+        rc = tkv_err(TKV_CORRUPTION, "version edit: added file %06llu.sst with 0 range tombstones in tag 9",
+                     (unsigned long long)f->number);
     if (rc == 0) {
         const char *why = edit_check_file(f);
         if (why)
@@ -294,6 +368,27 @@ static int edit_decode_added(edit_reader *r, version_edit *e)
     }
     if (rc == 0) rc = edit_add_file(e, level, f);
     file_meta_unref(f); /* the edit holds its own ref */
+    return rc;
+}
+
+/* edit_decode_cursor -- the value of a row-cursor field (tag 6, or 10 with
+ * `rd`: a range tombstone start follows); sets it in e. */
+static int edit_decode_cursor(edit_reader *r, version_edit *e, int rd, size_t at)
+{
+    uint64_t row, cur, len = 0;
+    TKV_TRY(edit_get_varint(r, &row, "row id"));
+    TKV_TRY(edit_get_varint(r, &cur, "row cursor"));
+    if (rd) TKV_TRY(edit_get_varint(r, &len, "range tombstone start length"));
+    if (rd && (len == 0 || len > RD_MAX_KEY || len > (uint64_t)(r->limit - r->p)))
+        return tkv_err(TKV_CORRUPTION, "version edit: bad range tombstone start of row %llu (byte %zu)",
+                       (unsigned long long)row, at);
+    if (edit_has_row(e, row))
+        return tkv_err(TKV_CORRUPTION, "version edit: row %llu appears twice (byte %zu)", (unsigned long long)row, at);
+    row_key *k = rd ? row_key_new(slice(r->p, (size_t)len)) : NULL;
+    if (rd && !k) return TKV_NO_MEMORY;
+    r->p += len;
+    int rc = edit_set_row_cursor_rd(e, row, cur, k);
+    row_key_unref(k); /* the edit holds its own ref */
     return rc;
 }
 
@@ -333,18 +428,13 @@ static int edit_decode_fields(edit_reader *r, version_edit *e)
             break;
         }
         case EDIT_TAG_ADDED:
-            TKV_TRY(edit_decode_added(r, e));
+        case EDIT_TAG_ADDED_RD:
+            TKV_TRY(edit_decode_added(r, e, tag == EDIT_TAG_ADDED_RD));
             break;
-        case EDIT_TAG_ROW_CURSOR: {
-            uint64_t row, cur;
-            TKV_TRY(edit_get_varint(r, &row, "row id"));
-            TKV_TRY(edit_get_varint(r, &cur, "row cursor"));
-            if (edit_has_row(e, row))
-                return tkv_err(TKV_CORRUPTION, "version edit: row %llu appears twice (byte %zu)",
-                               (unsigned long long)row, at);
-            TKV_TRY(edit_set_row_cursor(e, row, cur));
+        case EDIT_TAG_ROW_CURSOR:
+        case EDIT_TAG_ROW_CURSOR_RD:
+            TKV_TRY(edit_decode_cursor(r, e, tag == EDIT_TAG_ROW_CURSOR_RD, at));
             break;
-        }
         case EDIT_TAG_ROW_REMOVED: {
             uint64_t row;
             TKV_TRY(edit_get_varint(r, &row, "removed row id"));

@@ -138,7 +138,8 @@ static int vset_snapshot_edit(const version_set *vs, version_edit *e)
         }
     }
     for (size_t i = 0; i < vs->current->nrows; i++) {
-        int rc = edit_set_row_cursor(e, vs->current->rows[i].row_id, vs->current->rows[i].cursor);
+        int rc = edit_set_row_cursor_rd(e, vs->current->rows[i].row_id, vs->current->rows[i].cursor,
+                                        vs->current->rows[i].rd_start);
         if (rc < 0) {
             edit_free(e);
             return rc;

@@ -334,6 +334,29 @@ uint64_t rd_frags_covering(const rd_frags *f, tkv_slice key, uint64_t snap)
     return 0;
 }
 
+int rd_frags_at(const rd_frags *f, size_t *at, tkv_slice key)
+{
+    if (!f || f->n == 0) return 0;
+    size_t i = *at < f->n ? *at : f->n - 1;
+    if (ukey_cmp(key, f->lo[i]) < 0) i = rd_frags_find(f, key); /* behind: search */
+    else
+        for (int steps = 0; i < f->n && ukey_cmp(f->hi[i], key) <= 0; i++)
+            if (++steps == 8) { /* far ahead: search */
+                i = rd_frags_find(f, key);
+                break;
+            }
+    *at = i;
+    return i < f->n && ukey_cmp(f->lo[i], key) <= 0;
+}
+
+uint64_t rd_frags_covering_at(const rd_frags *f, size_t *at, tkv_slice key, uint64_t snap)
+{
+    if (!rd_frags_at(f, at, key)) return 0;
+    for (size_t j = f->off[*at]; j < f->off[*at + 1]; j++)
+        if (f->seqs[j] <= snap) return f->seqs[j];
+    return 0;
+}
+
 /* An open piece of rd_frags_emit: seq has been kept since `begin`. */
 typedef struct rd_open {
     uint64_t seq;

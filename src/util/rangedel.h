@@ -119,6 +119,19 @@ void rd_frags_get(const rd_frags *f, size_t i, rd_frag *out);
  * 0 if none (sequence 0 is never a write's). NULL f: 0. */
 uint64_t rd_frags_covering(const rd_frags *f, tkv_slice key, uint64_t snap);
 
+/* rd_frags_at -- the fragment holding key: 1 with *at its index, or 0 (*at
+ * then the first fragment after key, maybe count). *at is kept between
+ * calls by a caller whose keys mostly ascend (a merge, a forward scan): it
+ * is moved forward from where it was, or searched afresh when key lies
+ * before it or far ahead. Start at 0. */
+int rd_frags_at(const rd_frags *f, size_t *at, tkv_slice key);
+
+/* rd_frags_covering_at -- rd_frags_covering for a caller whose keys mostly
+ * ascend (a merge, a forward scan): *at is a fragment index it keeps between
+ * calls (start at 0), moved forward from where it was (or searched afresh
+ * when key lies before it). */
+uint64_t rd_frags_covering_at(const rd_frags *f, size_t *at, tkv_slice key, uint64_t snap);
+
 /* rd_keep_fn -- rd_frags_emit asks it which tombstones of fragment fr to
  * keep: 1 keeps seqs[j]. */
 typedef int (*rd_keep_fn)(void *arg, const rd_frag *fr, size_t j);
