@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * test_crash.c -- kill -9 and verify. A forked child opens the database and
- * writes (single puts and small batches with deletes; keys "k%08llu", values
+ * writes (single puts and small batches with deletes and range deletions of
+ * a few keys; keys "k%08llu", values
  * derived from key, round and operation index), reporting each acknowledged
  * operation's index to the parent through a pipe. The parent SIGKILLs it at a
  * random moment, reopens the database and checks that
@@ -50,7 +51,8 @@
 
 typedef struct item {
     uint64_t key;
-    int del;
+    int del;       /* 1: a delete; 2: a range deletion of keys [key, key + span) */
+    unsigned span; /* for a range deletion: 1..8 */
 } item;
 
 typedef struct op {
@@ -59,9 +61,10 @@ typedef struct op {
 } op;
 
 /* gen_op -- the next operation of a round: 70 % a single put (a new key or an
- * overwrite), 30 % a batch of 2..6 items (new keys, overwrites, deletes, the
- * same key twice). The last item of every operation is a put of a new key, so
- * the newest surviving operation is always visible through its value. */
+ * overwrite), 30 % a batch of 2..6 items (new keys, overwrites, deletes, range
+ * deletions of 1..8 keys, the same key twice). The last item of every
+ * operation is a put of a new key, so the newest surviving operation is
+ * always visible through its value. */
 static void gen_op(tu_rng *r, uint64_t *next_key, op *o)
 {
     if (*next_key == 0 || tu_rng_chance(r, 700000)) {
@@ -80,6 +83,10 @@ static void gen_op(tu_rng *r, uint64_t *next_key, op *o)
         uint64_t x = tu_rng_below(r, 10);
         o->it[j].del = x >= 8;
         o->it[j].key = x < 4 ? (*next_key)++ : tu_rng_below(r, *next_key);
+        if (x == 9 && tu_rng_chance(r, 300000)) { /* a range deletion: older keys, never the op's new one */
+            o->it[j].del = 2;
+            o->it[j].span = (unsigned)tu_rng_range(r, 1, 8);
+        }
     }
     o->it[o->n - 1].del = 0;
     o->it[o->n - 1].key = (*next_key)++;
@@ -107,8 +114,15 @@ static void apply_model(tu_model *m, const op *o, uint32_t round, uint32_t i)
     char kb[32], vb[4200];
     for (int j = 0; j < o->n; j++) {
         size_t kn = key_for(o->it[j].key, kb);
-        if (o->it[j].del) tu_model_del(m, kb, kn);
-        else tu_model_put(m, kb, kn, vb, value_for(o->it[j].key, round, i, j, vb));
+        if (o->it[j].del == 2) {
+            char eb[32];
+            size_t en = key_for(o->it[j].key + o->it[j].span, eb);
+            tu_model_del_range(m, kb, kn, eb, en);
+        } else if (o->it[j].del) {
+            tu_model_del(m, kb, kn);
+        } else {
+            tu_model_put(m, kb, kn, vb, value_for(o->it[j].key, round, i, j, vb));
+        }
     }
 }
 
@@ -151,8 +165,10 @@ static void child_main(const char *dir, uint32_t round, uint64_t gen_seed, uint6
             tkv_batch_clear(b);
             for (int j = 0; j < w.n; j++) {
                 size_t kn = key_for(w.it[j].key, kb);
-                rc = w.it[j].del ? tkv_batch_delete(b, kb, kn)
-                                 : tkv_batch_put(b, kb, kn, vb, value_for(w.it[j].key, round, i, j, vb));
+                char eb[32];
+                rc = w.it[j].del == 2 ? tkv_batch_delete_range(b, kb, kn, eb, key_for(w.it[j].key + w.it[j].span, eb))
+                     : w.it[j].del    ? tkv_batch_delete(b, kb, kn)
+                                      : tkv_batch_put(b, kb, kn, vb, value_for(w.it[j].key, round, i, j, vb));
                 if (rc != TKV_OK) child_fail(fd, rc, i);
             }
             rc = tkv_write(db, b, flags);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * test_model.c -- randomized operations on tierkv compared with an in-memory
- * ordered model (testutil.h): puts, deletes, batches, gets, multi_gets, scans in
+ * ordered model (testutil.h): puts, deletes, range deletions (one key, a
+ * prefix, now and then a wide range; alone and in batches), batches, gets,
+ * multi_gets, scans in
  * both directions with direction changes, iterators and snapshots that must not
  * see later writes, flush/compact_range, and close/reopen every ~10k operations
  * followed by a full comparison. Small memtables make data move down the tiers.
@@ -71,7 +73,7 @@ typedef struct ctx {
     uint64_t op;    /* current operation number */
     char where[96]; /* "op N" for failure messages */
     /* counters, printed at the end */
-    uint64_t n_put, n_del, n_batch, n_get, n_mget, n_scan, n_steps, n_snap, n_flush, n_compact, n_reopen;
+    uint64_t n_put, n_del, n_rdel, n_batch, n_get, n_mget, n_scan, n_steps, n_snap, n_flush, n_compact, n_reopen;
 } ctx;
 
 /* ---------------------------------------------------------------- keys, values */
@@ -272,6 +274,37 @@ static void delete_one(ctx *c, const tkey *k)
     c->n_del++;
 }
 
+/* range_of -- a range deletion's bounds from key k: [k, k+0x00) (k
+ * alone), [k, k with its last byte raised) (every key k is a prefix of, and
+ * more), [k, k+0xff) (k and the keys it is a prefix of up to 0xff), or now
+ * and then [k, another key) (a wide range). Returns 0 for an empty range. */
+static int range_of(ctx *c, const tkey *k, tkey *b)
+{
+    *b = *k;
+    uint64_t how = tu_rng_below(&c->r, 100);
+    if (how < 30 && b->n < sizeof b->b) {
+        b->b[b->n++] = 0;
+    } else if (how < 60 && b->b[b->n - 1] < 0xff) {
+        b->b[b->n - 1]++;
+    } else if (how < 95 && b->n < sizeof b->b) {
+        b->b[b->n++] = 0xff;
+    } else {
+        lookup_key(c, b);
+    }
+    return tu_keycmp(k->b, k->n, b->b, b->n) < 0;
+}
+
+/* delete_range_one -- a range deletion (range_of) from a key of the key space. */
+static void delete_range_one(ctx *c)
+{
+    tkey a = *pick_key(c), b;
+    if (!range_of(c, &a, &b)) return;
+    int rc = tkv_delete_range(c->db, a.b, a.n, b.b, b.n, 0);
+    if (rc != TKV_OK) fail_msg("%s: delete_range %s = %d (%s)", c->where, tu_hex(a.b, a.n), rc, tkv_errmsg());
+    tu_model_del_range(c->m, a.b, a.n, b.b, b.n);
+    c->n_rdel++;
+}
+
 /* random_write -- one put (70 %) or delete of a key-space key. */
 static void random_write(ctx *c)
 {
@@ -292,7 +325,11 @@ static void op_batch(ctx *c)
         if (i > 0 && tu_rng_chance(&c->r, 200000)) ks[i] = ks[tu_rng_below(&c->r, i)];
         else ks[i] = *pick_key(c);
         int rc;
-        if (tu_rng_chance(&c->r, 300000)) {
+        tkey e;
+        if (tu_rng_chance(&c->r, 30000) && range_of(c, &ks[i], &e)) {
+            rc = tkv_batch_delete_range(c->batch, ks[i].b, ks[i].n, e.b, e.n);
+            tu_model_del_range(pending, ks[i].b, ks[i].n, e.b, e.n);
+        } else if (tu_rng_chance(&c->r, 300000)) {
             rc = tkv_batch_delete(c->batch, ks[i].b, ks[i].n);
             tu_model_del(pending, ks[i].b, ks[i].n);
         } else {
@@ -490,11 +527,12 @@ static void run_model(const params *p)
         }
         uint64_t x = tu_rng_below(&c->r, 1000);
         if (x < 350) put_one(c, pick_key(c));
-        else if (x < 450) {
+        else if (x < 440) {
             tkey k;
             lookup_key(c, &k);
             delete_one(c, &k);
-        } else if (x < 510) op_batch(c);
+        } else if (x < 450) delete_range_one(c);
+        else if (x < 510) op_batch(c);
         else if (x < 550) check_multi_get(c, NULL, c->m);
         else if (x < 610) scan(c, NULL, NULL);
         else if (x < 650) op_snapshot(c);
@@ -527,13 +565,13 @@ static void run_model(const params *p)
     int rc = tkv_close(c->db);
     assert_int_equal(rc, TKV_OK);
     fprintf(stderr,
-            "# %s: %llu ops in %.0f ms, %zu live keys: put %llu del %llu batch %llu get %llu mget %llu scan %llu "
-            "(%llu steps) snap %llu flush %llu compact %llu reopen %llu\n",
+            "# %s: %llu ops in %.0f ms, %zu live keys: put %llu del %llu delete_range %llu batch %llu get %llu mget "
+            "%llu scan %llu (%llu steps) snap %llu flush %llu compact %llu reopen %llu\n",
             p->name, (unsigned long long)total, tu_now_ms() - t0, tu_model_count(c->m), (unsigned long long)c->n_put,
-            (unsigned long long)c->n_del, (unsigned long long)c->n_batch, (unsigned long long)c->n_get,
-            (unsigned long long)c->n_mget, (unsigned long long)c->n_scan, (unsigned long long)c->n_steps,
-            (unsigned long long)c->n_snap, (unsigned long long)c->n_flush, (unsigned long long)c->n_compact,
-            (unsigned long long)c->n_reopen);
+            (unsigned long long)c->n_del, (unsigned long long)c->n_rdel, (unsigned long long)c->n_batch,
+            (unsigned long long)c->n_get, (unsigned long long)c->n_mget, (unsigned long long)c->n_scan,
+            (unsigned long long)c->n_steps, (unsigned long long)c->n_snap, (unsigned long long)c->n_flush,
+            (unsigned long long)c->n_compact, (unsigned long long)c->n_reopen);
     assert_int_equal(tkv_destroy(c->dir), TKV_OK);
     tu_tmpdir_free(c->dir);
     tkv_options_free(c->opts);

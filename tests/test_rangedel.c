@@ -22,7 +22,9 @@
  * small tiers (random_full_pool: a 1M pool, two columns at a time, rows read
  * with partly drained cursors and range tombstone starts); corrupt_block
  * damages an SST's range deletion block: reads and tkv_verify report
- * TKV_CORRUPTION.
+ * TKV_CORRUPTION. Everything is read back by gets, multi_gets and
+ * iterators (full scans both ways; in random_*, iterators with random bounds,
+ * seeks, seek_for_prev and direction changes, at snapshots too).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -393,6 +395,7 @@ static void tk(char *b, size_t i) { snprintf(b, 16, "k%05zu", i); }
  * snap agrees with m, and so does one tkv_multi_get of them in batches. */
 static void check_model(tkv_db *db, const tkv_snapshot *snap, const tu_model *m, const char *what)
 {
+    tu_check_db(db, snap, m, what); /* full scans both ways, and a get of every live key */
     enum { B = 50 };
     char kb[B][16];
     const void *kp[B];
@@ -793,6 +796,86 @@ static void r_batch(rctx *c)
     c->m = pend;
 }
 
+/* r_pos_is -- the iterator stands at model position pos (valid iff 0 <=
+ * pos < n, within [lo, hi) of the model when bounded). */
+static void r_pos_is(rctx *c, tkv_iter *it, const tu_model *m, long long pos, long long lo, long long hi,
+                     const char *how)
+{
+    int valid = tkv_iter_valid(it);
+    if (pos < lo || pos >= hi) {
+        if (valid) {
+            size_t kn;
+            const void *k = tkv_iter_key(it, &kn);
+            fail_msg("%s: iterator after %s at %s, model past its range", c->where, how, tu_hex(k, kn));
+        }
+        if (tkv_iter_status(it)) fail_msg("%s: iterator status %d (%s)", c->where, tkv_iter_status(it), tkv_errmsg());
+        return;
+    }
+    const void *mk, *mv;
+    size_t mkn, mvn, kn, vn;
+    tu_model_at(m, (size_t)pos, &mk, &mkn, &mv, &mvn);
+    if (!valid)
+        fail_msg("%s: iterator invalid after %s (status %d), model at %s", c->where, how, tkv_iter_status(it),
+                 tu_hex(mk, mkn));
+    const void *k = tkv_iter_key(it, &kn), *v = tkv_iter_value(it, &vn);
+    if (tu_keycmp(k, kn, mk, mkn) || vn != mvn || memcmp(v, mv, vn))
+        fail_msg("%s: iterator after %s at %s, model at %s", c->where, how, tu_hex(k, kn), tu_hex(mk, mkn));
+}
+
+/* r_scan -- an iterator at snap (model m), sometimes bounded, positioned by a
+ * seek, seek_for_prev, seek_first or seek_last and moved up to 100 steps
+ * with direction changes, each position checked. */
+static void r_scan(rctx *c, const tkv_snapshot *snap, const tu_model *m)
+{
+    long long n = (long long)tu_model_count(m), lo = 0, hi = n;
+    tkv_read_options *ro = tkv_read_options_new();
+    tkv_read_options_set_snapshot(ro, snap);
+    if (tu_rng_chance(&c->r, 300000)) {
+        char a[24], b[24];
+        size_t an, bn;
+        rbounds(c, a, &an, b, &bn);
+        assert_int_equal(tkv_read_options_set_bounds(ro, a, an, b, bn), TKV_OK);
+        lo = (long long)tu_model_lower_bound(m, a, an);
+        hi = (long long)tu_model_lower_bound(m, b, bn);
+    }
+    tkv_iter *it;
+    assert_int_equal(tkv_iter_new_opt(c->db, ro, &it), TKV_OK);
+    tkv_read_options_free(ro);
+    char k[24];
+    size_t kn = rkey(c, k, 1);
+    long long pos;
+    uint64_t how = tu_rng_below(&c->r, 4);
+    if (how == 0) {
+        tkv_iter_seek(it, k, kn);
+        pos = (long long)tu_model_lower_bound(m, k, kn);
+        if (pos < lo) pos = lo;
+    } else if (how == 1) {
+        tkv_iter_seek_for_prev(it, k, kn);
+        pos = (long long)tu_model_lower_bound(m, k, kn);
+        const void *mk;
+        size_t mkn;
+        if (pos < n && (tu_model_at(m, (size_t)pos, &mk, &mkn, NULL, NULL), tu_keycmp(mk, mkn, k, kn) == 0)) pos++;
+        pos--; /* the last key <= k */
+        if (pos >= hi) pos = hi - 1;
+    } else if (how == 2) {
+        tkv_iter_seek_first(it);
+        pos = lo;
+    } else {
+        tkv_iter_seek_last(it);
+        pos = hi - 1;
+    }
+    r_pos_is(c, it, m, pos, lo, hi, "a seek");
+    int fwd = tu_rng_chance(&c->r, 500000);
+    for (int i = (int)tu_rng_below(&c->r, 100); i > 0 && pos >= lo && pos < hi; i--) {
+        if (tu_rng_chance(&c->r, 100000)) fwd = !fwd;
+        if (fwd) tkv_iter_next(it);
+        else tkv_iter_prev(it);
+        pos += fwd ? 1 : -1;
+        r_pos_is(c, it, m, pos, lo, hi, fwd ? "next" : "prev");
+    }
+    tkv_iter_free(it);
+}
+
 /* r_check_key -- tkv_get of key k at snap agrees with model m. */
 static void r_check_key(rctx *c, const tkv_snapshot *snap, const tu_model *m, const char *k, size_t kn)
 {
@@ -851,6 +934,10 @@ static void r_snapshot(rctx *c)
         r_check_gets(c, c->snap[i], c->sm[i], 32);
         return;
     }
+    if (tu_rng_chance(&c->r, 500000)) {
+        r_scan(c, c->snap[i], c->sm[i]);
+        return;
+    }
     tkv_snapshot_free(c->db, c->snap[i]);
     tu_model_free(c->sm[i]);
     c->nsnap--;
@@ -863,7 +950,11 @@ static void r_full(rctx *c, const char *when)
 {
     snprintf(c->where + strlen(c->where), sizeof c->where - strlen(c->where), " (%s)", when);
     r_check_gets(c, NULL, c->m, 0);
-    for (int i = 0; i < c->nsnap; i++) r_check_gets(c, c->snap[i], c->sm[i], 0);
+    tu_check_db(c->db, NULL, c->m, c->where);
+    for (int i = 0; i < c->nsnap; i++) {
+        r_check_gets(c, c->snap[i], c->sm[i], 0);
+        tu_check_db(c->db, c->snap[i], c->sm[i], c->where);
+    }
 }
 
 static void r_reopen(rctx *c)
@@ -897,6 +988,7 @@ static void r_op(rctx *c)
         assert_int_equal(tkv_compact_range(c->db, whole ? NULL : a, whole ? 0 : an, whole ? NULL : b, whole ? 0 : bn),
                          TKV_OK);
     } else if (x < 620) r_check_gets(c, NULL, c->m, 16);
+    else if (x < 660) r_scan(c, NULL, c->m);
     else {
         char k[24];
         size_t kn = rkey(c, k, 1);

@@ -9,7 +9,10 @@
  *    user key's newest visible version; key/value are read from it. saved_key
  *    is only scratch space.
  *  - DIR_REV, valid: the internal iterator is just before (in ikey order) every
- *    entry of the current user key, or not valid if there is nothing before.
+ *    entry of the current user key, or not valid if there is nothing before
+ *    -- or further before, after a skip over a range tombstone moved the
+ *    children older than it back past it (rd_skip): what lies in between is
+ *    covered, and a turn forward hides every key up to the current one.
  *    The current user key and value are copies in saved_key / saved_val.
  *  - status != 0: not valid, every call but free/status/valid/key/value is a no-op.
  *
@@ -42,6 +45,9 @@ struct db_iter {
     tkv_buf lower;     /* inclusive lower bound of user keys, if has_lower */
     tkv_buf upper;     /* exclusive upper bound, if has_upper */
     int has_lower, has_upper;
+    rd_frags *rd;   /* range tombstones visible at the snapshot, by tier (db_iter_set_range_dels); NULL: none */
+    size_t rd_at;   /* rd_frags_at's place */
+    tkv_buf rd_key; /* scratch: a skip's target */
 };
 
 /* db_iter_new -- an unpositioned iterator owning `internal`. */
@@ -68,7 +74,17 @@ void db_iter_free(db_iter *it)
     buf_free(&it->saved_val);
     buf_free(&it->lower);
     buf_free(&it->upper);
+    buf_free(&it->rd_key);
+    rd_frags_unref(it->rd);
     free(it);
+}
+
+void db_iter_set_range_dels(db_iter *it, rd_frags *f)
+{
+    rd_frags_unref(it->rd);
+    it->rd = f && rd_frags_count(f) ? f : NULL;
+    if (!it->rd) rd_frags_unref(f);
+    it->rd_at = 0;
 }
 
 /* set_buf -- replaces the contents of b with s. 0 or TKV_NO_MEMORY. */
@@ -152,9 +168,37 @@ static int parse(tkv_slice ik, ikey_type *type, uint64_t *seq)
     return 0;
 }
 
+/* rd_covers -- user key uk (an entry of seq `seq`) lies under a range
+ * tombstone newer than it; *fr its fragment (whose seqs[0] and tiers[0] are
+ * the newest tombstone over it and that one's tier). */
+static int rd_covers(db_iter *it, tkv_slice uk, uint64_t seq, rd_frag *fr)
+{
+    if (!it->rd || !rd_frags_at(it->rd, &it->rd_at, uk)) return 0;
+    rd_frags_get(it->rd, it->rd_at, fr);
+    return fr->seqs[0] > seq;
+}
+
+/* rd_skip -- the entry just met (covered by fragment fr) comes from a tier
+ * older than fr's newest tombstone: moves every child older than that
+ * tombstone's past the fragment (forward: to its end, clamped to the upper
+ * bound; backward: before its begin). 1 if the merging iterator moved (then
+ * it stands on the next entry to look at), 0 if nothing moved. */
+static int rd_skip(db_iter *it, const rd_frag *fr, int backward)
+{
+    size_t t = fr->tiers[0];
+    if (merging_iter_current(it->in) <= t) return 0; /* an entry of its own tier or a newer one: step */
+    tkv_slice u = backward ? fr->lo : fr->hi;
+    if (!backward && it->has_upper && ukey_cmp(u, buf_slice(&it->upper)) > 0) u = buf_slice(&it->upper);
+    if (buf_reserve(&it->rd_key, u.n + IKEY_TRAILER) < 0) return 0;       /* stepping is as right, only slower */
+    ikey_encode(it->rd_key.data, u.p, u.n, IKEY_MAX_SEQ, IKEY_SEEK_TYPE); /* the first entry of user key u */
+    return merging_iter_skip(it->in, t, slice(it->rd_key.data, u.n + IKEY_TRAILER), backward);
+}
+
 /* find_next_user_entry -- DIR_FWD, internal valid: moves forward to the first
  * visible entry that is the newest visible version of a live user key. With
- * `skipping`, entries whose user key is <= saved_key are hidden. */
+ * `skipping`, entries whose user key is <= saved_key are hidden (after a
+ * backward skip over a range tombstone the internal iterator may start well
+ * before saved_key when the direction turns: rd_skip). */
 static void find_next_user_entry(db_iter *it, int skipping)
 {
     do {
@@ -169,9 +213,14 @@ static void find_next_user_entry(db_iter *it, int skipping)
         }
         if (seq <= it->seq) {
             tkv_slice uk = ikey_user(ik);
-            if (type == IKEY_DELETION) {
-                /* hide every older version of uk (they follow this entry) */
-                if (!skipping || ukey_cmp(uk, buf_slice(&it->saved_key)) != 0) {
+            rd_frag fr;
+            int covered = rd_covers(it, uk, seq, &fr);
+            if (type == IKEY_DELETION || covered) {
+                /* hide every older version of uk (they follow this entry); an
+                 * entry below saved_key is hidden too, and leaves it: after
+                 * a backward range tombstone skip, a turn forward starts
+                 * before the current key (rd_skip) */
+                if (!skipping || ukey_cmp(uk, buf_slice(&it->saved_key)) > 0) {
                     rc = set_buf(&it->saved_key, uk);
                     if (rc) {
                         fail(it, rc);
@@ -179,6 +228,7 @@ static void find_next_user_entry(db_iter *it, int skipping)
                     }
                 }
                 skipping = 1;
+                if (covered && rd_skip(it, &fr, 0)) continue; /* on the next entry already */
             } else if (!skipping || ukey_cmp(uk, buf_slice(&it->saved_key)) > 0) {
                 it->valid = 1;
                 it->saved_key.len = 0;
@@ -212,9 +262,12 @@ static void find_prev_user_entry(db_iter *it)
             tkv_slice uk = ikey_user(ik);
             if (value_type != IKEY_DELETION && ukey_cmp(uk, buf_slice(&it->saved_key)) < 0)
                 break; /* an entry of an earlier user key: the saved one is complete */
-            value_type = type;
-            if (type == IKEY_DELETION) {
+            rd_frag fr;
+            int covered = rd_covers(it, uk, seq, &fr);
+            value_type = covered ? IKEY_DELETION : type;
+            if (value_type == IKEY_DELETION) {
                 clear_saved(it);
+                if (covered && rd_skip(it, &fr, 1)) continue; /* on the next entry back already */
             } else {
                 tkv_slice v = it_value(it->in);
                 if (it->saved_val.cap > v.n + SAVED_VAL_SLACK) buf_free(&it->saved_val);

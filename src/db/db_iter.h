@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "util/iter.h"
+#include "util/rangedel.h"
 
 typedef struct db_iter db_iter;
 
@@ -29,6 +30,18 @@ typedef struct db_iter db_iter;
 db_iter *db_iter_new(tkv_it *internal, uint64_t snapshot_seq);
 /* db_iter_free -- frees the iterator and its internal iterator; NULL is a no-op. */
 void db_iter_free(db_iter *it);
+
+/* db_iter_set_range_dels -- the range tombstones the iterator applies (takes
+ * the reference; NULL: none): fragments of every tier's tombstones visible at
+ * the snapshot (rd_frags_new with max_seq = the snapshot), each tagged with
+ * its tier -- the index of the child of the merging iterator `internal` that
+ * holds its tier's entries (children newest first). An entry under a newer
+ * tombstone is hidden like a deleted one, and when it comes from a tier older
+ * than the newest tombstone over it, every child older than that tombstone's
+ * is moved past the fragment at once (merging_iter_skip): entries of older
+ * tiers in the range are older than the tombstone, as tiers are in sequence
+ * order for each key. Call before the first seek. */
+void db_iter_set_range_dels(db_iter *it, rd_frags *f);
 
 /* db_iter_seek_first / seek_last -- positions at the smallest / largest visible user key. */
 void db_iter_seek_first(db_iter *it);

@@ -319,6 +319,51 @@ static void add_sst_iters(tkv_db *db, version *v, io_ring *ring, tkv_it **childr
 
 static int iter_new(tkv_db *db, const tkv_snapshot *snap, const tkv_read_options *ro, tkv_iter **out);
 
+/* add_table_range_dels -- the range tombstones of file f (its table opened
+ * through the cache) into out with tier `tier`. */
+static int add_table_range_dels(tkv_db *db, const file_meta *f, uint32_t tier, rd_list *out)
+{
+    if (!f->num_range_dels) return 0;
+    cache_handle *h;
+    TKV_TRY(table_cache_find(db->tc, f, &h));
+    const rd_list *l = table_range_del_list(table_cache_table(h));
+    size_t from = out->n;
+    int rc = rd_list_append(out, l->t, l->n);
+    for (size_t i = from; i < out->n; i++) out->t[i].tier = tier;
+    table_cache_release(db->tc, h);
+    return rc;
+}
+
+/* iter_range_dels -- the fragments of every range tombstone of the view
+ * visible at seq, each tagged with the index of the iterator child that
+ * holds its tier (iter_new's order: memtables newest first, rows, L0 files,
+ * one per non-empty deeper level); *out NULL when there is none. */
+static int iter_range_dels(tkv_db *db, superversion *sv, version *v, uint64_t seq, rd_frags **out)
+{
+    rd_list l = {0};
+    uint32_t tier = 0;
+    int rc = 0;
+    *out = NULL;
+    for (size_t i = 0; rc == 0 && i < 1 + sv->nimm; i++, tier++) {
+        memtable *m = i == 0 ? sv->mem : sv->imm[sv->nimm - i];
+        size_t from = l.n;
+        if (memtable_num_range_dels(m)) rc = memtable_range_del_list(m, &l);
+        for (size_t j = from; j < l.n; j++) l.t[j].tier = tier;
+    }
+    if (rc == 0) rc = mx_range_dels(sv, v, tier, &l);
+    tier += (uint32_t)mx_iter_count(sv);
+    for (size_t i = 0; rc == 0 && i < v->nfiles[0]; i++, tier++)
+        rc = add_table_range_dels(db, v->files[0][i], tier, &l);
+    for (int lv = 1; rc == 0 && lv < VERSION_LEVELS; lv++) {
+        if (!v->nfiles[lv]) continue;
+        for (size_t i = 0; rc == 0 && i < v->nfiles[lv]; i++) rc = add_table_range_dels(db, v->files[lv][i], tier, &l);
+        tier++;
+    }
+    if (rc == 0 && l.n && !(*out = rd_frags_new(l.t, l.n, seq))) rc = TKV_NO_MEMORY;
+    rd_list_free(&l);
+    return rc;
+}
+
 /* bytes_of -- b's bytes, never NULL (an empty bound is still a bound). */
 static const void *bytes_of(const tkv_buf *b) { return b->data ? (const void *)b->data : ""; }
 
@@ -359,9 +404,13 @@ static int iter_new(tkv_db *db, const tkv_snapshot *snap, const tkv_read_options
     if (rc == 0) add_sst_iters(db, v, ti->ring, children, &k);
     for (size_t i = 0; rc == 0 && i < n; i++)
         if (!children[i]) rc = tkv_err(TKV_NO_MEMORY, "out of memory creating an iterator");
+    rd_frags *rd = NULL;
+    if (rc == 0) rc = iter_range_dels(db, sv, v, seq, &rd);
     sv_unref(sv);
     tkv_it *merged = rc == 0 ? merging_iter_new(children, n) : NULL;
     db_iter *di = merged ? db_iter_new(merged, seq) : NULL;
+    if (di) db_iter_set_range_dels(di, rd);
+    else rd_frags_unref(rd);
     if (di && ro &&
         db_iter_set_bounds(di, ro->has_lower ? bytes_of(&ro->lower) : NULL, ro->lower.len,
                            ro->has_upper ? bytes_of(&ro->upper) : NULL, ro->upper.len)) {

@@ -151,6 +151,11 @@ int mx_row_range_dels(const version *v, const rowtable *r, tkv_slice *start);
  * 0 or TKV_NO_MEMORY. No lock needed. */
 int mx_add_iters(tkv_db *db, superversion *sv, version *v, tkv_it **children, size_t *k);
 size_t mx_iter_count(const superversion *sv);
+/* mx_range_dels -- appends the range tombstones of sv's rows (newest first,
+ * each from its start in v on: mx_row_range_dels) to out, those of row i
+ * with tier `tier` + i -- the index of its iterator among an iterator's
+ * children when they start at `tier` (mx_add_iters). 0 or TKV_NO_MEMORY. */
+int mx_range_dels(const superversion *sv, const version *v, uint32_t tier, rd_list *out);
 
 /* mx_row_iters -- out[i] = an iterator over row i of sv (newest first, as
  * many as mx_iter_count) from v's cursor to its end, each on its own (no

@@ -67,6 +67,19 @@ int mx_get(tkv_db *db, superversion *sv, version *v, tkv_slice ukey, uint64_t se
 
 size_t mx_iter_count(const superversion *sv) { return sv->rows ? sv->rows->n : 0; }
 
+int mx_range_dels(const superversion *sv, const version *v, uint32_t tier, rd_list *out)
+{
+    rowset *rs = sv->rows;
+    for (size_t i = 0; rs && i < rs->n; i++) {
+        tkv_slice start;
+        if (!mx_row_range_dels(v, rs->rows[i], &start)) continue;
+        size_t from = out->n;
+        TKV_TRY(rd_frags_emit(rowtable_range_dels(rs->rows[i]), start.n ? &start : NULL, NULL, NULL, NULL, out));
+        for (size_t j = from; j < out->n; j++) out->t[j].tier = tier + (uint32_t)i;
+    }
+    return 0;
+}
+
 int mx_add_iters(tkv_db *db, superversion *sv, version *v, tkv_it **children, size_t *k)
 {
     rowset *rs = sv->rows;

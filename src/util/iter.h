@@ -55,4 +55,19 @@ static inline void it_destroy(tkv_it *it)
  * the lower index first. NULL on out of memory (children destroyed). */
 tkv_it *merging_iter_new(tkv_it **children, size_t n);
 
+/* merging_iter_current -- the index of the child the current entry of a
+ * merging iterator comes from; 0 for any other iterator (a merge of one
+ * child is that child). */
+size_t merging_iter_current(tkv_it *it);
+/* merging_iter_skip -- moves the children numbered above `newest` past
+ * entries a caller knows it need not see: moving forward, each such child
+ * positioned before `target` goes to its first entry >= target; moving
+ * backward (`backward`), each positioned at or after target goes to its last
+ * entry < target. The merge then goes on from the smallest (largest) entry
+ * of all its children. Only in the direction the iterator moves in: 1 if a
+ * child moved, 0 if none did or this is not a merging iterator, or it moves
+ * the other way. (db_iter.c skips the entries a range tombstone covers in the
+ * tiers older than the tombstone's with it.) */
+int merging_iter_skip(tkv_it *it, size_t newest, tkv_slice target, int backward);
+
 #endif

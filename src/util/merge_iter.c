@@ -225,6 +225,35 @@ static const tkv_it_ops merging_iter_ops = {
     .destroy = mi_destroy,
 };
 
+size_t merging_iter_current(tkv_it *it)
+{
+    if (it->ops != &merging_iter_ops) return 0;
+    merging_iter *m = (merging_iter *)it;
+    return m->hn ? m->heap[0] : 0;
+}
+
+int merging_iter_skip(tkv_it *it, size_t newest, tkv_slice target, int backward)
+{
+    if (it->ops != &merging_iter_ops) return 0;
+    merging_iter *m = (merging_iter *)it;
+    if (!mi_valid(it) || m->dir != (backward ? DIR_REV : DIR_FWD)) return 0;
+    int moved = 0;
+    for (size_t i = newest + 1; i < m->n; i++) {
+        tkv_it *c = m->child[i];
+        if (!it_valid(c)) continue;
+        int c_before = ikey_cmp(it_key(c), target) < 0;
+        if (backward == c_before) continue; /* already where the skip would put it */
+        it_seek(c, target);
+        if (backward) {
+            if (it_valid(c)) it_prev(c);
+            else if (!it_status(c)) it_seek_last(c);
+        }
+        moved = 1;
+    }
+    if (moved) mi_rebuild(m); /* the invariants of the direction hold again (header comment) */
+    return moved;
+}
+
 /* merging_iter_new -- see util/iter.h. With one child, returns that child itself. */
 tkv_it *merging_iter_new(tkv_it **children, size_t n)
 {
