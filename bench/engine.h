@@ -83,6 +83,9 @@ typedef struct engine_ops {
     const char *(*describe)(engine *e);
     int (*put)(engine *e, const char *k, size_t kn, const char *v, size_t vn);
     int (*del)(engine *e, const char *k, size_t kn);
+    /* del_range -- deletes every key in [begin, end) with one range deletion;
+     * NULL for an engine without one (LevelDB, null, devread). */
+    int (*del_range)(engine *e, const char *begin, size_t bn, const char *end, size_t en);
     /* get -- 0 found (value length in *vn; the value is read and discarded), 1 not found. */
     int (*get)(engine *e, const char *k, size_t kn, size_t *vn);
     /* multi_get -- n keys at once; found[i] = 1/0. Returns 0 or an error. */

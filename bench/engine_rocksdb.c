@@ -125,6 +125,8 @@ typedef rocksdb_ratelimiter_t *(*ratelimiter_create_auto_tuned_fn)(int64_t rate_
 /* rocksdb_get_default_column_family_handle (RocksDB 8.x): the handle the
  * batched MultiGet needs for a database opened without column families. */
 typedef rocksdb_column_family_handle_t *(*get_default_cf_fn)(rocksdb_t *db);
+typedef void (*delete_range_cf_fn)(rocksdb_t *db, const rocksdb_writeoptions_t *wo, rocksdb_column_family_handle_t *cf,
+                                   const char *b, size_t bn, const char *e, size_t en, char **err);
 
 typedef struct rdb_api {
 #define RDB_FIELD(f) __typeof__(&f) f;
@@ -132,6 +134,13 @@ typedef struct rdb_api {
 #undef RDB_FIELD
     ratelimiter_create_auto_tuned_fn ratelimiter_create_auto_tuned; /* optional */
     get_default_cf_fn get_default_column_family_handle;             /* optional */
+    delete_range_cf_fn delete_range_cf;                             /* optional (DeleteRange) ... */
+    /* ... or through a write batch, for a build without the default
+     * family's handle (rocksdb-deb): */
+    __typeof__(&rocksdb_writebatch_create) writebatch_create;
+    __typeof__(&rocksdb_writebatch_delete_range) writebatch_delete_range;
+    __typeof__(&rocksdb_write) write;
+    __typeof__(&rocksdb_writebatch_destroy) writebatch_destroy;
 } rdb_api;
 
 /* One loadable RocksDB build. */
@@ -179,6 +188,12 @@ static int try_open(rdb_lib *lib, const char *path)
     lib->api.ratelimiter_create_auto_tuned =
         (ratelimiter_create_auto_tuned_fn)dlsym(h, "rocksdb_ratelimiter_create_auto_tuned");
     lib->api.get_default_column_family_handle = (get_default_cf_fn)dlsym(h, "rocksdb_get_default_column_family_handle");
+    lib->api.delete_range_cf = (delete_range_cf_fn)dlsym(h, "rocksdb_delete_range_cf");
+    lib->api.writebatch_create = (__typeof__(lib->api.writebatch_create))dlsym(h, "rocksdb_writebatch_create");
+    lib->api.writebatch_delete_range =
+        (__typeof__(lib->api.writebatch_delete_range))dlsym(h, "rocksdb_writebatch_delete_range");
+    lib->api.write = (__typeof__(lib->api.write))dlsym(h, "rocksdb_write");
+    lib->api.writebatch_destroy = (__typeof__(lib->api.writebatch_destroy))dlsym(h, "rocksdb_writebatch_destroy");
     lib->handle = h;
     eng_dl_path(h, lib->path, sizeof lib->path);
     if (!lib->path[0]) snprintf(lib->path, sizeof lib->path, "%s", path);
@@ -601,6 +616,26 @@ static int r_del(engine *e, const char *k, size_t kn)
     return err ? rdb_error(e, "delete", err) : 0;
 }
 
+/* r_del_range -- DeleteRange on the default family, or (a build without its
+ * handle) a write batch of one DeleteRange: the same write. */
+static int r_del_range(engine *e, const char *b, size_t bn, const char *end, size_t en)
+{
+    const rdb_api *a = e->api;
+    char *err = NULL;
+    if (a->delete_range_cf && e->cf) {
+        a->delete_range_cf(e->db, e->wo, e->cf, b, bn, end, en, &err);
+    } else if (a->writebatch_create && a->writebatch_delete_range && a->write && a->writebatch_destroy) {
+        rocksdb_writebatch_t *wb = a->writebatch_create();
+        if (!wb) return eng_fail(-1, "delete_range: rocksdb_writebatch_create failed");
+        a->writebatch_delete_range(wb, b, bn, end, en);
+        a->write(e->db, e->wo, wb, &err);
+        a->writebatch_destroy(wb);
+    } else {
+        return eng_fail(-1, "delete_range: this RocksDB library has no DeleteRange in its C API");
+    }
+    return err ? rdb_error(e, "delete_range", err) : 0;
+}
+
 static int r_get(engine *e, const char *k, size_t kn, size_t *vn)
 {
     char *err = NULL;
@@ -886,11 +921,11 @@ static int r_stats(engine *e, engine_stats *out)
 #define RDB_OPS(NAME, NVM, AVAIL, VERSION, OPEN)                                                                       \
     {                                                                                                                  \
         .name = NAME, .uses_nvm_dir = NVM, .available = AVAIL, .version = VERSION, .open = OPEN, .close = r_close,     \
-        .describe = r_describe, .put = r_put, .del = r_del, .get = r_get, .multi_get = r_multi_get,                    \
-        .iter_new = r_iter_new, .iter_seek = r_iter_seek, .iter_seek_first = r_iter_seek_first,                        \
-        .iter_seek_last = r_iter_seek_last, .iter_valid = r_iter_valid, .iter_next = r_iter_next,                      \
-        .iter_prev = r_iter_prev, .iter_entry = r_iter_entry, .iter_free = r_iter_free, .wait_idle = r_wait_idle,      \
-        .stats = r_stats, .last_error = eng_last_error,                                                                \
+        .describe = r_describe, .put = r_put, .del = r_del, .del_range = r_del_range, .get = r_get,                    \
+        .multi_get = r_multi_get, .iter_new = r_iter_new, .iter_seek = r_iter_seek,                                    \
+        .iter_seek_first = r_iter_seek_first, .iter_seek_last = r_iter_seek_last, .iter_valid = r_iter_valid,          \
+        .iter_next = r_iter_next, .iter_prev = r_iter_prev, .iter_entry = r_iter_entry, .iter_free = r_iter_free,      \
+        .wait_idle = r_wait_idle, .stats = r_stats, .last_error = eng_last_error,                                      \
     }
 
 const engine_ops engine_rocksdb_ops = RDB_OPS("rocksdb", 0, r_available_release, r_version_release, r_open_release);

@@ -223,6 +223,12 @@ static int t_del(engine *e, const char *k, size_t kn)
     return rc == TKV_OK ? 0 : tkv_fail(rc, "delete");
 }
 
+static int t_del_range(engine *e, const char *b, size_t bn, const char *end, size_t en)
+{
+    int rc = tkv_delete_range(e->db, b, bn, end, en, e->wflags);
+    return rc == TKV_OK ? 0 : tkv_fail(rc, "delete_range");
+}
+
 static int t_get(engine *e, const char *k, size_t kn, size_t *vn)
 {
     void *v = NULL;
@@ -470,6 +476,7 @@ const engine_ops engine_tierkv_ops = {
     .describe = t_describe,
     .put = t_put,
     .del = t_del,
+    .del_range = t_del_range,
     .get = t_get,
     .multi_get = t_multi_get,
     .iter_new = t_iter_new,

@@ -42,8 +42,9 @@
 typedef struct flags {
     char *benchmarks;
     char *engines;
-    uint64_t num;   /* records (key space) and default op count */
-    uint64_t reads; /* ops for read benchmarks (0 = num) */
+    uint64_t num;                /* records (key space) and default op count */
+    uint64_t reads;              /* ops for read benchmarks (0 = num) */
+    uint64_t deleterange_ranges; /* deleterange: the ranges 10 % of the key space is deleted in */
     size_t key_size, value_size;
     unsigned value_random; /* percent of each value that is random (wl_fill_value_r) */
     int threads;
@@ -98,6 +99,8 @@ static void usage(FILE *f)
             "  --benchmarks=LIST   comma-separated, run in order (default fillrandom,readrandom):\n"
             "                      fillseq fillrandom overwrite readrandom readseq readreverse seekrandom\n"
             "                      multireadrandom readwhilewriting ycsba ycsbb ycsbc ycsbd ycsbe ycsbf\n"
+            "                      deleterange (10 %% of the key space deleted in --deleterange_ranges\n"
+            "                      range deletions spread evenly over it; engines without one skip it)\n"
             "  --engine=LIST       engines, each on its own fresh database (default tierkv): %s\n"
             "  --num=N             records in the key space, and operations per benchmark (1000000)\n"
             "  --reads=N           operations of read benchmarks (default --num)\n"
@@ -126,6 +129,7 @@ static void usage(FILE *f)
             "  --sync              every write waits for its WAL record to be durable\n"
             "  --direct_io         O_DIRECT for table reads and flush/compaction writes (engines that support it)\n"
             "  --batch=N (16)      keys per multireadrandom call;  --seek_nexts=N (10)\n"
+            "  --deleterange_ranges=N (100)  range deletions of deleterange\n"
             "  --csv=DIR           write timeline.csv, summary.csv and config.txt there\n"
             "  --plot              with --csv: draw DIR/*.png with bench/plot.py (matplotlib)\n"
             "  --use_existing_db   do not wipe the databases first;  --keep_db  do not remove them after\n"
@@ -265,7 +269,8 @@ static void parse_flags(int argc, char **argv)
         } else if (!strcmp(name, "dram") || !strcmp(name, "memtable") || !strcmp(name, "num") ||
                    !strcmp(name, "reads") || !strcmp(name, "key_size") || !strcmp(name, "value_size") ||
                    !strcmp(name, "threads") || !strcmp(name, "seed") || !strcmp(name, "memtables") ||
-                   !strcmp(name, "batch") || !strcmp(name, "seek_nexts") || !strcmp(name, "value_random")) {
+                   !strcmp(name, "batch") || !strcmp(name, "seek_nexts") || !strcmp(name, "value_random") ||
+                   !strcmp(name, "deleterange_ranges")) {
             if (parse_size(val, &u) != 0) die("bad --%s %s", name, val);
             if (!strcmp(name, "dram")) F.dram = u;
             else if (!strcmp(name, "memtable")) F.memtable = u;
@@ -277,6 +282,7 @@ static void parse_flags(int argc, char **argv)
             else if (!strcmp(name, "seed")) F.seed = u;
             else if (!strcmp(name, "memtables")) F.memtables = (int)u;
             else if (!strcmp(name, "batch")) F.batch = (int)u;
+            else if (!strcmp(name, "deleterange_ranges")) F.deleterange_ranges = u;
             else if (!strcmp(name, "value_random")) {
                 if (u < 1 || u > 100) die("--value_random must be 1..100");
                 F.value_random = (unsigned)u;
@@ -294,6 +300,9 @@ static void parse_flags(int argc, char **argv)
     if (F.num < 1) die("--num must be >= 1");
     if (F.memtables < 2) die("--memtables must be >= 2");
     if (F.batch < 1 || F.batch > 4096) die("--batch must be 1..4096");
+    if (!F.deleterange_ranges) F.deleterange_ranges = 100;
+    if (F.deleterange_ranges > F.num / 10)
+        die("--deleterange_ranges must be 1..num/10 (each range takes a key at least)");
     nvm_bytes(); /* a bad --opt pmem_size fails here, before any directory is made */
     if ((uint64_t)F.memtables * F.memtable >= F.dram)
         die("--dram %" PRIu64 " must exceed the memtables (%d x %" PRIu64 ")", F.dram, F.memtables, F.memtable);
@@ -305,8 +314,8 @@ static void parse_flags(int argc, char **argv)
 
 /* ------------------------------------------------------------ operations */
 
-enum { OP_READ, OP_WRITE, OP_INSERT, OP_SCAN, OP_RMW, OP_SEEK, OP_MGET, NOPS };
-static const char *const OP_NAMES[NOPS] = {"read", "write", "insert", "scan", "rmw", "seek", "mget"};
+enum { OP_READ, OP_WRITE, OP_INSERT, OP_SCAN, OP_RMW, OP_SEEK, OP_MGET, OP_DELRANGE, NOPS };
+static const char *const OP_NAMES[NOPS] = {"read", "write", "insert", "scan", "rmw", "seek", "mget", "delrange"};
 
 /* Per client thread. The mutex guards the histograms and counters: the
  * owning thread takes it per operation (uncontended), the reporter once a
@@ -389,7 +398,8 @@ enum {
     B_SEEKRANDOM,
     B_MULTIREAD,
     B_READWHILEWRITING,
-    B_YCSB
+    B_YCSB,
+    B_DELETERANGE
 };
 
 static int bench_kind(const char *b, char *ycsb_letter)
@@ -397,9 +407,10 @@ static int bench_kind(const char *b, char *ycsb_letter)
     static const struct {
         const char *n;
         int k;
-    } T[] = {{"fillseq", B_FILLSEQ},       {"fillrandom", B_FILLRANDOM},     {"overwrite", B_OVERWRITE},
-             {"readrandom", B_READRANDOM}, {"readseq", B_READSEQ},           {"readreverse", B_READREVERSE},
-             {"seekrandom", B_SEEKRANDOM}, {"multireadrandom", B_MULTIREAD}, {"readwhilewriting", B_READWHILEWRITING}};
+    } T[] = {{"fillseq", B_FILLSEQ},        {"fillrandom", B_FILLRANDOM},     {"overwrite", B_OVERWRITE},
+             {"readrandom", B_READRANDOM},  {"readseq", B_READSEQ},           {"readreverse", B_READREVERSE},
+             {"seekrandom", B_SEEKRANDOM},  {"multireadrandom", B_MULTIREAD}, {"readwhilewriting", B_READWHILEWRITING},
+             {"deleterange", B_DELETERANGE}};
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
         if (!strcmp(b, T[i].n)) return T[i].k;
     if (!strncmp(b, "ycsb", 4) && b[4] >= 'a' && b[4] <= 'f' && !b[5]) {
@@ -411,10 +422,10 @@ static int bench_kind(const char *b, char *ycsb_letter)
 
 static int is_fill(int kind) { return kind == B_FILLSEQ || kind == B_FILLRANDOM; }
 
-/* uses_rate -- whether benchmark b runs open loop. */
+/* uses_rate -- whether benchmark b runs open loop (deleterange never does). */
 static int uses_rate(const char *b, int kind)
 {
-    if (!F.rate) return 0;
+    if (!F.rate || kind == B_DELETERANGE) return 0;
     if (!F.open_loop) return !is_fill(kind);
     size_t n = strlen(b);
     for (const char *p = F.open_loop; *p;) {
@@ -429,7 +440,7 @@ static int uses_rate(const char *b, int kind)
 static int writes_data(int kind, char letter)
 {
     return kind == B_FILLSEQ || kind == B_FILLRANDOM || kind == B_OVERWRITE || kind == B_READWHILEWRITING ||
-           (kind == B_YCSB && letter != 'c');
+           kind == B_DELETERANGE || (kind == B_YCSB && letter != 'c');
 }
 
 static void record(tstate *t, int op, uint64_t lat_ns, uint64_t nops)
@@ -489,6 +500,20 @@ static void do_scan(run *r, tstate *t, uint64_t k, uint64_t n)
     }
 }
 
+/* do_delete_range -- range deletion i of deleterange: of the N ranges, range
+ * i starts at key i * num / N and spans num / (10 N) keys, so the N of them
+ * delete 10 % of the key space, spread evenly over it. */
+static void do_delete_range(run *r, tstate *t, uint64_t i, uint64_t start)
+{
+    uint64_t n = F.deleterange_ranges, from = i * F.num / n, span = F.num / (10 * n);
+    char *end = t->mkeybuf; /* room for --batch keys: one is enough */
+    wl_format_key(t->key, F.key_size, from);
+    wl_format_key(end, F.key_size, from + (span ? span : 1));
+    int rc = r->ops->del_range(r->e, t->key, F.key_size, end, F.key_size);
+    record(t, OP_DELRANGE, lg_now_ns() - start, 1);
+    if (rc < 0) op_error(r, t, "delete_range");
+}
+
 /* one_op -- operation number idx of the benchmark on thread t; `start` is the
  * time latency is measured from (now, or the intended send time). */
 static void one_op(run *r, int tid, uint64_t idx, uint64_t start)
@@ -497,6 +522,9 @@ static void one_op(run *r, int tid, uint64_t idx, uint64_t start)
     switch (r->kind) {
     case B_FILLSEQ:
         do_put(r, t, OP_WRITE, idx, 0, start);
+        break;
+    case B_DELETERANGE:
+        do_delete_range(r, t, idx, start);
         break;
     case B_FILLRANDOM:
     case B_OVERWRITE:
@@ -699,7 +727,9 @@ static void *closed_main(void *p)
     run *r = a->r;
     /* --duration bounds non-fill benchmarks that run closed loop only when no
      * rate is given (with --rate it is the open-loop length) */
-    uint64_t deadline = F.duration > 0 && !is_fill(r->kind) && !F.rate ? r->start_ns + (uint64_t)(F.duration * 1e9) : 0;
+    uint64_t deadline = F.duration > 0 && !is_fill(r->kind) && r->kind != B_DELETERANGE && !F.rate
+                            ? r->start_ns + (uint64_t)(F.duration * 1e9)
+                            : 0;
     int writer = r->kind == B_READWHILEWRITING && a->tid == r->writer_thread;
     for (uint64_t n = 0;; n++) {
         if (r->stop) break;
@@ -790,6 +820,7 @@ static void run_benchmark(const engine_ops *ops, engine *e, const char *bench, u
     r->nthreads = F.threads + (kind == B_READWHILEWRITING ? 1 : 0);
     r->writer_thread = kind == B_READWHILEWRITING ? F.threads : -1;
     r->target = is_fill(kind) || kind == B_OVERWRITE ? F.num : (F.reads ? F.reads : F.num);
+    if (kind == B_DELETERANGE) r->target = F.deleterange_ranges;
     if (kind == B_MULTIREAD) r->target = (r->target + (uint64_t)F.batch - 1) / (uint64_t)F.batch;
     if (kind == B_YCSB) {
         int d = F.distribution ? wl_dist_parse(F.distribution) : -1;
@@ -1214,6 +1245,11 @@ int main(int argc, char **argv)
         printf("engine     %-12s %s\n           config: %s\n", ename(ops), ops->version(), ops->describe(e));
         if (cfgf) fprintf(cfgf, "engine %s: %s\n  config: %s\n", ename(ops), ops->version(), ops->describe(e));
         for (size_t bi = 0; bi < nb; bi++) {
+            char l;
+            if (bench_kind(blist[bi], &l) == B_DELETERANGE && !ops->del_range) {
+                printf("%-16s %-12s skipped: the engine has no range deletion\n", blist[bi], ename(ops));
+                continue;
+            }
             summary *s = &S[ns++];
             run_benchmark(ops, e, blist[bi], F.seed + bi, s);
             char p99[16];

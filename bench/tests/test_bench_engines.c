@@ -11,7 +11,8 @@
  * model, and compare: get, multi_get, a full forward scan from seek_first,
  * scans from seek keys (with a step back), a full reverse scan from
  * seek_last; then wait_idle and stats, and the same checks after a close and
- * reopen. The interface reports only lengths, so each value's length
+ * reopen, then (engines with del_range) after range deletions. The
+ * interface reports only lengths, so each value's length
  * (random per put) is what identifies it. Plus: the registry, tierkv's
  * option passing, the null engine (every call succeeds, nothing stored) and
  * the devread engine (the device floor: reads blocks of what it was given).
@@ -216,6 +217,23 @@ static void random_ops(const engine_ops *ops, engine *e, tu_model *m, tu_rng *r,
     }
 }
 
+/* range_deletions -- for an engine with del_range: 10 range deletions, each
+ * from a random key to that key with its first byte raised (about 1/256 of
+ * the key space each), applied to the model too. */
+static void range_deletions(const engine_ops *ops, engine *e, tu_model *m, tu_rng *r)
+{
+    for (int i = 0; i < 10; i++) {
+        char a[KEY_LEN], b[KEY_LEN];
+        make_key(tu_rng_below(r, N_IDS), a);
+        memcpy(b, a, KEY_LEN);
+        if ((unsigned char)b[0] == 0xff) continue;
+        b[0] = (char)((unsigned char)b[0] + 1);
+        int rc = ops->del_range(e, a, KEY_LEN, b, KEY_LEN);
+        if (rc != 0) fail_msg("%s: del_range #%d = %d (%s)", ops->name, i, rc, ops->last_error());
+        tu_model_del_range(m, a, KEY_LEN, b, KEY_LEN);
+    }
+}
+
 static void print_stats(const engine_ops *ops, engine *e, const char *what)
 {
     engine_stats st;
@@ -326,6 +344,10 @@ static void test_engine(void **state)
     check_all(ops, e, m, &r, "after reopen");
     random_ops(ops, e, m, &r, nops / 10);
     check_all(ops, e, m, &r, "after reopen and more writes");
+    if (ops->del_range) { /* tierkv, RocksDB */
+        range_deletions(ops, e, m, &r);
+        check_all(ops, e, m, &r, "after range deletions");
+    }
     rc = ops->wait_idle(e);
     if (rc != 0) fail_msg("%s: wait_idle after reopen = %d (%s)", name, rc, ops->last_error());
     print_stats(ops, e, "after reopen");

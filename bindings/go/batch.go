@@ -5,6 +5,8 @@ package tierkv
 // #include "glue.h"
 import "C"
 
+import "bytes"
+
 // Batch collects puts and deletes that DB.Write applies atomically. The zero
 // value is an empty batch. Its operations are copied into C memory as they
 // are added; Close frees that memory (a closed Batch may be used again: it
@@ -53,6 +55,26 @@ func (b *Batch) Delete(key []byte) error {
 		return err
 	}
 	b.n++
+	return nil
+}
+
+// DeleteRange appends a deletion of every key k with begin <= k < end, with
+// DB.DeleteRange's meaning: it applies in order within the batch, an empty
+// range (begin equal to end) appends nothing, begin after end is ErrInvalid.
+// On error the batch is unchanged.
+func (b *Batch) DeleteRange(begin, end []byte) error {
+	c, err := b.handle()
+	if err != nil {
+		return err
+	}
+	var e C.gtkv_err
+	rc := C.gtkv_batch_delete_range(c, bytesPtr(begin), C.size_t(len(begin)), bytesPtr(end), C.size_t(len(end)), &e)
+	if err := newError(rc, &e); err != nil {
+		return err
+	}
+	if !bytes.Equal(begin, end) {
+		b.n++
+	}
 	return nil
 }
 

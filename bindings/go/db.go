@@ -275,6 +275,22 @@ func (db *DB) Delete(key []byte, wo *WriteOptions) error {
 	return newError(C.gtkv_delete(c, bytesPtr(key), C.size_t(len(key)), wo.flags(), &e), &e)
 }
 
+// DeleteRange removes every key k with begin <= k < end (bytewise order)
+// with one write, whatever the range holds; snapshots taken before it still
+// see the keys, and a later Put of a key in the range is visible again. An
+// empty range (begin equal to end) is a no-op; begin after end is ErrInvalid.
+// Both bounds must be valid keys.
+func (db *DB) DeleteRange(begin, end []byte, wo *WriteOptions) error {
+	c, err := db.acquire()
+	if err != nil {
+		return err
+	}
+	defer db.release()
+	var e C.gtkv_err
+	rc := C.gtkv_delete_range(c, bytesPtr(begin), C.size_t(len(begin)), bytesPtr(end), C.size_t(len(end)), wo.flags(), &e)
+	return newError(rc, &e)
+}
+
 // Write applies every operation of b atomically, in order. A nil or empty
 // batch is a no-op.
 func (db *DB) Write(b *Batch, wo *WriteOptions) error {

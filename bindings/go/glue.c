@@ -68,6 +68,11 @@ int gtkv_delete(tkv_db *db, const void *k, size_t kl, unsigned flags, gtkv_err *
     return check(tkv_delete(db, k, kl, flags), e);
 }
 
+int gtkv_delete_range(tkv_db *db, const void *b, size_t bl, const void *en, size_t el, unsigned flags, gtkv_err *e)
+{
+    return check(tkv_delete_range(db, b, bl, en, el, flags), e);
+}
+
 int gtkv_get(tkv_db *db, const tkv_snapshot *s, const void *k, size_t kl, void **v, size_t *vl, gtkv_err *e)
 {
     return check(tkv_get(db, s, k, kl, v, vl), e);
@@ -111,6 +116,11 @@ int gtkv_batch_put(tkv_batch *b, const void *k, size_t kl, const void *v, size_t
 int gtkv_batch_delete(tkv_batch *b, const void *k, size_t kl, gtkv_err *e)
 {
     return check(tkv_batch_delete(b, k, kl), e);
+}
+
+int gtkv_batch_delete_range(tkv_batch *b, const void *k, size_t kl, const void *en, size_t el, gtkv_err *e)
+{
+    return check(tkv_batch_delete_range(b, k, kl, en, el), e);
 }
 
 int gtkv_write(tkv_db *db, tkv_batch *b, unsigned flags, gtkv_err *e)

@@ -43,12 +43,14 @@ int gtkv_close(tkv_db *db, gtkv_err *e);
 int gtkv_destroy(const char *dir, gtkv_err *e);
 int gtkv_put(tkv_db *db, const void *k, size_t kl, const void *v, size_t vl, unsigned flags, gtkv_err *e);
 int gtkv_delete(tkv_db *db, const void *k, size_t kl, unsigned flags, gtkv_err *e);
+int gtkv_delete_range(tkv_db *db, const void *b, size_t bl, const void *en, size_t el, unsigned flags, gtkv_err *e);
 int gtkv_get(tkv_db *db, const tkv_snapshot *s, const void *k, size_t kl, void **v, size_t *vl, gtkv_err *e);
 int gtkv_multi_get(tkv_db *db, const tkv_snapshot *s, size_t n, const char *keys, const size_t *klens, void **vals,
                    size_t *vlens, int *st, gtkv_err *e);
 int gtkv_batch_new(tkv_batch **out, gtkv_err *e);
 int gtkv_batch_put(tkv_batch *b, const void *k, size_t kl, const void *v, size_t vl, gtkv_err *e);
 int gtkv_batch_delete(tkv_batch *b, const void *k, size_t kl, gtkv_err *e);
+int gtkv_batch_delete_range(tkv_batch *b, const void *k, size_t kl, const void *en, size_t el, gtkv_err *e);
 int gtkv_write(tkv_db *db, tkv_batch *b, unsigned flags, gtkv_err *e);
 int gtkv_snapshot_new(tkv_db *db, const tkv_snapshot **out, gtkv_err *e);
 int gtkv_iter_new(tkv_db *db, const tkv_snapshot *s, tkv_iter **out, gtkv_err *e);

@@ -294,6 +294,79 @@ func TestBatch(t *testing.T) {
 	mustGet(t, db, "k3", "v3")
 }
 
+func TestDeleteRange(t *testing.T) {
+	db, _ := openTest(t)
+	for i := 0; i < 50; i++ {
+		db.Put([]byte(fmt.Sprintf("k%02d", i)), []byte("v"), nil)
+	}
+	snap, err := db.NewSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if err := db.DeleteRange([]byte("k10"), []byte("k20"), &WriteOptions{Sync: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteRange([]byte("k30"), []byte("k30"), nil); err != nil {
+		t.Fatalf("an empty range: %v", err)
+	}
+	if err := db.DeleteRange([]byte("k40"), []byte("k30"), nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("begin after end: %v", err)
+	}
+	if err := db.DeleteRange(nil, []byte("k30"), nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("empty begin: %v", err)
+	}
+	mustGet(t, db, "k09", "v")
+	mustGet(t, db, "k20", "v")
+	for _, k := range []string{"k10", "k15", "k19"} {
+		if _, err := db.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("get %s after DeleteRange: %v", k, err)
+		}
+		if v, err := snap.Get([]byte(k)); err != nil || string(v) != "v" {
+			t.Fatalf("snapshot get %s: %q %v", k, v, err)
+		}
+	}
+	var b Batch
+	defer b.Close()
+	b.Put([]byte("k25x"), []byte("gone"))
+	if err := b.DeleteRange([]byte("k25"), []byte("k26")); err != nil {
+		t.Fatal(err)
+	}
+	b.DeleteRange([]byte("k27"), []byte("k27")) // empty: nothing appended
+	b.Put([]byte("k25y"), []byte("kept"))       // after the deletion in the batch: stays
+	if b.Len() != 3 {
+		t.Fatalf("batch len %d, want 3", b.Len())
+	}
+	if err := b.DeleteRange([]byte("k2"), []byte("k1")); !errors.Is(err, ErrInvalid) || b.Len() != 3 {
+		t.Fatalf("batch DeleteRange with begin after end: %v, len %d", err, b.Len())
+	}
+	if err := db.Write(&b, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "k25y", "kept")
+	for _, k := range []string{"k25", "k25x"} {
+		if _, err := db.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("get %s after a batch DeleteRange: %v", k, err)
+		}
+	}
+	it, err := db.NewIterator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for it.SeekFirst(); it.Valid(); it.Next() {
+		k := string(it.Key())
+		if (k >= "k10" && k < "k20") || k == "k25" || k == "k25x" {
+			t.Fatalf("iterator shows deleted key %s", k)
+		}
+		n++
+	}
+	if n != 50-10-1+1 {
+		t.Fatalf("iterator saw %d keys, want 40", n)
+	}
+}
+
 func TestSnapshot(t *testing.T) {
 	db, _ := openTest(t)
 	db.Put([]byte("a"), []byte("old"), nil)
