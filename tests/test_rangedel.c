@@ -22,7 +22,8 @@
  * small tiers (random_full_pool: a 1M pool, two columns at a time, rows read
  * with partly drained cursors and range tombstone starts); corrupt_block
  * damages an SST's range deletion block: reads and tkv_verify report
- * TKV_CORRUPTION. Everything is read back by gets, multi_gets and
+ * TKV_CORRUPTION; checkpoint_* check that a checkpoint holds the range
+ * deletions of every tier as of its sequence. Everything is read back by gets, multi_gets and
  * iterators (full scans both ways; in random_*, iterators with random bounds,
  * seeks, seek_for_prev and direction changes, at snapshots too).
  */
@@ -604,6 +605,58 @@ static void space_matrix(void **state)
     run_space("matrix");
 }
 
+/* run_checkpoint -- a checkpoint holds the range deletions of every tier
+ * as of its sequence: tombstones in L1 (compacted), in rows or L0 SSTs
+ * (flushed, with l0=matrix some of a row's moved to L1 by columns), and in
+ * the memtable, with puts after them and a deletion made after the
+ * checkpoint that it must not see; the checkpoint, opened, equals the
+ * model at its time, and the source goes on. */
+static void run_checkpoint(const char *l0)
+{
+    char *dir = tu_tmpdir("rdel-ckpt");
+    char *out = tu_path(dir, "ckpt");
+    char *src = tu_path(dir, "db");
+    tkv_options *o = tiers_opts(l0);
+    tkv_db *db = tu_open_ok(src, o);
+    tu_model *m = tu_model_new();
+    for (size_t i = 0; i < TK_N; i++) put_model(db, m, i, "a");
+    delr_model(db, m, 100, 300);
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    delr_model(db, m, 500, 700);
+    put_model(db, m, 650, "b");
+    assert_int_equal(tkv_flush(db), TKV_OK);
+    delr_model(db, m, 1000, 1500); /* in the memtable */
+    put_model(db, m, 1200, "c");
+    assert_int_equal(tkv_checkpoint(db, out), TKV_OK);
+    tu_model *later = tu_model_copy(m);
+    delr_model(db, later, 2000, 2500); /* after the checkpoint: in the source only */
+    check_model(db, NULL, later, "source after the checkpoint");
+    tu_close_ok(db);
+    db = tu_open_ok(out, o);
+    check_model(db, NULL, m, "the checkpoint");
+    tu_close_ok(db);
+    tu_model_free(m);
+    tu_model_free(later);
+    tkv_options_free(o);
+    assert_int_equal(tkv_destroy(out), TKV_OK);
+    assert_int_equal(tkv_destroy(src), TKV_OK);
+    free(out);
+    free(src);
+    tu_tmpdir_free(dir);
+}
+
+static void checkpoint_matrix(void **state)
+{
+    (void)state;
+    run_checkpoint("matrix");
+}
+
+static void checkpoint_sst(void **state)
+{
+    (void)state;
+    run_checkpoint("sst");
+}
+
 /* corrupt_block -- l0=sst: an SST whose range deletion block has a flipped
  * byte. The database still opens (tables open when first read); a get of a
  * key in that table reports TKV_CORRUPTION naming the file and the block,
@@ -1061,11 +1114,11 @@ int main(void)
 {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(frags_random),  cmocka_unit_test(frags_edges),   cmocka_unit_test(encode_decode),
-        cmocka_unit_test(api_args),      cmocka_unit_test(mem_semantics), cmocka_unit_test(tiers_sst),
-        cmocka_unit_test(space_sst),     cmocka_unit_test(random_sst),    cmocka_unit_test(tiers_matrix),
-        cmocka_unit_test(space_matrix),  cmocka_unit_test(random_matrix), cmocka_unit_test(random_full_pool),
-        cmocka_unit_test(corrupt_block),
+        cmocka_unit_test(frags_random),  cmocka_unit_test(frags_edges),       cmocka_unit_test(encode_decode),
+        cmocka_unit_test(api_args),      cmocka_unit_test(mem_semantics),     cmocka_unit_test(tiers_sst),
+        cmocka_unit_test(space_sst),     cmocka_unit_test(random_sst),        cmocka_unit_test(tiers_matrix),
+        cmocka_unit_test(space_matrix),  cmocka_unit_test(random_matrix),     cmocka_unit_test(random_full_pool),
+        cmocka_unit_test(corrupt_block), cmocka_unit_test(checkpoint_matrix), cmocka_unit_test(checkpoint_sst),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
  *      file, row and pool page it names (mx_int.h invariants 1-3, files.h);
  *  (2) each memtable of the view, and each row from its cursor in the
  *      version, becomes one L0 SST of the checkpoint holding its entries
+ *      and range tombstones (a row's from its range tombstone start on)
  *      with sequence <= S (newest source first: their sequence ranges are
  *      disjoint and above L1's, so L0's newest-first order reads them as the
  *      view does). The checkpoint therefore has no rows and no WAL;
@@ -76,9 +77,9 @@ static void ckpt_leave(tkv_db *db)
 }
 
 /* write_source -- step (2) for one source: the entries of `it` (destroyed
- * here) with sequence <= S into a new L0 SST of the checkpoint, synced;
- * added to c->made unless it holds none. */
-static int write_source(ckpt *c, tkv_it *it)
+ * here) and the range tombstones of rd with sequence <= S into a new L0 SST
+ * of the checkpoint, synced; added to c->made unless it holds none. */
+static int write_source(ckpt *c, tkv_it *it, const rd_list *rd)
 {
     tkv_db *db = c->db;
     pthread_mutex_lock(&db->mu);
@@ -92,8 +93,10 @@ static int write_source(ckpt *c, tkv_it *it)
     }
     if (rc == 0) rc = it_status(it);
     it_destroy(it);
+    for (size_t i = 0; rc == 0 && i < rd->n; i++)
+        if (rd->t[i].seq <= c->seq) rc = output_add_range_dels(&o, &rd->t[i], 1);
     if (rc == 0) rc = output_finish(&o);
-    if (rc < 0 || o.f->num_entries == 0) {
+    if (rc < 0 || output_empty(&o)) {
         output_discard(db, &o);
         return rc;
     }
@@ -101,8 +104,19 @@ static int write_source(ckpt *c, tkv_it *it)
     return 0;
 }
 
+/* source_range_dels -- source i's range tombstones into out: memtable i
+ * (newest first) or, past the memtables, that row's (from its range
+ * tombstone start in v on) of rows, every row's (mx_range_dels, tier = row). */
+static int source_range_dels(superversion *sv, size_t i, const rd_list *rows, rd_list *out)
+{
+    if (i < 1 + sv->nimm) return memtable_range_del_list(i == 0 ? sv->mem : sv->imm[sv->nimm - i], out);
+    for (size_t j = 0; j < rows->n; j++)
+        if (rows->t[j].tier == i - 1 - sv->nimm) TKV_TRY(rd_list_append(out, &rows->t[j], 1));
+    return 0;
+}
+
 /* write_sources -- step (2): every memtable of sv, newest first, then every
- * row of sv at v's cursors. */
+ * row of sv at v's cursors, with their range tombstones. */
 static int write_sources(ckpt *c, superversion *sv, version *v)
 {
     size_t nrows = mx_iter_count(sv), n = 1 + sv->nimm + nrows;
@@ -115,10 +129,15 @@ static int write_sources(ckpt *c, superversion *sv, version *v)
             rc = tkv_err(TKV_NO_MEMORY, "out of memory making a checkpoint");
     }
     if (rc == 0) rc = mx_row_iters(c->db, sv, v, IO_COMPACT_DEEP, its + 1 + sv->nimm);
+    rd_list rows = {0}, rd = {0};
+    if (rc == 0) rc = mx_range_dels(sv, v, 0, &rows);
     for (size_t i = 0; i < n; i++) {
-        if (rc == 0 && its[i]) rc = write_source(c, its[i]);
+        rd_list_clear(&rd);
+        if (rc == 0 && its[i] && (rc = source_range_dels(sv, i, &rows, &rd)) == 0) rc = write_source(c, its[i], &rd);
         else it_destroy(its[i]);
     }
+    rd_list_free(&rows);
+    rd_list_free(&rd);
     free(its);
     return rc;
 }
