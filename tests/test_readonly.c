@@ -364,10 +364,13 @@ static void check_writes_refused(tkv_db *db, const char *dir)
     expect_refused(tkv_put(db, "key000001", 9, "x", 1, 0), "tkv_put", dir);
     expect_refused(tkv_put(db, "key000001", 9, "x", 1, TKV_SYNC), "tkv_put", dir);
     expect_refused(tkv_delete(db, "key000000", 9, 0), "tkv_delete", dir);
+    expect_refused(tkv_delete_range(db, "key000000", 9, "key000100", 9, 0), "tkv_delete_range", dir);
+    expect_refused(tkv_delete_range(db, "b", 1, "a", 1, 0), "tkv_delete_range", dir); /* even an empty range */
     tkv_batch *b = tkv_batch_new();
     expect_refused(tkv_write(db, b, 0), "tkv_write", dir); /* even an empty batch */
     assert_int_equal(tkv_batch_put(b, "new", 3, "v", 1), TKV_OK);
     assert_int_equal(tkv_batch_delete(b, "key000000", 9), TKV_OK);
+    assert_int_equal(tkv_batch_delete_range(b, "key000010", 9, "key000020", 9), TKV_OK);
     expect_refused(tkv_write(db, b, TKV_NO_WAL), "tkv_write", dir);
     tkv_batch_free(b);
     expect_refused(tkv_flush(db), "tkv_flush", dir);
