@@ -81,27 +81,24 @@ for r in $(seq 1 "$REPEAT"); do
         done
     done
 done
+# byte_medians FILE TITLE -- per configuration of the group, the median over
+# rounds of the number each run left in run*/FILE, in GB, and every round's.
+byte_medians() {
+    echo "$2"
+    for c in $(configs "$g"); do
+        python3 - "$out/$c" "$c" "$1" <<'PY'
+import glob, statistics, sys
+v = [int(open(f).read()) for f in sorted(glob.glob(sys.argv[1] + "/run*/" + sys.argv[3]))]
+print(f"- {sys.argv[2]}: " + (f"{statistics.median(v) / 1e9:.2f} GB ({', '.join(f'{x / 1e9:.2f}' for x in v)})" if v else "n/a"))
+PY
+    done
+    echo
+}
 for g in $FILLS; do
     echo "### $g"
     python3 bench/headline_report.py "$out" $(configs "$g")
     echo
-    echo "device bytes written per run (fill and reads, sync before and after; median over rounds):"
-    for c in $(configs "$g"); do
-        python3 - "$out/$c" "$c" <<'PY'
-import glob, statistics, sys
-v = [int(open(f).read()) for f in sorted(glob.glob(sys.argv[1] + "/run*/device_bytes"))]
-print(f"- {sys.argv[2]}: " + (f"{statistics.median(v) / 1e9:.2f} GB ({', '.join(f'{x / 1e9:.2f}' for x in v)})" if v else "n/a"))
-PY
-    done
-    echo
-    echo "disk used after each run (blocks of the engine's files at close, the pool included; median over rounds):"
-    for c in $(configs "$g"); do
-        python3 - "$out/$c" "$c" <<'PY'
-import glob, statistics, sys
-v = [int(open(f).read()) for f in sorted(glob.glob(sys.argv[1] + "/run*/disk_bytes"))]
-print(f"- {sys.argv[2]}: " + (f"{statistics.median(v) / 1e9:.2f} GB ({', '.join(f'{x / 1e9:.2f}' for x in v)})" if v else "n/a"))
-PY
-    done
-    echo
+    byte_medians device_bytes "device bytes written per run (fill and reads, sync before and after; median over rounds):"
+    byte_medians disk_bytes "disk used after each run (blocks of the engine's files at close, the pool included; median over rounds):"
 done | tee "$out/table.md"
 echo "make bench-fill: tables (medians of $REPEAT) in $out/table.md"
