@@ -263,7 +263,7 @@ crashtest-power: $(PC_BINS)
 	@if [ "$$(id -u)" = 0 ]; then bash .ci/deps.sh $(POWERCUT_DEB_PACKAGES) || true; fi
 	@python3 tests/powercut/run.py --bin $(BUILD)/powercut --workdir $(BUILD)/powercut/work \
 	    --rounds $(or $(ROUNDS),200) --threads $(or $(THREADS),4) $(if $(SEED),--seed $(SEED)) \
-	    $(if $(EXTRA_OPTS),--extra-opts '$(EXTRA_OPTS)')
+	    $(if $(EXTRA_OPTS),--extra-opts '$(EXTRA_OPTS)') $(if $(CHECKPOINT_MS),--checkpoint-ms $(CHECKPOINT_MS))
 
 $(BUILD)/powercut/%: $(BUILD)/obj/tests/powercut/%.o $(PC_COMMON_OBJ) $(BUILD)/libtierkv.a
 	@mkdir -p $(dir $@)

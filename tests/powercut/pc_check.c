@@ -24,6 +24,7 @@
  * Prints "# ..." notes, STATS and WRITER lines, "FAIL <why>" for each
  * failure, and PASS or FAIL last. Exit status: 0 pass, 1 fail, 64 usage.
  */
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -357,6 +358,52 @@ static void check_db(chk *c, tkv_db *db, uint64_t *entries)
     if (rc != TKV_OK) failf(c, "tkv_close: %s: %s", tkv_strerror(rc), tkv_errmsg());
 }
 
+/* check_checkpoints -- the checkpoints the writer was taking
+ * (PC_CHECKPOINT_MS) that the cut left in DIR.ckpt: a complete one (NNNNNN)
+ * opens and verifies clean; a directory tkv_checkpoint was still building
+ * (*.tmp-ckpt-*) is either refused by tkv_open as an incomplete checkpoint
+ * (its marker) or, the marker already removed, complete and clean, or empty
+ * (cut right after its mkdir); the writer's removals in flight (*.deleting)
+ * are skipped. */
+static void check_checkpoints(chk *c, const char *dir, const char *opts)
+{
+    char parent[4096], path[4400], err[600];
+    snprintf(parent, sizeof parent, "%s.ckpt", dir);
+    DIR *d = opendir(parent);
+    if (!d) return;
+    tkv_options *o = pc_options(opts, err, sizeof err);
+    if (!o || tkv_options_set(o, "create_if_missing", "0") != TKV_OK) {
+        failf(c, "checkpoint options: %s", o ? tkv_errmsg() : err);
+        tkv_options_free(o);
+        closedir(d);
+        return;
+    }
+    unsigned complete = 0, refused = 0, empty = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strstr(e->d_name, ".deleting")) continue;
+        snprintf(path, sizeof path, "%s/%s", parent, e->d_name);
+        int building = strstr(e->d_name, ".tmp-ckpt-") != NULL;
+        tkv_db *db = NULL;
+        int rc = tkv_open(path, o, &db);
+        if (rc != TKV_OK) {
+            const char *m = tkv_errmsg();
+            if (building && strstr(m, "incomplete checkpoint")) refused++;
+            else if (building && rc == TKV_INVALID && strstr(m, "holds no tierkv database")) empty++;
+            else failf(c, "checkpoint %s does not open: %s: %s", path, tkv_strerror(rc), m);
+            continue;
+        }
+        tkv_close(db);
+        int vrc;
+        unsigned long problems = verify(path, o, &vrc);
+        if (vrc != TKV_OK || problems)
+            failf(c, "checkpoint %s: tkv_verify %s, %lu problems", path, tkv_strerror(vrc), problems);
+        else complete++;
+    }
+    closedir(d);
+    tkv_options_free(o);
+    printf("CHECKPOINTS complete=%u refused_incomplete=%u empty=%u\n", complete, refused, empty);
+}
+
 /* report -- per thread what was issued, acknowledged and kept, and the
  * STATS line; c->st.next becomes the run's issued. */
 static void report(chk *c, int db_open, uint64_t entries, unsigned long problems, int vrc, double open_ms)
@@ -429,6 +476,7 @@ int main(int argc, char **argv)
         check_db(c, db, &entries);
     }
 
+    check_checkpoints(c, dir, opts);
     report(c, rc == TKV_OK, entries, problems, vrc, open_ms);
     if (!c->fails && pc_state_save(&c->st, argv[7]) != 0) return 64;
     printf(c->fails ? "FAIL\n" : "PASS\n");

@@ -13,17 +13,24 @@
  * Usage: pc_writer DIR PROGRESS SEED THREADS OPTS [STATE]
  *   STATE: the checker's state file of the previous run on this database:
  *   the threads continue from its next[] (absent or "-": from 0).
+ * With PC_CHECKPOINT_MS=N in the environment a further thread takes a
+ * checkpoint every N ms into DIR.ckpt/NNNNNN (tkv_checkpoint), keeping the
+ * two newest: an older one is first renamed to NNNNNN.deleting, then
+ * removed, so a cut never leaves a half-removed one under its own name
+ * (pc_check opens every checkpoint the cut left).
  * It never exits by itself once the threads run: the driver kills it. An
  * error (tkv_open, a write) is stored in the progress file (failed, msg) and
  * also ends the process with status 2 (tkv_open) or stops the thread.
  */
 #include <pthread.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pc_common.h"
@@ -106,6 +113,42 @@ static void *writer(void *arg)
     return NULL; /* an error, or the records are full: the thread stops issuing */
 }
 
+static const char *g_dir;
+
+/* checkpointer -- the checkpoint thread of PC_CHECKPOINT_MS (above). */
+static void *checkpointer(void *arg)
+{
+    unsigned ms = (unsigned)(uintptr_t)arg;
+    pthread_setname_np(pthread_self(), "pc-ckpt");
+    char parent[4096], out[4200], gone[4300], cmd[4400];
+    snprintf(parent, sizeof parent, "%s.ckpt", g_dir);
+    (void)mkdir(parent, 0755);
+    unsigned first = 1; /* after the checkpoints of earlier runs on this database (a reopen round) */
+    DIR *d = opendir(parent);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        unsigned k = (unsigned)strtoul(e->d_name, NULL, 10);
+        if (k >= first) first = k + 1;
+    }
+    if (d) closedir(d);
+    for (unsigned n = first;; n++) {
+        usleep(ms * 1000u);
+        snprintf(out, sizeof out, "%s/%06u", parent, n);
+        int rc = tkv_checkpoint(g_db, out);
+        if (rc != TKV_OK) {
+            fail("tkv_checkpoint %s: %s: %s", out, tkv_strerror(rc), tkv_errmsg());
+            return NULL;
+        }
+        if (n > first + 1) {
+            snprintf(out, sizeof out, "%s/%06u", parent, n - 2);
+            snprintf(gone, sizeof gone, "%s.deleting", out);
+            if (rename(out, gone) == 0) {
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", gone);
+                if (system(cmd) != 0) fprintf(stderr, "pc_writer: %s failed\n", cmd);
+            }
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 6 || argc > 7) {
@@ -114,6 +157,7 @@ int main(int argc, char **argv)
     }
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the driver */
     const char *dir = argv[1], *progress = argv[2], *opts = argv[5];
+    g_dir = dir;
     g_seed = strtoull(argv[3], NULL, 0);
     unsigned nthreads = (unsigned)strtoul(argv[4], NULL, 10);
     if (nthreads < 1 || nthreads > PC_MAX_THREADS) {
@@ -146,6 +190,16 @@ int main(int argc, char **argv)
         int e = pthread_create(&th, NULL, writer, (void *)(uintptr_t)t);
         if (e != 0) {
             fail("pthread_create (thread %u): %s", t, strerror(e));
+            return 2;
+        }
+        pthread_detach(th);
+    }
+    const char *ck = getenv("PC_CHECKPOINT_MS");
+    if (ck && atoi(ck) > 0) {
+        pthread_t th;
+        int e = pthread_create(&th, NULL, checkpointer, (void *)(uintptr_t)atoi(ck));
+        if (e != 0) {
+            fail("pthread_create (checkpoints): %s", strerror(e));
             return 2;
         }
         pthread_detach(th);

@@ -283,7 +283,10 @@ class Writer:
             os.unlink(progress)
         self.logf = open(logpath, "w")
         self.t0 = time.monotonic()
-        self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT)
+        env = dict(os.environ)
+        if args.checkpoint_ms:
+            env["PC_CHECKPOINT_MS"] = str(args.checkpoint_ms)
+        self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT, env=env)
         RES.add("proc", self.proc)
 
     def stop(self):
@@ -340,6 +343,10 @@ def run_check(args, dbdir, progress, seed, base_state, out_state, logpath):
                     pass
         elif line.startswith("WRITER "):
             res["writer"] = line[7:]
+        elif line.startswith("CHECKPOINTS "):
+            for kv in line[12:].split():
+                k, _, v = kv.partition("=")
+                res["stats"]["ckpt_" + k] = int(v)
     res["stats"]["threads"] = args.threads
     if status not in (0, 1):
         res["fails"].append("pc_check ended with status %d: %s" % (status, out.strip().splitlines()[-1:] or ""))
@@ -457,6 +464,7 @@ class Totals:
     def __init__(self):
         self.passed = self.failed = 0
         self.acked = self.sync_acked = self.lost_acked = self.inflight_kept = self.kept = 0
+        self.ckpt = {"complete": 0, "refused_incomplete": 0, "empty": 0}
         self.reopens = self.killed_in_open = 0
         self.verify_problem_checks = 0
         self.buckets = {b[0]: 0 for b in BUCKETS}
@@ -596,6 +604,8 @@ def account(totals, res):
         totals.killed_in_open += 1
     if s.get("verify_problems", 0) > 0:
         totals.verify_problem_checks += 1
+    for k in totals.ckpt:
+        totals.ckpt[k] += s.get("ckpt_" + k, 0)
     if not s.get("db_open"):
         return  # nothing was checked
     totals.acked += s.get("acked", 0)
@@ -654,6 +664,9 @@ def main():
     ap.add_argument("--dirty-centisecs", type=int, default=360000,
                     help="vm.dirty_expire_centisecs and vm.dirty_writeback_centisecs during the run")
     ap.add_argument("--check-timeout", type=int, default=300)
+    ap.add_argument("--checkpoint-ms", type=int, default=0,
+                    help="the writer also takes a checkpoint every N ms (DB.ckpt/); the checker opens and verifies "
+                         "every one the cut left and requires a partial one to be refused")
     ap.add_argument("--cut-ms", default="", help="MIN-MAX: cut every round MIN..MAX ms after the writer's start "
                     "instead of the three bands (e.g. 25000-30000 with --opts '' for a full 1 GiB pool)")
     args = ap.parse_args()
@@ -722,6 +735,9 @@ def main():
         log("# failures by first message (numbers as #):")
         for kind, cnt in sorted(totals.fail_kinds.items(), key=lambda kv: -kv[1]):
             log("#   %4d  %s" % (cnt, kind))
+    if args.checkpoint_ms:
+        log("checkpoints left by the cuts: %d complete (opened, tkv_verify clean), %d partial refused as incomplete, "
+            "%d empty" % (totals.ckpt["complete"], totals.ckpt["refused_incomplete"], totals.ckpt["empty"]))
     log("acknowledged writes checked: %d (TKV_SYNC: %d), in the rounds whose database reopened; acknowledged "
         "non-sync writes the cuts took: %d; writes in flight at a cut that survived: %d" % (totals.acked, totals.sync_acked, totals.lost_acked,
                                                            totals.inflight_kept))
