@@ -452,7 +452,7 @@ static uint64_t level_sum(tkv_db *db, const char *field)
     assert_non_null(p);
     uint64_t sum = 0;
     for (int l = 0; l < 7; l++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "L%d: ", l);
         const char *line = strstr(p, name), *f = line ? strstr(line, field) : NULL;
         if (f) sum += strtoull(f + strlen(field), NULL, 10);
