@@ -641,7 +641,7 @@ void tu_model_del_range(tu_model *m, const void *b, size_t bn, const void *e, si
         blob_unref(m->e[x].k);
         blob_unref(m->e[x].v);
     }
-    memmove(&m->e[i], &m->e[j], (m->n - j) * sizeof *m->e);
+    if (j < m->n) memmove(&m->e[i], &m->e[j], (m->n - j) * sizeof *m->e); /* an empty model has no array */
     m->n -= j - i;
 }
 
