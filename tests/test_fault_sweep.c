@@ -351,10 +351,11 @@ static int fs_leaked_file(tkv_db *db, const char *dir, char *out, size_t outlen,
     pthread_mutex_lock(&db->mu);
     version *v = vset_current(db->vs);
     uint64_t manifest = vset_manifest_number(db->vs), wal = db->wal_number;
-    uint64_t live[512];
-    size_t n = 0;
+    uint64_t live[512], kept[DB_WAL_RECYCLE_MAX];
+    size_t n = 0, nkept = db->nwal_recycled;
     for (int l = 0; l < VERSION_LEVELS; l++)
         for (size_t i = 0; i < v->nfiles[l] && n < 512; i++) live[n++] = v->files[l][i]->number;
+    for (size_t i = 0; i < nkept; i++) kept[i] = db->wal_recycled[i].number; /* obsolete, kept to recycle */
     pthread_mutex_unlock(&db->mu);
     *manifest_out = manifest;
     *wal_out = wal;
@@ -372,6 +373,9 @@ static int fs_leaked_file(tkv_db *db, const char *dir, char *out, size_t outlen,
         unsigned long long num = strtoull(f, &end, 10);
         if (!strncmp(f, "MANIFEST-", 9) && strtoull(f + 9, NULL, 10) == manifest) continue;
         if (end != f && !strcmp(end, ".wal") && num == wal) continue;
+        int is_kept = 0;
+        for (size_t i = 0; i < nkept; i++) is_kept |= end != f && !strcmp(end, ".wal") && kept[i] == num;
+        if (is_kept) continue;
         if (end != f && !strcmp(end, ".sst")) {
             size_t i = 0;
             while (i < n && live[i] != num) i++;

@@ -772,13 +772,13 @@ static void test_bad_header(void **state)
         assert_int_equal(e->seen, 0);
         assert_msg_has(p);
     }
-    /* version 3 with a correct checksum */
+    /* version 4 with a correct checksum */
     memcpy(b, orig, len);
-    enc_u32(b + 8, 3);
+    enc_u32(b + 8, 4);
     enc_u32(b + 12, tkv_checksum(b, 12));
     write_all(p, b, len);
     assert_int_equal(replay_check(p, e, &rs), TKV_CORRUPTION);
-    assert_msg_has("version 3");
+    assert_msg_has("version 4");
     /* version 2 on a version-1 file: the version-2 fields (record bytes) fail their checksum */
     memcpy(b, orig, len);
     enc_u32(b + 8, 2);

@@ -94,6 +94,7 @@ typedef struct db_counters {
     uint64_t user_puts, user_deletes, user_bytes_written; /* keys + values accepted */
     uint64_t user_range_deletes;                          /* range deletions accepted */
     uint64_t batches, groups, wal_records, wal_syncs;
+    uint64_t wal_recycled; /* WALs written over an obsolete one's file (wal_recycle) */
     uint64_t gets, gets_found, multigets, iterators_created;
     /* async reads (async_io): keys of batched multi_gets that reached the SSD
      * tree, their block reads, lookups that shared another key's read,
@@ -144,6 +145,15 @@ struct tkv_db {
         uint64_t number;
     } * wal_old;
     size_t nwal_old, wal_old_cap;
+    unsigned wal_old_detached; /* a sync group's leader syncs and closes kept WALs outside mu (write.c) */
+    /* Obsolete WAL files kept to be written again as new logs (wal_recycle;
+     * files.c files_wal_recycled): none is open, and each is usable once
+     * the write-back thread has passed its ticket (io_wb_passed). Under mu. */
+    struct db_recycled_wal {
+        uint64_t number;
+        uint64_t wb_ticket;
+    } wal_recycled[DB_WAL_RECYCLE_MAX];
+    size_t nwal_recycled;
     uint64_t last_seq;             /* atomic: last published sequence */
     struct tkv_snapshot snapshots; /* circular list head, oldest first */
     uint64_t open_iterators;       /* atomic */

@@ -181,8 +181,8 @@ static void stats_report(tkv_db *db, superversion *sv, tkv_buf *b, int *oom)
                 (unsigned long long)ctr_get(&c->user_puts), (unsigned long long)ctr_get(&c->user_deletes),
                 (unsigned long long)ctr_get(&c->batches), (unsigned long long)ctr_get(&c->groups),
                 (unsigned long long)ctr_get(&c->user_bytes_written));
-    buf_appendf(b, oom, "wal: records=%llu syncs=%llu\n", (unsigned long long)ctr_get(&c->wal_records),
-                (unsigned long long)ctr_get(&c->wal_syncs));
+    buf_appendf(b, oom, "wal: records=%llu syncs=%llu recycled=%llu\n", (unsigned long long)ctr_get(&c->wal_records),
+                (unsigned long long)ctr_get(&c->wal_syncs), (unsigned long long)ctr_get(&c->wal_recycled));
     buf_appendf(b, oom, "reads: gets=%llu found=%llu multigets=%llu iterators=%llu\n",
                 (unsigned long long)ctr_get(&c->gets), (unsigned long long)ctr_get(&c->gets_found),
                 (unsigned long long)ctr_get(&c->multigets), (unsigned long long)ctr_get(&c->iterators_created));

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/wb.h"
 #include "util/status.h"
 
 void files_wal_path(const tkv_db *db, uint64_t number, char *buf, size_t len)
@@ -91,6 +92,31 @@ static int contains(const uint64_t *a, size_t n, uint64_t x)
 
 static void delete_obsolete(tkv_db *db);
 
+/* wal_keep -- 1 if obsolete WAL `num` is (now) kept for recycling instead
+ * of deleted (files_wal_recycled). Caller holds mu. */
+static int wal_keep(tkv_db *db, uint64_t num)
+{
+    for (size_t i = 0; i < db->nwal_recycled; i++)
+        if (db->wal_recycled[i].number == num) return 1;
+    if (db->nwal_recycled >= (size_t)db->opts.wal_recycle || db->wal_old_detached) return 0;
+    for (size_t i = 0; i < db->nwal_old; i++)
+        if (db->wal_old[i].number == num) return 0; /* still open (write.c invariant 6) */
+    uint64_t ticket = db->io.wb ? io_wb_ticket(db->io.wb) : 0;
+    db->wal_recycled[db->nwal_recycled++] = (struct db_recycled_wal){num, ticket};
+    return 1;
+}
+
+int files_wal_recycled(tkv_db *db, uint64_t *number)
+{
+    for (size_t i = 0; i < db->nwal_recycled; i++) {
+        if (db->io.wb && !io_wb_passed(db->io.wb, db->wal_recycled[i].wb_ticket)) continue;
+        *number = db->wal_recycled[i].number;
+        db->wal_recycled[i] = db->wal_recycled[--db->nwal_recycled];
+        return 1;
+    }
+    return 0;
+}
+
 void files_delete_obsolete(tkv_db *db)
 {
     /* Read-only after an error: a job whose MANIFEST write or sync failed
@@ -133,7 +159,7 @@ static void delete_obsolete(tkv_db *db)
             remove = !pending && !contains(live, nlive, num);
             if (remove) table_cache_evict(db->tc, num);
         } else if (end != e->d_name && !strcmp(end, ".wal")) {
-            remove = num < log_number && num != db->wal_number;
+            remove = num < log_number && num != db->wal_number && !wal_keep(db, num);
         } else if (!strncmp(e->d_name, "MANIFEST-", 9)) {
             remove = strtoull(e->d_name + 9, NULL, 10) != manifest;
         } else if (end != e->d_name && (!strcmp(end, ".sst.trash") || !strcmp(end, ".wal.trash"))) {

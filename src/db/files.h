@@ -24,6 +24,18 @@
 /* files_wal_path -- "<dir>/<number>.wal" into buf. */
 void files_wal_path(const tkv_db *db, uint64_t number, char *buf, size_t len);
 
+/* files_wal_recycled -- takes an obsolete WAL kept for recycling
+ * (wal_recycle) that is ready to be written again: 1 and its number in
+ * *number (removed from the set; the caller renames it into a new log,
+ * mem/wal.h wal_writer_recycle), or 0 if there is none. Obsolete WALs
+ * enter the set in files_delete_obsolete instead of being deleted, up to
+ * wal_recycle of them, when no writer has them open (not the active WAL,
+ * not a kept one, and no sync group is closing kept ones); one is ready
+ * once the write-back thread has done what was queued for it before
+ * (its last close's release could otherwise cut the new log). Caller
+ * holds mu. */
+int files_wal_recycled(tkv_db *db, uint64_t *number);
+
 /* files_add_pending / files_remove_pending -- protect an output file number
  * from obsolete-file deletion while it is being written. Caller holds mu. */
 int files_add_pending(tkv_db *db, uint64_t number);

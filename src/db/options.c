@@ -56,6 +56,7 @@ static const opt_def OPTION_TABLE[] = {
     {"wal", OPT_BOOL, OFF(wal), 0, 1, "1", NULL},
     {"sync", OPT_BOOL, OFF(sync), 0, 1, "0", NULL},
     {"wal_mmap", OPT_BOOL, OFF(wal_mmap), 0, 1, "1", NULL},
+    {"wal_recycle", OPT_INT, OFF(wal_recycle), 0, DB_WAL_RECYCLE_MAX, "2", NULL},
     {"paranoid_checks", OPT_BOOL, OFF(paranoid_checks), 0, 1, "1", NULL},
     {"dram_budget", OPT_SIZE_OFF, OFF(dram_budget), 4u << 20, UINT64_C(1) << 40, "0", NULL},
     {"block_size", OPT_SIZE, OFF(block_size), 256, 16u << 20, "4K", NULL},

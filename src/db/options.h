@@ -15,6 +15,9 @@
 
 #include "tierkv.h"
 
+/* The most obsolete WAL files a database keeps to recycle (wal_recycle). */
+#define DB_WAL_RECYCLE_MAX 16
+
 struct tkv_options {
     int create_if_missing;  /* create the directory and database if absent */
     int error_if_exists;    /* fail if a database already exists */
@@ -24,6 +27,7 @@ struct tkv_options {
     int wal;                /* 1: write-ahead log on; 0: off (writes survive only via flush) */
     int sync;               /* 1: every write is TKV_SYNC */
     int wal_mmap;           /* 1: WAL appends are stores into a mapping whose pages a helper makes (io/wmap.h) */
+    int wal_recycle;        /* obsolete WAL files kept to be written again as new logs (files.c, mem/wal.h) */
     int paranoid_checks;    /* 1: a corrupt record in the middle of a WAL fails open */
     uint64_t dram_budget;   /* bytes of DRAM for every sizeable part together (budget.h); 0 = no budget */
     /* SSD tier */

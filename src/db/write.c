@@ -102,6 +102,7 @@ static struct db_old_wal *wal_old_take(tkv_db *db, size_t *n)
     wal_old_prune(db);
     struct db_old_wal *old = db->wal_old;
     *n = db->nwal_old;
+    if (*n) db->wal_old_detached++; /* until the leader closed them (write_batch): none is recycled meanwhile */
     db->wal_old = NULL;
     db->nwal_old = db->wal_old_cap = 0;
     return old;
@@ -146,6 +147,19 @@ int write_open_wal(tkv_db *db, uint64_t number, uint64_t prev_number, uint64_t p
 {
     char path[4096];
     files_wal_path(db, number, path, sizeof path);
+    uint64_t old;
+    if (files_wal_recycled(db, &old)) { /* an obsolete log's blocks, written again (mem/wal.h) */
+        char old_path[4096];
+        files_wal_path(db, old, old_path, sizeof old_path);
+        tkv_errmsg_saved saved;
+        tkv_errmsg_save(&saved);
+        if (wal_writer_recycle(old_path, path, &db->io, number, prev_number, prev_size, out) == 0) {
+            ctr_add(&db->ctr.wal_recycled, 1);
+            wal_writer_reserve(*out, write_wal_reserve(db));
+            return 0;
+        }
+        tkv_errmsg_restore(&saved); /* a new file instead; the old one is deleted as obsolete */
+    }
     TKV_TRY(wal_writer_open(path, &db->io, number, prev_number, prev_size, out));
     wal_writer_reserve(*out, write_wal_reserve(db));
     return 0;
@@ -489,6 +503,7 @@ int write_batch(tkv_db *db, struct tkv_batch *b, unsigned flags)
             memtable_add_batch_bytes(mem, len); /* the flush's bandwidth sample is in these units */
         }
         pthread_mutex_lock(&db->mu);
+        if (nold) db->wal_old_detached--;
         if (rc < 0) db_set_bg_error(db, rc);
         else __atomic_store_n(&db->last_seq, seq + count, __ATOMIC_RELEASE);
         ctr_add(&db->ctr.groups, 1);

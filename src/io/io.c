@@ -116,8 +116,10 @@ int io_open_append_ex(const char *path, int keep, unsigned flags, io_class cls, 
     *out = NULL;
     if ((flags & IO_DIRECT) && keep)
         return tkv_err(TKV_INVALID, "open %s: direct appends cannot keep existing data", path);
-    int oflags =
-        (flags & IO_MAPPED ? O_RDWR : O_WRONLY) | O_CREAT | (keep ? 0 : O_TRUNC) | ((flags & IO_DIRECT) ? O_DIRECT : 0);
+    if ((flags & IO_OVERWRITE) && (keep || (flags & IO_DIRECT)))
+        return tkv_err(TKV_INVALID, "open %s: overwriting appends are buffered and start at offset 0", path);
+    int create = flags & IO_OVERWRITE ? 0 : O_CREAT | (keep ? 0 : O_TRUNC);
+    int oflags = (flags & IO_MAPPED ? O_RDWR : O_WRONLY) | create | ((flags & IO_DIRECT) ? O_DIRECT : 0);
     TKV_TRY(open_file(path, oflags, cls, st, out));
     (*out)->flags = flags;
     if (flags & IO_DIRECT) {

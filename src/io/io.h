@@ -108,6 +108,13 @@ typedef struct io_stats {
     4u /* buffered appends only: opened read-write so that io_map_appends
                      * can map the file (with io_stats.wmap set); without it, a no-op */
 
+#define IO_OVERWRITE                                                                                                   \
+    8u /* buffered appends only, without `keep`: the file must exist; it is
+                        * neither created nor truncated, and appends start at
+                        * offset 0, over its old bytes and into its blocks
+                        * (a recycled WAL, mem/wal.h wal_writer_recycle): the
+                        * file keeps its length until io_release_reserved */
+
 /* Alignment of offsets, lengths and buffers for O_DIRECT. 4096 covers both
  * 512-byte and 4K logical-sector devices. */
 #define IO_DIRECT_ALIGN 4096u
@@ -118,7 +125,7 @@ typedef struct io_file {
     io_stats *stats; /* may be NULL */
     uint64_t size;   /* bytes appended so far (append files) */
     char *path;
-    unsigned flags; /* IO_DIRECT, IO_WRITE_BEHIND */
+    unsigned flags; /* IO_DIRECT, IO_WRITE_BEHIND, IO_MAPPED, IO_OVERWRITE */
     /* Direct appends only: bytes [dbuf_off, dbuf_off + dbuf_len) of the file
      * are staged in dbuf (aligned). Invariant: dbuf_off is a multiple of
      * IO_DIRECT_ALIGN and dbuf_off + dbuf_len == size. Full buffers are
@@ -184,7 +191,7 @@ int io_open_append(const char *path, int keep, io_class cls, io_stats *st, io_fi
 /* io_open_read -- opens an existing file for positional reads. */
 int io_open_read(const char *path, io_class cls, io_stats *st, io_file **out);
 /* io_open_append_ex / io_open_read_ex -- the same with IO_* flags. IO_DIRECT
- * with `keep` is TKV_INVALID. A filesystem that refuses O_DIRECT gives
+ * with `keep`, and IO_OVERWRITE with `keep` or IO_DIRECT, are TKV_INVALID. A filesystem that refuses O_DIRECT gives
  * TKV_INVALID naming the file (see io_probe_direct). */
 int io_open_append_ex(const char *path, int keep, unsigned flags, io_class cls, io_stats *st, io_file **out);
 int io_open_read_ex(const char *path, unsigned flags, io_class cls, io_stats *st, io_file **out);

@@ -158,6 +158,22 @@ int io_wb_release(io_wb *wb, int fd, uint64_t size, uint64_t end)
     return queue(wb, fd, size, 0, end);
 }
 
+uint64_t io_wb_ticket(io_wb *wb)
+{
+    pthread_mutex_lock(&wb->mu);
+    uint64_t t = wb->st.queued;
+    pthread_mutex_unlock(&wb->mu);
+    return t;
+}
+
+int io_wb_passed(io_wb *wb, uint64_t ticket)
+{
+    pthread_mutex_lock(&wb->mu);
+    int passed = wb->st.done >= ticket;
+    pthread_mutex_unlock(&wb->mu);
+    return passed;
+}
+
 void io_wb_get_stats(io_wb *wb, io_wb_stats *out)
 {
     pthread_mutex_lock(&wb->mu);

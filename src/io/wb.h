@@ -87,6 +87,14 @@ int io_release_blocks(int fd, uint64_t size, uint64_t end);
 /* io_wb_get_stats -- a snapshot of the counters. */
 void io_wb_get_stats(io_wb *wb, io_wb_stats *out);
 
+/* io_wb_ticket -- the count of everything queued so far; io_wb_passed --
+ * 1 once the thread has finished everything queued before that ticket was
+ * taken (the queue is one FIFO thread): then no descriptor duplicated for
+ * that work is open any more, and no release queued then can still cut a
+ * file. Neither waits. */
+uint64_t io_wb_ticket(io_wb *wb);
+int io_wb_passed(io_wb *wb, uint64_t ticket);
+
 /* io_wb_drain -- waits until the queue is empty and the thread idle (tests,
  * and close paths that want the write-back done before they go on). */
 void io_wb_drain(io_wb *wb);

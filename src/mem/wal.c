@@ -16,12 +16,16 @@
  *      a torn tail, not a bad record followed by data.
  *  (3) Nothing is durable before wal_sync; wal_sync makes the header and every
  *      record added before it durable (one fdatasync).
- *  (4) Version 2: the header's frontier slot is rewritten only after an
+ *  (4) Versions 2 and 3: the header's frontier slot is rewritten only after an
  *      fdatasync succeeded and only with the size that fdatasync covered, so
  *      on disk it never claims more than was synced. It may claim less: it
  *      is rewritten once it is WAL_FRONTIER_STEP behind (and at close), and
  *      the slot itself becomes durable with the next sync. The frontier lies
  *      on a record boundary and only grows.
+ *  (5) Version 3 (a recycled log, wal_writer_recycle): records are written
+ *      from offset 64 over the bytes of an older log, and each record's
+ *      checksum is seeded with this log's number, so no record left from
+ *      an earlier log in the same file can pass for one of this log's.
  *
  * The reader classifies the first record that is not intact:
  *  - version 2, at an offset below the synced frontier        -> TKV_CORRUPTION
@@ -30,6 +34,8 @@
  *  - checksum fails, non-zero bytes after its declared end  -> TKV_CORRUPTION
  *    (version 1), a torn tail with a hole (version 2: past the frontier,
  *    unsynced pages that reached the disk out of order)
+ *  - version 3, at or past the frontier, whatever follows -> the end of the
+ *    log (torn tail): the bytes after it may be an older log's
  * "Only zero bytes after its declared end" includes the record that ends
  * exactly at EOF, and an all-zero region from the record's start (an all-zero
  * record header never passes: tkv_checksum of four zero bytes is not 0, which
@@ -66,7 +72,8 @@ struct wal_writer {
     char errmsg[256];       /* the message of the failure that poisoned it */
     uint64_t synced;        /* the file's size at the last successful wal_sync */
     uint64_t reserved_end;  /* blocks are reserved up to this offset (wal_writer_reserve) */
-    uint32_t version;       /* WAL_V1 or WAL_V2 */
+    uint32_t version;       /* WAL_V1, WAL_V2 or WAL_V3 */
+    uint64_t seed;          /* version 3: the log's number, the seed of its record checksums (else 0) */
     int ever_synced;        /* a wal_sync succeeded (the header is durable) */
     uint64_t frontier;      /* version 2: the frontier last written into the header slot */
     uint64_t frontier_step; /* version 2: rewrite the slot once the synced size is this far past it */
@@ -79,11 +86,13 @@ void wal_set_frontier_step(uint64_t bytes) { __atomic_store_n(&frontier_step, by
 
 /* record_checksum -- tkv_checksum over the 4 length bytes followed by the
  * payload, without making them contiguous (XXH3 streaming gives the same value
- * as one-shot XXH3 over the concatenation). */
-static uint32_t record_checksum(const uint8_t *len4, const void *payload, size_t n)
+ * as one-shot XXH3 over the concatenation); seeded with `seed` when it is
+ * not 0 (version 3: the log's number). */
+static uint32_t record_checksum(const uint8_t *len4, const void *payload, size_t n, uint64_t seed)
 {
     XXH3_state_t s;
-    XXH3_64bits_reset(&s);
+    memset(&s, 0, sizeof s); /* (gcc cannot see that the reset sets every field it reads) */
+    XXH3_64bits_reset_withSeed(&s, seed);
     XXH3_64bits_update(&s, len4, 4);
     if (n) XXH3_64bits_update(&s, payload, n);
     return (uint32_t)XXH3_64bits_digest(&s);
@@ -104,11 +113,20 @@ static void encode_frontier(uint8_t slot[12], uint64_t frontier)
     enc_u32(slot + 8, tkv_checksum(slot, 8));
 }
 
-/* encode_header_v2 -- the 64-byte version-2 header, frontier 0. */
-static void encode_header_v2(uint8_t h[WAL_V2_HEADER_SIZE], uint64_t number, uint64_t prev_number, uint64_t prev_size)
+/* framed_checksum -- record_checksum of a framed record: the length at
+ * rec[4..8) and the payload right behind it. */
+static uint32_t framed_checksum(const uint8_t *rec, size_t n, uint64_t seed)
+{
+    return seed ? (uint32_t)tkv_hash64(rec + 4, 4 + n, seed) : tkv_checksum(rec + 4, 4 + n);
+}
+
+/* encode_header_v2 -- the 64-byte header of version 2 or 3 (the same
+ * layout), frontier 0. */
+static void encode_header_v2(uint8_t h[WAL_V2_HEADER_SIZE], uint32_t version, uint64_t number, uint64_t prev_number,
+                             uint64_t prev_size)
 {
     memset(h, 0, WAL_V2_HEADER_SIZE);
-    encode_header(h, WAL_V2);
+    encode_header(h, version);
     enc_u64(h + 16, number);
     enc_u64(h + 24, prev_number);
     enc_u64(h + 32, prev_size);
@@ -128,8 +146,11 @@ static void close_keep_error(io_file *f)
 
 /* ---------------------------------------------------------------- writer */
 
-/* writer_open -- creates/truncates path and appends the header h[0..n). */
-static int writer_open(const char *path, io_stats *st, const uint8_t *h, size_t n, uint32_t version, wal_writer **out)
+/* writer_open -- creates/truncates path (with IO_OVERWRITE in `flags`:
+ * opens the existing file to write it from offset 0) and appends the
+ * header h[0..n). */
+static int writer_open(const char *path, io_stats *st, const uint8_t *h, size_t n, uint32_t version, unsigned flags,
+                       wal_writer **out)
 {
     if (!out) return tkv_err(TKV_INVALID, "wal_writer_open: NULL out");
     *out = NULL;
@@ -138,7 +159,7 @@ static int writer_open(const char *path, io_stats *st, const uint8_t *h, size_t 
     if (!w) return tkv_err(TKV_NO_MEMORY, "out of memory opening WAL %s", path);
     w->version = version;
     w->frontier_step = __atomic_load_n(&frontier_step, __ATOMIC_RELAXED);
-    int rc = io_open_append_ex(path, 0, st && st->wmap ? IO_MAPPED : 0, IO_WAL, st, &w->f);
+    int rc = io_open_append_ex(path, 0, flags | (st && st->wmap ? IO_MAPPED : 0), IO_WAL, st, &w->f);
     if (rc == 0) rc = io_append(w->f, h, n);
     if (rc < 0) {
         /* A partial header is harmless: replay reads a short file as an empty
@@ -155,15 +176,37 @@ int wal_writer_open(const char *path, io_stats *st, uint64_t number, uint64_t pr
                     wal_writer **out)
 {
     uint8_t h[WAL_V2_HEADER_SIZE];
-    encode_header_v2(h, number, prev_number, prev_size);
-    return writer_open(path, st, h, sizeof h, WAL_V2, out);
+    encode_header_v2(h, WAL_V2, number, prev_number, prev_size);
+    return writer_open(path, st, h, sizeof h, WAL_V2, 0, out);
+}
+
+int wal_writer_recycle(const char *old_path, const char *path, io_stats *st, uint64_t number, uint64_t prev_number,
+                       uint64_t prev_size, wal_writer **out)
+{
+    if (!out) return tkv_err(TKV_INVALID, "wal_writer_recycle: NULL out");
+    *out = NULL;
+    if (!old_path || !path || !number) return tkv_err(TKV_INVALID, "wal_writer_recycle: NULL path or log number 0");
+    TKV_TRY(io_rename(old_path, path));
+    uint8_t h[WAL_V2_HEADER_SIZE];
+    encode_header_v2(h, WAL_V3, number, prev_number, prev_size);
+    TKV_TRY(writer_open(path, st, h, sizeof h, WAL_V3, IO_OVERWRITE, out));
+    wal_writer *w = *out;
+    w->seed = number;
+    /* Its blocks are written already: appends overwrite them, and at close
+     * what this log did not reach (an older log's records) is cut off. */
+    uint64_t old_size = 0;
+    tkv_errmsg_saved saved;
+    tkv_errmsg_save(&saved);
+    if (io_file_size(w->f, &old_size) == 0) w->reserved_end = old_size;
+    tkv_errmsg_restore(&saved);
+    return 0;
 }
 
 int wal_writer_open_v1(const char *path, io_stats *st, wal_writer **out)
 {
     uint8_t h[WAL_HEADER_SIZE];
     encode_header(h, WAL_V1);
-    return writer_open(path, st, h, sizeof h, WAL_V1, out);
+    return writer_open(path, st, h, sizeof h, WAL_V1, 0, out);
 }
 
 void wal_writer_reserve(wal_writer *w, uint64_t bytes)
@@ -213,14 +256,14 @@ int wal_add_record(wal_writer *w, const void *payload, size_t n)
         }
         enc_u32(w->buf + 4, (uint32_t)n);
         if (n) memcpy(w->buf + WAL_RECORD_HEADER, payload, n);
-        enc_u32(w->buf, tkv_checksum(w->buf + 4, 4 + n));
+        enc_u32(w->buf, framed_checksum(w->buf, n, w->seed));
         rc = io_append(w->f, w->buf, need);
     } else {
         /* Two writes, header first: if only the header (or part of the
          * payload) lands, the record extends past EOF or fails its checksum. */
         uint8_t hdr[WAL_RECORD_HEADER];
         enc_u32(hdr + 4, (uint32_t)n);
-        enc_u32(hdr, record_checksum(hdr + 4, payload, n));
+        enc_u32(hdr, record_checksum(hdr + 4, payload, n, w->seed));
         rc = io_append(w->f, hdr, sizeof hdr);
         if (rc == 0) rc = io_append(w->f, payload, n);
     }
@@ -234,7 +277,7 @@ int wal_add_record(wal_writer *w, const void *payload, size_t n)
  * message kept (invariant 4; wal.h wal_sync). The fault hook may fail it. */
 static void write_frontier(wal_writer *w, uint64_t step)
 {
-    if (w->version != WAL_V2 || w->err || w->synced <= w->frontier || w->synced - w->frontier < step) return;
+    if (w->version == WAL_V1 || w->err || w->synced <= w->frontier || w->synced - w->frontier < step) return;
     if (w->f->flags & IO_DIRECT) return; /* (WALs are buffered: a 12-byte pwrite could not be direct) */
     uint8_t slot[12];
     encode_frontier(slot, w->synced);
@@ -271,7 +314,7 @@ int wal_sync(wal_writer *w)
     if (w->err)
         return tkv_err(w->err, "WAL %s is unusable after an earlier failed write or sync: %s", w->f->path, w->errmsg);
     int rc = io_sync(w->f);
-    if (rc == 0 && w->version == WAL_V2 && !w->ever_synced) rc = sync_parent_dir(w->f->path);
+    if (rc == 0 && w->version != WAL_V1 && !w->ever_synced) rc = sync_parent_dir(w->f->path);
     if (rc < 0) {
         wal_poison(w, rc);
         return rc;
@@ -398,8 +441,8 @@ static int check_header(wal_reader *r, wal_replay_stats *s)
         return tkv_err(TKV_CORRUPTION, "WAL %s: file header checksum mismatch (stored %08x, computed %08x)", r->path,
                        want, got);
     uint32_t version = dec_u32(h + 8);
-    if (version != WAL_V1 && version != WAL_V2)
-        return tkv_err(TKV_CORRUPTION, "WAL %s: unsupported format version %u (this build reads 1 and 2)", r->path,
+    if (version != WAL_V1 && version != WAL_V2 && version != WAL_V3)
+        return tkv_err(TKV_CORRUPTION, "WAL %s: unsupported format version %u (this build reads 1, 2 and 3)", r->path,
                        version);
     if (version == WAL_V1) {
         s->version = WAL_V1;
@@ -409,9 +452,9 @@ static int check_header(wal_reader *r, wal_replay_stats *s)
     TKV_TRY(rd_get(r, 0, WAL_V2_HEADER_SIZE, &h));
     want = dec_u32(h + 40), got = tkv_checksum(h, 40);
     if (want != got)
-        return tkv_err(TKV_CORRUPTION, "WAL %s: version 2 header checksum mismatch (stored %08x, computed %08x)",
-                       r->path, want, got);
-    s->version = WAL_V2;
+        return tkv_err(TKV_CORRUPTION, "WAL %s: version %u header checksum mismatch (stored %08x, computed %08x)",
+                       r->path, version, want, got);
+    s->version = version;
     s->log_number = dec_u64(h + 16);
     s->prev_number = dec_u64(h + 24);
     s->prev_size = dec_u64(h + 32);
@@ -429,12 +472,15 @@ static int check_header(wal_reader *r, wal_replay_stats *s)
  * (docs/format-wal.md: below a version-2 log's frontier; R5 in version 1). */
 static int bad_record(wal_reader *r, uint64_t off, size_t n, const char *why, wal_replay_stats *s)
 {
-    if (s->version == WAL_V2 && off < s->frontier)
+    if (s->version >= WAL_V2 && off < s->frontier)
         return tkv_err(TKV_CORRUPTION,
                        "WAL %s: record at offset %llu (length %zu) %s, below the synced frontier %llu (file size "
                        "%llu): synced data is damaged",
                        r->path, (unsigned long long)off, n, why ? why : "is cut short by the end of the file",
                        (unsigned long long)s->frontier, (unsigned long long)r->fsize);
+    s->torn_tail_records = 1;
+    s->torn_tail_bytes = r->fsize - off;
+    if (s->version == WAL_V3) return 0; /* the end: what follows may be an older log's (invariant 5) */
     uint64_t end = why ? off + WAL_RECORD_HEADER + n : r->fsize, z = 0, nz = r->fsize;
     TKV_TRY(rd_first_nonzero(r, off, end, &z));                /* the record itself (to EOF when cut by it) */
     if (why) TKV_TRY(rd_first_nonzero(r, end, r->fsize, &nz)); /* what follows its declared end */
@@ -445,8 +491,6 @@ static int bad_record(wal_reader *r, uint64_t off, size_t n, const char *why, wa
                        r->path, (unsigned long long)off, n, why, (unsigned long long)nz, (unsigned long long)r->fsize);
     s->torn_hole = nz < r->fsize; /* version 2, past the frontier: written back out of order */
     s->torn_zero = z == end && nz == r->fsize;
-    s->torn_tail_records = 1;
-    s->torn_tail_bytes = r->fsize - off;
     return 0;
 }
 
@@ -459,7 +503,8 @@ static int replay_records(wal_reader *r, wal_record_fn fn, void *arg, wal_replay
         s->torn_tail_bytes = r->fsize; /* an empty log: whatever is there is ignored */
         return 0;
     }
-    uint64_t off = s->version == WAL_V2 ? WAL_V2_HEADER_SIZE : WAL_HEADER_SIZE;
+    uint64_t off = s->version == WAL_V1 ? WAL_HEADER_SIZE : WAL_V2_HEADER_SIZE;
+    uint64_t seed = s->version == WAL_V3 ? s->log_number : 0;
     s->end = off;
     while (off < r->fsize) {
         uint64_t left = r->fsize - off;
@@ -471,14 +516,14 @@ static int replay_records(wal_reader *r, wal_record_fn fn, void *arg, wal_replay
         if (n > left - WAL_RECORD_HEADER) return bad_record(r, off, n, NULL, s); /* R2 */
         if (n > WAL_MAX_PAYLOAD) return bad_record(r, off, n, "has an impossible length", s);
         TKV_TRY(rd_get(r, off, WAL_RECORD_HEADER + n, &p));
-        if (tkv_checksum(p + 4, 4 + n) != crc) return bad_record(r, off, n, "fails its checksum", s);
+        if (framed_checksum(p, n, seed) != crc) return bad_record(r, off, n, "fails its checksum", s);
         s->records++;
         s->payload_bytes += n;
         s->end = off + WAL_RECORD_HEADER + n;
         if (fn && (rc = fn(arg, p + WAL_RECORD_HEADER, n, off)) != 0) return rc;
         off = s->end;
     }
-    if (s->version == WAL_V2 && off < s->frontier)
+    if (s->version >= WAL_V2 && off < s->frontier)
         return tkv_err(TKV_CORRUPTION,
                        "WAL %s ends at offset %llu, below its synced frontier %llu: synced data is lost", r->path,
                        (unsigned long long)off, (unsigned long long)s->frontier);
