@@ -343,6 +343,10 @@ def run_check(args, dbdir, progress, seed, base_state, out_state, logpath):
                     pass
         elif line.startswith("WRITER "):
             res["writer"] = line[7:]
+        elif line.startswith("WALS "):
+            for kv in line[5:].split():
+                k, _, v = kv.partition("=")
+                res["stats"]["wals_" + k] = int(v)
         elif line.startswith("CHECKPOINTS "):
             for kv in line[12:].split():
                 k, _, v = kv.partition("=")
@@ -467,6 +471,7 @@ class Totals:
         self.ckpt = {"complete": 0, "refused_incomplete": 0, "empty": 0}
         self.reopens = self.killed_in_open = 0
         self.verify_problem_checks = 0
+        self.wals_v3 = self.rounds_v3 = 0
         self.buckets = {b[0]: 0 for b in BUCKETS}
         self.fail_kinds = {}
         self.kept_fails = 0
@@ -613,6 +618,8 @@ def account(totals, res):
     totals.lost_acked += s.get("lost_acked", 0)
     totals.inflight_kept += s.get("inflight_kept", 0)
     totals.kept += s.get("kept", 0)
+    totals.wals_v3 += s.get("wals_v3", 0)
+    totals.rounds_v3 += 1 if s.get("wals_v3", 0) else 0
 
 
 def keep_failure(args, host, totals, r, seed, images, files):
@@ -741,6 +748,7 @@ def main():
     log("acknowledged writes checked: %d (TKV_SYNC: %d), in the rounds whose database reopened; acknowledged "
         "non-sync writes the cuts took: %d; writes in flight at a cut that survived: %d" % (totals.acked, totals.sync_acked, totals.lost_acked,
                                                            totals.inflight_kept))
+    log("recycled WALs (format version 3) in the cut images: %d, in %d checks" % (totals.wals_v3, totals.rounds_v3))
     log("%d passed, %d failed" % (totals.passed, totals.failed))
     if status:
         return status
