@@ -562,10 +562,10 @@ int io_preallocate(io_file *f, uint64_t len)
     return 0;
 }
 
-/* map_end -- ends f's mapping (the helper leaves it, it is unmapped); the
- * file stays at the mapping's length (f->map_end) until io_release_reserved
+/* unmap_appends -- ends f's mapping (the helper leaves it, it is unmapped); the
+ * file stays at the mapping's length (f->disk_end) until io_release_reserved
  * or io_close truncates it. */
-static void map_end(io_file *f)
+static void unmap_appends(io_file *f)
 {
     if (!f->map) return;
     io_wmap_detach(f->map);
@@ -585,7 +585,7 @@ static int map_fs_ok(const io_file *f)
 
 int io_map_appends(io_file *f, uint64_t len)
 {
-    if (!(f->flags & IO_MAPPED) || (f->flags & IO_DIRECT) || f->map || f->map_end || !f->stats || !f->stats->wmap ||
+    if (!(f->flags & IO_MAPPED) || (f->flags & IO_DIRECT) || f->map || f->disk_end || !f->stats || !f->stats->wmap ||
         !map_fs_ok(f))
         return 0;
     long pg = sysconf(_SC_PAGESIZE);
@@ -598,24 +598,35 @@ int io_map_appends(io_file *f, uint64_t len)
         (void)ftruncate(f->fd, (off_t)f->size);
         return tkv_err_errno(e, "map %s for appends", f->path);
     }
-    f->map_end = end;
+    f->disk_end = end;
+    return 0;
+}
+
+int io_extend_reserved(io_file *f, uint64_t len)
+{
+    if ((f->flags & IO_DIRECT) || f->map || f->disk_end) return 0;
+    uint64_t end = f->size + len, now = 0;
+    TKV_TRY(io_file_size(f, &now));
+    if (end <= now) return 0; /* (a recycled file: longer already) */
+    if (ftruncate(f->fd, (off_t)end) != 0) return tkv_err_errno(errno, "extend %s over its reservation", f->path);
+    f->disk_end = end;
     return 0;
 }
 
 int io_release_reserved(io_file *f, uint64_t end)
 {
-    map_end(f); /* no more appends: the helper leaves, the truncate below also cuts the mapped length */
-    if (f->map_end > end) end = f->map_end;
+    unmap_appends(f); /* no more appends: the helper leaves, the truncate below also cuts the mapped length */
+    if (f->disk_end > end) end = f->disk_end;
     if (end <= f->size) return 0;
     /* a WAL's on the write-back thread: on a client thread the truncate
      * waited for the inode lock and, on a file system mounted with discard,
      * for the device's discard: 10-15 ms inside a memtable switch */
     if (f->cls == IO_WAL && f->stats && f->stats->wb && io_wb_release(f->stats->wb, f->fd, f->size, end) == 0) {
-        f->map_end = 0; /* the thread truncates it (io_wb_stop too, if still queued then) */
+        f->disk_end = 0; /* the thread truncates it (io_wb_stop too, if still queued then) */
         return 0;
     }
     int e = io_release_blocks(f->fd, f->size, end);
-    if (e == 0) f->map_end = 0; /* else io_close tries the truncate again */
+    if (e == 0) f->disk_end = 0; /* else io_close tries the truncate again */
     return e ? tkv_err_errno(e, "release the blocks reserved past the end of %s", f->path) : 0;
 }
 
@@ -647,8 +658,8 @@ int io_close(io_file *f)
 {
     if (!f) return 0;
     int rc = 0;
-    map_end(f);
-    if (f->map_end > f->size && ftruncate(f->fd, (off_t)f->size) != 0) /* not released: cut the mapped length */
+    unmap_appends(f);
+    if (f->disk_end > f->size && ftruncate(f->fd, (off_t)f->size) != 0) /* not released: cut the mapped length */
         rc = tkv_err_errno(errno, "truncate %s to its %llu bytes", f->path, (unsigned long long)f->size);
     /* A direct append file writes its staged tail so that, as with buffered
      * files, everything appended is in the file after close (not durable

@@ -154,7 +154,8 @@ typedef struct io_file {
      * the file's size on disk is then the mapping's length, not `size`, until
      * io_release_reserved or io_close truncates it back. */
     struct io_wmap_file *map;
-    uint64_t map_end; /* the mapping's length (the file's size on disk) while it is longer than `size` */
+    uint64_t disk_end; /* the file's size on disk while it is longer than `size`: the mapping's length, or
+                        * the end of the reservation io_extend_reserved made part of the file */
 } io_file;
 
 /* Operations a fault hook sees. IO_OP_MSYNC and IO_OP_FALLOCATE are made
@@ -233,6 +234,17 @@ int io_preallocate(io_file *f, uint64_t len);
  * mapped; else best effort: the failure for the caller to ignore (the file
  * is then left as it was and appends use pwrite). */
 int io_map_appends(io_file *f, uint64_t len);
+
+/* io_extend_reserved -- for a buffered append file that is not mapped,
+ * after io_preallocate reserved `len` bytes past its size: makes the
+ * reservation part of the file (its size on disk becomes size + len, zeros
+ * past the appended bytes), so that an fdatasync of later appends finds no
+ * file size to write (ext4: a synced 1 KiB append 204 -> 177 us on the
+ * project's VM). After a crash the file ends in zeros (a torn tail, as a
+ * mapped log's). io_release_reserved or io_close cut it back to `size`.
+ * 0 when mapped, direct or already longer; else best effort: the failure
+ * for the caller to ignore. */
+int io_extend_reserved(io_file *f, uint64_t len);
 
 /* io_release_reserved -- gives back the blocks io_preallocate reserved past
  * the file's size, up to offset `end` (a hole punched with the size kept;

@@ -217,6 +217,9 @@ void wal_writer_reserve(wal_writer *w, uint64_t bytes)
     if (io_preallocate(w->f, bytes) == 0 && w->f->size + bytes > w->reserved_end) {
         w->reserved_end = w->f->size + bytes;
         (void)io_map_appends(w->f, bytes); /* only into reserved blocks (io/wmap.h) */
+        /* not mapped: the file as long as the reservation all the same, so
+         * that a sync has no size to write (not the MANIFEST's version 1) */
+        if (w->version != WAL_V1) (void)io_extend_reserved(w->f, bytes);
     }
     tkv_errmsg_restore(&saved);
 }

@@ -93,7 +93,8 @@ int wal_writer_open_v1(const char *path, io_stats *st, wal_writer **out);
  * for the block-map lock that write-back of the same file holds. With stats
  * that have a wmap (wal_mmap), the reserved part is then mapped and appends
  * into it become stores (io_map_appends; the file is as long as the
- * reservation until the writer is closed). Best effort:
+ * reservation until the writer is closed; so is a version 2 or 3 log's
+ * without a mapping, io_extend_reserved). Best effort:
  * a failure (a file system without fallocate, no space yet) is ignored and
  * leaves the calling thread's error message as it was. */
 void wal_writer_reserve(wal_writer *w, uint64_t bytes);
