@@ -231,7 +231,7 @@ tsan: deps
 	$(MAKE) SAN=tsan tests
 	@TKV_BUILD=build/tsan bash tests/run.sh $(filter %_concurrent %_checkpoint %_stats %_readopts %_skiplist %_memtable %_cache %_version %_table %_matrix_db \
 	    %_sched_clock %_sched_monitor %_sched_tadapt %_sched_ratelimit %_sched_wctl %_sched_flushprog \
-	    %_sched_drainmeter %_sched_db %_sched_bgpool %_env %_deep_yield %_uring %_async %_bgerror %_footprint %_wal \
+	    %_sched_drainmeter %_sched_db %_sched_bgpool %_env %_deep_yield %_uring %_async %_bgerror %_footprint %_wal %_wal_recycle \
 	    %_readonly %_rangedel_threads,$(TESTS:build/%=build/tsan/%))
 
 # soak: the soak driver for DURATION (tests/soak/soak.c; SOAK_* variables in
