@@ -369,6 +369,14 @@ int tkv_close(tkv_db *db)
     sv_unref(db->sv);
     io_wb_stop(db->io.wb); /* after the last WAL append; queued ranges are left to the kernel */
     db->io.wb = NULL;
+    for (size_t i = 0; i < db->nwal_recycled; i++) { /* obsolete WALs kept to recycle: a closed database keeps none */
+        char path[4096];
+        files_wal_path(db, db->wal_recycled[i].number, path, sizeof path);
+        tkv_errmsg_saved saved;
+        tkv_errmsg_save(&saved);
+        if (io_remove(path) < 0) tkv_errmsg_restore(&saved); /* (the next open deletes or keeps it) */
+    }
+    db->nwal_recycled = 0;
     io_wmap_stop(db->io.wmap); /* every WAL is closed: none is mapped */
     db->io.wmap = NULL;
     trash_free(db->trash); /* what is still queued is unlinked now */
