@@ -1703,8 +1703,7 @@ static void idle_reopen_wals(const char *recycle, size_t most)
         if (i == 1) put_ok(db, m, "k", 1, "v", 1); /* one open that writes */
         close_ok(db);
         list_files(dir, ".wal", &wals);
-        if (wals.n != most)
-            fail_msg("after open/close %d: %zu WAL files (wal_recycle=%s)", i + 1, wals.n, recycle);
+        if (wals.n != most) fail_msg("after open/close %d: %zu WAL files (wal_recycle=%s)", i + 1, wals.n, recycle);
     }
     tkv_db *db = open_ok(dir, o);
     tu_check_db(db, NULL, m, "after idle reopens");

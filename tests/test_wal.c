@@ -1022,7 +1022,7 @@ static void test_reserve(void **state)
     wal_writer_reserve(w, reserve);
     struct stat sb;
     assert_int_equal(fstat(fd, &sb), 0);
-    if (g_ver == WAL_V1) assert_int_equal((uint64_t)sb.st_size, size); /* the size is the log's */
+    if (g_ver == WAL_V1) assert_int_equal((uint64_t)sb.st_size, size);          /* the size is the log's */
     else if (supported) assert_int_equal((uint64_t)sb.st_size, size + reserve); /* io_extend_reserved */
     if (supported) assert_true((uint64_t)sb.st_blocks * 512 >= reserve);
     else fprintf(stderr, "# test_reserve: the file system has no fallocate; only the ignoring is checked\n");
