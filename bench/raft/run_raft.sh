@@ -8,7 +8,8 @@
 #   raft-boltdb bench/raft/bolt (raft-boltdb v2.3.1, raft v1.7.3: the two do not
 #              build with raft v1.8.0 in one module)
 # Each store's benchmarks run COUNT times (default 3) for BENCHTIME each (go
-# test's -benchtime, default 1s); report.py prints the medians as one table.
+# test's -benchtime, default 1s), the stores taking turns round by round;
+# report.py prints the medians as one table.
 # Raw output and the table go to bench/results/raft-<date>/ (OUT overrides).
 # The databases live in DATA_DIR (default build/bench-raft: the repository's
 # disk, as the stores would be used, not a tmpfs /tmp).
@@ -33,19 +34,24 @@ mkdir -p "$OUT" "$DATA_DIR"
 OUT=$(cd "$OUT" && pwd)
 DATA_DIR=$(cd "$DATA_DIR" && pwd)
 
-run() { # name module-dir
-    local name=$1 dir=$2
-    echo "bench-raft: $name ($dir), -benchtime=$BENCHTIME -count=$COUNT" >&2
+run() { # name module-dir round: one -count=1 run, appended to $OUT/<name>.txt
+    local name=$1 dir=$2 round=$3
+    echo "bench-raft: round $round/$COUNT: $name ($dir), -benchtime=$BENCHTIME" >&2
     (cd "$ROOT/$dir" && TMPDIR=$DATA_DIR nice "$GO" test -run '^$' -v -bench . -benchtime="$BENCHTIME" \
-        -count="$COUNT" .) > "$OUT/$name.txt" 2>&1 || {
+        -count=1 .) >> "$OUT/$name.txt" 2>&1 || {
         echo "bench-raft: $name failed; its output:" >&2
         cat "$OUT/$name.txt" >&2
         exit 1
     }
 }
-run tierkv bindings/go/raftstore
-run raft-wal bench/raft/wal
-run raft-boltdb bench/raft/bolt
+# The stores take turns, round by round, so that a noisy minute on this
+# shared machine falls on all three rather than on one.
+rm -f "$OUT/tierkv.txt" "$OUT/raft-wal.txt" "$OUT/raft-boltdb.txt"
+for round in $(seq 1 "$COUNT"); do
+    run tierkv bindings/go/raftstore "$round"
+    run raft-wal bench/raft/wal "$round"
+    run raft-boltdb bench/raft/bolt "$round"
+done
 {
     echo "# make bench-raft, $(date -u +%Y-%m-%dT%H:%M:%SZ), -benchtime=$BENCHTIME, median of $COUNT"
     echo "# $("$GO" version); $(nproc) cores; data in $DATA_DIR ($(df -T "$DATA_DIR" | awk 'NR==2 {print $2}'))"
