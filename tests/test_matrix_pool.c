@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -530,6 +531,11 @@ static void test_pool_trim_after_ahead(void **state)
         skip();
     }
     assert_int_equal(st.prefault_bytes, 64 * ps); /* every page of the window, none cancelled */
+    assert_int_equal(st.prefault_write_bytes, 0); /* clean: a sync writes none of them */
+    unsigned char vec[64 * (64u << 10) / 4096];
+    assert_int_equal(mincore(pool_page_addr(p, 0), 64 * ps, vec), 0);
+    for (size_t i = 0; i < sizeof vec; i++)
+        if (!(vec[i] & 1)) fail_msg("page-cache page %zu of the window is not resident", i);
     usleep(5000);
     assert_true(pool_trim(p, 1000) != UINT64_MAX); /* idle for 1 ms: the trim runs */
     assert_int_equal(pool_close(p), 0);
