@@ -172,13 +172,14 @@ void pm_prefault_from(pm_region *r, uint64_t start);
  * most). Populating (contents unchanged) goes on as asked. */
 void pm_prefault_zero(pm_region *r, uint32_t piece);
 void pm_prefault_claim(pm_region *r, uint64_t end);
-/* pm_prefault_clean -- from now on the thread populates readable only
- * (MADV_POPULATE_READ) and writes no zeros (pm_prefault_zero is ignored):
- * the pages it makes stay clean, so a pm_sync does not write them to the
- * device. For an owner that syncs while pages ahead wait for their first
- * store: a dirty page ahead would go to the device as zeros at each sync
- * before it is written for real. The first store to such a page takes a
- * write fault (page_mkwrite) but no allocation. */
+/* pm_prefault_clean -- from now on the thread makes the page-cache pages
+ * clean, through the file (POSIX_FADV_WILLNEED; not mapped, and not under
+ * the process's mmap lock), and writes no zeros (pm_prefault_zero is
+ * ignored): the pages it makes stay clean, so a pm_sync does not write them
+ * to the device. For an owner that syncs while pages ahead wait for their
+ * first store: a dirty page ahead would go to the device as zeros at each
+ * sync before it is written for real. A write to such a page allocates
+ * nothing (a store through the mapping takes a fault that maps it). */
 void pm_prefault_clean(pm_region *r);
 /* pm_prefault_cancel -- drops what is left of the requests so far and waits
  * for the chunk being populated, if any: when it returns, the thread

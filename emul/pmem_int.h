@@ -21,6 +21,7 @@
 #define PM_OPTANE_WRITE_BW 2000000000ull /* bytes per second */
 #define PM_PACE_CHUNK      (256u << 10)  /* pm_memcpy_persist reserves bandwidth in 256 KiB steps (128 us) */
 #define PM_ZERO_PIECE_MAX  (64u << 10)   /* pm_prefault_zero: the largest piece (and so folio) it writes */
+#define PM_WILLNEED_PIECE  (128u << 10)  /* pm_willneed asks in pieces of this (the kernel's readahead window) */
 
 struct pm_region {
     /* read-mostly */

@@ -126,9 +126,7 @@ void pm_discard(pm_region *r, uint64_t off, uint64_t len)
  * or max_sectors_kb if larger; 128 KiB by default) per WILLNEED call and
  * silently drops the rest of the range, so a long range is asked for in
  * pieces no larger than the smallest such window. Each call only submits
- * the reads. */
-#define PM_WILLNEED_PIECE (128u << 10)
-
+ * the reads (PM_WILLNEED_PIECE, pmem_int.h). */
 void pm_willneed(pm_region *r, uint64_t off, uint64_t len)
 {
     if (r->mode == PM_PMEM || off > r->size || len > r->size - off || len == 0) return;

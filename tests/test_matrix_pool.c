@@ -9,7 +9,8 @@
  *   - the sync barriers a row's build and commit pass, and a failed sync;
  *   - recovery's drop of a row the engine does not know;
  *   - the prefault of the pages a next row would get, and the zeroing of
- *     pages past the high-water mark that never costs data.
+ *     pages past the high-water mark that never costs data; an idle trim
+ *     right after the request does not cancel it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -502,6 +504,44 @@ static void test_pool_prefault_ahead(void **state)
     prefault_ahead_case(PM_EMULATED);
 }
 
+/* test_pool_trim_after_ahead -- asking for pages ahead counts as use for
+ * the idle trim: a trim right after the open (the engine's idle column
+ * thread makes one) does not cancel the prefault of the first row's
+ * pages, which then all become resident before any page is handed out;
+ * once the pool has been idle long enough, the trim runs. */
+static void test_pool_trim_after_ahead(void **state)
+{
+    (void)state;
+    fixture f = fx_new("pool-trim-ahead");
+    if (fx_tmpfs(&f)) { /* tmpfs: no prefault thread */
+        fx_free(&f);
+        skip();
+    }
+    const uint64_t ps = 64u << 10;
+    pool_options o = {.page_size = ps, .dir_slots = 4};
+    pool *p = open_pool(f.path, 16u << 20, PM_EMULATED, &o);
+    pm_region *reg = pool_region(p);
+    assert_int_equal(pool_trim(p, 1), 0); /* nothing asked for, nothing to punch: an idle pool trims */
+    pool_prefault_ahead(p, 64 * ps);
+    assert_int_equal(pool_trim(p, 60000000), UINT64_MAX); /* busy: the request stands */
+    pm_stats st = prefault_settle(reg);
+    if (st.prefault_bytes == 0) { /* no MADV_POPULATE_READ (kernel < 5.14) */
+        pool_close(p);
+        fx_free(&f);
+        skip();
+    }
+    assert_int_equal(st.prefault_bytes, 64 * ps); /* every page of the window, none cancelled */
+    assert_int_equal(st.prefault_write_bytes, 0); /* clean: a sync writes none of them */
+    unsigned char vec[64 * (64u << 10) / 4096];
+    assert_int_equal(mincore(pool_page_addr(p, 0), 64 * ps, vec), 0);
+    for (size_t i = 0; i < sizeof vec; i++)
+        if (!(vec[i] & 1)) fail_msg("page-cache page %zu of the window is not resident", i);
+    usleep(5000);
+    assert_true(pool_trim(p, 1000) != UINT64_MAX); /* idle for 1 ms: the trim runs */
+    assert_int_equal(pool_close(p), 0);
+    fx_free(&f);
+}
+
 /* test_pool_prefault_zero -- past the high-water mark the prefault thread
  * creates pages by writing zeros (invariant 7; in a pool that does not
  * sync, PM_VOLATILE), and that never costs data:
@@ -582,7 +622,7 @@ int main(void)
         cmocka_unit_test(test_pool_geometry),      cmocka_unit_test(test_pool_corrupt_header),
         cmocka_unit_test(test_pool_pages),         cmocka_unit_test(test_pool_sync_barriers),
         cmocka_unit_test(test_pool_drop_row),      cmocka_unit_test(test_pool_prefault_ahead),
-        cmocka_unit_test(test_pool_prefault_zero),
+        cmocka_unit_test(test_pool_prefault_zero), cmocka_unit_test(test_pool_trim_after_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

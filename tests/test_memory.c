@@ -28,6 +28,13 @@
  *                       thread reserved spare memtable blocks
  *  rows_wait            4M, matrix_trigger=100: the flush finds the
  *                       rows' share full and waits for columns (no_space)
+ *  spares_ahead         a first memtable a quarter full: no spare blocks;
+ *                       half full: the idle flush thread reserves the
+ *                       next memtable's blocks before any flush (the
+ *                       rest of the active one's too), within the
+ *                       memtables' share (2 x memtable_size);
+ *                       the writes go on through switches and flushes and
+ *                       match a model, also after a reopen
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -368,11 +376,65 @@ static void rows_wait(void **state)
     workload("4M", "100", 250000);
 }
 
+/* put_kib -- n puts of 1 KiB values, keys from *next on, into db and m. */
+static void put_kib(tkv_db *db, tu_model *m, int *next, int n)
+{
+    char v[1024];
+    for (int i = 0; i < n; i++, (*next)++) {
+        char k[24];
+        int kn = snprintf(k, sizeof k, "key%08d", *next);
+        memset(v, 'a' + *next % 26, sizeof v);
+        assert_int_equal(tkv_put(db, k, (size_t)kn, v, sizeof v, 0), TKV_OK);
+        tu_model_put(m, k, (size_t)kn, v, sizeof v);
+    }
+}
+
+/* spares_ahead -- the next memtable's arena blocks are reserved while the
+ * first one fills (write.c ask_spares_ahead, flush.c reserve_spares_ahead),
+ * not at the start of the first flush, where the writers fill the next
+ * memtable already. */
+static void spares_ahead(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("mem-spares");
+    tkv_options *o = tkv_options_new();
+    assert_int_equal(tkv_options_set(o, "memtable_size", "4M"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "pmem_size", "64M"), TKV_OK);
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    int next = 0;
+    put_kib(db, m, &next, 800); /* ~0.8 of 4M: a fifth full, nothing asked */
+    usleep(50000);
+    assert_int_equal(prop_line_u64(db, "tkv.stats", "memtable.spares:", "reserved="), 0);
+    put_kib(db, m, &next, 1400); /* ~2.3M: past half, below full (no switch) */
+    assert_int_equal(prop_line_u64(db, "tkv.stats", "flush:", "count="), 0);
+    double t0 = tu_now_ms();
+    while (prop_line_u64(db, "tkv.stats", "memtable.spares:", "bytes=") < 4 * MiB && tu_now_ms() - t0 < 20000)
+        usleep(2000); /* (the flush thread reserves a block at a time) */
+    uint64_t spare = prop_line_u64(db, "tkv.stats", "memtable.spares:", "bytes=");
+    print_message("spares before the first flush: %llu bytes\n", (unsigned long long)spare);
+    assert_true(prop_line_u64(db, "tkv.stats", "memtable.spares:", "reserved=") > 0);
+    assert_int_equal(prop_line_u64(db, "tkv.stats", "flush:", "count="), 0); /* ahead of the first flush */
+    assert_true(spare >= 4 * MiB);                                           /* a whole next memtable */
+    assert_true(prop_line_u64(db, "tkv.memory", "memtables:", "used=") <=    /* live and spare blocks */
+                prop_line_u64(db, "tkv.memory", "memtables:", "share="));
+    put_kib(db, m, &next, 12000); /* several switches and flushes: the spares are used, and asked again */
+    assert_true(prop_line_u64(db, "tkv.stats", "flush:", "count=") > 0);
+    assert_true(prop_line_u64(db, "tkv.memory", "memtables:", "used=") <=
+                prop_line_u64(db, "tkv.memory", "memtables:", "share="));
+    tu_check_db(db, NULL, m, "after the spares ahead");
+    tu_close_reopen_check(db, dir, o, m, "reopened after the spares ahead");
+    tu_model_free(m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(budget_option),   cmocka_unit_test(budget_split_defaults), cmocka_unit_test(budget_too_small),
         cmocka_unit_test(memory_property), cmocka_unit_test(budget_workload),       cmocka_unit_test(rows_wait),
+        cmocka_unit_test(spares_ahead),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

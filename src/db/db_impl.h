@@ -122,6 +122,9 @@ struct tkv_db {
     arena_spares mem_spares; /* flushed memtables' arena blocks kept for the next ones, and blocks the
                                   * flush thread faulted in ahead (flush.c): mem_bytes + these <= the
                                   * memtables' DRAM share; made first at open, freed last at close */
+    int spares_ahead;        /* 0 until the active memtable is half full, then 1 (write.c asks the flush thread
+                              * to reserve the next memtable's blocks while idle: flush.c reserve_spares_ahead),
+                              * 2 once it has; 0 again at each memtable switch; mu */
     int lock_fd;
     io_stats io;
     trash *trash; /* obsolete files, deleted a chunk at a time (trash.h) */

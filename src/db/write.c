@@ -197,6 +197,7 @@ int write_switch_memtable_after(tkv_db *db, uint64_t prev_number, uint64_t prev_
     db->wal_number = number;
     sv_install(db, sv);
     ctr_add(&db->ctr.memtable_switches, 1);
+    db->spares_ahead = 0; /* the new memtable asks again once it is half full */
     return 0;
 }
 
@@ -305,6 +306,17 @@ static unsigned writers_recent(tkv_db *db, uint64_t now)
     return n ? n : 1;
 }
 
+/* ask_spares_ahead -- once the active memtable is half full (mu held):
+ * asks the flush thread to reserve the next memtable's arena blocks while it
+ * is idle (flush.c, reserve_spares_ahead), not at the start of the flush
+ * that the switch begins, where the next memtable already fills. */
+static void ask_spares_ahead(tkv_db *db)
+{
+    if (db->spares_ahead || memtable_memory_usage(db->sv->mem) < db->opts.memtable_size / 2) return;
+    db->spares_ahead = 1;
+    db_bg_signal(db);
+}
+
 /* make_room -- called by the write leader with mu held before it writes a
  * group of `bytes`: makes sure the active memtable has room (or, with force,
  * switches a non-empty one), and lets the write controller (sched/wctl.h)
@@ -332,6 +344,7 @@ static int make_room(tkv_db *db, int force, size_t bytes)
     wctl_write t = WCTL_WRITE_INIT;
     int first = 1, paced = 0, stopped = 0, rc = 0;
     uint64_t waited_from = 0;
+    ask_spares_ahead(db);
     for (;;) {
         if (db->bg_error) {
             rc = tkv_err(db->bg_error, "database is read-only after an earlier error: %s", db->bg_errmsg);

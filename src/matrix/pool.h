@@ -235,8 +235,10 @@ int pool_space(pool *p, pool_space_stats *out);
  * (pm_prefault_cancel). The page being punched is kept from allocation
  * meanwhile.
  * With idle_us > 0 it does nothing, and returns UINT64_MAX, unless no page
- * was allocated for that long (the engine's idle column thread calls it so:
- * under a stream of writes freed pages are recycled hot). pool_alloc_pages
+ * was allocated, and no pool_prefault_ahead asked for pages, for that long
+ * (the engine's idle column thread calls it so: under a stream of writes
+ * freed pages are recycled hot, and the request made at open is not
+ * cancelled before the first row gets its pages). pool_alloc_pages
  * calls it (idle_us 0) when a reservation finds the file system full.
  * Thread-safe. */
 uint64_t pool_trim(pool *p, uint64_t idle_us);
