@@ -153,6 +153,11 @@ static int wal_verdict(verify_ctx *v, wal_chain *ch, uint64_t num, const wal_rep
                     "%06llu.wal ends in a torn tail with a hole at offset %llu (%llu bytes): pages written "
                     "after its last sync reached the disk out of order; recovery drops them",
                     (unsigned long long)num, (unsigned long long)st->end, (unsigned long long)st->torn_tail_bytes);
+    else if (st->torn_tail_records && st->version == WAL_V3)
+        verify_note(v,
+                    "%06llu.wal (a recycled log) ends at offset %llu; the %llu bytes after it are an older log's "
+                    "or an append cut by a crash, and recovery ignores them",
+                    (unsigned long long)num, (unsigned long long)st->end, (unsigned long long)st->torn_tail_bytes);
     else if (st->torn_tail_records)
         verify_note(v,
                     "%06llu.wal ends in a torn record (%llu bytes): a crash during an append; recovery "
