@@ -56,6 +56,19 @@ static int any_records(const wal_chain *c, size_t from)
     return 0;
 }
 
+int wal_header_number(const char *path, uint64_t number, wal_replay_stats *h)
+{
+    if (h->version < WAL_V2 || h->log_number == number) return 0;
+    if (h->log_number > number)
+        return tkv_err(TKV_CORRUPTION, "WAL %s: its header names log %llu", path, (unsigned long long)h->log_number);
+    /* The older log it was is all the file holds, and nothing of this
+     * one was synced (wal_writer_recycle): an empty log. */
+    uint64_t size = h->file_size;
+    memset(h, 0, sizeof *h);
+    h->file_size = size;
+    return 1;
+}
+
 const char *wal_chain_check(const wal_chain *c, const wal_replay_stats *h)
 {
     if (h->version == 0) return NULL; /* an empty log: nothing to replay */
@@ -168,18 +181,10 @@ static int recover_log(tkv_db *db, wal_chain *ch, replay_ctx *c, uint64_t number
 {
     wal_replay_stats h;
     int rc = wal_read_header(path, &db->io, &h);
-    if (rc == 0 && h.version >= WAL_V2 && h.log_number < number) {
-        /* A recycled log whose new header never reached the disk
-         * (wal_writer_recycle): the older log it was is all it holds, and
-         * nothing of this one was synced. An empty log. */
-        uint64_t size = h.file_size;
-        memset(&h, 0, sizeof h);
-        h.file_size = size;
-        ctr_add(&db->ctr.recovered_torn_bytes, size);
+    if (rc == 0 && (rc = wal_header_number(path, number, &h)) == 1) { /* a recycled log's lost header */
+        ctr_add(&db->ctr.recovered_torn_bytes, h.file_size);
         return wal_chain_add(ch, number, &h, WAL_CHAIN_REPLAYED);
     }
-    if (rc == 0 && h.version >= WAL_V2 && h.log_number != number)
-        rc = tkv_err(TKV_CORRUPTION, "WAL %s: its header names log %llu", path, (unsigned long long)h.log_number);
     if (rc == TKV_CORRUPTION && !db->opts.paranoid_checks) { /* none of it is read; the file stays */
         *skipped = 1;
         note_dropped(db, h.file_size);

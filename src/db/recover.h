@@ -50,6 +50,14 @@ typedef struct wal_chain {
 /* How a log was taken (wal_chain_add). */
 enum { WAL_CHAIN_REPLAYED, WAL_CHAIN_CUT, WAL_CHAIN_DROPPED, WAL_CHAIN_SKIPPED };
 
+/* wal_header_number -- the header h of the log file numbered `number` (at
+ * path) against its name (docs/format-wal.md N1, N2): 0 if they agree (or
+ * the header names none: versions 0 and 1); 1 if it names a lower number --
+ * a recycled log whose new header never reached the disk, which is read as
+ * an empty log: h is cleared to version 0, its file_size kept;
+ * TKV_CORRUPTION (message naming path) if it names a higher one. */
+int wal_header_number(const char *path, uint64_t number, wal_replay_stats *h);
+
 /* wal_chain_check -- NULL if the log whose header h describes (wal_read_header
  * or wal_replay) may be replayed after the logs added so far, else why not
  * (static text). An empty log (version 0) may always be: it holds nothing. */

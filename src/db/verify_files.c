@@ -190,22 +190,18 @@ int verify_wals(verify_ctx *v)
         wal_check c = {path};
         wal_replay_stats st;
         rc = wal_read_header(path, NULL, &st);
-        if (rc == 0 && st.version >= WAL_V2 && st.log_number < nums[i]) { /* as recovery (recover.c recover_log) */
+        uint64_t named = st.log_number;
+        if (rc == 0 && (rc = wal_header_number(path, nums[i], &st)) == 1) { /* as recovery (recover_log) */
             verify_note(v,
                         "%06llu.wal is a recycled log whose header never reached the disk (it names log %llu): "
                         "recovery reads it as empty",
-                        (unsigned long long)nums[i], (unsigned long long)st.log_number);
-            memset(&st, 0, sizeof st);
+                        (unsigned long long)nums[i], (unsigned long long)named);
             v->wal_files++;
             if (wal_chain_add(&ch, nums[i], &st, WAL_CHAIN_REPLAYED) < 0) rc = TKV_NO_MEMORY;
             continue;
         }
-        if (rc == 0 && st.version >= WAL_V2 && st.log_number != nums[i]) {
-            rc = tkv_err(TKV_CORRUPTION, "WAL %s: its header names log %llu", path, (unsigned long long)st.log_number);
-            st.version = 0; /* skipped whole, as recovery does */
-        } else if (rc == 0) {
-            rc = wal_replay(path, NULL, wal_batch, &c, &st);
-        }
+        if (rc == TKV_CORRUPTION) st.version = 0; /* a bad header or a higher number: skipped whole, as recovery */
+        else if (rc == 0) rc = wal_replay(path, NULL, wal_batch, &c, &st);
         v->wal_files++;
         v->wal_records += st.records;
         v->wal_bytes += st.payload_bytes;
