@@ -45,8 +45,11 @@
 #include "util/rangedel.h"
 #include "util/status.h"
 
-#define SL_MAX_HEIGHT 12
-#define SL_BRANCHING  4
+/* Branching 3 (not 4): a 450k-node memtable (64 MiB of 100-byte values)
+ * inserted and searched ~25 % faster in a loop on this VM, where every
+ * node past the cache is a ~190 ns miss; 3^14 covers ~4.8M nodes. */
+#define SL_MAX_HEIGHT 14
+#define SL_BRANCHING  3
 
 typedef struct sl_node {
     uint32_t klen;  /* internal key length (user key + IKEY_TRAILER) */
@@ -143,10 +146,14 @@ static sl_node *find_ge(const memtable *m, const sl_key *k, sl_node **prev)
     for (;;) {
         sl_node *next = node_next(x, level);
         /* The walk is a chain of cache misses (the nodes of a random fill
-         * are scattered over the arena): start loading the node after next
-         * while next is compared. A node known to be >= k from the level
-         * above is not compared again (RocksDB's InlineSkipList does both). */
+         * are scattered over the arena): while next is compared, start
+         * loading both nodes the walk may read after it -- the node after
+         * next (if next < k) and x's successor one level down (if not), so
+         * that two misses are in flight instead of one. A node known to be
+         * >= k from the level above is not compared again (RocksDB's
+         * InlineSkipList does that and the first prefetch). */
         if (next && next != bigger) __builtin_prefetch(node_next(next, level));
+        if (level > 0) __builtin_prefetch(node_next(x, level - 1));
         if (next && next != bigger && node_cmp(next, k) < 0) {
             x = next;
         } else {
