@@ -327,11 +327,6 @@ static int append_admitted(io_file *f, const void *p, size_t n, size_t limit)
         if (limit < n) return tkv_err_errno(ENOSPC, "short write %s", f->path);
         return 0;
     }
-    if (f->map && limit == n && io_wmap_store(f->map, f->size, p, n)) {
-        f->size += n;
-        if (f->stats) count(&f->stats->write_bytes[f->cls], n);
-        return sync_incremental(f, f->size);
-    }
     if (f->map) io_wmap_claim(f->map, f->size + limit); /* the helper stays off these pages */
     const uint8_t *b = p;
     size_t done = 0;
@@ -360,6 +355,15 @@ int io_append(io_file *f, const void *p, size_t n)
     if (e > 0) return tkv_err_errno(e, "write %s", f->path);
     if (e < 0) limit = (size_t)-e < n ? (size_t)-e : n;
     TKV_TRY(io_admit(f, 1, limit));
+    /* A store into the mapping (a mapped WAL, wmap.h) is a memcpy into the
+     * page cache, not device time: it is not timed (write_ns), which saves
+     * the write path two of its clock reads (~2 % of the samples of a
+     * 100-byte fill). */
+    if (!(f->flags & IO_DIRECT) && f->map && limit == n && io_wmap_store(f->map, f->size, p, n)) {
+        f->size += n;
+        if (f->stats) count(&f->stats->write_bytes[f->cls], n);
+        return sync_incremental(f, f->size);
+    }
     uint64_t t0 = sched_mono_ns();
     int rc = append_admitted(f, p, n, limit);
     if (f->stats) count(&f->stats->write_ns[f->cls], sched_mono_ns() - t0);

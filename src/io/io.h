@@ -50,7 +50,8 @@ typedef struct io_stats {
     uint64_t read_ops[IO_NCLASSES];
     uint64_t read_ns[IO_NCLASSES];
     /* Wall time in ns of io_append (the pwrite, or the staging and direct
-     * writes, and the bytes_per_sync step it makes) and of io_sync (the
+     * writes, and the bytes_per_sync step it makes; not a store into a
+     * mapped WAL's pages, a memcpy) and of io_sync (the
      * fdatasync), after the gate; and the part of read_ns that reads spent
      * in the gate (read_gate_ns: rate limiter, throttle, pauses). So
      * read_ns - read_gate_ns + write_ns is the time the engine's threads
