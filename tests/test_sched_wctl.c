@@ -23,11 +23,16 @@
 #define KiB (1ull << 10)
 
 /* ---- wctl ---- */
+/* wctl_new -- the defaults, without the step's growth (stall_every 0):
+ * the pacing tests below count sleeps at the fixed step; test_wctl_step_grows
+ * tests the growth. */
 static wctl *wctl_new(wctl_mode mode)
 {
     wctl_options o;
     wctl_options_default(&o);
     o.mode = mode;
+    o.stall_every = 0;
+    o.max_sleep_us = 1000; /* the tests' sleeps: pieces of at most 1 ms */
     wctl *w = NULL;
     assert_int_equal(wctl_create(&o, &w), TKV_OK);
     return w;
@@ -166,6 +171,8 @@ static void test_wctl_prl_pacing(void **state)
     wctl_options mo;
     wctl_options_default(&mo);
     mo.pace_margin = 0.125;
+    mo.stall_every = 0; /* the 2 ms step below */
+    mo.max_sleep_us = 1000;
     wctl *wm;
     assert_int_equal(wctl_create(&mo, &wm), TKV_OK);
     for (int i = 0; i < 8; i++) wctl_flush_sample(wm, bw[i] * MiB, 1000000);
@@ -219,6 +226,8 @@ static void test_wctl_step(void **state)
     wctl_options o;
     wctl_options_default(&o);
     o.min_step_us = 0;
+    o.stall_every = 0;
+    o.max_sleep_us = 1000;
     wctl *w;
     assert_int_equal(wctl_create(&o, &w), TKV_OK);
     for (int i = 0; i < 8; i++) wctl_flush_sample(w, 40 * MiB, 1000000);
@@ -235,6 +244,93 @@ static void test_wctl_step(void **state)
     o.min_step_us = 100000;
     assert_int_equal(wctl_create(&o, &w), TKV_OK);
     wctl_free(w);
+}
+
+/* pace_timed -- n writes of `bytes`, each taking write_us of fake time
+ * before it asks (the writer's own work); returns how many slept, adds
+ * their sleeps to *slept_us, and checks each sleep against [lo, hi) and
+ * its pieces against max_sleeps. */
+static uint64_t pace_timed(wctl *w, const wctl_input *in, uint64_t n, uint64_t bytes, double write_us, uint64_t *now,
+                           double *clock, uint64_t lo, uint64_t hi, uint64_t *slept_us, uint64_t max_sleeps)
+{
+    uint64_t slept = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        *clock += write_us;
+        *now = (uint64_t)*clock;
+        pace_result r = pace(w, in, bytes, now);
+        *clock += (double)r.total_us;
+        if (r.total_us) {
+            assert_true(r.total_us >= lo && r.total_us < hi);
+            assert_true(r.steps <= max_sleeps); /* one sleep, up to max_sleep_us (8 ms) */
+            slept++;
+            *slept_us += r.total_us;
+        }
+    }
+    return slept;
+}
+
+/* The step grows with the pace's pressure (W5): about one write in
+ * stall_every sleeps. At 40 MiB/s a 1 KiB write costs 24.4 us: a writer
+ * that takes 23 us a write adds 1.4 us of debt a write (step 2.8 ms, one
+ * write in 2000 sleeps); one that takes 20.4 us adds 4 us (8 ms wanted,
+ * capped at 6 ms: one in 1500); one that takes 24 us adds 0.4 us (the 2 ms
+ * floor); one that takes no time adds 24.4 us (49 ms wanted, past 1.6 x the
+ * cap: the floor); with 3 writers queued the 8 ms step wins. The total
+ * slept is the debt whatever the step. */
+static void test_wctl_step_grows(void **state)
+{
+    (void)state;
+    const double write_us[] = {23.0, 20.4, 24.0, 0.0, 0.0};
+    const unsigned queued[] = {0, 0, 0, 0, 3};
+    const uint64_t step_lo[] = {2700, 6000, 2000, 2000, 8000}, step_hi[] = {2900, 6001, 2001, 2001, 8001};
+    for (int c = 0; c < 5; c++) {
+        wctl_options o;
+        wctl_options_default(&o);
+        assert_int_equal(o.stall_every, 2000);
+        assert_int_equal(o.step_cap_us, 6000);
+        wctl *w;
+        assert_int_equal(wctl_create(&o, &w), TKV_OK);
+        for (int i = 0; i < 8; i++) wctl_flush_sample(w, 40 * MiB, 1000000);
+        wctl_input in = {.mutable_left = 1, .max_memtables = 2, .queued = queued[c]};
+        uint64_t now = 1000000, slept_us = 0;
+        double clock = 1e6;
+        /* warm-up: the first stalls set the average */
+        pace_timed(w, &in, 200000, KiB, write_us[c], &now, &clock, 1, 100000, &slept_us, 2);
+        wctl_stats st;
+        wctl_get_stats(w, &st);
+        double want_ns = (1e9 / (40.0 * MiB) * KiB) - write_us[c] * 1000.0;
+        print_message("case %d: accrual %llu ns (want %.0f), step %llu us\n", c, (unsigned long long)st.accrual_ns,
+                      want_ns, (unsigned long long)st.step_us);
+        assert_true(st.accrual_ns >= want_ns * 0.97 && st.accrual_ns <= want_ns * 1.03);
+        assert_true(st.step_us >= step_lo[c] && st.step_us < step_hi[c]);
+        /* measured: every sleep pays a step, and their share is 1 / (step / accrual) */
+        uint64_t n = 400000;
+        slept_us = 0;
+        double t0 = clock;
+        uint64_t slept = pace_timed(w, &in, n, KiB, write_us[c], &now, &clock, step_lo[c], step_hi[c] + 100, &slept_us,
+                                    step_lo[c] < 8000 ? 1 : 2);
+        double expect = (double)n * want_ns / 1000.0 / (double)st.step_us;
+        print_message("  %llu of %llu writes slept (expected %.0f), %llu us of %.0f\n", (unsigned long long)slept,
+                      (unsigned long long)n, expect, (unsigned long long)slept_us, clock - t0);
+        assert_true((double)slept >= expect * 0.9 && (double)slept <= expect * 1.1 + 1);
+        /* the total is the debt: n writes at 40 MiB/s take n x 24.4 us */
+        double cost_us = (double)n * 1e6 / (40.0 * MiB) * KiB;
+        assert_true(clock - t0 >= cost_us * 0.98 && clock - t0 <= cost_us * 1.02);
+        wctl_free(w);
+    }
+    wctl_options o;
+    wctl_options_default(&o);
+    wctl *w;
+    o.step_cap_us = 0;
+    assert_int_equal(wctl_create(&o, &w), TKV_INVALID);
+    o.step_cap_us = 100001;
+    assert_int_equal(wctl_create(&o, &w), TKV_INVALID);
+    wctl_options_default(&o);
+    assert_int_equal(o.max_sleep_us, 8000);
+    o.max_sleep_us = 0;
+    assert_int_equal(wctl_create(&o, &w), TKV_INVALID);
+    o.max_sleep_us = 100001;
+    assert_int_equal(wctl_create(&o, &w), TKV_INVALID);
 }
 
 /* STOP when every memtable is full, in every mode: the write waits in steps
@@ -609,6 +705,8 @@ static void test_wctl_deadline(void **state)
     wctl_options mo;
     wctl_options_default(&mo);
     mo.pace_margin = 0.125;
+    mo.stall_every = 0; /* the 2 ms step below */
+    mo.max_sleep_us = 1000;
     wctl *wm;
     assert_int_equal(wctl_create(&mo, &wm), TKV_OK); /* no samples: flush pace 14 MiB/s */
     assert_int_equal(wctl_target_rate(wm, &in), 10 * MiB / 8 * 7);
@@ -707,9 +805,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wctl_classify),   cmocka_unit_test(test_wctl_normal),
         cmocka_unit_test(test_wctl_prl_pacing), cmocka_unit_test(test_wctl_step),
-        cmocka_unit_test(test_wctl_stop),       cmocka_unit_test(test_wctl_modes),
-        cmocka_unit_test(test_wctl_ramp),       cmocka_unit_test(test_wctl_debt),
-        cmocka_unit_test(test_wctl_deadline),
+        cmocka_unit_test(test_wctl_step_grows), cmocka_unit_test(test_wctl_stop),
+        cmocka_unit_test(test_wctl_modes),      cmocka_unit_test(test_wctl_ramp),
+        cmocka_unit_test(test_wctl_debt),       cmocka_unit_test(test_wctl_deadline),
     };
     return cmocka_run_group_tests_name("sched_wctl", tests, NULL, NULL);
 }

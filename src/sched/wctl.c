@@ -11,7 +11,16 @@
  *   (W4) a paced write that sleeps at all (WT_STALLED) owed at least its
  *        step, min_step_us x (1 + min(queued, 3)), when it began, and is
  *        released only when it owes nothing: under exact sleeps it waits
- *        >= its step.
+ *        >= its step. With stall_every, the step is at least
+ *        min(stall_every x accrual_ns, step_cap_us) while stall_every x
+ *        accrual_ns <= 1.6 x step_cap_us (W5).
+ *   (W5) accrual_ns is 0 until the first stall, then an average (weight
+ *        1/4 for the newest) of owed / writes at each stall's start: the
+ *        debt the stall's write owed over the tickets started since the
+ *        stall before (writes_at_stall). It is a property of the pace
+ *        (cost per write less the time between writes), not of the step,
+ *        so step = stall_every x accrual_ns spaces stalls ~stall_every
+ *        tickets apart.
  */
 #include "sched/wctl.h"
 
@@ -33,11 +42,12 @@ struct wctl {
     wctl_options o;
     uint64_t samples[WCTL_SAMPLES];
     unsigned nsamples, pos;
-    uint64_t vt_ns; /* pacing virtual clock, NANOseconds (a 100-byte write
-                            * at 40 MiB/s costs 2.38 us: microseconds would
-                            * lose 16% to truncation) */
-    int last_paced; /* the last call paced (SLOWDOWN at a rate > 0): a
-                            * paced call after one that was not resets vt */
+    uint64_t vt_ns;           /* pacing virtual clock, NANOseconds (a 100-byte write
+                               * at 40 MiB/s costs 2.38 us: microseconds would
+                               * lose 16% to truncation) */
+    int last_paced;           /* the last call paced (SLOWDOWN at a rate > 0): a
+                               * paced call after one that was not resets vt */
+    uint64_t writes_at_stall; /* st.writes when the last stall began (W5) */
     wctl_stats st;
 };
 
@@ -64,7 +74,10 @@ void wctl_options_default(wctl_options *o)
     o->min_rate = 1ull << 20;
     o->min_sample_bytes = 1ull << 20;
     o->max_step_us = 1000;
+    o->max_sleep_us = 8000;
     o->min_step_us = 2000;
+    o->stall_every = 2000;
+    o->step_cap_us = 6000;
     o->ramp_lo = 0.5;
     o->ramp_gain = 3.0;
     o->pace_margin = 0;
@@ -76,7 +89,8 @@ void wctl_options_default(wctl_options *o)
 int wctl_create(const wctl_options *o, wctl **out)
 {
     if (!o || !out || (unsigned)o->mode > WCTL_OFF || o->classic_rate == 0 || o->initial_rate == 0 ||
-        o->max_step_us < 1 || o->max_step_us > 1000 || o->min_step_us > 100000 || !(o->near_full > 0) ||
+        o->max_step_us < 1 || o->max_step_us > 1000 || o->min_step_us > 100000 || o->step_cap_us < 1 ||
+        o->step_cap_us > 100000 || o->max_sleep_us < 1 || o->max_sleep_us > 100000 || !(o->near_full > 0) ||
         !(o->pace_margin >= 0 && o->pace_margin <= 0.5) || !(o->ramp_lo >= 0 && o->ramp_lo < o->near_full) ||
         !(o->ramp_gain >= 0) || !(o->debt_soft <= 0 || o->debt_hard > o->debt_soft))
         return TKV_INVALID;
@@ -294,6 +308,34 @@ uint64_t wctl_target_rate(wctl *w, const wctl_input *in)
     return r;
 }
 
+/* stall_step -- the debt at which a write begins to sleep (W4, W5). */
+static uint64_t stall_step(const wctl *w, unsigned queued)
+{
+    uint64_t step = w->o.min_step_us * (1u + (queued < 3 ? queued : 3));
+    if (w->o.stall_every && w->st.accrual_ns) {
+        /* Past 1.6 x the cap, the capped step would still stall more than
+         * one write in 1250 (stall_every / 1.6): the p99.9 it is for is lost
+         * anyway, and short stalls are then better at every percentile. */
+        double s = (double)w->st.accrual_ns * (double)w->o.stall_every / 1000.0;
+        if (s <= 1.6 * (double)w->o.step_cap_us) {
+            uint64_t grown = s >= (double)w->o.step_cap_us ? w->o.step_cap_us : (uint64_t)s;
+            if (grown > step) step = grown;
+        }
+    }
+    return step;
+}
+
+/* note_stall -- a stall begins owing owed_us: updates accrual_ns (W5). */
+static void note_stall(wctl *w, uint64_t owed_us)
+{
+    uint64_t n = w->st.writes - w->writes_at_stall;
+    w->writes_at_stall = w->st.writes;
+    if (n == 0) return;
+    uint64_t a = owed_us * 1000u / n;
+    if (!w->st.accrual_ns) w->st.accrual_ns = a ? a : 1;
+    else w->st.accrual_ns = (uint64_t)((3.0 * (double)w->st.accrual_ns + (double)a) / 4.0);
+}
+
 /* wctl_delay_us -- see wctl.h. */
 uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t bytes, uint64_t now_us)
 {
@@ -333,17 +375,20 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
         uint64_t owed = t->until_ns > now_ns ? (t->until_ns - now_ns) / 1000u : 0;
         /* (W4) a write sleeps once it owes a step, then until it owes
          * nothing; the writers queued behind it wait as long, so the step
-         * grows with them (up to 4x) to keep the share of writes that wait */
+         * grows with them (up to 4x) to keep the share of writes that wait,
+         * and with the pace's pressure (W5) */
         uint64_t step = 1; /* once sleeping, any debt */
         if (!(t->flags & WT_STALLED)) {
-            w->st.step_us = w->o.min_step_us * (1u + (in->queued < 3 ? in->queued : 3));
+            w->st.step_us = stall_step(w, in->queued);
             if (w->st.step_us > step) step = w->st.step_us;
         }
         if (owed >= step) { /* else carried in vt for later writes */
-            d = owed < w->o.max_step_us ? owed : w->o.max_step_us;
+            d = owed < w->o.max_sleep_us ? owed : w->o.max_sleep_us;
             if (!(t->flags & WT_STALLED)) {
                 t->flags |= WT_STALLED;
                 w->st.stalled_writes++;
+                note_stall(w, owed);
+                w->st.step_us = stall_step(w, in->queued); /* as the new average sets it */
             }
         }
     }

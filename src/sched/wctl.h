@@ -101,15 +101,27 @@
  * charges b/rate: vt = max(vt, now - slack) + b / rate, and the write may
  * proceed at time vt (its `until`). A debt smaller than the write's step is
  * not slept but carried in vt and paid by a later write; a write that owes a
- * step or more sleeps until it owes nothing, in pieces of at most max_step_us
- * (1 ms), re-evaluating the state between them (so a flush that ends the
- * slowdown releases it at once). The sum of sleeps is ~ bytes / rate however
- * the writes are sized. The step sets how many writes wait at all: with
+ * step or more sleeps until it owes nothing, in one sleep (pieces of at most
+ * max_sleep_us, 8 ms, re-evaluating the state between them): each wake-up
+ * on a busy two-core machine overslept ~0.2 ms on average and 5 % of them
+ * over 1 ms, so a 6 ms stall slept in 1 ms pieces took 8-9 ms. The sum of
+ * sleeps is ~ bytes / rate however the writes are sized. The step sets how many writes wait at all: with
  * 100 us steps ~0.5 % of a paced 1 KiB fill's writes slept and that was its
  * p99.9; with 2 ms ~0.05 % do. A group commit's followers wait while its
  * leader sleeps, so the step is min_step_us (2 ms)
  * times the writes that wait with this one (1 + in->queued), at most 4x:
- * a sleep holds n writes, the debt needs 1/n as many sleeps. `slack` =
+ * a sleep holds n writes, the debt needs 1/n as many sleeps. And the step
+ * grows with the pace's pressure: the debt a paced write adds (its cost
+ * less the time since the write before, averaged over the last stalls)
+ * times stall_every (2000), at most step_cap_us (6 ms), so that about one
+ * write in 2000 sleeps (a 4M x 1 KiB fill: 0.065 % of its writes slept at
+ * the 2 ms step, p99.9 0.36-0.68 ms; 0.03 % at the grown step, p99.9
+ * 0.13-0.16 ms). Where the step that
+ * would do so is over 1.6 x the cap, the capped step would still stall
+ * more than one write in 1250 -- the p99.9 is lost anyway -- and the step
+ * stays at min_step_us: short stalls are then better at every percentile
+ * (a 16M x 1 KiB fill sleeps ~60 % of its time: one write in 1100 stalled
+ * at a 6 ms step, and 40 writes waited over 10 ms). `slack` =
  * max_step_us lets writers that overslept catch up; a paced call after any
  * call that did not pace (NORMAL, STOP, or a SLOWDOWN whose rate is 0, "not
  * paced") starts vt at now.
@@ -152,9 +164,19 @@ typedef struct wctl_options {
     uint64_t min_rate;         /* PRL pace floor, bytes/s. Default 1 MiB/s */
     uint64_t min_sample_bytes; /* flushes smaller than this are not sampled (their fixed
                                 * costs make the bandwidth meaningless). Default 1 MiB */
-    uint64_t max_step_us;      /* longest single delay, 1..1000. Default 1000 */
+    uint64_t max_step_us;      /* longest single STOP wait, and the slack of vt, 1..1000.
+                                * Default 1000 */
+    uint64_t max_sleep_us;     /* longest single pacing sleep, 1..100000: a write that
+                                * owes more sleeps again after re-evaluating. Default
+                                * 8000 (a stall is one sleep) */
     uint64_t min_step_us;      /* debts below this (times 1 + queued, queued <= 3) are
                                 * carried, not slept; 0..100000. Default 2000 */
+    uint64_t stall_every;      /* the step grows (up to step_cap_us) so that about one
+                                * write in stall_every sleeps: step = stall_every x the
+                                * debt a write adds (W5); 0: off. Default 2000 */
+    uint64_t step_cap_us;      /* the largest step stall_every may set, 1..100000
+                                * (a larger min_step_us x (1 + queued) still wins).
+                                * Default 6000 */
     double ramp_lo;            /* PRL: container fill where the drain ramp starts, [0, near_full).
                                 * Default 0.5 */
     double ramp_gain;          /* PRL: at ramp_lo writers may run at (1 + ramp_gain) x the
@@ -234,6 +256,7 @@ typedef struct wctl_stats {
     uint64_t stopped_writes;  /* tickets that saw STOP */
     uint64_t stall_us;        /* sum of returned delays */
     uint64_t step_us;         /* the step of the last write evaluated in a paced SLOWDOWN (0: none yet) */
+    uint64_t accrual_ns;      /* the debt a paced write adds, averaged over the last stalls (W5) */
 } wctl_stats;
 
 typedef struct wctl wctl;
@@ -264,7 +287,8 @@ wctl_state wctl_classify(const wctl *w, const wctl_input *in);
 /* wctl_delay_us -- the deterministic core (never sleeps). For a new ticket
  * `bytes` is the write's size; later calls for the same ticket pass 0 (it is
  * ignored). Returns the microseconds to wait before calling again
- * (<= max_step_us), or 0 when the write may proceed now (the ticket is then
+ * (STOP: <= max_step_us; SLOWDOWN: <= max_sleep_us), or 0 when the write
+ * may proceed now (the ticket is then
  * finished; a finished ticket passed again starts a new write). Sets
  * t->state. */
 uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t bytes, uint64_t now_us);
