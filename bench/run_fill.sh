@@ -21,12 +21,15 @@
 # after the fill and reads (blocks of its files at close, the pool included).
 # About 14 minutes per
 # round on 2 cores.
-# Knobs: REPEAT, FILLS (the groups, default "4m 1m 300k 20m 16m"), READS, DB.
+# Knobs: REPEAT, FILLS (the groups, default "4m 1m 300k 20m 16m"), READS, DB,
+# ENGINES (only these engines of each group, e.g. "tierkv rocksdb"; default
+# all of them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 REPEAT=${REPEAT:-1}
 FILLS=${FILLS:-4m 1m 300k 20m 16m}
+ENGINES=${ENGINES:-}
 READS=${READS:-200000}
 DB=${DB:-/tmp/tkv_bench}
 rocks=rocksdb
@@ -34,8 +37,15 @@ rocks=rocksdb
 out=bench/results/$(date -u +%Y%m%d-%H%M%S)-fill
 mkdir -p "$out"
 
-# configs GROUP -- the configurations of a group, tierkv first
+# configs GROUP -- the configurations of a group, tierkv first (those of
+# ENGINES only, when it is set)
 configs() {
+    local c
+    for c in $(all_configs "$1"); do
+        if [ -z "$ENGINES" ] || [[ " $ENGINES " == *" ${c#*-} "* ]]; then echo "$c"; fi
+    done
+}
+all_configs() {
     case "$1" in
     4m) echo "4m-tierkv 4m-volatile 4m-rocksdb 4m-rocksdb-l0nvm" ;;
     16m) echo "16m-tierkv 16m-rocksdb" ;;
