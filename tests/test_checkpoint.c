@@ -899,34 +899,40 @@ static void checkpoint_fault_sweep(void **state)
     tkv_options *o = ck_options(NULL, NULL);
     tu_model *m = tu_model_new();
     tkv_db *db = sweep_setup(src, o, m);
-    ckhook h = {.out = out, .parent = dir, .mode = 0, .k = -1};
-    io_set_fault_hook(ck_hook, &h);
+    /* Each run has a hook of its own, never written again while the
+     * database is open: a background thread (tkv-trash) that loaded the
+     * hook before it was unset may still be reading it. */
+    ckhook h0 = {.out = out, .parent = dir, .mode = 0, .k = -1};
+    io_set_fault_hook(ck_hook, &h0);
     int rc = tkv_checkpoint(db, out);
     io_set_fault_hook(NULL, NULL);
     assert_int_equal(rc, TKV_OK);
-    int total = h.n;
+    int total = __atomic_load_n(&h0.n, __ATOMIC_ACQUIRE);
     tu_rmrf(out);
     unsigned failed = 0;
     int ks[1024];
     assert_true(total > 0 && total < 1000);
     int nk = sweep_points(total, 0, ks);
+    ckhook *hs = calloc((size_t)nk, sizeof *hs);
+    assert_non_null(hs);
     for (int i = 0; i < nk; i++) {
         int k = ks[i];
-        h = (ckhook){.out = out, .parent = dir, .mode = 1, .k = k, .ret = k % 3 == 2 ? ENOSPC : EIO};
-        io_set_fault_hook(ck_hook, &h);
+        ckhook *h = &hs[i];
+        *h = (ckhook){.out = out, .parent = dir, .mode = 1, .k = k, .ret = k % 3 == 2 ? ENOSPC : EIO};
+        io_set_fault_hook(ck_hook, h);
         rc = tkv_checkpoint(db, out);
         io_set_fault_hook(NULL, NULL);
         if (rc == TKV_OK) { /* only when this run made fewer operations than the first */
-            assert_true(h.n <= k);
+            assert_true(__atomic_load_n(&h->n, __ATOMIC_ACQUIRE) <= k);
             tu_rmrf(out);
             continue;
         }
         failed++;
         /* a failed persist into a pool is its sticky TKV_IO_ERROR, whatever the errno (docs/pmem.md) */
-        int want = h.ret == EIO || h.sync_of_pool ? TKV_IO_ERROR : TKV_NO_SPACE;
+        int want = h->ret == EIO || h->sync_of_pool ? TKV_IO_ERROR : TKV_NO_SPACE;
         if (rc != want)
-            fail_msg("operation %d of %d (%s) failed with %s: tkv_checkpoint returned %d (%s)", k, total, h.what,
-                     h.ret == EIO ? "EIO" : "ENOSPC", rc, tkv_errmsg());
+            fail_msg("operation %d of %d (%s) failed with %s: tkv_checkpoint returned %d (%s)", k, total, h->what,
+                     h->ret == EIO ? "EIO" : "ENOSPC", rc, tkv_errmsg());
         if (exists(out)) fail_msg("operation %d of %d failed, yet %s exists", k, total, out);
         char *left = NULL;
         if (leftovers(out, &left)) fail_msg("operation %d of %d failed and left %s", k, total, left);
@@ -940,6 +946,7 @@ static void checkpoint_fault_sweep(void **state)
     assert_int_equal(tkv_checkpoint(db, out), TKV_OK);
     open_check_close(out, o, m, "checkpoint after the sweep");
     tu_close_reopen_check(db, src, o, m, "source after the sweep");
+    free(hs); /* the database is closed: no thread reads a hook */
     tu_model_free(m);
     tkv_options_free(o);
     free(src);
