@@ -402,7 +402,7 @@ static void wc_zero(const char *path, uint64_t from, uint64_t to);
  * and close) and stays. Each WAL the child made keeps what its fdatasyncs
  * covered -- its synced frontier (the page cache holds the slot's last
  * value: exactly the size the last wal_sync covered; 0: never synced, the
- * header may go too) -- and of the rest, independently per WAL: all of it
+ * header may go too, whole) -- and of the rest, independently per WAL: all of it
  * (a tenth of them); a cut at a random point; or a random range zeroed
  * (pages not written back while later ones were), half the time also cut
  * after it. Acknowledged
@@ -423,7 +423,7 @@ static void cr_reorder_wals(cr_run *R, tu_rng *r)
             continue;
         }
         uint64_t size = (uint64_t)st.st_size, synced = 0, end = size;
-        if (wal_replay(p, NULL, NULL, NULL, &h) == 0 && h.version == WAL_V2) {
+        if (wal_replay(p, NULL, NULL, NULL, &h) == 0 && (h.version == WAL_V2 || h.version == WAL_V3)) {
             synced = h.frontier < size ? h.frontier : size;
             if (h.end > synced) end = h.end; /* a mapped log: zeros after its records */
         }
@@ -436,7 +436,11 @@ static void cr_reorder_wals(cr_run *R, tu_rng *r)
             keep = synced + tu_rng_below(r, end - synced + 1); /* (past `end` a mapped log's zeros) */
         } else {
             uint64_t room = end - synced, a = synced + tu_rng_below(r, room);
+            /* the header is one write within one sector: it is lost whole
+             * (all zero: an empty log, format-wal.md H1) or kept */
+            if (a < WAL_V2_HEADER_SIZE) a = 0;
             uint64_t b = a + 1 + tu_rng_below(r, end - a < 20000 ? end - a : 20000);
+            if (a == 0 && b < WAL_V2_HEADER_SIZE) b = WAL_V2_HEADER_SIZE;
             wc_zero(p, a, b);
             R->wal_bytes_cut += b - a;
             if (tu_rng_chance(r, 500000)) keep = b + tu_rng_below(r, size - b + 1);
