@@ -240,13 +240,17 @@ static rowtable *build_row(pool *p, uint64_t id, int n, const rowtable *older)
     return r;
 }
 
-static void gen_pool(void)
+/* gen_pool -- a pool of two rows, the older one half drained; with lz4 the
+ * rows' values that compress are lz4 blocks (ROWTABLE_FLAG_LZ4), and only the
+ * rowtable target's seeds are written. */
+static void gen_pool(int lz4)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/gen.pmem", fz_dir());
     pool_options po = {4096, 8};
     pool *p;
     if (pool_open(path, 128u << 10, PM_EMULATED, PM_PROFILE_NONE, &po, &p, NULL) < 0) die("pool_open");
+    pool_set_row_compression(p, lz4);
     rowtable *r1 = build_row(p, 1, 60, NULL);
     rowtable *r2 = build_row(p, 2, 40, r1);
     /* r1 drained halfway: its dead pages released (the release bitmap). */
@@ -258,11 +262,16 @@ static void gen_pool(void)
     size_t n;
     if (io_read_file(path, IO_META, NULL, &img, &n) < 0) die(path);
     while (n > 4096 && img[n - 1] == 0) n--; /* the target zero-extends to the header's size */
-    seed("pool", "rows", 0, img, n);
-    seed("pool", "rows-fix", FZ_FIX | FZ_FIX_ROWS, img, n);
-    seed("pool", "header-only", FZ_FIX, img, 4096);
-    seed("rowtable", "rows", 0, img, n);
-    seed("rowtable", "rows-fix", FZ_FIX | FZ_FIX_ROWS | FZ_FIX_PAGES, img, n);
+    if (lz4) {
+        seed("rowtable", "rows-lz4", 0, img, n);
+        seed("rowtable", "rows-lz4-fix", FZ_FIX | FZ_FIX_ROWS | FZ_FIX_PAGES, img, n);
+    } else {
+        seed("pool", "rows", 0, img, n);
+        seed("pool", "rows-fix", FZ_FIX | FZ_FIX_ROWS, img, n);
+        seed("pool", "header-only", FZ_FIX, img, 4096);
+        seed("rowtable", "rows", 0, img, n);
+        seed("rowtable", "rows-fix", FZ_FIX | FZ_FIX_ROWS | FZ_FIX_PAGES, img, n);
+    }
     free(img);
     io_remove(path);
 }
@@ -294,7 +303,8 @@ int main(int argc, char **argv)
     gen_sst();
     gen_db("sst");
     gen_db("matrix");
-    gen_pool();
+    gen_pool(0);
+    gen_pool(1);
     gen_options();
     /* Edge cases shared by the file targets. */
     seed("wal", "empty", 0, "", 0);

@@ -243,6 +243,81 @@ static void matrix_basics(void **state)
     free(dir);
 }
 
+/* ---------------------------------------------------------------- row compression */
+
+/* cval_of -- value of key k at version ver that lz4 shrinks: 40..2000 bytes,
+ * its first eighth random letters and the rest repeating them; every fifth
+ * value all random letters. */
+static size_t cval_of(uint64_t k, uint64_t ver, char *buf)
+{
+    uint64_t h = tu_mix64(k * 131 + ver);
+    size_t len = 40 + (size_t)(h % 1960),
+           n = (size_t)sprintf(buf, "v%llu.%llu|", (unsigned long long)k, (unsigned long long)ver);
+    size_t head = h % 5 == 0 ? len : n + len / 8;
+    for (size_t i = n; i < len; i++) {
+        h = tu_mix64(h);
+        buf[i] = i < head ? (char)('a' + h % 26) : buf[n + (i - head) % (head - n)];
+    }
+    return len;
+}
+
+/* matrix_row_compression -- rows built with row_compression=lz4 hold the
+ * values in fewer bytes and read back the same, through a reopen with the
+ * other setting (a pool holds rows of both kinds) and a drain into L1. */
+static void matrix_row_compression(void **state)
+{
+    (void)state;
+    tu_rng r;
+    tu_rng_init(&r, tu_seed() + 5);
+    char *dir = tu_tmpdir("mx-lz4");
+    tkv_options *o = matrix_options("16M");
+    assert_int_equal(tkv_options_set(o, "matrix_trigger", "100"), TKV_OK); /* rows stay until compact_range */
+    tu_model *m = tu_model_new();
+    char kb[32], vb[2100];
+    uint64_t ver = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *mode = pass == 0 ? "lz4" : "none";
+        assert_int_equal(tkv_options_set(o, "row_compression", mode), TKV_OK);
+        tkv_db *db = tu_open_ok(dir, o);
+        uint64_t data0 = line_u64(db, "tkv.matrix", "flush:", "data_bytes="),
+                 vals0 = line_u64(db, "tkv.matrix", "flush:", "value_bytes=");
+        for (int i = 0; i < 2000; i++) {
+            uint64_t k = tu_rng_below(&r, 1500);
+            size_t kn = key_of(k, kb), vn = cval_of(k, ++ver, vb);
+            int rc = tu_put_model(db, m, kb, kn, vb, vn, 0);
+            if (rc != TKV_OK) fail_msg("put: %s", tkv_errmsg());
+        }
+        assert_int_equal(tkv_flush(db), TKV_OK);
+        uint64_t data = line_u64(db, "tkv.matrix", "flush:", "data_bytes=") - data0,
+                 vals = line_u64(db, "tkv.matrix", "flush:", "value_bytes=") - vals0,
+                 lz4 = line_u64(db, "tkv.matrix", "flush:", "lz4_values=");
+        print_message("row_compression=%s: values %llu bytes, rows' data %llu bytes, %llu values as lz4\n", mode,
+                      (unsigned long long)vals, (unsigned long long)data, (unsigned long long)lz4);
+        if (pass == 0) {
+            assert_true(lz4 > 1000);      /* four values in five compress */
+            assert_true(data < vals / 2); /* and shrink to well under half */
+        } else {
+            assert_int_equal(lz4, 0); /* counted since this open */
+            assert_true(data > vals);
+        }
+        tu_check_db(db, NULL, m, mode);
+        tu_close_ok(db);
+    }
+    /* reopened with lz4 again: rows of both kinds from the pool, then drained */
+    assert_int_equal(tkv_options_set(o, "row_compression", "lz4"), TKV_OK);
+    tkv_db *db = tu_open_ok(dir, o);
+    assert_true(tu_prop_u64(db, "tkv.matrix", "rows: ") >= 4);
+    tu_check_db(db, NULL, m, "both kinds of rows");
+    assert_int_equal(tkv_compact_range(db, NULL, 0, NULL, 0), TKV_OK);
+    assert_int_equal(tu_prop_u64(db, "tkv.matrix", "rows: "), 0);
+    tu_check_db(db, NULL, m, "drained into L1");
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    assert_int_equal(tkv_destroy(dir), TKV_OK);
+    free(dir);
+}
+
 /* ---------------------------------------------------------------- open errors */
 
 static void expect_open(const char *dir, const tkv_options *o, int want, const char *needle, const char *what)
@@ -1146,19 +1221,13 @@ static void matrix_pool_writeback(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(matrix_pool_writeback),
-        cmocka_unit_test(matrix_basics),
-        cmocka_unit_test(matrix_open_errors),
-        cmocka_unit_test(matrix_corruption),
-        cmocka_unit_test(matrix_mode_switch),
-        cmocka_unit_test(matrix_backpressure),
-        cmocka_unit_test(matrix_column_retry),
-        cmocka_unit_test(matrix_parallel_columns),
-        cmocka_unit_test(matrix_close_stops_column),
-        cmocka_unit_test(matrix_pinned_views),
-        cmocka_unit_test(matrix_concurrent),
-        cmocka_unit_test(matrix_powercut),
-        cmocka_unit_test(matrix_writer_holds_iterator),
+        cmocka_unit_test(matrix_pool_writeback),   cmocka_unit_test(matrix_basics),
+        cmocka_unit_test(matrix_row_compression),  cmocka_unit_test(matrix_open_errors),
+        cmocka_unit_test(matrix_corruption),       cmocka_unit_test(matrix_mode_switch),
+        cmocka_unit_test(matrix_backpressure),     cmocka_unit_test(matrix_column_retry),
+        cmocka_unit_test(matrix_parallel_columns), cmocka_unit_test(matrix_close_stops_column),
+        cmocka_unit_test(matrix_pinned_views),     cmocka_unit_test(matrix_concurrent),
+        cmocka_unit_test(matrix_powercut),         cmocka_unit_test(matrix_writer_holds_iterator),
     };
     const char *only = getenv("TKV_TEST_ONLY"); /* run one case */
     if (only && *only) cmocka_set_test_filter(only);

@@ -341,6 +341,138 @@ static void test_rows_model(void **state)
     }
 }
 
+/* compressible -- rewrites d's values so that most compress: a value keeps
+ * its first 1..n/4 random bytes and repeats them (like tkv_bench's values),
+ * a fifth stay random, a tenth are one byte repeated. */
+static void compressible(tu_rng *rng, row_data *d)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        ent *e = &d->e[i];
+        unsigned kind = (unsigned)tu_rng_below(rng, 10);
+        if (e->vn < 2 || kind < 2) continue; /* random */
+        if (kind == 2) {
+            memset(e->v, e->v[0], e->vn);
+            continue;
+        }
+        size_t half = 1 + tu_rng_below(rng, e->vn / 4 + 1);
+        for (size_t at = half; at < e->vn; at++) e->v[at] = e->v[at - half];
+    }
+}
+
+/* raw_bytes -- what the entries of d would take stored as is (key and value
+ * bytes; a lower bound of a row without compression's data stream). */
+static uint64_t raw_bytes(const row_data *d)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < d->n; i++) n += d->e[i].kn + d->e[i].vn;
+    return n;
+}
+
+/* find_entry -- the address of internal key k in the pool's mapping (keys
+ * are unique: each carries its sequence number). */
+static uint8_t *find_entry(pool *p, tkv_slice k)
+{
+    uint8_t *a = pm_base(pool_region(p));
+    pool_stats st;
+    pool_get_stats(p, &st);
+    uint8_t *hit = memmem(a, st.pool_size, k.p, k.n);
+    assert_non_null(hit);
+    return hit;
+}
+
+static void test_value_compression(void **state)
+{
+    (void)state;
+    tu_rng rng;
+    tu_rng_init(&rng, tu_seed() + 11);
+    for (int round = 0; round < 2; round++) {
+        /* round 0: 64 KiB pages; round 1: 4 KiB pages, where values over 512
+         * bytes cross page ends, compressed or not */
+        fixture f = fx_new("rows-lz4");
+        pool_options o = {.page_size = round ? 4096 : 0, .dir_slots = 0};
+        pool *p = open_pool(f.path, round ? 1u << 20 : 16u << 20, PM_EMULATED, &o);
+        assert_int_equal(pool_row_compression(p), 0);
+        uint64_t seq = 0, universe = 3000;
+        row_data rows[4];
+        rowtable *rt[4];
+        /* rows 1-2 compressed, row 3 with values that do not compress, row 4
+         * built with compression off: one pool holds both formats */
+        for (size_t i = 0; i < 4; i++) {
+            size_t n = round ? 60 + tu_rng_below(&rng, 60) : 800 + tu_rng_below(&rng, 800);
+            rows[3 - i] = gen_row(&rng, n, universe, &seq, round ? 1500 : 3000, round ? 3000 : 40000);
+            if (i < 2) compressible(&rng, &rows[3 - i]);
+            pool_set_row_compression(p, i < 3);
+            rt[3 - i] = build_row(p, i + 1, &rows[3 - i], i ? rt[4 - i] : NULL, 1);
+            rowtable_props pr;
+            rowtable_get_props(rt[3 - i], &pr);
+            assert_int_equal(pr.lz4, i < 3);
+            if (i < 2) {
+                assert_true(pr.lz4_values > rows[3 - i].n / 3);
+                /* most values shrink to well under half */
+                assert_true(pr.data_bytes < raw_bytes(&rows[3 - i]) * 2 / 3);
+            } else {
+                assert_int_equal(pr.lz4_values, 0); /* random values: the probe gives up */
+                assert_true(pr.data_bytes >= raw_bytes(&rows[3 - i]));
+            }
+        }
+        model m = model_of(rows, NULL, 4);
+        check_gets(&rng, rt, 4, &m, universe, seq, 3000, "lz4 built");
+        for (size_t i = 0; i < 4; i++) check_iter(&rng, rt[i], &rows[i], 0, "lz4 iter built");
+        check_accounting(p, "lz4 built");
+
+        /* reopened: the flag comes from the row, not from the pool's setting */
+        for (size_t i = 0; i < 4; i++) rowtable_close(rt[i]);
+        pool_close(p);
+        p = open_pool(f.path, 0, PM_EMULATED, NULL);
+        assert_int_equal(open_all(p, rt, 4), 4);
+        for (size_t i = 0; i < 4; i++) {
+            rowtable_props pr;
+            rowtable_get_props(rt[i], &pr);
+            assert_int_equal(pr.lz4, i > 0);
+            check_iter(&rng, rt[i], &rows[i], 0, "lz4 iter reopened");
+        }
+        check_gets(&rng, rt, 4, &m, universe, seq, 3000, "lz4 reopened");
+
+        /* a compressed value whose stored raw length is off by one is
+         * reported, never returned: find a compressed value of row 1 (the
+         * oldest, rt[3]) and raise its length varint's first byte */
+        const row_data *d = &rows[3];
+        int done = 0;
+        for (size_t i = 0; i < d->n && !done; i++) {
+            const ent *e = &d->e[i];
+            if (e->vn < 200 || e->vn > 16383 || e->v[e->vn - 1] != e->v[e->vn - 2] || e->v[0] != e->v[1]) continue;
+            uint8_t *at = find_entry(p, ekey(e)) + e->kn, *q = at;
+            uint64_t vfield = 0;
+            for (int sh = 0;; sh += 7) { /* the value field */
+                vfield |= (uint64_t)(*q & 0x7f) << sh;
+                if (!(*q++ & 0x80)) break;
+            }
+            if (!(vfield & 1)) continue; /* stored as is */
+            q[0] ^= 1;                   /* raw length +-1 */
+            tkv_buf v = {0};
+            row_get_result res;
+            memset(&res, 0, sizeof res);
+            int rc = rowtable_get(rt[3], ikey_user(ekey(e)), ikey_seq(ekey(e)), NULL, &res, &v, NULL);
+            expect_corruption(rc, "lz4", "a compressed value's raw length off by one");
+            tkv_it *it = rowtable_iter(rt[3]);
+            for (it_seek_first(it); it_valid(it); it_next(it)) {}
+            expect_corruption(it_status(it), "lz4", "the iterator over it");
+            it_destroy(it);
+            buf_free(&v);
+            q[0] ^= 1;
+            done = 1;
+        }
+        assert_true(done);
+        for (size_t i = 0; i < 4; i++) {
+            rowtable_close(rt[i]);
+            free_row(&rows[i]);
+        }
+        free(m.e);
+        pool_close(p);
+        fx_free(&f);
+    }
+}
+
 static void test_comparison_bound(void **state)
 {
     (void)state;
@@ -1265,6 +1397,7 @@ int main(void)
         cmocka_unit_test(test_cursor_after_trim),
         cmocka_unit_test(test_row_willneed),
         cmocka_unit_test(test_range_dels),
+        cmocka_unit_test(test_value_compression),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

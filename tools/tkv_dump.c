@@ -297,9 +297,10 @@ static void dump_row(pool *p, const pool_row_id *prow, version_set *vs, dump_arg
     printf(" entries=%u deletions=%llu seq=%llu..%llu key_bytes=%llu value_bytes=%llu\n", pr.entries,
            (unsigned long long)pr.deletions, (unsigned long long)pr.min_seq, (unsigned long long)pr.max_seq,
            (unsigned long long)pr.key_bytes, (unsigned long long)pr.value_bytes);
-    printf("  layout: meta_pages=%u data_pages=%u meta_off=%llu meta_bytes=%llu data_bytes=%llu min_cursor=%u\n",
+    printf("  layout: meta_pages=%u data_pages=%u meta_off=%llu meta_bytes=%llu data_bytes=%llu min_cursor=%u "
+           "values=%s\n",
            pr.meta_pages, pr.data_pages, (unsigned long long)pr.meta_off, (unsigned long long)pr.meta_bytes,
-           (unsigned long long)pr.data_bytes, pr.min_cursor);
+           (unsigned long long)pr.data_bytes, pr.min_cursor, pr.lz4 ? "lz4" : "raw");
     row_pages(p, prow->slot);
     row_entries(r, &pr, a);
     rowtable_close(r);

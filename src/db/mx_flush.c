@@ -163,6 +163,8 @@ static int flush_one(tkv_db *db)
             ctr_add(&mx->ctr.rows_flushed, 1);
             ctr_add(&mx->ctr.flush_entries, pr.entries);
             ctr_add(&mx->ctr.flush_data_bytes, pr.data_bytes);
+            ctr_add(&mx->ctr.flush_value_bytes, pr.value_bytes);
+            ctr_add(&mx->ctr.flush_lz4_values, pr.lz4_values);
             ctr_add(&mx->ctr.flush_batch_bytes, memtable_batch_bytes(m));
             if (memtable_memory_usage(m) >= db->opts.memtable_size / 2) { /* not a forced flush's scrap */
                 ctr_add(&mx->ctr.full_flush_batch_bytes, memtable_batch_bytes(m));

@@ -83,6 +83,7 @@
 /* Counters of the matrix container (atomic, relaxed), for tkv.matrix. */
 typedef struct mx_counters {
     uint64_t rows_flushed, flush_entries, flush_data_bytes; /* rows built by flushes */
+    uint64_t flush_value_bytes, flush_lz4_values;           /* their values' own bytes; values stored as lz4 */
     uint64_t flush_batch_bytes;                             /* the same flushes in writer units (batch bytes) */
     uint64_t full_flush_batch_bytes, full_flush_pages;      /* flushes of full memtables: batch bytes and the
                                                    * pool pages their rows took (mx_fill's estimate) */

@@ -80,6 +80,7 @@ static int open_pool(tkv_db *db, struct mx_state *mx, size_t manifest_rows, int 
     uint64_t size = db->opts.pmem_size ? db->opts.pmem_size : exists ? 0 : MX_DEFAULT_POOL_SIZE;
     TKV_TRY(pool_open(mx->path, size, (pm_mode)db->opts.pmem_mode, (pm_profile)db->opts.emul_profile, NULL, &mx->pool,
                       created));
+    pool_set_row_compression(mx->pool, db->opts.row_compression);
     if (db->opts.pmem_writeback) /* a no-op unless emulated pmem on a disk (pmem.h) */
         TKV_TRY(pm_writeback_start(pool_region(mx->pool), writeback_admit, db, db->opts.pmem_writeback, 0,
                                    db->opts.bytes_per_sync));

@@ -143,9 +143,12 @@ void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom)
     buf_appendf(b, oom, "bytes: used=%llu free=%llu pool=%llu page_size=%u trigger=%d%%\n", (unsigned long long)used,
                 (unsigned long long)st.pages_free * st.page_size, (unsigned long long)st.pool_size, st.page_size,
                 db->opts.matrix_trigger);
-    buf_appendf(b, oom, "flush: rows=%llu entries=%llu data_bytes=%llu no_space=%llu wait_micros=%llu\n",
+    buf_appendf(b, oom,
+                "flush: rows=%llu entries=%llu data_bytes=%llu value_bytes=%llu lz4_values=%llu no_space=%llu "
+                "wait_micros=%llu\n",
                 (unsigned long long)ctr_get(&c->rows_flushed), (unsigned long long)ctr_get(&c->flush_entries),
-                (unsigned long long)ctr_get(&c->flush_data_bytes), (unsigned long long)ctr_get(&c->flush_no_space),
+                (unsigned long long)ctr_get(&c->flush_data_bytes), (unsigned long long)ctr_get(&c->flush_value_bytes),
+                (unsigned long long)ctr_get(&c->flush_lz4_values), (unsigned long long)ctr_get(&c->flush_no_space),
                 (unsigned long long)ctr_get(&c->flush_wait_micros));
     pm_stats ps;
     pm_get_stats(pool_region(mx->pool), &ps);

@@ -88,6 +88,7 @@ static const opt_def OPTION_TABLE[] = {
     {"column_bytes", OPT_SIZE, OFF(column_bytes), 0, UINT64_C(1) << 40, "0", NULL},
     {"matrix_trigger", OPT_INT, OFF(matrix_trigger), 1, 100, "50", NULL},
     {"row_filter", OPT_BOOL, OFF(row_filter), 0, 1, "1", NULL},
+    {"row_compression", OPT_ENUM, OFF(row_compression), 0, 1, "lz4", COMPRESSION_NAMES},
     {"seek_hints", OPT_BOOL, OFF(seek_hints), 0, 1, "1", NULL},
     {"column_threads", OPT_INT, OFF(column_threads), 1, 8, "2", NULL},
     {"column_gate", OPT_ENUM, OFF(column_gate), 0, 1, "idle", COLUMN_GATE_NAMES},

@@ -60,6 +60,7 @@ struct tkv_options {
     uint64_t column_bytes;   /* bytes of rows per column compaction; 0 = pool size / 16 */
     int matrix_trigger;      /* percent of the pool's pages in use at which the compactor forms */
     int row_filter;          /* 1: lookups consult each row's DRAM key filter before searching it */
+    int row_compression;     /* 1: flushed rows store values as lz4 blocks where that saves 1/8 (ROWTABLE_FLAG_LZ4) */
     int seek_hints;          /* 1: iterator seeks narrow from row to row through the forward pointers */
     int column_threads;      /* column compactions that may run at once, on disjoint key ranges */
     int column_gate;         /* COLUMN_GATE_IDLE: a second column only while a CPU is idle; _ALWAYS */

@@ -90,6 +90,8 @@ size_t pool_row_header_area(uint32_t body_len, uint32_t npages)
 
 /* ---------------------------------------------------------------- geometry */
 
+void pool_set_row_compression(pool *p, int lz4) { __atomic_store_n(&p->row_lz4, lz4 != 0, __ATOMIC_RELAXED); }
+int pool_row_compression(const pool *p) { return __atomic_load_n(&p->row_lz4, __ATOMIC_RELAXED); }
 const char *pool_path(const pool *p) { return p->path; }
 pm_region *pool_region(pool *p) { return p->reg; }
 uint32_t pool_page_size(const pool *p) { return p->page_size; }

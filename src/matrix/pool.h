@@ -175,6 +175,12 @@ int pool_error(pool *p);
 int pool_file_uuid(const char *path, uint8_t uuid[16]);
 
 /* Geometry and identity (constant after open). */
+/* pool_set_row_compression / pool_row_compression -- whether rows built from
+ * now on store their values as lz4 blocks where that saves at least 1/8
+ * (ROWTABLE_FLAG_LZ4, rowtable.h). Off after pool_open. Rows already built
+ * keep their format: a pool holds both kinds. */
+void pool_set_row_compression(pool *p, int lz4);
+int pool_row_compression(const pool *p);
 const char *pool_path(const pool *p);
 pm_region *pool_region(pool *p);
 uint32_t pool_page_size(const pool *p);

@@ -41,6 +41,7 @@ struct pool {
     int barriers;        /* pm_needs_sync(reg): releases go through limbo, commits sync (constant after open) */
     int lock_fd;         /* holds an exclusive flock on the pool file while open */
     int writable;        /* opened by pool_open (not pool_open_readonly) */
+    int row_lz4;         /* pool_set_row_compression (relaxed atomic) */
 };
 
 static inline uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }

@@ -88,9 +88,13 @@
 
 #define ROWTABLE_FORMAT_VERSION    1
 #define ROWTABLE_FORMAT_VERSION_RD 2 /* a row with range tombstones (docs/format-matrix.md 5.2) */
-#define ROWTABLE_META_ENTRY_SIZE   32u
-#define ROWTABLE_NO_FWD            UINT32_MAX /* forward pointer of a row built with no older row */
-#define ROWTABLE_MAX_ENTRIES       (UINT32_MAX - 1)
+/* A flag in the body's version word, beside 1 or 2: each entry's value field
+ * says whether its value is stored as is or as an lz4 block (5.1). Rows are
+ * built with it while pool_set_row_compression is on. */
+#define ROWTABLE_FLAG_LZ4        0x100u
+#define ROWTABLE_META_ENTRY_SIZE 32u
+#define ROWTABLE_NO_FWD          UINT32_MAX /* forward pointer of a row built with no older row */
+#define ROWTABLE_MAX_ENTRIES     (UINT32_MAX - 1)
 
 typedef struct rowtable rowtable;
 
@@ -181,6 +185,8 @@ typedef struct rowtable_props {
     uint32_t pages, meta_pages, data_pages, pages_released;
     size_t dram_bytes;       /* the handle's DRAM footprint */
     uint64_t num_range_dels; /* range tombstones (format version 2) */
+    int lz4;                 /* built with ROWTABLE_FLAG_LZ4 */
+    uint64_t lz4_values;     /* values stored as lz4 blocks (counted by the build; 0 for a row opened) */
 } rowtable_props;
 void rowtable_get_props(const rowtable *r, rowtable_props *out);
 uint64_t rowtable_id(const rowtable *r);

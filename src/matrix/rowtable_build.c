@@ -9,6 +9,7 @@
  */
 #include "matrix/rowtable_int.h"
 
+#include <lz4.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,10 +19,83 @@
 
 /* ---------------------------------------------------------------- data placement and stream writers */
 
-/* entry_size -- encoded bytes of an entry in the data stream. */
-static inline uint64_t entry_size(uint64_t ikey_len, uint64_t vlen)
+/* entry_size -- encoded bytes of an entry in the data stream: vfield is the
+ * number before the value's bytes (the value's length, or with
+ * ROWTABLE_FLAG_LZ4 the payload's length << 1 | c), payload those bytes. */
+static inline uint64_t entry_size(uint64_t ikey_len, uint64_t vfield, uint64_t payload)
 {
-    return varint_len(ikey_len) + ikey_len + varint_len(vlen) + vlen;
+    return varint_len(ikey_len) + ikey_len + varint_len(vfield) + payload;
+}
+
+/* ---------------------------------------------------------------- value compression */
+
+/* The values of a row built with ROWTABLE_FLAG_LZ4 (pool_set_row_compression
+ * on). Pass 1 compresses each value of at least VC_MIN bytes into `out` and
+ * keeps the block only if the entry's payload (varint raw length + block)
+ * is at least 1/8 smaller than the value; pass 2 writes the kept blocks in the
+ * same order (the two passes read the same source in the same order, so entry
+ * i's block is the next one in `out`). Once VC_PROBE values have been tried,
+ * a row whose values saved less than 1/8 of their bytes stops trying: values
+ * that do not compress cost one probe per row, not one per value. The blocks
+ * are held in DRAM between the passes (at most the values' size). */
+#define VC_MIN   32
+#define VC_PROBE 64
+
+typedef struct vcomp {
+    int on;           /* the row is built with ROWTABLE_FLAG_LZ4 */
+    int trying;       /* values are still offered to lz4 */
+    LZ4_stream_t *ls; /* reset (LZ4_resetStream_fast) before each value */
+    tkv_buf out;      /* kept blocks, back to back */
+    uint32_t *clen;   /* per entry: its kept block's length, 0 = stored as is */
+    size_t clen_cap;  /* entries clen has room for */
+    uint64_t tried, tried_bytes, saved, kept;
+    uint64_t rpos; /* pass 2: the next block in out */
+} vcomp;
+
+static void vc_free(vcomp *c)
+{
+    if (c->ls) LZ4_freeStream(c->ls);
+    buf_free(&c->out);
+    free(c->clen);
+    memset(c, 0, sizeof *c);
+}
+
+/* vc_value -- pass 1 for entry i's value v: *vfield and *payload of its
+ * value field. 0 or TKV_NO_MEMORY. */
+static int vc_value(vcomp *c, uint64_t i, tkv_slice v, uint64_t *vfield, uint64_t *payload)
+{
+    *vfield = v.n;
+    *payload = v.n;
+    if (!c->on) return 0;
+    *vfield = (uint64_t)v.n << 1;
+    if (i >= c->clen_cap) {
+        size_t cap = c->clen_cap ? 2 * c->clen_cap : 4096;
+        uint32_t *n = realloc(c->clen, cap * sizeof *n);
+        if (!n) return TKV_NO_MEMORY;
+        c->clen = n;
+        c->clen_cap = cap;
+    }
+    c->clen[i] = 0;
+    if (!c->trying || v.n < VC_MIN || v.n > LZ4_MAX_INPUT_SIZE) return 0;
+    if (c->tried >= VC_PROBE && c->saved * 8 < c->tried_bytes) {
+        c->trying = 0;
+        return 0;
+    }
+    uint64_t hl = varint_len(v.n), room = v.n - v.n / 8 - hl;
+    TKV_TRY(buf_reserve(&c->out, room));
+    LZ4_resetStream_fast(c->ls);
+    int n =
+        LZ4_compress_fast_continue(c->ls, (const char *)v.p, (char *)c->out.data + c->out.len, (int)v.n, (int)room, 1);
+    c->tried++;
+    c->tried_bytes += v.n;
+    if (n <= 0) return 0; /* saves less than 1/8 */
+    c->clen[i] = (uint32_t)n;
+    c->out.len += (size_t)n;
+    c->saved += v.n - hl - (uint64_t)n;
+    c->kept++;
+    *payload = hl + (uint64_t)n;
+    *vfield = *payload << 1 | 1;
+    return 0;
 }
 
 /* entry_place -- where an entry of esz bytes starts when the data stream is
@@ -106,6 +180,30 @@ static void ps_close(pstream *s)
     if (s->pos & s->r->mask) ps_finish(s, (uint32_t)(s->pos >> s->r->shift));
 }
 
+/* vc_field -- pass 2: the value field of value v whose kept block has cl
+ * bytes (0: stored as is), as pass 1 sized it (vc_value). */
+static void vc_field(const vcomp *c, tkv_slice v, uint32_t cl, uint64_t *vfield, uint64_t *payload)
+{
+    *payload = cl ? varint_len(v.n) + cl : v.n;
+    *vfield = !c->on ? v.n : cl ? *payload << 1 | 1 : (uint64_t)v.n << 1;
+}
+
+/* vc_write -- pass 2: the value field and the value (or its kept block, the
+ * next one in c->out) into the data stream. */
+static void vc_write(vcomp *c, pstream *data, tkv_slice v, uint32_t cl, uint64_t vfield)
+{
+    uint8_t hdr[20];
+    uint8_t *h = enc_varint(hdr, vfield);
+    if (cl) h = enc_varint(h, v.n);
+    ps_write(data, hdr, (uint64_t)(h - hdr));
+    if (cl) {
+        ps_write(data, c->out.data + c->rpos, cl);
+        c->rpos += cl;
+    } else {
+        ps_write(data, v.p, v.n);
+    }
+}
+
 /* ---------------------------------------------------------------- the two passes */
 
 /* Totals of pass 1. */
@@ -115,7 +213,7 @@ typedef struct build_totals {
 
 /* scan_source -- pass 1: validates the source (order, sizes) and computes
  * the totals and the exact data-stream length (with padding). */
-static int scan_source(pool *p, uint64_t row_id, tkv_it *src, build_totals *t)
+static int scan_source(pool *p, uint64_t row_id, tkv_it *src, vcomp *vc, build_totals *t)
 {
     uint32_t ps = pool_page_size(p);
     tkv_buf prev = {0};
@@ -147,7 +245,13 @@ static int scan_source(pool *p, uint64_t row_id, tkv_it *src, build_totals *t)
                          (unsigned long long)row_id, ROWTABLE_MAX_ENTRIES);
             goto out;
         }
-        uint64_t seq = ikey_seq(k), esz = entry_size(k.n, v.n);
+        uint64_t vfield, payload;
+        if ((rc = vc_value(vc, t->n - 1, v, &vfield, &payload)) < 0) {
+            rc = tkv_err(rc, "pool %s: row %llu: out of memory compressing values", pool_path(p),
+                         (unsigned long long)row_id);
+            goto out;
+        }
+        uint64_t seq = ikey_seq(k), esz = entry_size(k.n, vfield, payload);
         t->data_bytes = entry_place(t->data_bytes, esz, ps) + esz;
         if (seq < t->min_seq) t->min_seq = seq;
         if (seq > t->max_seq) t->max_seq = seq;
@@ -166,7 +270,7 @@ out:
  * row's pages (persisted page by page as each fills), forward pointers by a
  * linear merge with `older` (<= n_new + n_old comparisons in all). */
 static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32_t older_cursor, const tkv_buf *rdb,
-                         uint32_t *crc, uint8_t *stage)
+                         vcomp *vc, uint32_t *crc, uint8_t *stage)
 {
     pstream data = {r, r->nmeta, 0, r->data_bytes, 0, crc, stage};
     pstream mst = {r,
@@ -185,8 +289,11 @@ static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32
     uint8_t me[ROWTABLE_META_ENTRY_SIZE], hdr[20];
     for (it_seek_first(src); it_valid(src); it_next(src), i++) {
         tkv_slice k = it_key(src), v = it_value(src);
-        uint64_t esz = entry_size(k.n, v.n), start = entry_place(data.pos, esz, r->page_size);
-        if (i >= r->n || start + esz > r->entries_end || k.n < IKEY_TRAILER) {
+        uint32_t cl = vc->on && i < r->n ? vc->clen[i] : 0;
+        uint64_t vfield, payload;
+        vc_field(vc, v, cl, &vfield, &payload);
+        uint64_t esz = entry_size(k.n, vfield, payload), start = entry_place(data.pos, esz, r->page_size);
+        if (i >= r->n || start + esz > r->entries_end || k.n < IKEY_TRAILER || vc->rpos + cl > vc->out.len) {
             buf_free(&prev_buf);
             return tkv_err(TKV_INVALID, "pool %s: row %llu: the source changed between the two build passes",
                            pool_path(r->pl), (unsigned long long)r->row_id);
@@ -214,9 +321,7 @@ static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32
         uint8_t *h = enc_varint(hdr, k.n);
         ps_write(&data, hdr, (uint64_t)(h - hdr));
         ps_write(&data, k.p, k.n);
-        h = enc_varint(hdr, v.n);
-        ps_write(&data, hdr, (uint64_t)(h - hdr));
-        ps_write(&data, v.p, v.n);
+        vc_write(vc, &data, v, cl, vfield);
 
         memset(me, 0, sizeof me);
         size_t ukn = k.n - IKEY_TRAILER;
@@ -244,7 +349,7 @@ static int write_entries(rowtable *r, tkv_it *src, const rowtable *older, uint32
  * r->version; rdb: the range tombstone block of version 2). */
 static void encode_body(const rowtable *r, const uint32_t *crc, const tkv_buf *rdb, uint8_t *b)
 {
-    enc_u32(b + RB_VERSION, r->version);
+    enc_u32(b + RB_VERSION, r->version | (r->lz4 ? ROWTABLE_FLAG_LZ4 : 0));
     enc_u32(b + RB_META_ESIZE, ROWTABLE_META_ENTRY_SIZE);
     enc_u64(b + RB_N, r->n);
     enc_u64(b + RB_MIN_SEQ, r->min_seq);
@@ -355,6 +460,23 @@ static int prepare_range_dels(pool *p, uint64_t row_id, const rd_list *rd, build
     return 0;
 }
 
+/* build_prepare -- pass 1 with the pool's row compression (*vc), then the
+ * range tombstones (*tmp, *rdb); on an error nothing is left held. */
+static int build_prepare(pool *p, uint64_t row_id, tkv_it *src, const rd_list *rd, vcomp *vc, build_totals *tot,
+                         rowtable **tmp, tkv_buf *rdb)
+{
+    if (pool_row_compression(p)) {
+        vc->on = vc->trying = 1;
+        if (!(vc->ls = LZ4_createStream()))
+            return tkv_err(TKV_NO_MEMORY, "pool %s: row %llu: out of memory building the row", pool_path(p),
+                           (unsigned long long)row_id);
+    }
+    int rc = scan_source(p, row_id, src, vc, tot);
+    if (rc == 0) rc = prepare_range_dels(p, row_id, rd, tot, tmp, rdb);
+    if (rc < 0) vc_free(vc);
+    return rc;
+}
+
 /* set_fields -- the handle's fields of a row being built. */
 static void set_fields(rowtable *r, uint64_t row_id, const build_totals *tot, size_t rd_len, uint64_t meta_off,
                        uint64_t nmeta, uint64_t ndata, const rowtable *older)
@@ -390,17 +512,18 @@ int rowtable_build_rd(pool *p, uint64_t row_id, tkv_it *src, const rd_list *rd, 
         if (older_cursor < floor) older_cursor = floor;
         if (older_cursor > older->n) older_cursor = older->n;
     }
-    build_totals tot;
-    TKV_TRY(scan_source(p, row_id, src, &tot));
-    rowtable *tmp;
+    build_totals tot = {0};
+    vcomp vc = {0};
+    rowtable *tmp = NULL;
     tkv_buf rdb = {0};
-    TKV_TRY(prepare_range_dels(p, row_id, rd, &tot, &tmp, &rdb));
+    TKV_TRY(build_prepare(p, row_id, src, rd, &vc, &tot, &tmp, &rdb));
     uint32_t ps = pool_page_size(p), fixed = rb_fixed(tmp->version);
     uint64_t npages, nmeta, ndata, meta_off;
     layout(tot.n, tot.data_bytes + rdb.len, fixed, ps, &npages, &nmeta, &ndata, &meta_off);
     if (npages > pool_page_count(p) || pool_row_header_area((uint32_t)(fixed + 4 * npages), (uint32_t)npages) > ps) {
         rowtable_close(tmp);
         buf_free(&rdb);
+        vc_free(&vc);
         return tkv_err(TKV_NO_SPACE, "pool %s: row %llu needs %llu pages of %u bytes, the pool has %u", pool_path(p),
                        (unsigned long long)row_id, (unsigned long long)npages, ps, pool_page_count(p));
     }
@@ -417,6 +540,8 @@ int rowtable_build_rd(pool *p, uint64_t row_id, tkv_it *src, const rd_list *rd, 
     }
     rt_take_range_dels(r, tmp); /* frees tmp */
     set_fields(r, row_id, &tot, rdb.len, meta_off, nmeta, ndata, older);
+    r->lz4 = (uint8_t)vc.on;
+    r->lz4_values = vc.kept;
     rc = rt_filter_alloc(r, tot.n);
     if (rc < 0) goto fail;
     rc = pool_alloc_pages(p, r->npages, r->pages);
@@ -426,7 +551,7 @@ int rowtable_build_rd(pool *p, uint64_t row_id, tkv_it *src, const rd_list *rd, 
         r->addr[j] = pool_page_addr(p, r->pages[j]);
         crc[j] = tkv_checksum("", 0); /* pages left with no content (e.g. no metadata in page 0) */
     }
-    rc = write_entries(r, src, older, older_cursor, &rdb, crc, stage); /* step (1) */
+    rc = write_entries(r, src, older, older_cursor, &rdb, &vc, crc, stage); /* step (1) */
     if (rc < 0) goto fail;
     encode_body(r, crc, &rdb, body);
     rc = pool_row_write_header(p, row_id, POOL_ROW_KIND_ROWTABLE, body, (uint32_t)(fixed + 4 * npages), r->pages,
@@ -436,6 +561,7 @@ int rowtable_build_rd(pool *p, uint64_t row_id, tkv_it *src, const rd_list *rd, 
     free(body);
     free(stage);
     buf_free(&rdb);
+    vc_free(&vc);
     *out = r;
     return 0;
 fail:
@@ -446,6 +572,7 @@ fail:
     free(body);
     free(stage);
     buf_free(&rdb);
+    vc_free(&vc);
     return rc;
 }
 

@@ -116,6 +116,8 @@ void rowtable_get_props(const rowtable *r, rowtable_props *out)
     out->dram_bytes = sizeof *r + (size_t)r->npages * (sizeof *r->pages + sizeof *r->addr + 1) +
                       (size_t)r->filter_blocks * FILTER_BLOCK_WORDS * sizeof(uint64_t) + 3 * (size_t)r->rd_len;
     out->num_range_dels = r->rd.n;
+    out->lz4 = r->lz4;
+    out->lz4_values = r->lz4_values;
 }
 
 /* ---------------------------------------------------------------- key filter */

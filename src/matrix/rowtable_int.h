@@ -11,7 +11,10 @@
  *                  (pool.h), then the metadata array from meta_off (64-aligned)
  *                  -- one 32-byte entry per key, never across a page end;
  *   data stream  = list pages [nmeta, npages): entries back to back from
- *                  offset 0, `varint ikey_len | ikey | varint vlen | value`;
+ *                  offset 0, `varint ikey_len | ikey | varint vlen | value`
+ *                  (with ROWTABLE_FLAG_LZ4, `varint vfield | payload`
+ *                  instead of the value: vfield = payload length << 1 | c;
+ *                  c = 0: the value; c = 1: `varint raw_len | lz4 block`);
  *                  an entry of at most page_size/8 bytes that does not fit in
  *                  the rest of a page starts on the next page (zero padding),
  *                  so only large entries cross page ends; in format version 2
@@ -118,7 +121,9 @@ struct rowtable {
     uint32_t min_cursor;
     uint64_t *filter; /* DRAM key filter (FILTER_* in rowtable_handle.c): filter_blocks blocks of 512 bits */
     uint32_t filter_blocks;
-    uint32_t version;     /* 1, or 2 with range tombstones */
+    uint32_t version;     /* 1, or 2 with range tombstones (the version word without ROWTABLE_FLAG_LZ4) */
+    uint8_t lz4;          /* ROWTABLE_FLAG_LZ4: value fields say whether a value is an lz4 block */
+    uint64_t lz4_values;  /* values the build stored as lz4 blocks (not on media) */
     uint64_t entries_end; /* where the entries end in the data stream: data_bytes (v1), rd_off (v2) */
     uint64_t rd_off, rd_len;
     rd_list rd;         /* the range tombstones (v2), in DRAM from build or open */
@@ -225,13 +230,20 @@ RT_PRIVATE int rt_data_cmp(const rowtable *r, uint64_t off, const uint8_t *b, ui
 /* Where entry i's internal key and value lie in the data stream. */
 typedef struct ent_loc {
     uint64_t key_off, key_len; /* internal key */
-    uint64_t val_off, val_len;
+    uint64_t val_off, val_len; /* the value as stored: the lz4 block of a compressed one */
+    uint64_t raw_len;          /* the value's length (= val_len unless lz4) */
+    int lz4;
 } ent_loc;
 
 /* rt_entry_decode -- locates entry i from its metadata and the data stream,
  * checking every length against the stream and the metadata's key length and
  * trailer. 0 or TKV_CORRUPTION. */
 RT_PRIVATE int rt_entry_decode(const rowtable *r, uint32_t i, const meta *m, ent_loc *e);
+/* rt_value -- entry i's value (located by rt_entry_decode): in place where it
+ * is stored whole in one page, else gathered or decompressed into *buf (its
+ * contents replaced). An lz4 block that does not decompress to exactly
+ * raw_len bytes is TKV_CORRUPTION. 0, TKV_CORRUPTION or TKV_NO_MEMORY. */
+RT_PRIVATE int rt_value(const rowtable *r, uint32_t i, const ent_loc *e, tkv_buf *buf, tkv_slice *v);
 
 /* ---------------------------------------------------------------- comparisons (rowtable_media.c) */
 

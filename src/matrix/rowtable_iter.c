@@ -42,21 +42,15 @@ static void ri_load(row_iter *it)
         it->status = rc;
         return;
     }
-    const uint8_t *kp = data_ptr(r, e.key_off, e.key_len), *vp = data_ptr(r, e.val_off, e.val_len);
+    const uint8_t *kp = data_ptr(r, e.key_off, e.key_len);
     if (!kp) {
         it->kbuf.len = 0;
         if ((rc = buf_reserve(&it->kbuf, e.key_len)) < 0) goto fail;
         rt_data_copy(r, e.key_off, it->kbuf.data, e.key_len);
         kp = it->kbuf.data;
     }
-    if (!vp) {
-        it->vbuf.len = 0;
-        if ((rc = buf_reserve(&it->vbuf, e.val_len)) < 0) goto fail;
-        rt_data_copy(r, e.val_off, it->vbuf.data, e.val_len);
-        vp = it->vbuf.data;
-    }
+    if ((rc = rt_value(r, it->pos, &e, &it->vbuf, &it->v)) < 0) goto fail;
     it->k = slice(kp, e.key_len);
-    it->v = slice(vp, e.val_len);
     it->valid = 1;
     return;
 fail:

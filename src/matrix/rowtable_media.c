@@ -8,8 +8,10 @@
  */
 #include "matrix/rowtable_int.h"
 
+#include <lz4.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tierkv.h"
@@ -87,13 +89,64 @@ int rt_entry_decode(const rowtable *r, uint32_t i, const meta *m, ent_loc *e)
     e->key_len = ikl;
     uint64_t vo = e->key_off + ikl;
     if (vo >= r->entries_end) return rt_corrupt(r, "entry %u: key runs past the data", i);
-    if (read_varint(r, vo, &vl, &l2) < 0 || vl > TKV_MAX_VALUE_SIZE || vl > r->entries_end - vo - l2)
-        return rt_corrupt(r, "entry %u: bad value length", i);
+    if (read_varint(r, vo, &vl, &l2) < 0) return rt_corrupt(r, "entry %u: bad value length", i);
+    e->lz4 = 0;
+    if (r->lz4) { /* vfield = payload length << 1 | lz4 */
+        e->lz4 = (int)(vl & 1);
+        vl >>= 1;
+    }
+    if (vl > TKV_MAX_VALUE_SIZE || vl > r->entries_end - vo - l2) return rt_corrupt(r, "entry %u: bad value length", i);
     e->val_off = vo + l2;
-    e->val_len = vl;
+    e->val_len = e->raw_len = vl;
+    if (e->lz4) { /* payload = varint raw_len | lz4 block */
+        uint64_t raw, l3;
+        if (vl == 0 || read_varint(r, e->val_off, &raw, &l3) < 0 || l3 >= vl || raw > TKV_MAX_VALUE_SIZE ||
+            raw > (vl - l3) * 255 + 16)
+            return rt_corrupt(r, "entry %u: bad compressed value header", i);
+        e->val_off += l3;
+        e->val_len = vl - l3;
+        e->raw_len = raw;
+    }
     uint8_t tr[8];
     rt_data_copy(r, e->key_off + m->klen, tr, 8);
     if (dec_u64(tr) != m->trailer) return rt_corrupt(r, "entry %u: trailer in data disagrees with the metadata", i);
+    return 0;
+}
+
+/* rt_value -- the value of entry i (rowtable_int.h). */
+int rt_value(const rowtable *r, uint32_t i, const ent_loc *e, tkv_buf *buf, tkv_slice *v)
+{
+    const uint8_t *p = data_ptr(r, e->val_off, e->val_len);
+    if (!e->lz4 && p) {
+        *v = slice(p, e->val_len);
+        return 0;
+    }
+    buf->len = 0;
+    if (!e->lz4) { /* a stored value that crosses a page end */
+        TKV_TRY(buf_reserve(buf, e->val_len + 1));
+        rt_data_copy(r, e->val_off, buf->data, e->val_len);
+        buf->len = e->val_len;
+        *v = slice(buf->data, e->val_len);
+        return 0;
+    }
+    uint8_t *gather = NULL;
+    if (!p) { /* only entries over page_size/8 cross a page end */
+        if (!(gather = malloc(e->val_len)))
+            return tkv_err(TKV_NO_MEMORY, "out of memory reading a value of row %llu", (unsigned long long)r->row_id);
+        rt_data_copy(r, e->val_off, gather, e->val_len);
+        p = gather;
+    }
+    int rc = buf_reserve(buf, e->raw_len + 1);
+    if (rc == 0) {
+        int d = LZ4_decompress_safe((const char *)p, (char *)buf->data, (int)e->val_len, (int)e->raw_len);
+        if (d < 0 || (uint64_t)d != e->raw_len)
+            rc = rt_corrupt(r, "entry %u: its lz4 value does not decompress to %llu bytes", i,
+                            (unsigned long long)e->raw_len);
+    }
+    free(gather);
+    if (rc < 0) return rc;
+    buf->len = e->raw_len;
+    *v = slice(buf->data, e->raw_len);
     return 0;
 }
 

@@ -122,15 +122,18 @@ static int load_range_dels(rowtable *r, const uint8_t *body)
     return rc;
 }
 
-/* read_version -- the body's format version (1 or 2) and, in 2, the place
+/* read_version -- the body's format version (1 or 2, either with or without
+ * ROWTABLE_FLAG_LZ4) and, in 2, the place
  * of the range tombstone block, checked against the data stream. */
 static int read_version(rowtable *r, const pool_row *pr)
 {
     const uint8_t *b = pr->body;
-    r->version = dec_u32(b + RB_VERSION);
+    uint32_t word = dec_u32(b + RB_VERSION);
+    r->lz4 = (word & ROWTABLE_FLAG_LZ4) != 0;
+    r->version = word & ~ROWTABLE_FLAG_LZ4;
     if ((r->version != ROWTABLE_FORMAT_VERSION && r->version != ROWTABLE_FORMAT_VERSION_RD) ||
         dec_u32(b + RB_META_ESIZE) != ROWTABLE_META_ENTRY_SIZE)
-        return rt_corrupt(r, "format version %u / entry size %u unknown", r->version, dec_u32(b + RB_META_ESIZE));
+        return rt_corrupt(r, "format version 0x%x / entry size %u unknown", word, dec_u32(b + RB_META_ESIZE));
     if (pr->kind != POOL_ROW_KIND_ROWTABLE || pr->body_len != rb_fixed(r->version) + 4 * (uint64_t)pr->npages)
         return rt_corrupt(r, "not a RowTable header (kind %u, body %u bytes)", pr->kind, pr->body_len);
     r->data_bytes = dec_u64(b + RB_DATA_BYTES);

@@ -85,6 +85,11 @@ static int load_answer(probe *pr, uint32_t pos, row_get_result *res, tkv_buf *va
     pm_read_delay(r->reg, 1);
     pr->nprobe++;
     TKV_TRY(rt_entry_decode(r, pos, &m, &e));
+    if (e.lz4) {
+        tkv_slice v;
+        TKV_TRY(rt_value(r, pos, &e, value, &v)); /* decompressed into value */
+        return 1;
+    }
     TKV_TRY(buf_reserve(value, e.val_len + 1));
     rt_data_copy(r, e.val_off, value->data, e.val_len);
     value->len = e.val_len;
