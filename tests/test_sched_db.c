@@ -397,8 +397,7 @@ static void *step_writer_main(void *arg)
  * behind the write and accrual_ns of debt a write. */
 static uint64_t step_for(unsigned queued, uint64_t accrual_ns)
 {
-    uint64_t step = 2000u * (1u + queued), grown = accrual_ns * 2000u / 1000u;
-    if (grown > 9600) return step; /* past 1.6 x the cap: no growth */
+    uint64_t step = 2000u * (1u + queued), grown = accrual_ns * 4000u / 1000u;
     if (grown > 6000) grown = 6000;
     return grown > step ? grown : step;
 }

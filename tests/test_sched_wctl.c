@@ -270,23 +270,25 @@ static uint64_t pace_timed(wctl *w, const wctl_input *in, uint64_t n, uint64_t b
 }
 
 /* The step grows with the pace's pressure (W5): about one write in
- * stall_every sleeps. At 40 MiB/s a 1 KiB write costs 24.4 us: a writer
- * that takes 23 us a write adds 1.4 us of debt a write (step 2.8 ms, one
- * write in 2000 sleeps); one that takes 20.4 us adds 4 us (8 ms wanted,
- * capped at 6 ms: one in 1500); one that takes 24 us adds 0.4 us (the 2 ms
- * floor); one that takes no time adds 24.4 us (49 ms wanted, past 1.6 x the
- * cap: the floor); with 3 writers queued the 8 ms step wins. The total
- * slept is the debt whatever the step. */
+ * stall_every (4000) sleeps, or one in (cap / debt a write) where the 6 ms
+ * cap binds. At 40 MiB/s a 1 KiB write costs 24.4 us: a writer that takes
+ * 23 us a write adds 1.4 us of debt a write (step 5.6 ms, one write in 4000
+ * sleeps); one that takes 20.4 us adds 4 us (16 ms wanted, capped at 6 ms:
+ * one in 1500); one that takes 19.2 us adds 5.2 us (capped: one in 1150);
+ * one that takes no time adds 24.4 us (capped: one in 250); one that takes
+ * 24 us adds 0.4 us (1.6 ms wanted: the 2 ms floor); with 3 writers queued
+ * the 8 ms floor wins over the cap. The total slept is the debt whatever
+ * the step. */
 static void test_wctl_step_grows(void **state)
 {
     (void)state;
-    const double write_us[] = {23.0, 20.4, 24.0, 0.0, 0.0};
-    const unsigned queued[] = {0, 0, 0, 0, 3};
-    const uint64_t step_lo[] = {2700, 6000, 2000, 2000, 8000}, step_hi[] = {2900, 6001, 2001, 2001, 8001};
-    for (int c = 0; c < 5; c++) {
+    const double write_us[] = {23.0, 20.4, 19.2, 0.0, 24.0, 0.0};
+    const unsigned queued[] = {0, 0, 0, 0, 0, 3};
+    const uint64_t step_lo[] = {5500, 6000, 6000, 6000, 2000, 8000}, step_hi[] = {5700, 6001, 6001, 6001, 2001, 8001};
+    for (int c = 0; c < 6; c++) {
         wctl_options o;
         wctl_options_default(&o);
-        assert_int_equal(o.stall_every, 2000);
+        assert_int_equal(o.stall_every, 4000);
         assert_int_equal(o.step_cap_us, 6000);
         wctl *w;
         assert_int_equal(wctl_create(&o, &w), TKV_OK);

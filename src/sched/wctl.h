@@ -113,15 +113,13 @@
  * a sleep holds n writes, the debt needs 1/n as many sleeps. And the step
  * grows with the pace's pressure: the debt a paced write adds (its cost
  * less the time since the write before, averaged over the last stalls)
- * times stall_every (2000), at most step_cap_us (6 ms), so that about one
- * write in 2000 sleeps (a 4M x 1 KiB fill: 0.065 % of its writes slept at
- * the 2 ms step, p99.9 0.36-0.68 ms; 0.03 % at the grown step, p99.9
- * 0.13-0.16 ms). Where the step that
- * would do so is over 1.6 x the cap, the capped step would still stall
- * more than one write in 1250 -- the p99.9 is lost anyway -- and the step
- * stays at min_step_us: short stalls are then better at every percentile
- * (a 16M x 1 KiB fill sleeps ~60 % of its time: one write in 1100 stalled
- * at a 6 ms step, and 40 writes waited over 10 ms). `slack` =
+ * times stall_every (4000), at most step_cap_us (6 ms), so that about one
+ * write in 4000 sleeps, or where the cap binds one in (cap / debt a write)
+ * (a 4M x 1 KiB fill: 0.065 % of its writes slept at the 2 ms step, p99.9
+ * 0.36-0.68 ms; 0.03 % at a step grown for one in 2000, p99.9 0.13-0.16
+ * ms; a 16M x 1 KiB fill, paced half its time: 0.05 % at the capped step,
+ * p99.9 0.45-0.62 ms, against 0.09-0.1 % and 2.1 ms when the step fell back
+ * to 2 ms wherever the cap bound). `slack` =
  * max_step_us lets writers that overslept catch up; a paced call after any
  * call that did not pace (NORMAL, STOP, or a SLOWDOWN whose rate is 0, "not
  * paced") starts vt at now.
@@ -173,7 +171,7 @@ typedef struct wctl_options {
                                 * carried, not slept; 0..100000. Default 2000 */
     uint64_t stall_every;      /* the step grows (up to step_cap_us) so that about one
                                 * write in stall_every sleeps: step = stall_every x the
-                                * debt a write adds (W5); 0: off. Default 2000 */
+                                * debt a write adds (W5); 0: off. Default 4000 */
     uint64_t step_cap_us;      /* the largest step stall_every may set, 1..100000
                                 * (a larger min_step_us x (1 + queued) still wins).
                                 * Default 6000 */
