@@ -60,14 +60,20 @@ static void vc_free(vcomp *c)
     memset(c, 0, sizeof *c);
 }
 
+/* vc_field -- the value field of value v whose kept block has cl bytes
+ * (0: stored as is): what pass 1 sizes (vc_value) and pass 2 writes. */
+static void vc_field(const vcomp *c, tkv_slice v, uint32_t cl, uint64_t *vfield, uint64_t *payload)
+{
+    *payload = cl ? varint_len(v.n) + cl : v.n;
+    *vfield = !c->on ? v.n : cl ? *payload << 1 | 1 : (uint64_t)v.n << 1;
+}
+
 /* vc_value -- pass 1 for entry i's value v: *vfield and *payload of its
  * value field. 0 or TKV_NO_MEMORY. */
 static int vc_value(vcomp *c, uint64_t i, tkv_slice v, uint64_t *vfield, uint64_t *payload)
 {
-    *vfield = v.n;
-    *payload = v.n;
+    vc_field(c, v, 0, vfield, payload);
     if (!c->on) return 0;
-    *vfield = (uint64_t)v.n << 1;
     if (i >= c->clen_cap) {
         size_t cap = c->clen_cap ? 2 * c->clen_cap : 4096;
         uint32_t *n = realloc(c->clen, cap * sizeof *n);
@@ -93,8 +99,7 @@ static int vc_value(vcomp *c, uint64_t i, tkv_slice v, uint64_t *vfield, uint64_
     c->out.len += (size_t)n;
     c->saved += v.n - hl - (uint64_t)n;
     c->kept++;
-    *payload = hl + (uint64_t)n;
-    *vfield = *payload << 1 | 1;
+    vc_field(c, v, (uint32_t)n, vfield, payload);
     return 0;
 }
 
@@ -178,14 +183,6 @@ static void ps_pad_to(pstream *s, uint64_t to)
 static void ps_close(pstream *s)
 {
     if (s->pos & s->r->mask) ps_finish(s, (uint32_t)(s->pos >> s->r->shift));
-}
-
-/* vc_field -- pass 2: the value field of value v whose kept block has cl
- * bytes (0: stored as is), as pass 1 sized it (vc_value). */
-static void vc_field(const vcomp *c, tkv_slice v, uint32_t cl, uint64_t *vfield, uint64_t *payload)
-{
-    *payload = cl ? varint_len(v.n) + cl : v.n;
-    *vfield = !c->on ? v.n : cl ? *payload << 1 | 1 : (uint64_t)v.n << 1;
 }
 
 /* vc_write -- pass 2: the value field and the value (or its kept block, the
