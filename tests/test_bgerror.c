@@ -21,6 +21,14 @@
  *                         behind, the database opens cleanly afterwards
  *  destroy_custom_pool    tkv_destroy removes a pool kept at pmem_path, and
  *                         leaves a file there that is another database's pool
+ *  failed_compaction_unlocked
+ *                         an L0->L1 compaction fails (injected write error on
+ *                         its third output) after finishing two: while its
+ *                         thread is held in removing the first one, a get on
+ *                         the caller's thread finishes (outputs are removed
+ *                         without the database's mutex: an unlink on a busy
+ *                         device took 44-74 ms, and every get and put waited);
+ *                         the output is gone, nothing acknowledged is lost
  *
  * Faults come from the I/O layer's hook (io_set_fault_hook: IO_OP_MSYNC,
  * IO_OP_WRITE) and util/thread's thread_fail_after.
@@ -224,6 +232,86 @@ static void close_reports_bg_error(void **state)
     }
 }
 
+/* ---------------------------------------------------------------- removal without mu */
+
+/* The hook of failed_compaction_unlocked, on tkv-l0 only: notes the .sst
+ * files it writes, fails the first write of the third with EIO, and holds
+ * a rename or removal of the first (up to 5 s). */
+static char g_first[4096]; /* the compaction's first output */
+static int g_outputs_seen; /* distinct outputs written (tkv-l0) */
+static int g_rm_state;     /* 0 off, 1 armed, 2 held, 3 let go by the test, 4 timed out (atomic) */
+static char g_last_out[4096];
+
+static int unlocked_hook(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)len;
+    (void)arg;
+    if (!tu_thread_is("tkv-l0")) return 0;
+    if (op == IO_OP_WRITE && tu_is_sst(path) && strcmp(path, g_last_out) != 0) {
+        snprintf(g_last_out, sizeof g_last_out, "%s", path);
+        if (++g_outputs_seen == 1) snprintf(g_first, sizeof g_first, "%s", path);
+        if (g_outputs_seen == 3) return EIO;
+    }
+    if ((op == IO_OP_RENAME || op == IO_OP_REMOVE) && g_first[0] && !strncmp(path, g_first, strlen(g_first))) {
+        int armed = 1;
+        if (!__atomic_compare_exchange_n(&g_rm_state, &armed, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return 0;
+        for (int i = 0; i < 500 && __atomic_load_n(&g_rm_state, __ATOMIC_ACQUIRE) == 2; i++) usleep(10000);
+        int held = 2;
+        __atomic_compare_exchange_n(&g_rm_state, &held, 4, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    return 0;
+}
+
+static void failed_compaction_unlocked(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("bg-unlocked");
+    tkv_options *o = tu_small_options();
+    /* one L0->L1 compaction of four 256K memtables writes ~16 outputs of 64K */
+    assert_int_equal(tkv_options_set(o, "l0", "sst"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "memtable_size", "256K"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "sst_size", "64K"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "l1_size", "64M"), TKV_OK);
+    assert_int_equal(tkv_options_set(o, "compression", "none"), TKV_OK); /* (lz4 makes it two outputs) */
+    tkv_db *db = tu_open_ok(dir, o);
+    tu_model *m = tu_model_new();
+    g_first[0] = g_last_out[0] = '\0';
+    g_outputs_seen = 0;
+    __atomic_store_n(&g_rm_state, 1, __ATOMIC_RELEASE);
+    io_set_fault_hook(unlocked_hook, NULL);
+    uint64_t i = 0;
+    while (__atomic_load_n(&g_rm_state, __ATOMIC_ACQUIRE) == 1 && i < 40000) {
+        if (put_model(db, m, i, 0, 0) != TKV_OK) break; /* (the failure makes the database read-only) */
+        i++;
+    }
+    for (int k = 0; k < 1000 && __atomic_load_n(&g_rm_state, __ATOMIC_ACQUIRE) == 1; k++) usleep(10000);
+    int st = __atomic_load_n(&g_rm_state, __ATOMIC_ACQUIRE);
+    if (st == 4) fail_msg("a put waited 5 s for the removal of a failed compaction's output (under the mutex)");
+    assert_int_equal(st, 2); /* the first output's removal, held */
+    /* a get needs the database's mutex: it finishes while the removal is held */
+    void *v = NULL;
+    size_t vn = 0;
+    int grc = tkv_get(db, NULL, "key00000000", 11, &v, &vn);
+    tkv_free(v);
+    int released = 2;
+    int by_test = __atomic_compare_exchange_n(&g_rm_state, &released, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    assert_true(wait_bg_error(db));
+    int rc = tkv_close(db);
+    io_set_fault_hook(NULL, NULL);
+    print_message("%llu puts acknowledged, %d outputs seen; first %s; tkv_close: %s\n", (unsigned long long)i,
+                  g_outputs_seen, g_first, tkv_strerror(rc));
+    if (!by_test) fail_msg("the get waited until the removal of a failed compaction's output ended (5 s)");
+    assert_int_equal(grc, TKV_OK);
+    assert_int_equal(rc, TKV_IO_ERROR);
+    assert_int_not_equal(access(g_first, F_OK), 0); /* removed (renamed for the trash thread, then deleted) */
+    db = tu_open_ok(dir, o);
+    tu_check_db(db, NULL, m, "reopened after a failed compaction");
+    tu_close_ok(db);
+    tkv_options_free(o);
+    tu_model_free(m);
+    tu_tmpdir_free(dir);
+}
+
 /* ---------------------------------------------------------------- threads */
 
 static int count_threads(void)
@@ -350,7 +438,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pm_msync_failure),       cmocka_unit_test(db_msync_failure),
         cmocka_unit_test(close_reports_bg_error), cmocka_unit_test(thread_start_failure),
-        cmocka_unit_test(destroy_custom_pool),
+        cmocka_unit_test(destroy_custom_pool),    cmocka_unit_test(failed_compaction_unlocked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

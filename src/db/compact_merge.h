@@ -64,7 +64,8 @@ int cmp_merge_inputs(tkv_db *db, cmp_inputs *in, int out_level, io_class cls, co
 /* cmp_discard_outputs -- releases outputs of cmp_merge: removes them from
  * the pending set and unrefs them, deleting their files first (and dropping
  * any table cmp_preload_outputs opened) if remove_files (a job that failed
- * before its edit was logged). Frees the array. Takes mu. */
+ * before its edit was logged; files_remove, without mu). Frees the array.
+ * Takes mu. mu NOT held. */
 void cmp_discard_outputs(tkv_db *db, file_meta **done, size_t ndone, int remove_files);
 
 /* cmp_preload_outputs -- with preload_tables, opens a job's finished outputs

@@ -69,6 +69,23 @@ void files_update_deep_score(tkv_db *db)
 
 /* ------------------------------------------------------------ obsolete files */
 
+void files_remove(tkv_db *db, const char *path)
+{
+    /* SSTs and WALs (large) go to the trash thread under a name that is
+     * visibly no longer the database's; MANIFESTs (small) at once */
+    size_t n = strlen(path);
+    int big = n > 4 && (!strcmp(path + n - 4, ".sst") || !strcmp(path + n - 4, ".wal"));
+    char tpath[4200];
+    if (!big) {
+        if (n > 6 && !strcmp(path + n - 6, ".trash")) trash_add(db->trash, path);
+        else io_remove(path);
+    } else if (snprintf(tpath, sizeof tpath, "%s.trash", path) < (int)sizeof tpath && io_rename(path, tpath) == 0) {
+        trash_add(db->trash, tpath);
+    } else {
+        io_remove(path); /* (ENOENT: another remover was first) */
+    }
+}
+
 void files_unpin(tkv_db *db, version *v, int files_only)
 {
     int freed = files_only ? version_unref_files(v) : version_unref(v);
@@ -185,20 +202,7 @@ static void delete_obsolete(tkv_db *db)
     }
     pthread_mutex_unlock(&db->mu);
     for (size_t i = 0; i < ndoomed; i++) {
-        /* SSTs and WALs (large) go to the trash thread under a name that is
-         * visibly no longer the database's; MANIFESTs (small) at once */
-        size_t n = strlen(doomed[i]);
-        int big = n > 4 && (!strcmp(doomed[i] + n - 4, ".sst") || !strcmp(doomed[i] + n - 4, ".wal"));
-        char tpath[4200];
-        if (!big) {
-            if (n > 6 && !strcmp(doomed[i] + n - 6, ".trash")) trash_add(db->trash, doomed[i]);
-            else io_remove(doomed[i]);
-        } else if (snprintf(tpath, sizeof tpath, "%s.trash", doomed[i]) < (int)sizeof tpath &&
-                   io_rename(doomed[i], tpath) == 0) {
-            trash_add(db->trash, tpath);
-        } else {
-            io_remove(doomed[i]); /* (ENOENT: another remover was first) */
-        }
+        files_remove(db, doomed[i]);
         free(doomed[i]);
     }
     free(doomed);

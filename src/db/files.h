@@ -61,6 +61,15 @@ int files_install(tkv_db *db, version_edit *e);
  * recovery. Caller holds mu. */
 void files_update_deep_score(tkv_db *db);
 
+/* files_remove -- deletes the file at path, which the database no longer
+ * needs: an SST or a WAL is renamed to "<path>.trash" and handed to
+ * db->trash (deleted a chunk at a time), a ".trash" file handed over as it
+ * is, anything else unlinked at once; ENOENT (another remover was first) is
+ * not an error. Best effort: a failure leaves the file to the next open.
+ * Call it WITHOUT mu: a rename or unlink can wait for the filesystem's
+ * journal behind a busy device for tens of ms. */
+void files_remove(tkv_db *db, const char *path);
+
 /* files_delete_obsolete -- removes SSTs no live version references (and not
  * pending), WALs older than the version set's log number, old MANIFESTs,
  * and ".trash" files a crash left. SSTs and WALs are renamed to
