@@ -2,7 +2,8 @@
 /*
  * test_sched_wctl.c -- the PRL write controller (src/sched/wctl.c): how it
  * classifies a write, pacing in its modes (PRL, CLASSIC, OFF), the step and
- * the stop, the container ramp, debt, and the flush deadline. Everything
+ * the stop, the container ramp, debt, the flush deadline, and sleeps that
+ * end late (the lateness compensation). Everything
  * runs on a fake time line (`now_us` passed in); nothing sleeps.
  */
 #include <setjmp.h>
@@ -333,6 +334,81 @@ static void test_wctl_step_grows(void **state)
     assert_int_equal(wctl_create(&o, &w), TKV_INVALID);
     o.max_sleep_us = 100001;
     assert_int_equal(wctl_create(&o, &w), TKV_INVALID);
+}
+
+/* late_run -- n writes of 1 KiB that take no time themselves, each of
+ * whose sleeps takes `late` us more than asked (the next call comes that
+ * much later); returns the stalls and the longest and shortest stall's
+ * wall time. */
+static uint64_t late_run(wctl *w, const wctl_input *in, uint64_t n, uint64_t late, uint64_t *now, uint64_t *max_wall,
+                         uint64_t *min_wall)
+{
+    uint64_t stalls = 0;
+    *max_wall = 0;
+    *min_wall = UINT64_MAX;
+    for (uint64_t i = 0; i < n; i++) {
+        wctl_write t = WCTL_WRITE_INIT;
+        uint64_t wall = 0, d = wctl_delay_us(w, &t, in, KiB, *now);
+        while (d > 0) {
+            uint64_t took = d + late;
+            *now += took;
+            wall += took;
+            d = wctl_delay_us(w, &t, in, 0, *now);
+        }
+        if (!wall) continue;
+        stalls++;
+        if (wall > *max_wall) *max_wall = wall;
+        if (wall < *min_wall) *min_wall = wall;
+    }
+    return stalls;
+}
+
+/* W6: sleeps that end late (on a busy machine the timer fires, then the
+ * writer waits for a CPU). At 40 MiB/s a 1 KiB write that takes no time
+ * owes 24.4 us: the step is the 6 ms cap. Sleeps `late` us longer than
+ * asked: with late_comp a stall sleeps 6 ms less the measured lateness and
+ * takes its 6 ms; the writer keeps the pace (n writes take n x 24.4 us).
+ * With late >= the step a stall still sleeps a quarter of its debt
+ * (1.5 ms) and takes 1.5 ms + late. Without late_comp a stall takes 6 ms +
+ * late, and the writer falls behind the pace. */
+static void test_wctl_late(void **state)
+{
+    (void)state;
+    const uint64_t lates[] = {0, 1000, 4000, 6000};
+    for (int comp = 1; comp >= 0; comp--) {
+        for (int c = 0; c < 4; c++) {
+            wctl_options o;
+            wctl_options_default(&o);
+            assert_int_equal(o.late_comp, 1);
+            o.late_comp = comp;
+            wctl *w;
+            assert_int_equal(wctl_create(&o, &w), TKV_OK);
+            for (int i = 0; i < 8; i++) wctl_flush_sample(w, 40 * MiB, 1000000);
+            wctl_input in = {.mutable_left = 1, .max_memtables = 2};
+            uint64_t now = 1000000, max_wall, min_wall, late = lates[c];
+            late_run(w, &in, 20000, late, &now, &max_wall, &min_wall); /* warm-up: the step and the lateness */
+            wctl_stats st;
+            wctl_get_stats(w, &st);
+            assert_int_equal(st.step_us, 6000);
+            assert_true(st.late_us + 1 >= late && st.late_us <= late);
+            uint64_t n = 200000, t0 = now;
+            uint64_t stalls = late_run(w, &in, n, late, &now, &max_wall, &min_wall);
+            double cost_us = (double)n * 1e6 / (40.0 * MiB) * KiB, ratio = (double)(now - t0) / cost_us;
+            print_message("late_comp=%d late %llu us: %llu stalls, %llu-%llu us each, %.3f x the pace's time\n", comp,
+                          (unsigned long long)late, (unsigned long long)stalls, (unsigned long long)min_wall,
+                          (unsigned long long)max_wall, ratio);
+            if (comp && late < 6000) {
+                assert_true(min_wall >= 6000 && max_wall <= 6000 + 100); /* a stall takes its step */
+                assert_true(ratio >= 0.98 && ratio <= 1.02);             /* at the pace */
+            } else if (comp) {
+                assert_true(min_wall >= 1500 + late && max_wall <= 1500 + late + 100); /* a quarter, then late */
+            } else {
+                assert_true(min_wall >= 6000 + late && max_wall <= 6000 + late + 100);
+                if (late >= 4000) assert_true(ratio > 1.2); /* behind the pace */
+            }
+            wctl_free(w);
+        }
+    }
 }
 
 /* STOP when every memtable is full, in every mode: the write waits in steps
@@ -810,6 +886,7 @@ int main(void)
         cmocka_unit_test(test_wctl_step_grows), cmocka_unit_test(test_wctl_stop),
         cmocka_unit_test(test_wctl_modes),      cmocka_unit_test(test_wctl_ramp),
         cmocka_unit_test(test_wctl_debt),       cmocka_unit_test(test_wctl_deadline),
+        cmocka_unit_test(test_wctl_late),
     };
     return cmocka_run_group_tests_name("sched_wctl", tests, NULL, NULL);
 }

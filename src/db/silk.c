@@ -782,7 +782,7 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
         "stalled_writes=%llu stopped_writes=%llu stall_micros=%llu stalls_over_10ms=%llu max_stall_us=%llu "
         "stops_flush_running=%llu target_rate=%llu ramp_rate=%llu drain_rate=%llu container_fill=%.3f "
         "ramp_writes=%llu deep_score=%.3f debt_rate=%llu debt_writes=%llu deadline_rate=%llu flush_eta_us=%llu "
-        "flush_tail_us=%llu deadline_writes=%llu step_us=%llu accrual_ns=%llu\n",
+        "flush_tail_us=%llu deadline_writes=%llu step_us=%llu accrual_ns=%llu late_us=%llu\n",
         ws.state == WCTL_NORMAL     ? "normal"
         : ws.state == WCTL_SLOWDOWN ? "slowdown"
                                     : "stop",
@@ -794,6 +794,6 @@ void silk_report(tkv_db *db, tkv_buf *b, int *oom)
         (unsigned long long)ws.ramp_writes, ws.deep_score, (unsigned long long)ws.debt_rate,
         (unsigned long long)ws.debt_writes, (unsigned long long)ws.deadline_rate, (unsigned long long)ws.flush_eta_us,
         (unsigned long long)fp_tail_us(s->fp), (unsigned long long)ws.deadline_writes, (unsigned long long)ws.step_us,
-        (unsigned long long)ws.accrual_ns);
+        (unsigned long long)ws.accrual_ns, (unsigned long long)ws.late_us);
     report_adapt(s, b, oom); /* last: tests read fields by their first match (intervals=) */
 }

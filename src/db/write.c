@@ -325,8 +325,10 @@ static void ask_spares_ahead(tkv_db *db)
  *     (memtables - 1 immutables at most; more while only open views pin a
  *     full pool, mx_pinned_full);
  *   - SLOWDOWN: paced: debts under a step (2 ms times the recent writer
- *     threads, who wait with the leader; 8 ms at most) carried, larger ones
- *     slept in pieces of <= 1 ms. prl: with one memtable left at
+ *     threads, who wait with the leader; 8 ms at most; grown with the pace's
+ *     pressure up to 6 ms) carried, larger ones slept, each sleep shortened
+ *     by how late the earlier ones ended (the controller sees it from the
+ *     times of the calls, wctl.h W6). prl: with one memtable left at
  *     the running flush's deadline (the active memtable's room over the
  *     flush's time to finish, sched/flushprog.h) or, before that is known,
  *     the minimum recent flush bandwidth; with the matrix container past

@@ -20,6 +20,12 @@
  *        (cost per write less the time between writes), not of the step,
  *        so step = stall_every x accrual_ns spaces stalls ~stall_every
  *        tickets apart.
+ *   (W6) late_ns is 0 until a ticket comes back after a pacing delay,
+ *        then an average (weight 1/8 for the newest) of how much later
+ *        than the delay it came back, each sample capped at max_sleep_us. With late_comp, a
+ *        stall's first sleep is owed - late (at least owed / 4), later ones
+ *        owed - late, and it ends once owed <= late: the rest stays in vt,
+ *        so the sum of sleeps is still ~ bytes / rate (W3, W4 with late 0).
  */
 #include "sched/wctl.h"
 
@@ -47,6 +53,8 @@ struct wctl {
     int last_paced;           /* the last call paced (SLOWDOWN at a rate > 0): a
                                * paced call after one that was not resets vt */
     uint64_t writes_at_stall; /* st.writes when the last stall began (W5) */
+    double late_ns;           /* average lateness of pacing sleeps (W6) */
+    uint64_t late_samples;    /* lateness samples taken (W6) */
     wctl_stats st;
 };
 
@@ -82,6 +90,7 @@ void wctl_options_default(wctl_options *o)
     o->pace_margin = 0;
     o->debt_soft = 2.0;
     o->debt_hard = 4.0;
+    o->late_comp = 1;
 }
 
 /* wctl_create -- see wctl.h. */
@@ -334,6 +343,30 @@ static void note_stall(wctl *w, uint64_t owed_us)
     else w->st.accrual_ns = (uint64_t)((3.0 * (double)w->st.accrual_ns + (double)a) / 4.0);
 }
 
+/* sleep_for -- what a stall that owes owed_us sleeps now (W6): owed less
+ * the average lateness of sleeps, at least a quarter of owed on its first
+ * sleep (0: it may go on), at most max_sleep_us. */
+static uint64_t sleep_for(const wctl *w, uint64_t owed_us, int first)
+{
+    uint64_t late = w->o.late_comp ? (uint64_t)(w->late_ns / 1000.0) : 0;
+    uint64_t d = owed_us > late ? owed_us - late : 0;
+    if (first && d < owed_us / 4) d = owed_us / 4;
+    if (first && d == 0) d = owed_us; /* (owed_us < 4) */
+    return d < w->o.max_sleep_us ? d : w->o.max_sleep_us;
+}
+
+/* note_late -- t comes back at now_us after a pacing delay: its lateness
+ * enters the average (W6). */
+static void note_late(wctl *w, wctl_write *t, uint64_t now_us)
+{
+    uint64_t due = t->slept_at_us + t->slept_us, late = now_us > due ? now_us - due : 0;
+    t->slept_us = 0;
+    if (late > w->o.max_sleep_us) late = w->o.max_sleep_us;
+    double ns = (double)late * 1000.0;
+    w->late_ns = w->late_samples++ ? (7.0 * w->late_ns + ns) / 8.0 : ns;
+    w->st.late_us = (uint64_t)(w->late_ns / 1000.0);
+}
+
 /* wctl_delay_us -- see wctl.h. */
 uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t bytes, uint64_t now_us)
 {
@@ -343,8 +376,10 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
         t->bytes = bytes;
         t->until_ns = 0;
         t->ramp_paced = 0;
+        t->slept_us = 0;
         w->st.writes++;
     }
+    if (t->slept_us) note_late(w, t, now_us);
     wctl_state s = wctl_classify(w, in);
     uint64_t ramp, debt, deadline;
     uint64_t rate = target_rate_locked(w, in, s, &ramp, &debt, &deadline);
@@ -381,8 +416,10 @@ uint64_t wctl_delay_us(wctl *w, wctl_write *t, const wctl_input *in, uint64_t by
             if (w->st.step_us > step) step = w->st.step_us;
         }
         if (owed >= step) { /* else carried in vt for later writes */
-            d = owed < w->o.max_sleep_us ? owed : w->o.max_sleep_us;
-            if (!(t->flags & WT_STALLED)) {
+            d = sleep_for(w, owed, !(t->flags & WT_STALLED));
+            t->slept_at_us = now_us;
+            t->slept_us = d;
+            if (d && !(t->flags & WT_STALLED)) {
                 t->flags |= WT_STALLED;
                 w->st.stalled_writes++;
                 note_stall(w, owed);

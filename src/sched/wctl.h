@@ -119,7 +119,17 @@
  * 0.36-0.68 ms; 0.03 % at a step grown for one in 2000, p99.9 0.13-0.16
  * ms; a 16M x 1 KiB fill, paced half its time: 0.05 % at the capped step,
  * p99.9 0.45-0.62 ms, against 0.09-0.1 % and 2.1 ms when the step fell back
- * to 2 ms wherever the cap bound). `slack` =
+ * to 2 ms wherever the cap bound). A sleep ends late: the timer fires, then
+ * the writer waits for a CPU the background threads hold and for the
+ * engine's mutex (in a 16M x 1 KiB fill, 6 ms sleeps took 10.5 ms at the
+ * median and 12.8 ms at the 90th percentile: most writes over 10 ms were
+ * one 6 ms step). So with late_comp the controller measures each pacing
+ * sleep's lateness from its ticket (a pacing delay returned at t, the next
+ * call at t + delay + late: the caller calls again once it can go on) and
+ * a stall sleeps what it owes less the average lateness, at least a quarter of it, and ends once it owes no more than
+ * that lateness (W6): the debt left stays in vt and the next write pays
+ * it, so the pace is unchanged and each stall takes about its step.
+ * `slack` =
  * max_step_us lets writers that overslept catch up; a paced call after any
  * call that did not pace (NORMAL, STOP, or a SLOWDOWN whose rate is 0, "not
  * paced") starts vt at now.
@@ -187,6 +197,8 @@ typedef struct wctl_options {
                                 * Default 2 (where the SILK scheduler stops pausing deep work) */
     double debt_hard;          /* deep_score at which the debt pace reaches the floor, > debt_soft.
                                 * Default 4 */
+    int late_comp;             /* 1: pacing sleeps are shortened by the lateness of recent
+                                * wake-ups (W6); 0: off (still measured). Default 1 */
 } wctl_options;
 
 /* What the engine tells the controller, per call. */
@@ -225,10 +237,11 @@ typedef struct wctl_write {
     uint64_t bytes;
     uint64_t until_ns; /* pacing: the write may proceed at this time (ns) */
     int ramp_paced;
+    uint64_t slept_at_us, slept_us; /* the pacing sleep last returned, and when (W6) */
 } wctl_write;
 #define WCTL_WRITE_INIT                                                                                                \
     {                                                                                                                  \
-        WCTL_NORMAL, 0, 0, 0, 0                                                                                        \
+        WCTL_NORMAL, 0, 0, 0, 0, 0, 0                                                                                  \
     }
 
 typedef struct wctl_stats {
@@ -255,6 +268,7 @@ typedef struct wctl_stats {
     uint64_t stall_us;        /* sum of returned delays */
     uint64_t step_us;         /* the step of the last write evaluated in a paced SLOWDOWN (0: none yet) */
     uint64_t accrual_ns;      /* the debt a paced write adds, averaged over the last stalls (W5) */
+    uint64_t late_us;         /* how late pacing sleeps ended, averaged (W6; 0: none reported) */
 } wctl_stats;
 
 typedef struct wctl wctl;
