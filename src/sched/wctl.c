@@ -22,10 +22,11 @@
  *        tickets apart.
  *   (W6) late_ns is 0 until a ticket comes back after a pacing delay,
  *        then an average (weight 1/8 for the newest) of how much later
- *        than the delay it came back, each sample capped at max_sleep_us. With late_comp, a
- *        stall's first sleep is owed - late (at least owed / 4), later ones
- *        owed - late, and it ends once owed <= late: the rest stays in vt,
- *        so the sum of sleeps is still ~ bytes / rate (W3, W4 with late 0).
+ *        than the delay it came back, each sample capped at max_sleep_us.
+ *        With late_comp, a stall's first sleep is owed - late (at least
+ *        owed / 4), later ones owed - late, and it ends once owed <= late:
+ *        the rest stays in vt, so the sum of sleeps is still ~ bytes / rate
+ *        (W3, W4 with late 0).
  */
 #include "sched/wctl.h"
 
