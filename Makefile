@@ -273,16 +273,21 @@ $(BUILD)/tkv_bench: $(BUILD)/obj/bench/tkv_bench.o $(BUILD)/libtkvbench.a $(BUIL
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libtkvbench.a $(BUILD)/libtierkv.a $(EXE_LIBS)
 
 # bench: the headline comparison (bench/run_headline.sh; results in bench/results/).
-bench: deps lib $(BUILD)/tkv_bench
+# The bench targets install deps before they build anything: under make -j a
+# prerequisite list would compile against headers not installed yet.
+bench: deps
+	@$(MAKE) --no-print-directory lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_headline.sh
 
 # bench-fill: fills of 300k to 20M writes with reads after, against RocksDB
 # and LevelDB, direct I/O (bench/run_fill.sh).
-bench-fill: deps lib $(BUILD)/tkv_bench
+bench-fill: deps
+	@$(MAKE) --no-print-directory lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_fill.sh
 
 # bench-silk: SILK-style peaks and valleys on a capped drive (bench/run_silk.sh).
-bench-silk: deps lib $(BUILD)/tkv_bench
+bench-silk: deps
+	@$(MAKE) --no-print-directory lib $(BUILD)/tkv_bench
 	@BUILD=$(BUILD) bash bench/run_silk.sh
 
 # go-test: the Go binding (bindings/go), its raft store
