@@ -29,6 +29,10 @@ struct engine {
     pthread_t logger;
     int logging, stop_logging; /* stop_logging: atomic */
     FILE *log;
+    /* TKV_BENCH_EVENT_LOG=FILE: every tkv_event appended to FILE, one line
+     * each, stamped with CLOCK_MONOTONIC when delivered (to line jobs and
+     * stalls up with --slow_log's start= times; off by default) */
+    FILE *events;
     unsigned wflags;     /* TKV_SYNC when cfg->sync */
     int l0_trigger;      /* l0_compaction_trigger in effect */
     int nlevels;         /* levels of the tree (lines of "tkv.levels" named L<n>) */
@@ -115,6 +119,21 @@ static void *logger_main(void *arg)
     return NULL;
 }
 
+/* log_event -- the TKV_BENCH_EVENT_LOG listener (on the tkv-events thread). */
+static void log_event(const tkv_event *ev, void *arg)
+{
+    static const char *const names[] = {"?",          "flush_begin",      "flush_end",      "column_begin",
+                                        "column_end", "compaction_begin", "compaction_end", "stall_begin",
+                                        "stall_end",  "bg_error"};
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int t = ev->type > 0 && ev->type <= TKV_EVENT_BG_ERROR ? ev->type : 0;
+    fprintf(arg, "mono=%.6f %s job=%llu level=%d status=%d micros=%llu read=%llu written=%llu%s%s\n",
+            (double)now.tv_sec + (double)now.tv_nsec / 1e9, names[t], (unsigned long long)ev->job, ev->level,
+            ev->status, (unsigned long long)ev->micros, (unsigned long long)ev->bytes_read,
+            (unsigned long long)ev->bytes_written, ev->message ? " " : "", ev->message ? ev->message : "");
+}
+
 static int t_open(const engine_config *cfg, engine **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -159,10 +178,13 @@ static int t_open(const engine_config *cfg, engine **out, char *err, size_t errl
         tkv_options_free(o);
         return eng_errf(err, errlen, "tierkv open: out of memory");
     }
+    const char *evpath = getenv("TKV_BENCH_EVENT_LOG");
+    if (evpath && *evpath && (e->events = fopen(evpath, "a"))) tkv_options_set_listener(o, log_event, e->events);
     rc = tkv_open(cfg->dir, o, &e->db);
     tkv_options_free(o);
     if (rc != TKV_OK) {
         eng_errf(err, errlen, "tierkv open %s: %s (%s)", cfg->dir, tkv_strerror(rc), tkv_errmsg());
+        if (e->events) fclose(e->events);
         free(e);
         return rc < 0 ? rc : -1;
     }
@@ -206,6 +228,7 @@ static void t_close(engine *e)
         fprintf(stderr, "tierkv close: %s (%s)\n", tkv_strerror(rc), tkv_errmsg());
         if (rc == TKV_BUSY) return;
     }
+    if (e->events) fclose(e->events); /* tkv_close delivered the queued events */
     free(e);
 }
 
