@@ -13,6 +13,8 @@
  *    check, reopen).
  *  - sched_abort_held_job: a deep job held at an output write, a column that
  *    needs its files: the job is asked to yield and stops (deep_yield_wait=0).
+ *  - sched_blocked_pick_kept: while such a job is held and nothing else
+ *    changes, the blocked column is not planned again on every wake-up.
  *  - sched_slow_column_ramp: slow columns; the PRL controller's container
  *    ramp paces the writer so that the pool never fills (off: it does).
  *  - sched_column_boost, sched_boost_beside: columns run at the process's
@@ -1152,6 +1154,56 @@ static void sched_fill_counts_memtables(void **state)
     tu_tmpdir_free(dir);
 }
 
+/* sched_blocked_pick_kept -- a column that needs L1 files a held deep job
+ * holds is not planned again while nothing changes (src/db/mx_pick.c):
+ * with the writer stopped and the job held, one second of the column
+ * threads' wake-ups (every 100 ms at least) is answered from the
+ * remembered pick (tkv.matrix blocked_kept= grows by 3 or more) and plans
+ * at most twice (a flush or a commit that was under way may change the
+ * version once). Before, each wake-up planned the column again with the
+ * database mutex held (2-20 ms each in a 16M x 1 KiB fill). Released, the
+ * column runs and the data matches the model. */
+static void sched_blocked_pick_kept(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("sched-blocked-pick");
+    tkv_options *o = sched_options("level_multiplier", "100", "l1_size", "256K", "column_bytes", "64K",
+                                   "compaction_threads", "1", NULL);
+    tkv_db *db = tu_open_ok(dir, o);
+    writer_arg w = {.db = db, .m = tu_model_new()};
+    tu_rng_init(&w.r, tu_seed() + 15);
+    g_deep_held = 0;
+    __atomic_store_n(&g_hold_deep, 1, __ATOMIC_RELEASE);
+    io_set_fault_hook(hold_deep_hook, NULL);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, writer_main, &w), 0);
+    double t0 = tu_now_ms();
+    while (tu_now_ms() - t0 < 15000 && tu_prop_u64(db, "tkv.matrix", "blocked_kept=") == 0) usleep(5000);
+    __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    uint64_t kept0 = tu_prop_u64(db, "tkv.matrix", "blocked_kept=");
+    assert_true(kept0 > 0); /* a column waits for the held job's files */
+    usleep(100000);         /* (a flush under way when the writer stopped installs its row) */
+    uint64_t p0 = tu_prop_u64(db, "tkv.matrix", "planned="), k0 = tu_prop_u64(db, "tkv.matrix", "blocked_kept=");
+    usleep(1000000);
+    uint64_t p1 = tu_prop_u64(db, "tkv.matrix", "planned="), k1 = tu_prop_u64(db, "tkv.matrix", "blocked_kept=");
+    int held = __atomic_load_n(&g_deep_held, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_hold_deep, 0, __ATOMIC_RELEASE);
+    io_set_fault_hook(NULL, NULL);
+    print_message("held deep writes %d; in 1 s with the job held: %llu plans, %llu picks kept; %llu puts\n", held,
+                  (unsigned long long)(p1 - p0), (unsigned long long)(k1 - k0), (unsigned long long)w.n);
+    assert_true(held > 0);
+    assert_true(k1 - k0 >= 3);
+    assert_true(p1 - p0 <= 2);
+    wait_quiet(db);
+    assert_int_equal(sst_orphans(db, dir), 0);
+    tu_check_db(db, NULL, w.m, "after a blocked column");
+    tu_close_reopen_check(db, dir, o, w.m, "reopened after a blocked column");
+    tu_model_free(w.m);
+    tkv_options_free(o);
+    tu_tmpdir_free(dir);
+}
+
 /* sched_deep_debt -- the deep-debt pace of the write controller
  * (sched/wctl.h), wired through the engine: deep compactions are held (every
  * SST write of a tkv-deep thread waits in the fault hook until the backlog
@@ -1269,6 +1321,7 @@ int main(void)
         cmocka_unit_test(sched_burst),
         cmocka_unit_test(sched_abort_cleanup),
         cmocka_unit_test(sched_abort_held_job),
+        cmocka_unit_test(sched_blocked_pick_kept),
         cmocka_unit_test(sched_no_stop_while_flushing),
         cmocka_unit_test(sched_step_writers),
         cmocka_unit_test(sched_flush_wait_not_a_stall),

@@ -49,6 +49,7 @@
 #define TKV_DB_MX_INT_H
 
 #include "db/mx.h"
+#include "matrix/column.h"
 #include "matrix/pool.h"
 #include "sched/cpuload.h"
 #include "sched/drainmeter.h"
@@ -93,6 +94,8 @@ typedef struct mx_counters {
     uint64_t columns, column_row_bytes, column_row_entries, column_l1_read_bytes, column_write_bytes;
     uint64_t column_l1_merged_files, column_l1_merged_bytes; /* small L1 neighbours taken in (column.h step 5) */
     uint64_t column_failures, compactors;                    /* failed (retried) columns, compactors formed */
+    uint64_t picks_planned, picks_blocked_kept;              /* columns planned; picks that a remembered blocked
+                                                             * pick answered without planning (mx_pick.c) */
     uint64_t columns_parallel, column_cancels; /* columns started beside another; discarded after an earlier failed */
     uint64_t max_in_flight;                    /* most columns in flight at once */
     uint64_t columns_boosted;                  /* columns run on the boost thread */
@@ -113,24 +116,30 @@ struct mx_state {
     uint64_t compactor_entries;  /* entries of the compactor's rows when it formed */
     struct column_job *inflight; /* columns in flight, in pick (= key) order: mx_column.c */
     unsigned ncolumns;           /* how many */
-    uint64_t last_commit_us;     /* when the last column committed */
-    size_t rows_at_flush;        /* open rows when the last flush attempt started */
-    int flush_building;          /* mx_flush_one runs on sv->imm[0] ... */
-    uint64_t flush_alloc_mark;   /* ... and the pool had handed out this many pages when it began: once
+    struct {                     /* the last pick, if L1 files busy in a deep compaction blocked it (mx_pick.c) */
+        version *v;              /* the version it was planned in (a ref); NULL: none remembered */
+        const struct column_job *tail; /* the column in flight it was to follow (NULL: none) */
+        unsigned ncolumns;             /* columns in flight then */
+        size_t l1_first, l1_end;       /* the L1 files of v it needs */
+    } blocked;
+    uint64_t last_commit_us;   /* when the last column committed */
+    size_t rows_at_flush;      /* open rows when the last flush attempt started */
+    int flush_building;        /* mx_flush_one runs on sv->imm[0] ... */
+    uint64_t flush_alloc_mark; /* ... and the pool had handed out this many pages when it began: once
                                 * pool_stats.pages_allocated differs, imm[0]'s row holds its pages
                                 * (only flushes allocate pool pages) and mx_fill stops counting it */
-    char no_space_msg[320];      /* why the last flush found no room: the pool's pages, or the disk under it */
-    uint64_t blocked_since;      /* when the flush began waiting for room (db->flush_blocked) */
-    int drain_waiters;           /* tkv_compact_range calls waiting for every row to drain */
-    int failures;                /* consecutive failed columns (backoff) */
-    int gave_up;                 /* shutting down and columns keep failing: flush stops waiting */
-    uint64_t retry_at_us;        /* after a failure, no column before this time */
-    uint64_t trim_at_us;         /* the last pool_trim (column thread only) */
-    uint64_t trim_mark;          /* the pool's persists + discards at that trim (column thread only) */
-    drainmeter drain;            /* the committed columns' drains (writer units) and times (drain_since) */
-    pthread_t *threads;          /* column_threads column-compaction threads, then the boost thread */
-    int nthreads;                /* threads started (to join) */
-    struct bg_task **tasks;      /* with an env: column_threads tasks of its pool instead of threads */
+    char no_space_msg[320];    /* why the last flush found no room: the pool's pages, or the disk under it */
+    uint64_t blocked_since;    /* when the flush began waiting for room (db->flush_blocked) */
+    int drain_waiters;         /* tkv_compact_range calls waiting for every row to drain */
+    int failures;              /* consecutive failed columns (backoff) */
+    int gave_up;               /* shutting down and columns keep failing: flush stops waiting */
+    uint64_t retry_at_us;      /* after a failure, no column before this time */
+    uint64_t trim_at_us;       /* the last pool_trim (column thread only) */
+    uint64_t trim_mark;        /* the pool's persists + discards at that trim (column thread only) */
+    drainmeter drain;          /* the committed columns' drains (writer units) and times (drain_since) */
+    pthread_t *threads;        /* column_threads column-compaction threads, then the boost thread */
+    int nthreads;              /* threads started (to join) */
+    struct bg_task **tasks;    /* with an env: column_threads tasks of its pool instead of threads */
     int ntasks;
     int max_columns;        /* columns in flight at most: column_threads */
     int boost_started;      /* the boost thread runs (the last of threads[]) */
@@ -191,5 +200,42 @@ void mx_rd_widen(const tkv_slice *smallest, const tkv_slice *largest, size_t n, 
  * durability is lost, the database turns read-only). Caller holds mu.
  * (mx_reclaim.c) */
 void mx_collect(tkv_db *db);
+
+/* A picked column: the compactor rows with their cursors before and after,
+ * the L1 files it rewrites, and the version it was picked in (pinned). */
+typedef struct column_job {
+    version *v;
+    size_t k;
+    rowtable **rows;     /* compactor rows, newest first */
+    uint32_t *from, *to; /* cursors before / after the column */
+    file_meta **l1;      /* L1 inputs (ref'd, being_compacted) */
+    size_t nl1;
+    uint64_t smallest_snapshot;
+    column_plan plan;
+    struct column_job *next;            /* the next column in flight (mx->inflight), picked after this one */
+    uint64_t started_us;                /* when it was picked */
+    uint64_t read_bytes, written_bytes; /* set by a commit: the end event reports them */
+    uint64_t drains;                    /* its row bytes in writer units */
+    int cancelled;                      /* an earlier column failed: discard, do not commit */
+    row_key **rd_from;                  /* each row's range tombstone start before the column (ref'd; NULL: none) */
+    row_key *rd_to;                     /* the column's end E, each row's start after it (NULL: no end) */
+} column_job;
+
+/* mx_job_free -- frees a column job: drops its references (version, L1
+ * files, range tombstone keys). NULL-safe. (mx_pick.c) */
+void mx_job_free(column_job *j);
+
+/* mx_pick_column -- the next column of the compactor (forming one if
+ * wanted), or NULL: nothing to do, L0 SST files must go first, or an L1
+ * file it needs is busy in a deep compaction (*busy; the pick is remembered
+ * in mx->blocked and not planned again while it stands). With columns in
+ * flight, the next one starts where the last of them ends (its cursors),
+ * and none is picked after one that takes the rest of the compactor or was
+ * cancelled. *err < 0 on failure. Caller holds mu. (mx_pick.c) */
+column_job *mx_pick_column(tkv_db *db, int *busy, int *err);
+
+/* mx_pick_forget -- drops the remembered blocked pick (its version
+ * reference). Caller holds mu, or no column thread runs. (mx_pick.c) */
+void mx_pick_forget(struct mx_state *mx);
 
 #endif

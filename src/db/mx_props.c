@@ -155,14 +155,16 @@ void mx_report(tkv_db *db, int what, tkv_buf *b, int *oom)
     writeback_line(&ps, b, oom);
     buf_appendf(b, oom,
                 "columns: count=%llu compactors=%llu column_bytes=%llu row_bytes=%llu bytes_per_column=%llu "
-                "l1_read_bytes=%llu write_bytes=%llu failures=%llu l1_merged_files=%llu l1_merged_bytes=%llu\n",
+                "l1_read_bytes=%llu write_bytes=%llu failures=%llu l1_merged_files=%llu l1_merged_bytes=%llu "
+                "planned=%llu blocked_kept=%llu\n",
                 (unsigned long long)cols, (unsigned long long)ctr_get(&c->compactors),
                 (unsigned long long)mx->column_bytes, (unsigned long long)ctr_get(&c->column_row_bytes),
                 (unsigned long long)(cols ? ctr_get(&c->column_row_bytes) / cols : 0),
                 (unsigned long long)ctr_get(&c->column_l1_read_bytes),
                 (unsigned long long)ctr_get(&c->column_write_bytes), (unsigned long long)ctr_get(&c->column_failures),
                 (unsigned long long)ctr_get(&c->column_l1_merged_files),
-                (unsigned long long)ctr_get(&c->column_l1_merged_bytes));
+                (unsigned long long)ctr_get(&c->column_l1_merged_bytes), (unsigned long long)ctr_get(&c->picks_planned),
+                (unsigned long long)ctr_get(&c->picks_blocked_kept));
     buf_appendf(
         b, oom,
         "parallel: threads=%d in_flight=%u max_in_flight=%llu started_beside=%llu cancelled=%llu boost_thread=%d "
