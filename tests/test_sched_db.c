@@ -235,6 +235,16 @@ static void *writer_main(void *p)
     return NULL;
 }
 
+/* held_deep_writer -- deep SST writes held in hold_deep_hook until
+ * g_hold_deep is cleared, and a thread writing into w->db (writer_main). */
+static void held_deep_writer(writer_arg *w, pthread_t *th)
+{
+    g_deep_held = 0;
+    __atomic_store_n(&g_hold_deep, 1, __ATOMIC_RELEASE);
+    io_set_fault_hook(hold_deep_hook, NULL);
+    assert_int_equal(pthread_create(th, NULL, writer_main, w), 0);
+}
+
 static void sched_abort_held_job(void **state)
 {
     (void)state;
@@ -246,11 +256,8 @@ static void sched_abort_held_job(void **state)
     tkv_db *db = tu_open_ok(dir, o);
     writer_arg w = {.db = db, .m = tu_model_new()};
     tu_rng_init(&w.r, tu_seed() + 14);
-    g_deep_held = 0;
-    __atomic_store_n(&g_hold_deep, 1, __ATOMIC_RELEASE);
-    io_set_fault_hook(hold_deep_hook, NULL);
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, writer_main, &w), 0);
+    held_deep_writer(&w, &th);
     /* wait for a held deep job, then for a column to ask it to yield. A job
      * can also be asked before its first output write (never held: CI saw
      * one 0.1 s in); so wait for both a hold and a request, and after the
@@ -1172,11 +1179,8 @@ static void sched_blocked_pick_kept(void **state)
     tkv_db *db = tu_open_ok(dir, o);
     writer_arg w = {.db = db, .m = tu_model_new()};
     tu_rng_init(&w.r, tu_seed() + 15);
-    g_deep_held = 0;
-    __atomic_store_n(&g_hold_deep, 1, __ATOMIC_RELEASE);
-    io_set_fault_hook(hold_deep_hook, NULL);
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, writer_main, &w), 0);
+    held_deep_writer(&w, &th);
     double t0 = tu_now_ms();
     while (tu_now_ms() - t0 < 15000 && tu_prop_u64(db, "tkv.matrix", "blocked_kept=") == 0) usleep(5000);
     __atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
