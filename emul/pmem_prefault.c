@@ -134,7 +134,7 @@ static void zero_chunk(pm_region *r, uint64_t at, uint64_t len, uint32_t piece)
  * pm_prefault_cancel can wait for it). */
 static void *prefault_main(void *arg)
 {
-    thread_background("tkv-prefault", 19); /* named for top and perf */
+    thread_background("tkv-prefault", 19, 0); /* named for top and perf */
     pm_region *r = arg;
     int write_ok = 1;
     pthread_mutex_lock(&r->pf_mu);

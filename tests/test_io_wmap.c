@@ -74,7 +74,7 @@ static void test_pages_follow_syncs(void **state)
     }
     const uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
     io_wmap *w = NULL;
-    assert_int_equal(io_wmap_start(&w), 0);
+    assert_int_equal(io_wmap_start(&w, 0), 0);
     io_wmap_file *m = NULL;
     uint64_t size = 64;
     assert_int_equal(io_wmap_attach(w, fd, size, MAP_LEN, &m), 0);

@@ -53,7 +53,7 @@ static void bgpool_caps(void **state)
     (void)state;
     bg_pool *p;
     assert_int_equal(bg_pool_new(2, &p), 0);
-    assert_int_equal(bg_pool_start(p, 0), 0);
+    assert_int_equal(bg_pool_start(p, 0, 0), 0);
     bg_group *a = bg_group_new(p), *b = bg_group_new(p);
     assert_non_null(a);
     assert_non_null(b);
@@ -125,7 +125,7 @@ static void bgpool_round_robin(void **state)
         /* added before the threads start: all are runnable at once */
         assert_int_equal(bg_task_add(g[i], i == 3 ? 0 : 1, busy_step, &b[i], &t[i]), 0);
     }
-    assert_int_equal(bg_pool_start(p, 0), 0);
+    assert_int_equal(bg_pool_start(p, 0, 0), 0);
     for (int i = 0; i < 4; i++) bg_task_join(t[i]);
     for (int i = 0; i < 10; i++) assert_int_equal(order[i], 1); /* the flush first, all of it */
     for (int i = 0; i < 3; i++) {
@@ -153,7 +153,7 @@ static void bgpool_sleep_join_restart(void **state)
     assert_int_equal(bg_pool_new(BG_MAX_THREADS + 1, &p), TKV_INVALID);
     assert_int_equal(bg_pool_new(3, &p), 0);
     for (int round = 0; round < 2; round++) {
-        assert_int_equal(bg_pool_start(p, 0), 0);
+        assert_int_equal(bg_pool_start(p, 0, 0), 0);
         bg_pool_stats st;
         bg_pool_get_stats(p, &st);
         assert_int_equal(st.threads, 3);

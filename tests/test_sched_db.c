@@ -31,6 +31,8 @@
  *    pmem limiter (flush HIGH, column MID), fifo only counts.
  *  - sched_adapt_wiring: with adapt_bandwidth=1 T adapts, pinned by
  *    device_bandwidth (and when T is ssd_bandwidth); off by default; reported.
+ *  - sched_background_nice, sched_background_slice: the engine's threads'
+ *    CPU priority and CPU slice.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -49,6 +51,7 @@
 
 #include "io/io.h"
 #include "testutil.h"
+#include "util/thread.h"
 
 /* options -- small tiers so deep compactions run all the time. */
 static tkv_options *sched_options(const char *first, ...)
@@ -918,6 +921,104 @@ static void sched_background_nice(void **state)
     tkv_options_free(o);
 }
 
+/* thread_tids -- the ids of this process's threads named `name` (at most
+ * max); returns how many. */
+static int thread_tids(const char *name, int *tids, int max)
+{
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    struct dirent *e;
+    int n = 0;
+    char path[300], comm[64];
+    while ((e = readdir(d)) && n < max) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue; /* the thread ended */
+        size_t len = fread(comm, 1, sizeof comm - 1, f);
+        fclose(f);
+        comm[len] = 0;
+        if (len && comm[len - 1] == '\n') comm[len - 1] = 0;
+        if (!strcmp(comm, name)) tids[n++] = atoi(e->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+static void *slice_probe(void *arg)
+{
+    long *out = arg;
+    *out = thread_set_slice(4321) == 0 ? thread_get_slice((int)gettid()) : -1;
+    return NULL;
+}
+
+static void count_events(const tkv_event *ev, void *arg)
+{
+    (void)ev;
+    __atomic_fetch_add((int *)arg, 1, __ATOMIC_RELAXED);
+}
+
+/* sched_background_slice -- background_slice: the engine's threads (flush,
+ * the column threads and the boost thread, L0, deep, the WAL's mapping
+ * helper, the event listener) ask for that CPU slice, the caller and the
+ * monitor keep the kernel's; 0 leaves every thread at the kernel's;
+ * out-of-range values are refused. Needs a kernel that gives threads a
+ * slice of their own (Linux 6.12+: a probe thread sets one and reads it
+ * back); skipped, saying so, otherwise. */
+static void sched_background_slice(void **state)
+{
+    (void)state;
+    long def = thread_get_slice((int)gettid()), probe = -1;
+    pthread_t pt;
+    assert_int_equal(pthread_create(&pt, NULL, slice_probe, &probe), 0);
+    pthread_join(pt, NULL);
+    if (probe != 4321) {
+        print_message("SKIP: this kernel keeps no per-thread slice (set 4321 us, read back %ld)\n", probe);
+        skip();
+    }
+    static const char *const bg[] = {"tkv-flush", "tkv-column", "tkv-l0", "tkv-deep", "tkv-wal-map", "tkv-events"};
+    const char *vals[] = {"7000", "0"};
+    for (int k = 0; k < 2; k++) {
+        char *dir = tu_tmpdir("sched-slice");
+        tkv_options *o = tu_small_options();
+        int nev = 0;
+        assert_int_equal(tkv_options_set(o, "l0", "matrix"), TKV_OK);
+        assert_int_equal(tkv_options_set(o, "background_slice", vals[k]), TKV_OK);
+        assert_int_equal(tkv_options_set_listener(o, count_events, &nev), TKV_OK);
+        tkv_db *db = tu_open_ok(dir, o);
+        assert_int_equal(tkv_put(db, "k", 1, "v", 1, 0), TKV_OK); /* (the WAL's mapping helper maps a log) */
+        long want = k == 0 ? 7000 : def;
+        int tids[16], seen = 0;
+        for (int tries = 0; tries < 500; tries++) { /* (each names itself and sets its slice as it starts) */
+            int kinds = 0;
+            for (size_t i = 0; i < sizeof bg / sizeof bg[0]; i++) kinds += thread_tids(bg[i], tids, 16) > 0;
+            if (kinds == (int)(sizeof bg / sizeof bg[0]) && thread_tids("tkv-column", tids, 16) == 3) break;
+            usleep(10000);
+        }
+        for (size_t i = 0; i < sizeof bg / sizeof bg[0]; i++) {
+            int n = thread_tids(bg[i], tids, 16);
+            if (!n) fail_msg("background_slice=%s: no %s thread", vals[k], bg[i]);
+            for (int t = 0; t < n; t++) {
+                long v = thread_get_slice(tids[t]);
+                if (v != want) fail_msg("background_slice=%s: %s at %ld us, want %ld", vals[k], bg[i], v, want);
+            }
+            seen += n;
+        }
+        assert_int_equal(thread_tids("tkv-column", tids, 16), 3); /* two column threads and the boost thread */
+        assert_int_equal(thread_tids("tkv-sched-mon", tids, 16), 1);
+        assert_int_equal(thread_get_slice(tids[0]), def);       /* the monitor keeps the kernel's */
+        assert_int_equal(thread_get_slice((int)gettid()), def); /* the caller is untouched */
+        print_message("background_slice=%s: %d threads at %ld us (kernel's: %ld us)\n", vals[k], seen, want, def);
+        tu_close_ok(db);
+        tkv_options_free(o);
+        tu_tmpdir_free(dir);
+    }
+    tkv_options *o = tkv_options_new();
+    assert_int_not_equal(tkv_options_set(o, "background_slice", "100001"), TKV_OK);
+    assert_int_not_equal(tkv_options_set(o, "background_slice", "-1"), TKV_OK);
+    tkv_options_free(o);
+}
+
 /* sched_slow_column_ramp -- the container ramp of the PRL write controller
  * (sched/wctl.h): l0=matrix, column compaction held to a slow pace (every
  * write of an SST sleeps 300 us in the fault hook: a few MB/s), one writer at
@@ -1339,6 +1440,7 @@ int main(void)
         cmocka_unit_test(sched_adapt_wiring),
         cmocka_unit_test(sched_latency_wiring),
         cmocka_unit_test(sched_background_nice),
+        cmocka_unit_test(sched_background_slice),
     };
     const char *only = getenv("TKV_TEST_ONLY");
     if (only && *only) cmocka_set_test_filter(only);

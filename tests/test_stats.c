@@ -115,7 +115,7 @@ static void events_queue(void **state)
     pthread_cond_init(&q.cv, NULL);
     q.blocked = 1;
     events *e;
-    assert_int_equal(events_start(&e, qlisten_fn, &q), 0);
+    assert_int_equal(events_start(&e, qlisten_fn, &q, 0), 0);
     tkv_event ev = {.type = TKV_EVENT_FLUSH_BEGIN};
     ev.job = events_next_job(e);
     events_post(e, &ev); /* the thread takes this one and blocks in the listener */

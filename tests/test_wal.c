@@ -991,7 +991,7 @@ static void test_fault_enospc_mapped(void **state)
     if (no_mapping(fx, "test_fault_enospc_mapped")) return;
     io_stats st;
     memset(&st, 0, sizeof st);
-    assert_int_equal(io_wmap_start(&st.wmap), 0);
+    assert_int_equal(io_wmap_start(&st.wmap, 0), 0);
     fault_enospc(fx, &st);
     io_wmap_stats ms;
     io_wmap_get_stats(st.wmap, &ms);
@@ -1100,7 +1100,7 @@ static void mapped_stats(io_stats *st, const char *dir)
     memset(st, 0, sizeof *st);
     st->wal_bytes_per_sync = 64u << 10;
     assert_int_equal(io_wb_start(&st->wb, dir), 0);
-    assert_int_equal(io_wmap_start(&st->wmap), 0);
+    assert_int_equal(io_wmap_start(&st->wmap, 0), 0);
 }
 
 static void mapped_stats_end(io_stats *st)
@@ -1254,7 +1254,7 @@ static void test_mapped_claim_overtakes_helper(void **state)
         assert_true(fd >= 0);
         assert_int_equal(fallocate(fd, 0, 0, (off_t)len), 0);
         io_wmap *w = NULL;
-        assert_int_equal(io_wmap_start(&w), 0);
+        assert_int_equal(io_wmap_start(&w, 0), 0);
         piece_pause pp = {.want = in_piece, .skip = in_piece, .armed = 1}; /* in a piece: the second one */
         pthread_mutex_init(&pp.mu, NULL);
         pthread_cond_init(&pp.cv, NULL);
@@ -1369,7 +1369,7 @@ static void test_mapped_killed_writer(void **state)
             memset(&st, 0, sizeof st);
             st.wal_bytes_per_sync = 64u << 10;
             wal_writer *w = NULL;
-            if (io_wb_start(&st.wb, fx->dir) != 0 || io_wmap_start(&st.wmap) != 0 || open_log(p, &st, &w) != 0)
+            if (io_wb_start(&st.wb, fx->dir) != 0 || io_wmap_start(&st.wmap, 0) != 0 || open_log(p, &st, &w) != 0)
                 _exit(2);
             wal_writer_reserve(w, 2u << 20);
             uint8_t buf[6000];

@@ -297,7 +297,7 @@ static void test_recycle_mapped(void **state)
     memset(&st, 0, sizeof st);
     st.wal_bytes_per_sync = 64u << 10;
     assert_int_equal(io_wb_start(&st.wb, fx->dir), 0);
-    assert_int_equal(io_wmap_start(&st.wmap), 0);
+    assert_int_equal(io_wmap_start(&st.wmap, 0), 0);
     char a[PATH_MAX], b[PATH_MAX], img[PATH_MAX];
     snprintf(img, sizeof img, "%s/image", fx->dir);
     wal_writer *w = NULL;

@@ -103,7 +103,7 @@ static void compact_worker(tkv_db *db, int deep)
 static void *l0_main(void *arg)
 {
     tkv_db *db = arg;
-    thread_background("tkv-l0", db->opts.background_nice);
+    thread_background("tkv-l0", db->opts.background_nice, (unsigned)db->opts.background_slice);
     compact_worker(db, 0);
     return NULL;
 }
@@ -111,7 +111,7 @@ static void *l0_main(void *arg)
 static void *deep_main(void *arg)
 {
     tkv_db *db = arg;
-    thread_background("tkv-deep", db->opts.background_nice);
+    thread_background("tkv-deep", db->opts.background_nice, (unsigned)db->opts.background_slice);
     compact_worker(db, 1);
     return NULL;
 }

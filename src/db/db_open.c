@@ -159,7 +159,7 @@ static int open_env(tkv_db *db, uint64_t pool_bytes)
     tkv_env *env = db->opts.env;
     if (!env) return 0;
     /* the pool's threads run flushes too: at the flush thread's nice value (flush.c) */
-    int rc = env_attach(env, db->dir, db->opts.background_nice / 5);
+    int rc = env_attach(env, db->dir, db->opts.background_nice / 5, (unsigned)db->opts.background_slice);
     if (rc < 0) {
         env_pool_release(env, pool_bytes);
         return rc;
@@ -226,11 +226,13 @@ static int open_dir(tkv_db *db, int created, uint64_t pool_bytes)
         static const char identity[] = DB_IDENTITY_TEXT;
         rc = io_write_file_atomic(db->dir, IDENTITY_FILE, identity, sizeof identity - 1, &db->io);
     }
-    if (rc == 0 && o->listener && !ro) rc = events_start(&db->events, o->listener, o->listener_arg); /* first */
+    if (rc == 0 && o->listener && !ro)
+        rc = events_start(&db->events, o->listener, o->listener_arg, (unsigned)o->background_slice); /* first */
     /* before the first WAL (io.h); also gives back retired WALs' reserved blocks (wb.h) */
     if (rc == 0 && !ro && o->wal && (o->wal_bytes_per_sync || o->bytes_per_sync)) rc = io_wb_start(&db->io.wb, db->dir);
     /* before the first WAL (io.h); not with sync=1: every fdatasync would also write the zero pages made ahead */
-    if (rc == 0 && !ro && o->wal && o->wal_mmap && !o->sync) rc = io_wmap_start(&db->io.wmap);
+    if (rc == 0 && !ro && o->wal && o->wal_mmap && !o->sync)
+        rc = io_wmap_start(&db->io.wmap, (unsigned)o->background_slice);
     if (rc == 0 && trash_new(ro ? 0 : o->delete_chunk, o->delete_rate, &db->trash) < 0)
         rc = tkv_err(TKV_NO_MEMORY, "out of memory starting the trash thread");
     if (rc == 0) rc = silk_open(db); /* installs the I/O gate before any data file is opened */

@@ -154,7 +154,7 @@ void env_tick_remove(tkv_env *env, void *arg)
     pthread_mutex_unlock(&env->tick_mu);
 }
 
-int env_attach(tkv_env *env, const char *dir, int nice)
+int env_attach(tkv_env *env, const char *dir, int nice, unsigned slice_us)
 {
     pthread_mutex_lock(&env->mu);
     int rc = 0;
@@ -162,7 +162,7 @@ int env_attach(tkv_env *env, const char *dir, int nice)
         rc = tkv_err(TKV_NO_MEMORY, "out of memory creating the env's block cache (opening %s)", dir);
     if (rc == 0 && !env->pool) rc = bg_pool_new((int)env->background_threads, &env->pool);
     if (rc == 0 && env->refs == 0) { /* the first database: the threads start */
-        rc = bg_pool_start(env->pool, nice);
+        rc = bg_pool_start(env->pool, nice, slice_us);
         if (rc == 0 && (rc = monitor_thread_start(ENV_TICK_US, tick_all, env, &env->ticker)) < 0)
             bg_pool_stop(env->pool);
     }

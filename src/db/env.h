@@ -38,7 +38,7 @@
  * the background pool on the first attach; the pool's threads start (at
  * CPU nice value `nice`) when no other database is attached.
  * TKV_NO_MEMORY. */
-int env_attach(tkv_env *env, const char *dir, int nice);
+int env_attach(tkv_env *env, const char *dir, int nice, unsigned slice_us);
 /* env_detach -- the database has closed (tkv_close, last step, every task
  * of its group joined); the last one stops the pool's threads. */
 void env_detach(tkv_env *env);

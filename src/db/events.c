@@ -27,14 +27,15 @@ struct events {
     slot *ring;
     uint64_t head, tail; /* posted: tail - head, slots ring[head % N] .. */
     int stopping;
-    uint64_t dropped; /* atomic */
-    uint64_t job;     /* atomic */
+    unsigned slice_us; /* the thread's CPU slice (thread_background) */
+    uint64_t dropped;  /* atomic */
+    uint64_t job;      /* atomic */
 };
 
 static void *events_main(void *p)
 {
     events *q = p;
-    thread_background("tkv-events", 0);
+    thread_background("tkv-events", 0, q->slice_us);
     slot cur;
     pthread_mutex_lock(&q->mu);
     for (;;) {
@@ -51,7 +52,7 @@ static void *events_main(void *p)
     return NULL;
 }
 
-int events_start(events **out, tkv_event_fn fn, void *arg)
+int events_start(events **out, tkv_event_fn fn, void *arg, unsigned slice_us)
 {
     *out = NULL;
     events *q = calloc(1, sizeof *q);
@@ -61,6 +62,7 @@ int events_start(events **out, tkv_event_fn fn, void *arg)
         return tkv_err(TKV_NO_MEMORY, "out of memory for the event queue");
     }
     q->fn = fn;
+    q->slice_us = slice_us;
     q->arg = arg;
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);

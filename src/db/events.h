@@ -20,9 +20,10 @@
 
 typedef struct events events;
 
-/* events_start -- starts the thread that calls fn(ev, arg). 0, TKV_NO_MEMORY
+/* events_start -- starts the thread that calls fn(ev, arg), with a CPU
+ * slice of slice_us (thread_background; 0: the kernel's). 0, TKV_NO_MEMORY
  * or the thread creation's error. */
-int events_start(events **out, tkv_event_fn fn, void *arg);
+int events_start(events **out, tkv_event_fn fn, void *arg, unsigned slice_us);
 /* events_post -- queues a copy of ev (message copied too); NULL ev is
  * ignored, a NULL queue is a no-op (no listener). */
 void events_post(events *q, const tkv_event *ev);

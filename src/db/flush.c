@@ -228,7 +228,7 @@ static void *flush_main(void *arg)
      * flush (SILK's order: flushes first). At half (5) a column on the
      * flush's core took a quarter of it and writers were paced behind the
      * flush: a 1M x 1 KiB fill ran 12 % slower, 4M 6 % */
-    thread_background("tkv-flush", db->opts.background_nice / 5);
+    thread_background("tkv-flush", db->opts.background_nice / 5, (unsigned)db->opts.background_slice);
     pthread_mutex_lock(&db->mu);
     uint64_t wait;
     for (int st; (st = flush_step(&r, &wait)) != BG_DONE;)

@@ -377,7 +377,7 @@ static void column_done(tkv_db *db, int boost)
  * privileges, so the two kinds are separate threads. */
 static void *column_loop(tkv_db *db, int boost)
 {
-    thread_background("tkv-column", boost ? 0 : db->opts.background_nice);
+    thread_background("tkv-column", boost ? 0 : db->opts.background_nice, (unsigned)db->opts.background_slice);
     pthread_mutex_lock(&db->mu);
     uint64_t wait;
     for (int st; (st = column_step(db, boost, &wait)) != BG_DONE;)

@@ -107,6 +107,7 @@ static const opt_def OPTION_TABLE[] = {
     {"compaction_threads", OPT_INT, OFF(compaction_threads), 1, 16, "2", NULL},
     {"deep_yield_wait", OPT_INT, OFF(deep_yield_wait), 0, 60000, "2000", NULL},
     {"background_nice", OPT_INT, OFF(background_nice), 0, 19, "10", NULL},
+    {"background_slice", OPT_INT, OFF(background_slice), 0, 100000, "6000", NULL},
     {"compaction_readahead", OPT_SIZE, OFF(compaction_readahead), 0, 64u << 20, "256K", NULL},
     {"ssd_bandwidth", OPT_SIZE, OFF(ssd_bandwidth), 0, UINT64_C(1) << 40, "0", NULL},
 };

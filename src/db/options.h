@@ -80,6 +80,7 @@ struct tkv_options {
     int compaction_threads;           /* low-priority pool: threads for deep (L1+) compactions */
     int deep_yield_wait;              /* ms a deep job asked to yield may go on to its next cut (0: stop at once) */
     int background_nice;              /* nice value of the flush, column, L0 and deep threads (0: unchanged) */
+    int background_slice;             /* us: the CPU slice the engine's threads ask for (0: the kernel's) */
     uint64_t compaction_readahead;    /* bytes per read of a compaction input SST (0: one block per read) */
     uint64_t ssd_bandwidth;           /* emul/: cap on every SSD read and write of the engine, bytes/s; 0 = off */
     int statistics;                   /* 1: latency histograms of gets and writes (tkv_statistics) */

@@ -49,6 +49,7 @@ struct io_wmap {
     int kicked;     /* atomic: a writer asked for work since the helper last looked */
     int writer_cpu; /* atomic: the CPU a writer last asked for work from (-1: not known) */
     int stopping;
+    unsigned slice_us; /* the helper's CPU slice (thread_background) */
     pthread_t thread;
     io_wmap_stats st;                     /* mu; its mapped_bytes and written_bytes are kept in the two below */
     uint64_t mapped_bytes, written_bytes; /* atomic (the writers count without mu) */
@@ -175,7 +176,7 @@ static void step(io_wmap *w, io_wmap_file *m, int pages)
 static void *wmap_main(void *arg)
 {
     io_wmap *w = arg;
-    thread_background("tkv-wal-map", 0); /* the writers' priority: they wait for its pages */
+    thread_background("tkv-wal-map", 0, w->slice_us); /* the writers' priority: they wait for its pages */
     pthread_mutex_lock(&w->mu);
     while (!w->stopping) {
         io_wmap_file *m = w->files;
@@ -203,12 +204,13 @@ static void *wmap_main(void *arg)
     return NULL;
 }
 
-int io_wmap_start(io_wmap **out)
+int io_wmap_start(io_wmap **out, unsigned slice_us)
 {
     *out = NULL;
     io_wmap *w = calloc(1, sizeof *w);
     if (!w) return tkv_err(TKV_NO_MEMORY, "out of memory starting the WAL mapping thread");
     w->writer_cpu = -1;
+    w->slice_us = slice_us;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     int rc = thread_create(&w->thread, wmap_main, w, "the WAL mapping thread");

@@ -88,8 +88,9 @@ typedef struct io_wmap_stats {
     uint64_t page_writes;   /* the helper's pwrites of one page of zeros ("Synced logs") */
 } io_wmap_stats;
 
-/* io_wmap_start -- starts the helper: 0, TKV_NO_MEMORY (thread_create). */
-int io_wmap_start(io_wmap **out);
+/* io_wmap_start -- starts the helper, with a CPU slice of slice_us
+ * (thread_background; 0: the kernel's): 0, TKV_NO_MEMORY (thread_create). */
+int io_wmap_start(io_wmap **out, unsigned slice_us);
 /* io_wmap_stop -- stops it and frees w; every file must be detached. NULL ok. */
 void io_wmap_stop(io_wmap *w);
 void io_wmap_get_stats(io_wmap *w, io_wmap_stats *out);

@@ -41,6 +41,7 @@ struct bg_pool {
     int nthreads, started, stopping;
     pthread_t *threads;
     int nice;
+    unsigned slice_us;        /* their CPU slice (thread_background) */
     bg_group *ring;           /* any group of the ring, or NULL */
     bg_group *last[BG_NPRIO]; /* the group served last at each priority (round-robin) */
     int running[BG_NPRIO];    /* tasks running now, by priority */
@@ -151,7 +152,7 @@ static void step_done(bg_pool *p, bg_task *t, int r, uint64_t wait)
 static void *pool_main(void *arg)
 {
     bg_pool *p = arg;
-    thread_background("tkv-bg", p->nice);
+    thread_background("tkv-bg", p->nice, p->slice_us);
     pthread_mutex_lock(&p->mu);
     while (!p->stopping) {
         uint64_t now = sched_mono_us(), next;
@@ -175,9 +176,10 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
-int bg_pool_start(bg_pool *p, int nice)
+int bg_pool_start(bg_pool *p, int nice, unsigned slice_us)
 {
     p->nice = nice;
+    p->slice_us = slice_us;
     p->stopping = 0;
     int rc = 0;
     while (p->started < p->nthreads &&

@@ -56,9 +56,9 @@ typedef int (*bg_step_fn)(void *arg, uint64_t *wait_us);
 int bg_pool_new(int threads, bg_pool **out);
 /* bg_pool_free -- frees a stopped pool with no group left. NULL: nothing. */
 void bg_pool_free(bg_pool *p);
-/* bg_pool_start -- starts the threads, at CPU nice value `nice`
- * (thread_background). TKV_NO_MEMORY (those started are stopped again). */
-int bg_pool_start(bg_pool *p, int nice);
+/* bg_pool_start -- starts the threads, at CPU nice value `nice` and CPU
+ * slice `slice_us` (thread_background). TKV_NO_MEMORY (those started are stopped again). */
+int bg_pool_start(bg_pool *p, int nice, unsigned slice_us);
 /* bg_pool_stop -- every group gone: ends and joins the threads. */
 void bg_pool_stop(bg_pool *p);
 

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -28,6 +29,41 @@ int thread_set_nice(int nice)
 
 int thread_get_nice(void) { return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)); }
 
+/* struct sched_attr of sched_setattr(2), its first version (48 bytes):
+ * glibc 2.36 has no wrapper. */
+typedef struct thread_sched_attr {
+    uint32_t size, policy;
+    uint64_t flags;
+    int32_t nice;
+    uint32_t priority;
+    uint64_t runtime, deadline, period;
+} thread_sched_attr;
+
+static int sched_attr_of(int tid, thread_sched_attr *a)
+{
+    memset(a, 0, sizeof *a);
+    return syscall(SYS_sched_getattr, tid, a, (unsigned)sizeof *a, 0u) == 0 ? 0 : errno;
+}
+
+int thread_set_slice(unsigned us)
+{
+    if (us == 0) return 0;
+    thread_sched_attr a;
+    int e = sched_attr_of(0, &a);
+    if (e) return e;
+    if (a.policy != 0 && a.policy != 3 && a.policy != 5) return 0; /* SCHED_OTHER, _BATCH, _IDLE only: no RT policy */
+    a.size = (uint32_t)sizeof a;
+    a.flags = 0;
+    a.runtime = (uint64_t)us * 1000u; /* kept: policy (the host's SCHED_BATCH or SCHED_IDLE too) and nice */
+    return syscall(SYS_sched_setattr, 0, &a, 0u) == 0 ? 0 : errno;
+}
+
+long thread_get_slice(int tid)
+{
+    thread_sched_attr a;
+    return sched_attr_of(tid, &a) ? -1 : (long)(a.runtime / 1000u);
+}
+
 /* creations left before one fails (thread_fail_after); -1: none will */
 static int fail_countdown = -1;
 
@@ -47,10 +83,11 @@ int thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *what
     return 0;
 }
 
-void thread_background(const char *name, int nice)
+void thread_background(const char *name, int nice, unsigned slice_us)
 {
     /* the priority first: whoever finds the thread by its name (top, perf,
      * sched_background_nice) sees it at its final nice value */
     (void)thread_set_nice(nice); /* best effort */
+    (void)thread_set_slice(slice_us);
     pthread_setname_np(pthread_self(), name);
 }

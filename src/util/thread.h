@@ -21,11 +21,26 @@
  * kernel refused (lowering a priority never needs a privilege). */
 int thread_set_nice(int nice);
 
+/* thread_set_slice -- asks the kernel for a CPU slice of `us` microseconds
+ * for the calling thread: sched_setattr's sched_runtime, with the thread's
+ * policy and nice value kept. Linux 6.12 and later (EEVDF) give a thread a
+ * slice of its own, and a waking thread whose slice is shorter than the
+ * running one's may preempt it at once; older kernels ignore the runtime of
+ * a SCHED_OTHER thread. 0 leaves the slice alone. Best effort: returns 0,
+ * or an errno value if the kernel refused. */
+int thread_set_slice(unsigned us);
+
+/* thread_get_slice -- the slice (sched_runtime, microseconds) of thread
+ * `tid` of this process; 0 if it has none of its own, -1 if unknown. */
+long thread_get_slice(int tid);
+
 /* thread_background -- first call of every background thread of the
- * engine (flush, column, L0 and deep compactions): names the calling thread
- * `name` (for top and perf; at most 15 characters) and lowers its CPU
- * priority to `nice` as thread_set_nice does (best effort). */
-void thread_background(const char *name, int nice);
+ * engine (flush, column, L0 and deep compactions, the WAL's mapping helper,
+ * the event listener, an env's pool): names the calling thread `name` (for
+ * top and perf; at most 15 characters), lowers its CPU priority to `nice` as
+ * thread_set_nice does and asks for a slice of `slice_us` as
+ * thread_set_slice does (both best effort). */
+void thread_background(const char *name, int nice, unsigned slice_us);
 
 /* thread_get_nice -- the calling thread's nice value (for tests). */
 int thread_get_nice(void);
