@@ -270,20 +270,14 @@ static int still_blocked(tkv_db *db, version *v, const column_job *tail)
     return 0;
 }
 
-/* pick_column -- the next column of the compactor (forming one if wanted),
- * or NULL: nothing to do, L0 SST files must go first, or an L1 file it
- * needs is busy in a deep compaction (*busy). With columns in flight, the
- * next one starts where the last of them ends (its cursors), and none is
- * picked after one that takes the rest of the compactor or was cancelled.
- * Caller holds mu. */
+/* pick_column -- mx_pick_column's planning (mx_int.h), with *busy and *err
+ * already 0; a pick that busy L1 files block is remembered. Caller holds mu. */
 static column_job *pick_column(tkv_db *db, int *busy, int *err)
 {
-    ctr_add(&db->mx->ctr.picks_planned, 1);
     struct mx_state *mx = db->mx;
+    ctr_add(&mx->ctr.picks_planned, 1);
     version *v = vset_current(db->vs);
     rowset *rs = db->sv->rows;
-    *busy = 0;
-    *err = 0;
     if (v->nfiles[0] > 0) return NULL; /* SST L0 (from l0=sst) compacts first, in the leveled thread */
     column_job *tail = inflight_tail(mx);
     if (tail && (tail->plan.to_end || tail->cancelled)) return NULL; /* nothing to pick until it is done */
