@@ -811,6 +811,20 @@ static void sched_latency_wiring(void **state)
     }
 }
 
+/* task_file -- /proc/self/task/<tid>/<file> into buf (NUL-terminated);
+ * its length, or -1 if it cannot be read (the thread ended). */
+static long task_file(const char *tid, const char *file, char *buf, size_t cap)
+{
+    char path[300];
+    snprintf(path, sizeof path, "/proc/self/task/%s/%s", tid, file);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return (long)n;
+}
+
 /* thread_nice_but -- the nice value of this process's threads whose name is
  * `name` (from /proc/self/task/<tid>/stat, field 19); *count = how many.
  * Threads at nice `other` are only counted, in *others (pass a value no
@@ -825,13 +839,8 @@ static int thread_nice_but(const char *name, int *count, int other, int *others)
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.') continue;
-        char path[300], buf[1024];
-        snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue; /* the thread ended */
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
+        char buf[1024];
+        if (task_file(e->d_name, "stat", buf, sizeof buf) < 0) continue; /* the thread ended */
         char *open = strchr(buf, '('), *close = strrchr(buf, ')');
         if (!open || !close || (size_t)(close - open - 1) != strlen(name) || strncmp(open + 1, name, strlen(name)))
             continue;
@@ -859,6 +868,15 @@ static int thread_nice(const char *name, int *count)
 {
     int others;
     return thread_nice_but(name, count, INT32_MAX, &others);
+}
+
+/* refuses -- option `name` refuses the values a and b (out of range). */
+static void refuses(const char *name, const char *a, const char *b)
+{
+    tkv_options *o = tkv_options_new();
+    assert_int_not_equal(tkv_options_set(o, name, a), TKV_OK);
+    assert_int_not_equal(tkv_options_set(o, name, b), TKV_OK);
+    tkv_options_free(o);
 }
 
 /* background_nice: column and compaction threads run at that nice value,
@@ -915,10 +933,7 @@ static void sched_background_nice(void **state)
         tkv_options_free(o);
         tu_tmpdir_free(dir);
     }
-    tkv_options *o = tkv_options_new();
-    assert_int_not_equal(tkv_options_set(o, "background_nice", "20"), TKV_OK);
-    assert_int_not_equal(tkv_options_set(o, "background_nice", "-1"), TKV_OK);
-    tkv_options_free(o);
+    refuses("background_nice", "20", "-1");
 }
 
 /* thread_tids -- the ids of this process's threads named `name` (at most
@@ -929,15 +944,11 @@ static int thread_tids(const char *name, int *tids, int max)
     assert_non_null(d);
     struct dirent *e;
     int n = 0;
-    char path[300], comm[64];
+    char comm[64];
     while ((e = readdir(d)) && n < max) {
         if (e->d_name[0] == '.') continue;
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue; /* the thread ended */
-        size_t len = fread(comm, 1, sizeof comm - 1, f);
-        fclose(f);
-        comm[len] = 0;
+        long len = task_file(e->d_name, "comm", comm, sizeof comm);
+        if (len < 0) continue; /* the thread ended */
         if (len && comm[len - 1] == '\n') comm[len - 1] = 0;
         if (!strcmp(comm, name)) tids[n++] = atoi(e->d_name);
     }
@@ -1013,10 +1024,7 @@ static void sched_background_slice(void **state)
         tkv_options_free(o);
         tu_tmpdir_free(dir);
     }
-    tkv_options *o = tkv_options_new();
-    assert_int_not_equal(tkv_options_set(o, "background_slice", "100001"), TKV_OK);
-    assert_int_not_equal(tkv_options_set(o, "background_slice", "-1"), TKV_OK);
-    tkv_options_free(o);
+    refuses("background_slice", "100001", "-1");
 }
 
 /* sched_slow_column_ramp -- the container ramp of the PRL write controller
