@@ -271,26 +271,26 @@ static uint64_t pace_timed(wctl *w, const wctl_input *in, uint64_t n, uint64_t b
 }
 
 /* The step grows with the pace's pressure (W5): about one write in
- * stall_every (4000) sleeps, or one in (cap / debt a write) where the 6 ms
+ * stall_every (4000) sleeps, or one in (cap / debt a write) where the 4 ms
  * cap binds. At 40 MiB/s a 1 KiB write costs 24.4 us: a writer that takes
- * 23 us a write adds 1.4 us of debt a write (step 5.6 ms, one write in 4000
- * sleeps); one that takes 20.4 us adds 4 us (16 ms wanted, capped at 6 ms:
- * one in 1500); one that takes 19.2 us adds 5.2 us (capped: one in 1150);
- * one that takes no time adds 24.4 us (capped: one in 250); one that takes
- * 24 us adds 0.4 us (1.6 ms wanted: the 2 ms floor); with 3 writers queued
- * the 8 ms floor wins over the cap. The total slept is the debt whatever
- * the step. */
+ * 23.5 us a write adds 0.91 us of debt a write (step 3.66 ms, one write in
+ * 4000 sleeps); one that takes 20.4 us adds 4 us (16 ms wanted, capped at
+ * 4 ms: one in 1000); one that takes 19.2 us adds 5.2 us (capped: one in
+ * 770); one that takes no time adds 24.4 us (capped: one in 164); one that
+ * takes 24 us adds 0.4 us (1.6 ms wanted: the 2 ms floor); with 3 writers
+ * queued the 8 ms floor wins over the cap. The total slept is the debt
+ * whatever the step. */
 static void test_wctl_step_grows(void **state)
 {
     (void)state;
-    const double write_us[] = {23.0, 20.4, 19.2, 0.0, 24.0, 0.0};
+    const double write_us[] = {23.5, 20.4, 19.2, 0.0, 24.0, 0.0};
     const unsigned queued[] = {0, 0, 0, 0, 0, 3};
-    const uint64_t step_lo[] = {5500, 6000, 6000, 6000, 2000, 8000}, step_hi[] = {5700, 6001, 6001, 6001, 2001, 8001};
+    const uint64_t step_lo[] = {3500, 4000, 4000, 4000, 2000, 8000}, step_hi[] = {3800, 4001, 4001, 4001, 2001, 8001};
     for (int c = 0; c < 6; c++) {
         wctl_options o;
         wctl_options_default(&o);
         assert_int_equal(o.stall_every, 4000);
-        assert_int_equal(o.step_cap_us, 6000);
+        assert_int_equal(o.step_cap_us, 4000);
         wctl *w;
         assert_int_equal(wctl_create(&o, &w), TKV_OK);
         for (int i = 0; i < 8; i++) wctl_flush_sample(w, 40 * MiB, 1000000);
@@ -365,7 +365,7 @@ static uint64_t late_run(wctl *w, const wctl_input *in, uint64_t n, uint64_t lat
 
 /* W6: sleeps that end late (on a busy machine the timer fires, then the
  * writer waits for a CPU). At 40 MiB/s a 1 KiB write that takes no time
- * owes 24.4 us: the step is the 6 ms cap. Sleeps `late` us longer than
+ * owes 24.4 us: the step is the cap, set to 6 ms here. Sleeps `late` us longer than
  * asked: with late_comp a stall sleeps 6 ms less the measured lateness and
  * takes its 6 ms; the writer keeps the pace (n writes take n x 24.4 us).
  * With late >= the step a stall still sleeps a quarter of its debt
@@ -381,6 +381,7 @@ static void test_wctl_late(void **state)
             wctl_options_default(&o);
             assert_int_equal(o.late_comp, 1);
             o.late_comp = comp;
+            o.step_cap_us = 6000; /* the step of the numbers above (the default is 4000) */
             wctl *w;
             assert_int_equal(wctl_create(&o, &w), TKV_OK);
             for (int i = 0; i < 8; i++) wctl_flush_sample(w, 40 * MiB, 1000000);

@@ -326,7 +326,7 @@ static void ask_spares_ahead(tkv_db *db)
  *     full pool, mx_pinned_full);
  *   - SLOWDOWN: paced: debts under a step (2 ms times the recent writer
  *     threads, who wait with the leader; 8 ms at most; grown with the pace's
- *     pressure up to 6 ms) carried, larger ones slept, each sleep shortened
+ *     pressure up to 4 ms) carried, larger ones slept, each sleep shortened
  *     by how late the earlier ones ended (the controller sees it from the
  *     times of the calls, wctl.h W6). prl: with one memtable left at
  *     the running flush's deadline (the active memtable's room over the

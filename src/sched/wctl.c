@@ -85,7 +85,7 @@ void wctl_options_default(wctl_options *o)
     o->max_sleep_us = 8000;
     o->min_step_us = 2000;
     o->stall_every = 4000;
-    o->step_cap_us = 6000;
+    o->step_cap_us = 4000;
     o->ramp_lo = 0.5;
     o->ramp_gain = 3.0;
     o->pace_margin = 0;
