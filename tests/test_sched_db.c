@@ -410,7 +410,7 @@ static void *step_writer_main(void *arg)
 static uint64_t step_for(unsigned queued, uint64_t accrual_ns)
 {
     uint64_t step = 2000u * (1u + queued), grown = accrual_ns * 4000u / 1000u;
-    if (grown > 6000) grown = 6000;
+    if (grown > 4000) grown = 4000; /* step_cap_us */
     return grown > step ? grown : step;
 }
 
