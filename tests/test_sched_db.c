@@ -50,6 +50,7 @@
 #include <cmocka.h>
 
 #include "io/io.h"
+#include "sched/wctl.h"
 #include "testutil.h"
 #include "util/thread.h"
 
@@ -409,8 +410,10 @@ static void *step_writer_main(void *arg)
  * behind the write and accrual_ns of debt a write. */
 static uint64_t step_for(unsigned queued, uint64_t accrual_ns)
 {
-    uint64_t step = 2000u * (1u + queued), grown = accrual_ns * 4000u / 1000u;
-    if (grown > 4000) grown = 4000; /* step_cap_us */
+    wctl_options o; /* silk.c (open_wctl) leaves the step options at their defaults */
+    wctl_options_default(&o);
+    uint64_t step = o.min_step_us * (1u + queued), grown = accrual_ns * o.stall_every / 1000u;
+    if (grown > o.step_cap_us) grown = o.step_cap_us;
     return grown > step ? grown : step;
 }
 
