@@ -1031,7 +1031,9 @@ static void test_reserve(void **state)
     tu_fault f = {IO_OP_FALLOCATE, "r.wal", 0, 1, ENOSPC, 0};
     io_set_fault_hook(tu_fault_hook, &f);
     tkv_err(TKV_INVALID, "the caller's message");
-    wal_writer_reserve(w, reserve);
+    wal_writer_reserve(w, reserve); /* covered by the first: nothing to reserve, no fallocate */
+    assert_int_equal(f.hits, 0);
+    wal_writer_reserve(w, 2 * reserve); /* past it */
     assert_int_equal(f.hits, 1);
     assert_string_equal(tkv_errmsg(), "the caller's message");
     io_set_fault_hook(NULL, NULL);

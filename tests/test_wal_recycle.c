@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/io.h"
@@ -324,6 +325,91 @@ static void test_recycle_mapped(void **state)
     io_wmap_stop(st.wmap);
 }
 
+/* file_len -- path's size and, in *blocks, the bytes of disk blocks it holds. */
+static uint64_t file_len(const char *path, uint64_t *blocks)
+{
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    if (blocks) *blocks = (uint64_t)sb.st_blocks * 512u;
+    return (uint64_t)sb.st_size;
+}
+
+/* count_fallocate -- a fault hook that counts fallocates and fails none. */
+static int count_fallocate(io_op op, const char *path, size_t len, void *arg)
+{
+    (void)path;
+    (void)len;
+    if (op == IO_OP_FALLOCATE) (*(int *)arg)++;
+    return 0;
+}
+
+/* kept_length -- wal_writer_keep_reserved, mapped or not: a closed log
+ * keeps its reservation's length and blocks; the log recycled into it
+ * reserves the same again without a fallocate and without changing the
+ * file (its length, its blocks), is mapped when the first one was, and replays exactly its own
+ * records with the older log's (or the helper's zeros) after them, open and
+ * after its own close. */
+static void kept_length(fixture *fx, int mapped)
+{
+    io_stats st;
+    memset(&st, 0, sizeof st);
+    assert_int_equal(io_wb_start(&st.wb, fx->dir), 0);
+    if (mapped) assert_int_equal(io_wmap_start(&st.wmap, 0), 0);
+    const uint64_t reserve = 4u << 20;
+    char a[PATH_MAX], b[PATH_MAX], img[PATH_MAX];
+    snprintf(img, sizeof img, "%s/image", fx->dir);
+    wal_writer *w = NULL;
+    assert_int_equal(wal_writer_open(lpath(fx, 5, a), &st, 5, 0, 0, &w), 0);
+    wal_writer_keep_reserved(w, 1);
+    wal_writer_reserve(w, reserve);
+    for (int i = 0; i < 900; i++) add(w, NULL, 1000 + (size_t)i % 700, 7000 + (uint64_t)i);
+    uint64_t written = wal_size(w);
+    assert_true(written < reserve);
+    assert_int_equal(wal_writer_close(w), 0);
+    io_wb_drain(st.wb);
+    uint64_t blocks = 0, len = file_len(a, &blocks);
+    if (len < WAL_V2_HEADER_SIZE + reserve)
+        fail_msg("kept log is %llu bytes, reserved %llu", (unsigned long long)len,
+                 (unsigned long long)(WAL_V2_HEADER_SIZE + reserve));
+    if (blocks < reserve)
+        fail_msg("kept log holds %llu bytes of blocks, reserved %llu", (unsigned long long)blocks,
+                 (unsigned long long)reserve);
+
+    model m = {0};
+    assert_int_equal(wal_writer_recycle(a, lpath(fx, 6, b), &st, 6, 5, 0, &w), 0);
+    wal_writer_keep_reserved(w, 1);
+    int fallocates = 0;
+    io_set_fault_hook(count_fallocate, &fallocates);
+    wal_writer_reserve(w, reserve);
+    io_set_fault_hook(NULL, NULL);
+    assert_int_equal(fallocates, 0); /* its blocks are there: nothing to reserve */
+    uint64_t blocks2 = 0;
+    assert_int_equal(file_len(b, &blocks2), len); /* neither extended nor cut */
+    assert_int_equal(blocks2, blocks);
+    if (mapped) {
+        io_wmap_stats ws;
+        io_wmap_get_stats(st.wmap, &ws);
+        assert_int_equal(ws.files, 2); /* the recycled log is mapped as it is */
+    }
+    for (int i = 0; i < 200; i++) {
+        add(w, &m, 900 + (size_t)i % 300, 8000 + (uint64_t)i);
+        if (i % 41 == 0) assert_int_equal(wal_sync(w), 0);
+    }
+    tu_copy_file(b, img); /* what a process crash leaves */
+    wal_replay_stats rs = replay_as(img, &m, m.n);
+    assert_int_equal(rs.version, WAL_V3);
+    assert_int_equal(wal_writer_close(w), 0);
+    io_wb_drain(st.wb);
+    assert_int_equal(file_len(b, NULL), len);
+    rs = replay_as(b, &m, m.n);
+    assert_true(rs.torn_tail_bytes > 0); /* the older log's records and zeros, read as the end */
+    io_wb_stop(st.wb);
+    if (mapped) io_wmap_stop(st.wmap);
+}
+
+static void test_recycle_kept_mapped(void **state) { kept_length(*state, 1); }
+static void test_recycle_kept_pwrite(void **state) { kept_length(*state, 0); }
+
 /* ------------------------------------------------------------ the database */
 
 /* wal_stat -- the `recycled=` count of tkv.stats. */
@@ -445,6 +531,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recycle_corruption_below_frontier, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recycle_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recycle_mapped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recycle_kept_mapped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recycle_kept_pwrite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_recycles_pwrite, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_recycles_mapped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_recycles_one, setup, teardown),

@@ -596,10 +596,13 @@ int io_map_appends(io_file *f, uint64_t len)
     uint64_t a = pg > 0 ? (uint64_t)pg : 4096, end = (f->size + len + a - 1) / a * a;
     if (end <= f->size) return 0;
     if (IO_WMAP_PIECE % a != 0) return 0; /* the helper's pieces must be whole pages (wmap.c io_wmap_claim) */
-    if (ftruncate(f->fd, (off_t)end) != 0) return tkv_err_errno(errno, "extend %s to map it", f->path);
+    uint64_t now = 0;
+    TKV_TRY(io_file_size(f, &now));
+    int extend = now < end; /* (a recycled log that kept its length is long enough) */
+    if (extend && ftruncate(f->fd, (off_t)end) != 0) return tkv_err_errno(errno, "extend %s to map it", f->path);
     int e = io_wmap_attach(f->stats->wmap, f->fd, f->size, end, &f->map);
     if (e) {
-        (void)ftruncate(f->fd, (off_t)f->size);
+        if (extend) (void)ftruncate(f->fd, (off_t)now);
         return tkv_err_errno(e, "map %s for appends", f->path);
     }
     f->disk_end = end;
@@ -615,6 +618,12 @@ int io_extend_reserved(io_file *f, uint64_t len)
     if (ftruncate(f->fd, (off_t)end) != 0) return tkv_err_errno(errno, "extend %s over its reservation", f->path);
     f->disk_end = end;
     return 0;
+}
+
+void io_keep_reserved(io_file *f)
+{
+    unmap_appends(f);
+    f->disk_end = 0; /* io_close leaves the length alone */
 }
 
 int io_release_reserved(io_file *f, uint64_t end)

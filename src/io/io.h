@@ -231,7 +231,9 @@ int io_preallocate(io_file *f, uint64_t len);
  * file to the end of the reservation (rounded up to a page) and maps it, so
  * that later appends into pages the helper has made are stores (wmap.h).
  * After a crash the file ends in zeros up to there (replay reads them as a
- * torn tail, docs/format-wal.md). 0 without IO_MAPPED, a wmap or when already
+ * torn tail, docs/format-wal.md). A file already that long (a recycled WAL
+ * that kept its length, io_keep_reserved) is mapped as it is: nothing is
+ * cut. 0 without IO_MAPPED, a wmap or when already
  * mapped; else best effort: the failure for the caller to ignore (the file
  * is then left as it was and appends use pwrite). */
 int io_map_appends(io_file *f, uint64_t len);
@@ -254,6 +256,12 @@ int io_extend_reserved(io_file *f, uint64_t len);
  * (io_wb_release; done inline if the queue is full): the file must get no
  * more appends. Best effort: returns the failure for the caller to ignore. */
 int io_release_reserved(io_file *f, uint64_t end);
+/* io_keep_reserved -- the other end of a reservation, for a file that will
+ * be written again from its start (a WAL kept for recycling): no more
+ * appends (the mapping ends, wmap.h), and the file keeps its length and its
+ * blocks at close instead of being cut back to `size`. Its next reservation
+ * then finds the blocks allocated and nothing to free, extend or discard. */
+void io_keep_reserved(io_file *f);
 /* io_file_size -- current size via fstat. */
 int io_file_size(io_file *f, uint64_t *size);
 /* io_close -- closes and frees; NULL is a no-op. Returns close()'s error. */

@@ -77,7 +77,7 @@ int wal_writer_open(const char *path, io_stats *st, uint64_t number, uint64_t pr
  * wal_writer_open. Until then a crash may leave the new name on the old
  * header (recovery reads a log whose header names an older number as an
  * empty log: nothing in it was synced). At close, the bytes past what this
- * log wrote are cut off. The caller guarantees nobody else has old_path
+ * log wrote are cut off (kept with wal_writer_keep_reserved). The caller guarantees nobody else has old_path
  * open or queued for write-back. Returns as wal_writer_open, plus the
  * rename's errors (old_path stays where it was when the rename failed). */
 int wal_writer_recycle(const char *old_path, const char *path, io_stats *st, uint64_t number, uint64_t prev_number,
@@ -98,6 +98,16 @@ int wal_writer_open_v1(const char *path, io_stats *st, wal_writer **out);
  * a failure (a file system without fallocate, no space yet) is ignored and
  * leaves the calling thread's error message as it was. */
 void wal_writer_reserve(wal_writer *w, uint64_t bytes);
+
+/* wal_writer_keep_reserved -- keep 1: at close, the file keeps the length
+ * of its reservation (io_keep_reserved) instead of being cut back to what
+ * the log wrote: for a log whose file may be recycled (wal_writer_recycle),
+ * so that the next log's wal_writer_reserve finds the blocks there and
+ * neither fallocates nor frees, extends, discards anything. Past the last
+ * record the file then holds zeros or an older log's records, which replay
+ * reads as the log's end (docs/format-wal.md, R3', R4) as after a crash.
+ * keep 0 (the default): cut back at close. */
+void wal_writer_keep_reserved(wal_writer *w, int keep);
 
 /* wal_add_record -- appends one record holding payload[0..n) (n may be 0;
  * payload may then be NULL). Not durable until wal_sync.
