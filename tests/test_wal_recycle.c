@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -325,22 +326,12 @@ static void test_recycle_mapped(void **state)
     io_wmap_stop(st.wmap);
 }
 
-/* file_len -- path's size and, in *blocks, the bytes of disk blocks it holds. */
-static uint64_t file_len(const char *path, uint64_t *blocks)
+/* file_blocks -- the bytes of disk blocks path holds. */
+static uint64_t file_blocks(const char *path)
 {
     struct stat sb;
     assert_int_equal(stat(path, &sb), 0);
-    if (blocks) *blocks = (uint64_t)sb.st_blocks * 512u;
-    return (uint64_t)sb.st_size;
-}
-
-/* count_fallocate -- a fault hook that counts fallocates and fails none. */
-static int count_fallocate(io_op op, const char *path, size_t len, void *arg)
-{
-    (void)path;
-    (void)len;
-    if (op == IO_OP_FALLOCATE) (*(int *)arg)++;
-    return 0;
+    return (uint64_t)sb.st_blocks * 512u;
 }
 
 /* kept_length -- wal_writer_keep_reserved, mapped or not: a closed log
@@ -367,7 +358,7 @@ static void kept_length(fixture *fx, int mapped)
     assert_true(written < reserve);
     assert_int_equal(wal_writer_close(w), 0);
     io_wb_drain(st.wb);
-    uint64_t blocks = 0, len = file_len(a, &blocks);
+    uint64_t blocks = file_blocks(a), len = tu_file_size(a);
     if (len < WAL_V2_HEADER_SIZE + reserve)
         fail_msg("kept log is %llu bytes, reserved %llu", (unsigned long long)len,
                  (unsigned long long)(WAL_V2_HEADER_SIZE + reserve));
@@ -378,14 +369,13 @@ static void kept_length(fixture *fx, int mapped)
     model m = {0};
     assert_int_equal(wal_writer_recycle(a, lpath(fx, 6, b), &st, 6, 5, 0, &w), 0);
     wal_writer_keep_reserved(w, 1);
-    int fallocates = 0;
-    io_set_fault_hook(count_fallocate, &fallocates);
+    tu_fault f = {IO_OP_FALLOCATE, NULL, 0, -1, ENOSPC, 0}; /* every fallocate fails and is counted */
+    io_set_fault_hook(tu_fault_hook, &f);
     wal_writer_reserve(w, reserve);
     io_set_fault_hook(NULL, NULL);
-    assert_int_equal(fallocates, 0); /* its blocks are there: nothing to reserve */
-    uint64_t blocks2 = 0;
-    assert_int_equal(file_len(b, &blocks2), len); /* neither extended nor cut */
-    assert_int_equal(blocks2, blocks);
+    assert_int_equal(f.hits, 0);            /* its blocks are there: nothing to reserve */
+    assert_int_equal(tu_file_size(b), len); /* neither extended nor cut */
+    assert_int_equal(file_blocks(b), blocks);
     if (mapped) {
         io_wmap_stats ws;
         io_wmap_get_stats(st.wmap, &ws);
@@ -400,7 +390,7 @@ static void kept_length(fixture *fx, int mapped)
     assert_int_equal(rs.version, WAL_V3);
     assert_int_equal(wal_writer_close(w), 0);
     io_wb_drain(st.wb);
-    assert_int_equal(file_len(b, NULL), len);
+    assert_int_equal(tu_file_size(b), len);
     rs = replay_as(b, &m, m.n);
     assert_true(rs.torn_tail_bytes > 0); /* the older log's records and zeros, read as the end */
     io_wb_stop(st.wb);

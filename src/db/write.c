@@ -149,20 +149,17 @@ int write_open_wal(tkv_db *db, uint64_t number, uint64_t prev_number, uint64_t p
     char path[4096];
     files_wal_path(db, number, path, sizeof path);
     uint64_t old;
+    int recycled = 0;
     if (files_wal_recycled(db, &old)) { /* an obsolete log's blocks, written again (mem/wal.h) */
         char old_path[4096];
         files_wal_path(db, old, old_path, sizeof old_path);
         tkv_errmsg_saved saved;
         tkv_errmsg_save(&saved);
-        if (wal_writer_recycle(old_path, path, &db->io, number, prev_number, prev_size, out) == 0) {
-            ctr_add(&db->ctr.wal_recycled, 1);
-            wal_writer_keep_reserved(*out, 1);
-            wal_writer_reserve(*out, write_wal_reserve(db));
-            return 0;
-        }
-        tkv_errmsg_restore(&saved); /* a new file instead; the old one is deleted as obsolete */
+        recycled = wal_writer_recycle(old_path, path, &db->io, number, prev_number, prev_size, out) == 0;
+        if (recycled) ctr_add(&db->ctr.wal_recycled, 1);
+        else tkv_errmsg_restore(&saved); /* a new file instead; the old one is deleted as obsolete */
     }
-    TKV_TRY(wal_writer_open(path, &db->io, number, prev_number, prev_size, out));
+    if (!recycled) TKV_TRY(wal_writer_open(path, &db->io, number, prev_number, prev_size, out));
     /* A log that may be recycled keeps its reservation's length at close:
      * cut back there, each recycling fallocated the cut part again, and on
      * ext4 that fallocate (under mu, in the memtable switch) took 0.5-3 ms
