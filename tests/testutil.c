@@ -439,9 +439,11 @@ size_t tu_count_missing(const uint64_t *a, size_t na, const uint64_t *b, size_t 
 }
 
 /* work_due -- 1 if tkv.stats shows work a background thread is about to
- * pick up: a matrix pool at its trigger (a column is due) or a level L1+
- * at or above its target (a deep compaction is due). */
-static int work_due(const char *stats, unsigned trigger)
+ * pick up or is running: a matrix pool at its trigger (a column is due),
+ * L0 holding l0_trigger SSTs or more (an L0 -> L1 compaction is due or
+ * runs: its inputs leave L0 when it installs), or a level L1+ at or above
+ * its target (a deep compaction is due). */
+static int work_due(const char *stats, unsigned trigger, unsigned l0_trigger)
 {
     const char *m = strstr(stats, "matrix: rows=");
     if (m) {
@@ -450,6 +452,8 @@ static int work_due(const char *stats, unsigned trigger)
         unsigned long used = u ? strtoul(u + 11, NULL, 10) : 0, free_ = f ? strtoul(f + 11, NULL, 10) : 0;
         if (used && used * 100 >= (unsigned long)trigger * (used + free_)) return 1;
     }
+    const char *l0 = strstr(stats, "level.L0: files=");
+    if (l0 && strtoul(l0 + strlen("level.L0: files="), NULL, 10) >= l0_trigger) return 1;
     for (const char *p = stats; (p = strstr(p, "level.L")); p++) {
         const char *bytes = strstr(p, " bytes="), *target = strstr(p, " target="), *eol = strchr(p, '\n');
         if (!bytes || !target || (eol && target > eol)) continue;
@@ -468,6 +472,11 @@ int tu_wait_quiet(tkv_db *db, double timeout_ms)
     const char *tr = mx ? strstr(mx, "trigger=") : NULL;
     if (tr) trigger = (unsigned)strtoul(tr + 8, NULL, 10);
     tkv_free(mx);
+    unsigned l0_trigger = 4; /* the default; the database's own from tkv.options */
+    char *opts = tkv_property(db, "tkv.options");
+    const char *lt = opts ? strstr(opts, "\nl0_compaction_trigger=") : NULL;
+    if (lt) l0_trigger = (unsigned)strtoul(lt + strlen("\nl0_compaction_trigger="), NULL, 10);
+    tkv_free(opts);
     while (quiet < 2) {
         int q = tu_prop_u64(db, "tkv.sched", "deep: running=") == 0;
         char *s = tkv_property(db, "tkv.stats");
@@ -478,7 +487,7 @@ int tu_wait_quiet(tkv_db *db, double timeout_ms)
             const char *inflight = m ? strstr(m, "in_flight=") : NULL;
             if (inflight && strtoul(inflight + 10, NULL, 10) != 0) q = 0;
             tkv_free(m);
-        } else if (!s || work_due(s, trigger) || tu_prop_u64(db, "tkv.num-immutable-mem", "") != 0) {
+        } else if (!s || work_due(s, trigger, l0_trigger) || tu_prop_u64(db, "tkv.num-immutable-mem", "") != 0) {
             q = 0;
         }
         tkv_free(s);

@@ -101,8 +101,10 @@ size_t tu_list_numbered(const char *dir, const char *suffix, uint64_t **out);
 size_t tu_count_missing(const uint64_t *a, size_t na, const uint64_t *b, size_t nb);
 /* tu_wait_quiet -- waits (<= timeout_ms) until no immutable memtable is
  * queued, no deep compaction runs or is due (every level L1+ below its
- * target), and no column runs or is due (the matrix container is not busy
- * and its pool below matrix_trigger), twice in a row 5 ms apart; 1 if it
+ * target), no L0 -> L1 compaction runs or is due (L0 below
+ * l0_compaction_trigger SSTs), and no column runs or is due (the matrix
+ * container is not busy and its pool below matrix_trigger), twice in a row
+ * 5 ms apart; 1 if it
  * got there, 0 on timeout. It does not flush: call tkv_flush first. A
  * database made read-only by a background error is quiet once no deep
  * compaction and no column runs. */
