@@ -472,11 +472,7 @@ int tu_wait_quiet(tkv_db *db, double timeout_ms)
     const char *tr = mx ? strstr(mx, "trigger=") : NULL;
     if (tr) trigger = (unsigned)strtoul(tr + 8, NULL, 10);
     tkv_free(mx);
-    unsigned l0_trigger = 4; /* the default; the database's own from tkv.options */
-    char *opts = tkv_property(db, "tkv.options");
-    const char *lt = opts ? strstr(opts, "\nl0_compaction_trigger=") : NULL;
-    if (lt) l0_trigger = (unsigned)strtoul(lt + strlen("\nl0_compaction_trigger="), NULL, 10);
-    tkv_free(opts);
+    unsigned l0_trigger = (unsigned)tu_prop_u64(db, "tkv.options", "\nl0_compaction_trigger=");
     while (quiet < 2) {
         int q = tu_prop_u64(db, "tkv.sched", "deep: running=") == 0;
         char *s = tkv_property(db, "tkv.stats");

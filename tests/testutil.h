@@ -104,10 +104,9 @@ size_t tu_count_missing(const uint64_t *a, size_t na, const uint64_t *b, size_t 
  * target), no L0 -> L1 compaction runs or is due (L0 below
  * l0_compaction_trigger SSTs), and no column runs or is due (the matrix
  * container is not busy and its pool below matrix_trigger), twice in a row
- * 5 ms apart; 1 if it
- * got there, 0 on timeout. It does not flush: call tkv_flush first. A
- * database made read-only by a background error is quiet once no deep
- * compaction and no column runs. */
+ * 5 ms apart; 1 if it got there, 0 on timeout. It does not flush: call
+ * tkv_flush first. A database made read-only by a background error is
+ * quiet once no deep compaction and no column runs. */
 int tu_wait_quiet(tkv_db *db, double timeout_ms);
 /* tu_check_pool_pages -- (l0=matrix) every pool page in use belongs to a
  * row (tkv.matrix "pages: used=" equals "owned_by_rows="); a mismatch must
